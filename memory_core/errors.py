@@ -1,0 +1,90 @@
+"""The memory-core error tree (SPEC.md §7).
+
+Every error raised by the public API is a :class:`MemoryCoreError`. Leaves
+also subclass the matching standard-library type, so callers that already
+catch ``ValueError`` or ``LookupError`` keep working (the dual inheritance
+zarr uses). Raw driver exceptions never escape: adapters wrap them in
+:class:`BackendError`, keeping the original as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdapterClosedError",
+    "BackendError",
+    "ConflictError",
+    "MemoryCoreError",
+    "NotFoundError",
+    "OwnershipError",
+    "ValidationError",
+]
+
+
+class MemoryCoreError(Exception):
+    """Root of every error memory-core raises."""
+
+
+class ValidationError(MemoryCoreError, ValueError):
+    """Bad input, rejected before any write or query.
+
+    Attributes:
+        field: the argument or field that was wrong, e.g. ``"per_page"`` or
+            ``"messages[3].created_at"``.
+        rule: the SPEC rule id it breaks (``"R-PAGE"``), or ``""``.
+        reason: the human explanation.
+    """
+
+    def __init__(self, field: str, reason: str, rule: str = "") -> None:
+        self.field = field
+        self.rule = rule
+        self.reason = reason
+        prefix = f"[{rule}] " if rule else ""
+        super().__init__(f"{prefix}{field}: {reason}")
+
+
+class NotFoundError(MemoryCoreError, LookupError):
+    """A thread (or other record) an operation needs does not exist."""
+
+
+class OwnershipError(MemoryCoreError, PermissionError):
+    """A record belongs to another resource than the one given."""
+
+
+class ConflictError(MemoryCoreError):
+    """A write contradicts stored state (e.g. a message id saved again
+    under another ``resource_id``)."""
+
+
+class BackendError(MemoryCoreError):
+    """A storage or vector backend failed.
+
+    The driver's exception is chained as ``__cause__`` (and kept in
+    :attr:`original`). A backend error is always raised, never turned into
+    an empty result.
+
+    Attributes:
+        backend: adapter name, e.g. ``"sqlite"``.
+        operation: the public operation that failed, e.g. ``"save_messages"``.
+        retryable: True when repeating the call may succeed (network errors,
+            timeouts, primary step-downs, a locked database).
+        original: the driver exception, or None.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        operation: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        original: BaseException | None = None,
+    ) -> None:
+        self.backend = backend
+        self.operation = operation
+        self.retryable = retryable
+        self.original = original
+        super().__init__(f"{backend} {operation} failed: {message}")
+
+
+class AdapterClosedError(MemoryCoreError, RuntimeError):
+    """An operation was called on a storage or vector store after close()."""

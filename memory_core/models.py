@@ -1,0 +1,195 @@
+"""Typed records and results (SPEC.md §2, §4, §6).
+
+All models are frozen, slotted dataclasses. Datetimes on stored records are
+aware UTC with microsecond precision. ``metadata`` and dict ``content`` are
+plain JSON objects (see R-JSON). Inputs may also be given as mappings, with
+Mastra-style camelCase keys accepted where an interface takes them
+(``threadId``, ``resourceId``, ``createdAt`` ...): see
+:mod:`memory_core.validation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, Literal, TypeVar
+
+__all__ = [
+    "ROLES",
+    "DateRange",
+    "Include",
+    "JSONObject",
+    "Message",
+    "MessageContent",
+    "MessageFilter",
+    "OrderBy",
+    "Page",
+    "PerPage",
+    "RecallResult",
+    "Resource",
+    "Role",
+    "Thread",
+    "ThreadFilter",
+]
+
+JSONObject = dict[str, Any]
+"""A JSON object: str keys; values str/int/float/bool/None/list/dict."""
+
+Role = Literal["user", "assistant", "system", "tool"]
+ROLES: frozenset[str] = frozenset({"user", "assistant", "system", "tool"})
+
+MessageContent = str | JSONObject
+"""A message body: plain text, or a structured object such as
+``{"format": 2, "parts": [{"type": "text", "text": "..."}], "content": "..."}``."""
+
+PerPage = int | Literal[False]
+"""Items per page: an int >= 0, or ``False`` for "all" (R-PAGE)."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A conversation owned by one resource (a user, an agent ...).
+
+    ``created_at``/``updated_at`` are None only on input, meaning "now";
+    every thread a store returns has both set (aware UTC).
+    """
+
+    id: str
+    resource_id: str
+    title: str = ""
+    metadata: JSONObject = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a thread.
+
+    ``resource_id`` None on input means "the thread's resource";
+    ``created_at`` None on input means "now" (R-CLOCK). Stored messages have
+    both set. ``sequence`` is the store-wide insertion counter of R-ORDER,
+    filled by the store (None on input and where not known); it does not
+    take part in equality, since counters are per store.
+    """
+
+    id: str
+    thread_id: str
+    role: Role
+    content: MessageContent
+    resource_id: str | None = None
+    type: str = "v2"
+    metadata: JSONObject = field(default_factory=dict)
+    created_at: datetime | None = None
+    sequence: int | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Whatever owns threads (usually a user), with its working memory.
+
+    ``working_memory`` is free text (or JSON text when a schema is used);
+    None means "never set", ``""`` is a value.
+    """
+
+    id: str
+    working_memory: str | None = None
+    metadata: JSONObject = field(default_factory=dict)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DateRange:
+    """Bounds on ``created_at`` (R-DATE): both optional, inclusive unless the
+    ``*_exclusive`` flag is set, compared to the microsecond. Datetimes or
+    ISO-8601 strings; naive values are read as UTC."""
+
+    start: datetime | str | None = None
+    end: datetime | str | None = None
+    start_exclusive: bool = False
+    end_exclusive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilter:
+    """Filter for message listings: a date range on ``created_at`` and/or
+    top-level metadata equality (R-DATE, R-META), ANDed together."""
+
+    date_range: DateRange | None = None
+    metadata: JSONObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadFilter:
+    """Filter for thread listings: owning resource and/or top-level metadata
+    equality (R-META)."""
+
+    resource_id: str | None = None
+    metadata: JSONObject | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OrderBy:
+    """Sort order (R-SORT). ``field``: ``created_at`` (messages, threads) or
+    ``updated_at`` (threads); camelCase spellings are accepted. ``direction``:
+    ``ASC`` or ``DESC``, case-insensitive."""
+
+    field: str = "created_at"
+    direction: str = "ASC"
+
+
+@dataclass(frozen=True, slots=True)
+class Include:
+    """Ask for a window of context around one message (R-INCLUDE).
+
+    Up to ``with_previous`` messages before it and ``with_next`` after it, from
+    its own thread. ``thread_id`` is accepted for Mastra compatibility and
+    does not change where the window comes from.
+    """
+
+    id: str
+    with_previous: int = 0
+    with_next: int = 0
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing (§4).
+
+    Attributes:
+        items: the window in the requested order (plus included messages).
+        total: matches of the main query, filters applied, includes excluded.
+        page: echoed page number (0 when paging by cursor).
+        per_page: echoed page size (``False`` stays ``False``).
+        has_more: whether more main-query matches lie beyond this page.
+        next_cursor: opaque keyset cursor for the next window, None at the end.
+    """
+
+    items: list[T]
+    total: int
+    page: int
+    per_page: PerPage
+    has_more: bool
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """What :meth:`memory_core.Memory.recall` returns (R-RECALL).
+
+    ``messages`` are in the requested order (oldest first by default).
+    ``semantic_hits`` lists the message ids the vector search matched, best
+    first (empty without semantic recall).
+    """
+
+    messages: list[Message]
+    total: int
+    page: int
+    per_page: PerPage
+    has_more: bool
+    next_cursor: str | None = None
+    semantic_hits: list[str] = field(default_factory=list)

@@ -1,0 +1,168 @@
+"""The reference store (``memory://``): SPEC.md in plain Python, in memory.
+
+Every primitive is the most direct reading of its contract in
+:class:`~memory_core.storage.BaseStorage`, using the reference predicates of
+:mod:`memory_core.query`. The conformance suite compares every adapter with
+this store. It is also a real, fast store for tests and single-process use
+(data lives as long as the object; instances never share data).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from itertools import count
+from typing import Any
+
+from memory_core.clock import Clock, bump_us, from_us, to_us
+from memory_core.models import Message, Resource, Thread
+from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.storage import BaseStorage, message_key
+
+__all__ = ["InMemoryStorage"]
+
+
+class InMemoryStorage(BaseStorage):
+    """The reference store. URL: ``memory://`` (each connect is a new store).
+
+    Args:
+        clock: injectable clock (see :class:`BaseStorage`).
+    """
+
+    backend_name = "memory"
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        super().__init__(clock=clock)
+        self._threads: dict[str, Thread] = {}
+        self._messages: dict[str, Message] = {}
+        self._resources: dict[str, Resource] = {}
+        self._sequence = count(1)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> InMemoryStorage:
+        """Build from ``memory://`` (the rest of the URL is ignored)."""
+        return cls(**options)
+
+    # Values are deep-copied in and out so callers never alias stored state.
+
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        return copy.deepcopy(self._threads.get(thread_id))
+
+    async def _put_thread(self, thread: Thread) -> None:
+        self._threads[thread.id] = copy.deepcopy(thread)
+
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            return None
+        assert thread.updated_at is not None
+        thread = replace(
+            thread,
+            title=thread.title if title is None else title,
+            metadata=thread.metadata if metadata is None else {**thread.metadata, **copy.deepcopy(metadata)},
+            updated_at=from_us(bump_us(to_us(thread.updated_at), now_us)),
+        )
+        self._threads[thread_id] = thread
+        return copy.deepcopy(thread)
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        self._threads.pop(thread_id, None)
+        for message in [m for m in self._messages.values() if m.thread_id == thread_id]:
+            del self._messages[message.id]
+
+    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
+        found = [t for t in self._threads.values() if query.matches(t) and query.is_after(query.key(t))]
+        found.sort(key=query.key, reverse=query.descending)
+        return copy.deepcopy(_window(found, query.offset, query.limit))
+
+    async def _count_threads(self, query: ThreadQuery) -> int:
+        return sum(1 for t in self._threads.values() if query.matches(t))
+
+    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
+        return [copy.deepcopy(self._messages[i]) for i in dict.fromkeys(ids) if i in self._messages]
+
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+        for message in messages:
+            old = self._messages.get(message.id)
+            if old is None:
+                stored = replace(copy.deepcopy(message), sequence=next(self._sequence))
+            else:
+                stored = replace(
+                    old,
+                    thread_id=message.thread_id,
+                    role=message.role,
+                    type=message.type,
+                    content=copy.deepcopy(message.content),
+                    metadata=copy.deepcopy(message.metadata),
+                )
+            self._messages[message.id] = stored
+        self._bump(bump, now_us)
+
+    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        for patch in patches:
+            old = self._messages.get(patch.id)
+            if old is not None:
+                self._messages[patch.id] = copy.deepcopy(patch.apply(old))
+        self._bump(bump, now_us)
+
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+        for message_id in ids:
+            self._messages.pop(message_id, None)
+        self._bump(bump, now_us)
+
+    def _bump(self, thread_ids: Sequence[str], now_us: int) -> None:
+        for thread_id in thread_ids:
+            thread = self._threads.get(thread_id)
+            if thread is not None:
+                assert thread.updated_at is not None
+                updated = from_us(bump_us(to_us(thread.updated_at), now_us))
+                self._threads[thread_id] = replace(thread, updated_at=updated)
+
+    async def _list_messages(self, query: MessageQuery) -> list[Message]:
+        found = [m for m in self._messages.values() if query.matches(m) and query.is_after(message_key(m))]
+        found.sort(key=message_key, reverse=query.descending)
+        return copy.deepcopy(_window(found, query.offset, query.limit))
+
+    async def _count_messages(self, query: MessageQuery) -> int:
+        return sum(1 for m in self._messages.values() if query.matches(m))
+
+    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
+        target = self._messages.get(message_id)
+        if target is None:
+            return []
+        thread = sorted((m for m in self._messages.values() if m.thread_id == target.thread_id), key=message_key)
+        index = thread.index(target)
+        return copy.deepcopy(thread[max(0, index - before) : index + after + 1])
+
+    async def _get_resource(self, resource_id: str) -> Resource | None:
+        return copy.deepcopy(self._resources.get(resource_id))
+
+    async def _put_resource(self, resource: Resource) -> None:
+        self._resources[resource.id] = copy.deepcopy(resource)
+
+    async def _patch_resource(
+        self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+    ) -> Resource:
+        old = self._resources.get(resource_id)
+        if old is None:
+            now = from_us(now_us)
+            old = Resource(resource_id, created_at=now, updated_at=now)
+            updated_at = now
+        else:
+            assert old.updated_at is not None
+            updated_at = from_us(bump_us(to_us(old.updated_at), now_us))
+        resource = replace(
+            old,
+            working_memory=old.working_memory if working_memory is NOT_GIVEN else working_memory,
+            metadata=old.metadata if metadata is None else {**old.metadata, **copy.deepcopy(metadata)},
+            updated_at=updated_at,
+        )
+        self._resources[resource_id] = resource
+        return copy.deepcopy(resource)
+
+
+def _window(items: list[Any], offset: int, limit: int | None) -> list[Any]:
+    return items[offset:] if limit is None else items[offset : offset + limit]

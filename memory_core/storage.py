@@ -1,0 +1,784 @@
+"""The storage contract: a Protocol for callers and a base class for adapters.
+
+Adapters implement primitives; the core composes semantics (DESIGN.md).
+:class:`BaseStorage`'s public async methods validate every input once
+(:mod:`memory_core.validation`), resolve defaults, ownership and conflicts,
+and then call small underscore primitives that an adapter writes for its
+backend. Merging ``include`` windows, de-duplication, final ordering,
+``has_more`` arithmetic and cursors live here, once (SPEC.md §3-5).
+
+An adapter subclasses :class:`BaseStorage`, sets ``backend_name``, and
+implements the abstract ``_`` methods below. Each primitive's docstring is
+its whole contract; the conformance suite checks the composed behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+
+from memory_core.clock import Clock, system_clock, to_us
+from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
+from memory_core.errors import (
+    AdapterClosedError,
+    BackendError,
+    ConflictError,
+    MemoryCoreError,
+    NotFoundError,
+    OwnershipError,
+    ValidationError,
+)
+from memory_core.models import (
+    ROLES,
+    Include,
+    Message,
+    MessageFilter,
+    OrderBy,
+    Page,
+    PerPage,
+    Resource,
+    Thread,
+    ThreadFilter,
+)
+from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadKey, ThreadQuery
+from memory_core.validation import (
+    MAX_MESSAGE_BYTES,
+    check_id,
+    check_id_list,
+    check_includes,
+    check_json_object,
+    check_message,
+    check_message_filter,
+    check_order,
+    check_page,
+    check_resource,
+    check_text,
+    check_thread,
+    check_thread_filter,
+    check_thread_order,
+    message_size,
+)
+
+__all__ = ["BaseStorage", "Storage", "message_key"]
+
+MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
+_PATCH_FIELDS = {"id", "role", "type", "content", "metadata", "thread_id", "threadId"}
+
+
+def message_key(message: Message) -> MessageKey:
+    """R-ORDER position of a stored message: (created_at µs, sequence)."""
+    assert message.created_at is not None and message.sequence is not None
+    return (to_us(message.created_at), message.sequence)
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What callers type against: every memory-core storage has these.
+
+    See :class:`BaseStorage` for each method's full contract.
+    """
+
+    async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
+    async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Thread: ...
+    async def delete_thread(self, thread_id: str) -> None: ...
+    async def list_threads(
+        self,
+        filter: ThreadFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 100,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Thread]: ...
+    async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]: ...
+    async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]: ...
+    async def delete_messages(self, ids: Sequence[str]) -> None: ...
+    async def get_messages(self, ids: Sequence[str]) -> list[Message]: ...
+    async def list_messages(
+        self,
+        thread_id: str | Sequence[str],
+        resource_id: str | None = None,
+        include: Sequence[Include | Mapping[str, Any]] | None = None,
+        filter: MessageFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 40,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]: ...
+    async def list_messages_by_resource(
+        self,
+        resource_id: str,
+        include: Sequence[Include | Mapping[str, Any]] | None = None,
+        filter: MessageFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 40,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]: ...
+    async def get_resource(self, resource_id: str) -> Resource | None: ...
+    async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource: ...
+    async def update_resource(
+        self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
+    ) -> Resource: ...
+    async def close(self) -> None: ...
+
+
+class _Guard:
+    """Wraps any non-memory-core exception from a primitive in BackendError."""
+
+    __slots__ = ("operation", "storage")
+
+    def __init__(self, storage: BaseStorage, operation: str) -> None:
+        self.storage = storage
+        self.operation = operation
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
+            return
+        raise BackendError(
+            self.storage.backend_name,
+            self.operation,
+            f"{type(exc).__name__}: {exc}",
+            retryable=self.storage.is_retryable(exc),
+            original=exc,
+        ) from exc
+
+
+class BaseStorage(ABC):
+    """Base class of every storage adapter (and of the reference store).
+
+    Construction does no I/O. ``open()`` (or ``async with``) connects and
+    creates the schema idempotently; public methods open lazily on first
+    use. ``close()`` is idempotent; any call after it raises
+    :class:`~memory_core.errors.AdapterClosedError`.
+
+    Args:
+        clock: where "now" comes from (R-CLOCK, R-BUMP); defaults to the
+            process-wide system clock. Tests inject a
+            :class:`~memory_core.clock.ManualClock`.
+
+    Class attributes for adapters:
+        backend_name: short name used in errors (``"sqlite"``).
+        capabilities: optional capabilities the conformance suite may test
+            (see ``memory_core_conformance.Capability``).
+    """
+
+    backend_name: ClassVar[str] = "base"
+    capabilities: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else system_clock
+        self._opened = False
+        self._closed = False
+        self._open_lock: asyncio.Lock | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Connect and create the schema (idempotent, safe to call twice)."""
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} storage is closed")
+        if self._opened:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if not self._opened:
+                with _Guard(self, "open"):
+                    await self._open()
+                self._opened = True
+
+    async def close(self) -> None:
+        """Release connections this store created (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._opened:
+            with _Guard(self, "close"):
+                await self._close()
+
+    async def _ready(self) -> None:
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} storage is closed")
+        if not self._opened:
+            await self.open()
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Whether a driver exception is transient (adapters override)."""
+        return isinstance(exc, ConnectionError | TimeoutError)
+
+    def _guard(self, operation: str) -> _Guard:
+        return _Guard(self, operation)
+
+    # ------------------------------------------------------------------ threads
+
+    async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
+        """The thread, or None if missing or (with ``resource_id``) owned by
+        another resource.
+
+        Raises:
+            ValidationError: bad id (R-ID).
+        """
+        check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        await self._ready()
+        with self._guard("get_thread"):
+            thread = await self._get_thread(thread_id)
+        if thread is None or (resource_id is not None and thread.resource_id != resource_id):
+            return None
+        return thread
+
+    async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread:
+        """Upsert a whole thread (every field replaced); returns it as stored.
+
+        ``created_at``/``updated_at`` None mean now; ``updated_at`` is stored as
+        given otherwise. A thread id that moves to another resource is a
+        ConflictError when it has messages.
+
+        Raises:
+            ValidationError: bad field (R-ID, R-JSON, R-TIME).
+        """
+        valid = check_thread(thread)
+        now = self.clock.now()
+        created = valid.created_at or now
+        stored = replace(valid, created_at=created, updated_at=valid.updated_at or created)
+        await self._ready()
+        with self._guard("save_thread"):
+            existing = await self._get_thread(stored.id)
+            if existing is not None and existing.resource_id != stored.resource_id:
+                raise ConflictError(
+                    f"thread {stored.id!r} belongs to resource {existing.resource_id!r}, not {stored.resource_id!r}"
+                )
+            await self._put_thread(stored)
+        return stored
+
+    async def update_thread(
+        self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> Thread:
+        """Partial, atomic update: only given fields change; ``metadata`` is
+        merged one level (shallow); ``updated_at`` is bumped (R-BUMP).
+
+        Raises:
+            ValidationError: bad id, title not a str, metadata not JSON.
+            NotFoundError: no such thread.
+        """
+        check_id(thread_id, "thread_id")
+        if title is not None:
+            check_text(title, "title")
+        patch = None if metadata is None else check_json_object(metadata, "metadata")
+        await self._ready()
+        with self._guard("update_thread"):
+            updated = await self._patch_thread(thread_id, title, patch, to_us(self.clock.now()))
+        if updated is None:
+            raise NotFoundError(f"thread {thread_id!r} does not exist")
+        return updated
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread and all its messages; unknown id: no error."""
+        check_id(thread_id, "thread_id")
+        await self._ready()
+        with self._guard("delete_thread"):
+            await self._delete_thread(thread_id)
+
+    async def list_threads(
+        self,
+        filter: ThreadFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 100,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Thread]:
+        """A page of threads (§4), default order ``created_at DESC``, ties by id.
+
+        Returns:
+            ``Page[Thread]`` with ``total`` counted under the filter.
+
+        Raises:
+            ValidationError: bad filter (R-META), page bounds (R-PAGE), order
+                (R-SORT) or cursor (R-CURSOR).
+        """
+        resource_id, conditions = check_thread_filter(filter)
+        page, per_page, offset = check_page(page, per_page)
+        order_field, descending = check_thread_order(order_by)
+        query = ThreadQuery(resource_id, conditions, order_field, descending)
+        identity = fingerprint("threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending)
+        after = self._cursor_position(cursor, page, identity, (int, str))
+        await self._ready()
+        with self._guard("list_threads"):
+            total = await self._count_threads(query)
+            items, has_more = await self._window(
+                lambda off, lim, aft: self._list_threads(replace(query, offset=off, limit=lim, after=aft)),
+                offset, per_page, after, total,
+            )
+        next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
+        return Page(items, total, page, per_page, has_more, next_cursor)
+
+    # ------------------------------------------------------------------ messages
+
+    async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+        """Upsert messages by id; returns them as stored, in input order.
+
+        The whole batch is validated before anything is written; ``[]`` is a
+        no-op. New ids get ``created_at`` (now when absent, R-CLOCK) and the
+        next sequence numbers in list order (R-ORDER). An existing id keeps
+        ``created_at`` and sequence; content, role, type and metadata are
+        replaced, and a new ``thread_id`` of the same resource moves it. The
+        same id twice: the last wins (at the first one's place). Every thread
+        touched (old and new on a move) has ``updated_at`` bumped.
+
+        Raises:
+            ValidationError: any bad message (named by id); nothing is written.
+            NotFoundError: a thread does not exist.
+            OwnershipError: ``resource_id`` differs from the thread's.
+            ConflictError: an existing id is saved under another resource.
+        """
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            raise ValidationError("messages", "must be a list of Message")
+        batch: dict[str, Message] = {}
+        for index, raw in enumerate(messages):
+            message = check_message(raw, f"messages[{index}]")
+            batch[message.id] = message
+        if not batch:
+            return []
+        await self._ready()
+        with self._guard("save_messages"):
+            threads: dict[str, Thread] = {}
+            for message in batch.values():
+                if message.thread_id not in threads:
+                    thread = await self._get_thread(message.thread_id)
+                    if thread is None:
+                        raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
+                    threads[message.thread_id] = thread
+            existing = {m.id: m for m in await self._get_messages(list(batch))}
+        records: list[Message] = []
+        bump: dict[str, None] = {}
+        for message in batch.values():
+            owner = threads[message.thread_id].resource_id
+            if message.resource_id is not None and message.resource_id != owner:
+                raise OwnershipError(
+                    f"message {message.id!r}: resource_id {message.resource_id!r} is not the owner "
+                    f"of thread {message.thread_id!r} ({owner!r})"
+                )
+            old = existing.get(message.id)
+            if old is not None:
+                if old.resource_id != owner:
+                    raise ConflictError(
+                        f"message {message.id!r} is stored under resource {old.resource_id!r}, not {owner!r}"
+                    )
+                bump[old.thread_id] = None
+                message = replace(message, resource_id=owner, created_at=old.created_at, sequence=old.sequence)
+            else:
+                message = replace(message, resource_id=owner)
+            records.append(message)
+            bump[message.thread_id] = None
+        # Times are assigned only after the whole batch passed every check.
+        records = [m if m.created_at is not None else replace(m, created_at=self.clock.assign()) for m in records]
+        with self._guard("save_messages"):
+            await self._save_messages(records, list(bump), to_us(self.clock.now()))
+        return records
+
+    async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
+        """Partial updates, one mapping per message: ``{"id", "role"?, "type"?,
+        "content"?, "metadata"?, "thread_id"?}``.
+
+        Scalars overwrite; a dict ``content`` is merged one level into stored
+        dict content (and replaces str content); ``metadata`` is merged one
+        level; ``thread_id`` moves the message within its resource;
+        ``created_at`` cannot change. Unknown ids are skipped. Threads touched
+        are bumped. Returns the updated messages as stored, in R-ORDER.
+
+        Raises:
+            ValidationError: bad field, ``created_at`` given, or a result over
+                R-SIZE; nothing is written.
+            NotFoundError: the target thread of a move does not exist.
+            ConflictError: a move to another resource's thread.
+        """
+        if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence):
+            raise ValidationError("updates", "must be a list of mappings")
+        patches: dict[str, MessagePatch] = {}
+        for index, update in enumerate(updates):
+            patch = self._check_patch(update, f"updates[{index}]")
+            previous = patches.get(patch.id)
+            patches[patch.id] = patch if previous is None else _combine(previous, patch)
+        if not patches:
+            return []
+        await self._ready()
+        with self._guard("update_messages"):
+            existing = {m.id: m for m in await self._get_messages(list(patches))}
+            targets: dict[str, Thread] = {}
+            for patch in patches.values():
+                if patch.id in existing and patch.thread_id is not None and patch.thread_id not in targets:
+                    thread = await self._get_thread(patch.thread_id)
+                    if thread is None:
+                        raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
+                    targets[patch.thread_id] = thread
+        live = [p for p in patches.values() if p.id in existing]
+        if not live:
+            return []
+        bump: dict[str, None] = {}
+        for patch in live:
+            old = existing[patch.id]
+            if patch.thread_id is not None and targets[patch.thread_id].resource_id != old.resource_id:
+                raise ConflictError(f"message {patch.id!r} cannot move to another resource's thread {patch.thread_id!r}")
+            size = message_size(patch.apply(old))
+            if size > MAX_MESSAGE_BYTES:
+                raise ValidationError(f"message {patch.id!r}", f"would serialise to {size} bytes, over 15 MiB", "R-SIZE")
+            bump[old.thread_id] = None
+            if patch.thread_id is not None:
+                bump[patch.thread_id] = None
+        with self._guard("update_messages"):
+            await self._patch_messages(live, list(bump), to_us(self.clock.now()))
+            stored = await self._get_messages([p.id for p in live])
+        return sorted(stored, key=message_key)
+
+    @staticmethod
+    def _check_patch(update: Any, field: str) -> MessagePatch:
+        if not isinstance(update, Mapping):
+            raise ValidationError(field, f"must be a mapping, got {type(update).__name__}")
+        for key in update:
+            if key in ("created_at", "createdAt"):
+                raise ValidationError(f"{field}.created_at", "cannot be changed")
+            if key not in _PATCH_FIELDS:
+                raise ValidationError(f"{field}.{key}", "unknown field for a message update")
+        msg_id = check_id(update.get("id"), f"{field}.id")
+        where = f"message {msg_id!r}"
+        role = update.get("role")
+        if role is not None and role not in ROLES:
+            raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {role!r}")
+        kind = update.get("type")
+        if kind is not None and type(kind) is not str:
+            raise ValidationError(f"{where}.type", "must be a str")
+        content = update.get("content")
+        probe: dict[str, Any] = {"id": msg_id, "thread_id": "x", "role": role or "user", "content": content or ""}
+        if kind is not None:
+            probe["type"] = kind
+        metadata = update.get("metadata")
+        if metadata is not None:
+            probe["metadata"] = metadata
+        check_message(probe, field)
+        thread_id = update.get("thread_id", update.get("threadId"))
+        if thread_id is not None:
+            check_id(thread_id, f"{where}.thread_id")
+        return MessagePatch(msg_id, role, kind, content, metadata, thread_id)
+
+    async def delete_messages(self, ids: Sequence[str]) -> None:
+        """Delete known ids, ignore unknown ones; bump their threads. The
+        remaining order is unchanged; an emptied thread remains."""
+        wanted = check_id_list(ids, "ids")
+        if not wanted:
+            return
+        await self._ready()
+        with self._guard("delete_messages"):
+            found = await self._get_messages(wanted)
+            if found:
+                bump = list(dict.fromkeys(m.thread_id for m in found))
+                await self._delete_messages([m.id for m in found], bump, to_us(self.clock.now()))
+
+    async def get_messages(self, ids: Sequence[str]) -> list[Message]:
+        """The messages found among ``ids``, in R-ORDER ascending."""
+        wanted = check_id_list(ids, "ids")
+        if not wanted:
+            return []
+        await self._ready()
+        with self._guard("get_messages"):
+            found = await self._get_messages(list(dict.fromkeys(wanted)))
+        return sorted(found, key=message_key)
+
+    async def list_messages(
+        self,
+        thread_id: str | Sequence[str],
+        resource_id: str | None = None,
+        include: Sequence[Include | Mapping[str, Any]] | None = None,
+        filter: MessageFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 40,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]:
+        """A page of one or more threads' messages (§4, §5).
+
+        Order: ``created_at ASC`` by default, ties by insertion sequence
+        (R-ORDER). With ``resource_id`` only that resource's messages count
+        (R-OWN). ``include`` windows are merged in, de-duplicated and sorted in
+        the requested order; they never count in ``total``.
+
+        Raises:
+            ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
+                order, include or cursor.
+        """
+        if isinstance(thread_id, str):
+            thread_ids = (check_id(thread_id, "thread_id"),)
+        else:
+            thread_ids = tuple(check_id_list(thread_id, "thread_id"))
+            if not thread_ids:
+                raise ValidationError("thread_id", "must name at least one thread", "R-ID")
+        return await self.page_messages(thread_ids, resource_id, include, filter, page, per_page, order_by, cursor)
+
+    async def list_messages_by_resource(
+        self,
+        resource_id: str,
+        include: Sequence[Include | Mapping[str, Any]] | None = None,
+        filter: MessageFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 40,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]:
+        """Like :meth:`list_messages`, across every thread of one resource."""
+        check_id(resource_id, "resource_id")
+        return await self.page_messages(None, resource_id, include, filter, page, per_page, order_by, cursor)
+
+    async def page_messages(
+        self,
+        thread_ids: tuple[str, ...] | None,
+        resource_id: str | None,
+        include: Sequence[Include | Mapping[str, Any]] | None,
+        filter: MessageFilter | Mapping[str, Any] | None,
+        page: int,
+        per_page: PerPage,
+        order_by: OrderBy | Mapping[str, Any] | None,
+        cursor: str | None,
+        *,
+        newest: bool = False,
+    ) -> Page[Message]:
+        """The shared message-page composition behind every listing.
+
+        With ``newest=True`` and no ``order_by`` (``Memory.recall``), the window
+        is the newest ``per_page`` messages (page 1 = the next older block),
+        returned oldest first (R-RECALL step 3).
+        """
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        created_from, created_to, conditions = check_message_filter(filter)
+        page, per_page, offset = check_page(page, per_page)
+        includes = check_includes(include)
+        latest = newest and order_by is None
+        if latest:
+            descending, output_descending = True, False
+        else:
+            _, descending = check_order(order_by, ("created_at",), MESSAGE_ORDER_DEFAULT)
+            output_descending = descending
+        query = MessageQuery(thread_ids, resource_id, created_from, created_to, conditions, descending)
+        identity = fingerprint(
+            "messages", thread_ids, resource_id, created_from, created_to,
+            [(c.key, c.kind, c.value) for c in conditions], descending,
+        )
+        after = self._cursor_position(cursor, page, identity, (int, int))
+        await self._ready()
+        with self._guard("list_messages"):
+            total = await self._count_messages(query)
+            window, has_more = await self._window(
+                lambda off, lim, aft: self._list_messages(replace(query, offset=off, limit=lim, after=aft)),
+                offset, per_page, after, total,
+            )
+            extra = await self._include_windows(includes, resource_id)
+        next_cursor = encode_cursor(identity, message_key(window[-1])) if has_more and window else None
+        merged = {m.id: m for m in window}
+        for message in extra:
+            merged.setdefault(message.id, message)
+        items = sorted(merged.values(), key=message_key, reverse=output_descending)
+        if has_more and extra and sum(1 for m in items if query.matches(m)) >= total:
+            has_more = False  # every main-query match is already in items
+        return Page(items, total, page, per_page, has_more, next_cursor)
+
+    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
+        found: list[Message] = []
+        for inc in includes:
+            window = await self._message_window(inc.id, inc.with_previous, inc.with_next)
+            if resource_id is not None and window and window[0].resource_id != resource_id:
+                continue
+            found.extend(window)
+        return found
+
+    @staticmethod
+    def _cursor_position(cursor: Any, page: int, identity: str, types: tuple[type, ...]) -> Any:
+        if cursor is None:
+            return None
+        if page != 0:
+            raise ValidationError("cursor", "cannot be combined with page > 0", "R-CURSOR")
+        return decode_cursor(cursor, identity, types)
+
+    @staticmethod
+    async def _window(fetch: Any, offset: int, per_page: PerPage, after: Any, total: int) -> tuple[list[Any], bool]:
+        """Fetch the main window; returns (items, has_more)."""
+        if per_page is False:
+            return list(await fetch(0, None, after)), False
+        if after is None:
+            items = list(await fetch(offset, per_page, None)) if per_page else []
+            return items, offset + per_page < total
+        # Keyset page: one extra row tells whether anything lies beyond.
+        items = list(await fetch(0, per_page + 1, after))
+        return items[:per_page], len(items) > per_page
+
+    # ------------------------------------------------------------------ resources
+
+    async def get_resource(self, resource_id: str) -> Resource | None:
+        """The resource, or None."""
+        check_id(resource_id, "resource_id")
+        await self._ready()
+        with self._guard("get_resource"):
+            return await self._get_resource(resource_id)
+
+    async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource:
+        """Upsert a whole resource; None datetimes mean now. Returns it."""
+        valid = check_resource(resource)
+        created = valid.created_at or self.clock.now()
+        stored = replace(valid, created_at=created, updated_at=valid.updated_at or created)
+        await self._ready()
+        with self._guard("save_resource"):
+            await self._put_resource(stored)
+        return stored
+
+    async def update_resource(
+        self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
+    ) -> Resource:
+        """Partial, atomic update; creates the resource when missing.
+
+        ``working_memory``: a str (``""`` is a value) or None to clear; omit to
+        keep. ``metadata`` is merged one level. ``updated_at`` is bumped.
+
+        Raises:
+            ValidationError: bad id, working memory not str/None, bad metadata.
+        """
+        check_id(resource_id, "resource_id")
+        if working_memory is not NOT_GIVEN and working_memory is not None:
+            check_text(working_memory, "working_memory")
+        patch = None if metadata is None else check_json_object(metadata, "metadata")
+        await self._ready()
+        with self._guard("update_resource"):
+            return await self._patch_resource(resource_id, working_memory, patch, to_us(self.clock.now()))
+
+    # ------------------------------------------------------------------ primitives
+
+    async def _open(self) -> None:
+        """Connect and create schema/indexes idempotently (default: nothing)."""
+
+    async def _close(self) -> None:
+        """Release what ``_open`` acquired (default: nothing)."""
+
+    @abstractmethod
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        """The stored thread or None."""
+
+    @abstractmethod
+    async def _put_thread(self, thread: Thread) -> None:
+        """Insert or wholly replace a thread (all fields set). Messages of a
+        replaced thread are kept."""
+
+    @abstractmethod
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
+        """Atomically: set ``title`` if not None; merge ``metadata`` one level if
+        not None; set ``updated_at`` to :func:`~memory_core.clock.bump_us`
+        (old, now_us). Returns the updated thread, or None if missing (then
+        nothing is written). No read-modify-write of the whole record outside
+        a transaction."""
+
+    @abstractmethod
+    async def _delete_thread(self, thread_id: str) -> None:
+        """Delete the thread and every message in it (atomically)."""
+
+    @abstractmethod
+    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
+        """Threads matching ``query`` (resource, metadata), ordered by
+        (order_field, id) in its direction, strictly after ``query.after`` if
+        set, skipping ``offset``, at most ``limit`` (None = all)."""
+
+    @abstractmethod
+    async def _count_threads(self, query: ThreadQuery) -> int:
+        """How many threads match ``query``'s filter (ignores paging)."""
+
+    @abstractmethod
+    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
+        """Stored messages with these ids (any order), ``sequence`` filled."""
+
+    @abstractmethod
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+        """One atomic batch (all or nothing). For each message in order: if
+        its id exists, set thread_id, role, type, content and metadata (keep
+        resource_id, created_at, sequence); otherwise insert it as given
+        (every field set) with the next store-wide sequence number. Then bump
+        ``updated_at`` of each thread in ``bump`` to bump_us(old, now_us)."""
+
+    @abstractmethod
+    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        """Apply each patch atomically (see :meth:`MessagePatch.apply` for the
+        reference result) to existing messages, then bump the threads in
+        ``bump``. A patch for an id that vanished meanwhile is skipped."""
+
+    @abstractmethod
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+        """Delete these messages and bump the threads in ``bump``."""
+
+    @abstractmethod
+    async def _list_messages(self, query: MessageQuery) -> list[Message]:
+        """Messages matching ``query``, ordered by (created_at, sequence) in its
+        direction, strictly after ``query.after`` if set, skipping ``offset``,
+        at most ``limit`` (None = all); ``sequence`` filled."""
+
+    @abstractmethod
+    async def _count_messages(self, query: MessageQuery) -> int:
+        """How many messages match ``query``'s filter (ignores paging)."""
+
+    @abstractmethod
+    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
+        """The message with this id plus up to ``before`` messages preceding it
+        and ``after`` following it in its own thread, in R-ORDER ascending;
+        ``[]`` if the id is unknown."""
+
+    @abstractmethod
+    async def _get_resource(self, resource_id: str) -> Resource | None:
+        """The stored resource or None."""
+
+    @abstractmethod
+    async def _put_resource(self, resource: Resource) -> None:
+        """Insert or wholly replace a resource."""
+
+    @abstractmethod
+    async def _patch_resource(
+        self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+    ) -> Resource:
+        """Atomically create-or-update: set ``working_memory`` unless it is
+        ``NOT_GIVEN`` (None clears it); merge ``metadata`` one level if not
+        None; bump ``updated_at`` (a new resource gets created_at = updated_at
+        = now_us). Returns the stored resource."""
+
+
+def _combine(first: MessagePatch, second: MessagePatch) -> MessagePatch:
+    """Two patches for one id in a batch: later fields win, dicts merge."""
+    def merged(a: Any, b: Any) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {**a, **b}
+        return b if b is not None else a
+
+    return MessagePatch(
+        first.id,
+        second.role or first.role,
+        second.type if second.type is not None else first.type,
+        merged(first.content, second.content),
+        merged(first.metadata, second.metadata),
+        second.thread_id or first.thread_id,
+    )
+

@@ -1,0 +1,463 @@
+"""Validation and normalisation of every public input, done once, in the core.
+
+Each function raises :class:`~memory_core.errors.ValidationError` naming the
+field and the SPEC rule before anything is written or queried. Rules come
+from SPEC.md: R-ID, R-TIME, R-JSON, R-SIZE, R-PAGE, R-DATE, R-META, R-SORT,
+R-INCLUDE. Mappings are accepted wherever a model is, with Mastra's camelCase
+keys as aliases (``threadId`` ...).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields, is_dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar, cast
+
+from memory_core import codec
+from memory_core.clock import to_us
+from memory_core.errors import ValidationError
+from memory_core.models import (
+    ROLES,
+    DateRange,
+    Include,
+    Message,
+    MessageFilter,
+    OrderBy,
+    PerPage,
+    Resource,
+    Thread,
+    ThreadFilter,
+)
+from memory_core.query import MetaCondition, MetaKind, ThreadOrderField
+
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_ID_LENGTH",
+    "MAX_MESSAGE_BYTES",
+    "check_bool",
+    "check_date_range",
+    "check_datetime",
+    "check_id",
+    "check_id_list",
+    "check_includes",
+    "check_json_object",
+    "check_message",
+    "check_message_filter",
+    "check_meta_filter",
+    "check_non_negative_int",
+    "check_order",
+    "check_page",
+    "check_resource",
+    "check_text",
+    "check_thread",
+    "check_thread_filter",
+    "check_thread_order",
+    "coerce_model",
+    "message_size",
+]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+MAX_ID_LENGTH = 256
+MAX_MESSAGE_BYTES = 15 * 1024 * 1024
+"""R-SIZE: a message serialises to at most 15 MiB (15,728,640 bytes)."""
+
+TIME_MIN = datetime(1900, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(2199, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+META_KEY_MAX = 128
+META_KEY_FORBIDDEN = frozenset({"__proto__", "constructor", "prototype"})
+JSON_MAX_DEPTH = 200
+
+_ALIASES = {
+    "threadId": "thread_id",
+    "resourceId": "resource_id",
+    "createdAt": "created_at",
+    "updatedAt": "updated_at",
+    "workingMemory": "working_memory",
+    "withPreviousMessages": "with_previous",
+    "withNextMessages": "with_next",
+    "withPrevious": "with_previous",
+    "withNext": "with_next",
+    "dateRange": "date_range",
+    "startExclusive": "start_exclusive",
+    "endExclusive": "end_exclusive",
+}
+
+M = TypeVar("M")
+
+
+def coerce_model(value: Any, model: type[M], field: str) -> M:
+    """Return ``value`` as an instance of the dataclass ``model``.
+
+    Accepts the model itself or a mapping of its fields (snake_case, or the
+    camelCase aliases listed in ``_ALIASES``). Unknown keys are an error, so a
+    typo never silently drops data.
+    """
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"expected {model.__name__} or a mapping, got {type(value).__name__}")
+    assert is_dataclass(model)
+    names = {f.name for f in fields(model)}
+    kwargs: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _ALIASES.get(key, key) if isinstance(key, str) else key
+        if name not in names:
+            raise ValidationError(f"{field}.{key}", f"unknown field for {model.__name__}")
+        if name in kwargs:
+            raise ValidationError(f"{field}.{key}", "given twice (snake_case and camelCase)")
+        kwargs[name] = item
+    try:
+        return model(**kwargs)
+    except TypeError as exc:
+        raise ValidationError(field, f"missing or bad fields for {model.__name__}: {exc}") from None
+
+
+def check_id(value: Any, field: str) -> str:
+    """R-ID: a str of 1-256 characters, not all whitespace, no NUL, no lone
+    surrogate. Returned unchanged (ids compare exactly)."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a str, got {type(value).__name__}", "R-ID")
+    if not value or len(value) > MAX_ID_LENGTH:
+        raise ValidationError(field, f"must be 1-{MAX_ID_LENGTH} characters, got {len(value)}", "R-ID")
+    if value.isspace():
+        raise ValidationError(field, "must not be all whitespace", "R-ID")
+    if "\x00" in value:
+        raise ValidationError(field, "must not contain NUL", "R-ID")
+    _check_text(value, field, "R-ID")
+    return value
+
+
+def _check_text(value: str, field: str, rule: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(field, "contains a lone surrogate (not valid Unicode text)", rule) from None
+
+
+def check_text(value: Any, field: str) -> str:
+    """A str that is valid Unicode (no lone surrogates)."""
+    if type(value) is not str:
+        raise ValidationError(field, f"must be a str, got {type(value).__name__}")
+    _check_text(value, field, "R-JSON")
+    return value
+
+
+def check_bool(value: Any, field: str) -> bool:
+    """A real bool (not 0/1)."""
+    if not isinstance(value, bool):
+        raise ValidationError(field, f"must be a bool, got {type(value).__name__}")
+    return value
+
+
+def check_non_negative_int(value: Any, field: str, rule: str = "") -> int:
+    """An int >= 0 that fits signed 64-bit; bool is refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an int >= 0, got {type(value).__name__}", rule)
+    if value < 0 or value > INT64_MAX:
+        raise ValidationError(field, f"must be an int from 0 to 2**63-1, got {value}", rule)
+    return value
+
+
+def check_datetime(value: Any, field: str) -> datetime:
+    """R-TIME: a datetime or ISO-8601 string -> aware UTC datetime, µs kept.
+
+    Naive values are read as UTC; aware ones are converted. The result lies in
+    1900-01-01 .. 2199-12-31 UTC, else ValidationError.
+    """
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValidationError(field, f"not an ISO-8601 datetime: {value!r}", "R-TIME") from None
+    if not isinstance(value, datetime):
+        raise ValidationError(field, f"must be a datetime or ISO-8601 str, got {type(value).__name__}", "R-TIME")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        value = value.replace(tzinfo=UTC)
+    else:
+        try:
+            value = value.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError(field, "outside 1900-01-01..2199-12-31 UTC", "R-TIME") from None
+    if not TIME_MIN <= value <= TIME_MAX:
+        raise ValidationError(field, f"{value.isoformat()} is outside 1900-01-01..2199-12-31 UTC", "R-TIME")
+    return value
+
+
+def _check_json_value(value: Any, field: str, depth: int) -> None:
+    kind = type(value)
+    if value is None or kind is bool:
+        return
+    if kind is str:
+        _check_text(value, field, "R-JSON")
+        return
+    if kind is int:
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValidationError(field, "int outside signed 64-bit", "R-JSON")
+        return
+    if kind is float:
+        if not math.isfinite(value):
+            raise ValidationError(field, "NaN and infinity are not JSON", "R-JSON")
+        return
+    if depth >= JSON_MAX_DEPTH:
+        raise ValidationError(field, f"nested deeper than {JSON_MAX_DEPTH} levels", "R-JSON")
+    if kind is list:
+        for index, item in enumerate(value):
+            _check_json_value(item, f"{field}[{index}]", depth + 1)
+        return
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise ValidationError(field, f"object keys must be str, got {type(key).__name__}", "R-JSON")
+            _check_text(key, f"{field} key", "R-JSON")
+            _check_json_value(item, f"{field}[{key!r}]", depth + 1)
+        return
+    raise ValidationError(field, f"{kind.__name__} is not a JSON type", "R-JSON")
+
+
+def check_json_object(value: Any, field: str) -> dict[str, Any]:
+    """R-JSON: a JSON object (dict with str keys; values str/int/float/bool/
+    None/list/dict, any nesting). Refuses NaN/inf, ints outside int64, lone
+    surrogates, tuples, sets and other non-JSON types."""
+    if type(value) is not dict:
+        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
+    _check_json_value(value, field, 0)
+    return cast(dict[str, Any], value)
+
+
+def message_size(message: Message) -> int:
+    """Bytes of the message's JSON serialisation (UTF-8), as R-SIZE counts."""
+    body = {
+        "id": message.id,
+        "thread_id": message.thread_id,
+        "resource_id": message.resource_id,
+        "role": message.role,
+        "type": message.type,
+        "content": message.content,
+        "metadata": message.metadata,
+    }
+    return len(codec.dumps(body).encode("utf-8")) + 40  # + an ISO timestamp
+
+
+def check_message(value: Any, field: str) -> Message:
+    """Validate one message for saving (R-ID, R-TIME, R-JSON, R-SIZE).
+
+    Returns a Message with ``created_at`` normalised to aware UTC (or None
+    when absent, meaning "now"). Errors name the message id when known.
+    """
+    message = coerce_model(value, Message, field)
+    msg_id = check_id(message.id, f"{field}.id")
+    where = f"message {msg_id!r}"
+    check_id(message.thread_id, f"{where}.thread_id")
+    if message.resource_id is not None:
+        check_id(message.resource_id, f"{where}.resource_id")
+    if message.role not in ROLES:
+        raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {message.role!r}")
+    if type(message.type) is not str:
+        raise ValidationError(f"{where}.type", "must be a str")
+    _check_text(message.type, f"{where}.type", "R-JSON")
+    if type(message.content) is str:
+        _check_text(message.content, f"{where}.content", "R-JSON")
+    elif type(message.content) is dict:
+        check_json_object(message.content, f"{where}.content")
+    else:
+        raise ValidationError(f"{where}.content", f"must be a str or a dict, got {type(message.content).__name__}")
+    check_json_object(message.metadata, f"{where}.metadata")
+    created_at = None if message.created_at is None else check_datetime(message.created_at, f"{where}.created_at")
+    if created_at is not message.created_at:
+        message = _replace(message, created_at=created_at)
+    size = message_size(message)
+    if size > MAX_MESSAGE_BYTES:
+        raise ValidationError(where, f"serialises to {size} bytes, over the 15 MiB limit", "R-SIZE")
+    return message
+
+
+def _replace(obj: M, **changes: Any) -> M:
+    from dataclasses import replace
+
+    return replace(obj, **changes)  # type: ignore[type-var]
+
+
+def check_thread(value: Any, field: str = "thread") -> Thread:
+    """Validate a thread for saving: ids, title (str), metadata (R-JSON),
+    datetimes (R-TIME, None = now)."""
+    thread = coerce_model(value, Thread, field)
+    check_id(thread.id, f"{field}.id")
+    check_id(thread.resource_id, f"{field}.resource_id")
+    if type(thread.title) is not str:
+        raise ValidationError(f"{field}.title", "must be a str")
+    _check_text(thread.title, f"{field}.title", "R-JSON")
+    check_json_object(thread.metadata, f"{field}.metadata")
+    created = None if thread.created_at is None else check_datetime(thread.created_at, f"{field}.created_at")
+    updated = None if thread.updated_at is None else check_datetime(thread.updated_at, f"{field}.updated_at")
+    return _replace(thread, created_at=created, updated_at=updated)
+
+
+def check_resource(value: Any, field: str = "resource") -> Resource:
+    """Validate a resource for saving."""
+    resource = coerce_model(value, Resource, field)
+    check_id(resource.id, f"{field}.id")
+    if resource.working_memory is not None:
+        if type(resource.working_memory) is not str:
+            raise ValidationError(f"{field}.working_memory", "must be a str or None")
+        _check_text(resource.working_memory, f"{field}.working_memory", "R-JSON")
+    check_json_object(resource.metadata, f"{field}.metadata")
+    created = None if resource.created_at is None else check_datetime(resource.created_at, f"{field}.created_at")
+    updated = None if resource.updated_at is None else check_datetime(resource.updated_at, f"{field}.updated_at")
+    return _replace(resource, created_at=created, updated_at=updated)
+
+
+def check_page(page: Any, per_page: Any) -> tuple[int, PerPage, int]:
+    """R-PAGE: returns ``(page, per_page, offset)``.
+
+    ``page``: int >= 0. ``per_page``: int >= 0 or ``False`` (all; then page
+    must be 0). bools (other than ``per_page=False``), floats, strings and
+    negatives are errors; ``page * per_page`` must fit signed 64-bit.
+    """
+    if isinstance(page, bool) or not isinstance(page, int):
+        raise ValidationError("page", f"must be an int >= 0, got {type(page).__name__}", "R-PAGE")
+    if page < 0:
+        raise ValidationError("page", f"must be >= 0, got {page}", "R-PAGE")
+    if per_page is False:
+        if page != 0:
+            raise ValidationError("page", "must be 0 when per_page is False (all)", "R-PAGE")
+        return 0, False, 0
+    if isinstance(per_page, bool) or not isinstance(per_page, int):
+        raise ValidationError("per_page", f"must be an int >= 0 or False, got {per_page!r}", "R-PAGE")
+    if per_page < 0:
+        raise ValidationError("per_page", f"must be >= 0, got {per_page}", "R-PAGE")
+    offset = page * per_page
+    if offset > INT64_MAX or per_page > INT64_MAX:
+        raise ValidationError("page", "page * per_page must fit in signed 64-bit", "R-PAGE")
+    return page, per_page, offset
+
+
+_ORDER_FIELDS = {"created_at": "created_at", "createdAt": "created_at", "updated_at": "updated_at", "updatedAt": "updated_at"}
+
+
+def check_order(order_by: Any, allowed: Iterable[str], default: OrderBy) -> tuple[str, bool]:
+    """R-SORT: returns ``(field, descending)``. ``order_by`` is an OrderBy, a
+    mapping ``{"field", "direction"}``, or None for ``default``. The field must
+    be one of ``allowed`` (camelCase accepted); direction ASC/DESC in any
+    case."""
+    if order_by is None:
+        order = default
+    else:
+        order = coerce_model(order_by, OrderBy, "order_by")
+    name = _ORDER_FIELDS.get(order.field) if isinstance(order.field, str) else None
+    allowed_set = set(allowed)
+    if name is None or name not in allowed_set:
+        raise ValidationError("order_by.field", f"must be one of {sorted(allowed_set)}, got {order.field!r}", "R-SORT")
+    direction = order.direction.upper() if isinstance(order.direction, str) else None
+    if direction not in ("ASC", "DESC"):
+        raise ValidationError("order_by.direction", f"must be ASC or DESC, got {order.direction!r}", "R-SORT")
+    return name, direction == "DESC"
+
+
+def check_thread_order(order_by: Any) -> tuple[ThreadOrderField, bool]:
+    """R-SORT for threads: created_at/updated_at, default created_at DESC."""
+    name, descending = check_order(order_by, ("created_at", "updated_at"), OrderBy("created_at", "DESC"))
+    return cast(ThreadOrderField, name), descending
+
+
+def check_meta_filter(value: Any, field: str) -> tuple[MetaCondition, ...]:
+    """R-META: ``{key: scalar}`` -> typed conditions, ANDed. ``None``/``{}``: no
+    filter. Keys ``^[A-Za-z_][A-Za-z0-9_]*$``, <= 128 characters, not
+    ``__proto__``/``constructor``/``prototype``. Values str, int (int64),
+    finite float, bool or None; dicts, lists and operator objects refused."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a dict of key -> scalar, got {type(value).__name__}", "R-META")
+    conditions = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not META_KEY.fullmatch(key) or len(key) > META_KEY_MAX:
+            raise ValidationError(
+                f"{field} key {key!r}", "must match ^[A-Za-z_][A-Za-z0-9_]*$ and be <= 128 characters", "R-META"
+            )
+        if key in META_KEY_FORBIDDEN:
+            raise ValidationError(f"{field} key {key!r}", "is a reserved name", "R-META")
+        kind: MetaKind
+        if item is None:
+            kind = "null"
+        elif type(item) is bool:
+            kind = "bool"
+        elif type(item) is int:
+            if not INT64_MIN <= item <= INT64_MAX:
+                raise ValidationError(f"{field}[{key!r}]", "int outside signed 64-bit", "R-META")
+            kind = "number"
+        elif type(item) is float:
+            if not math.isfinite(item):
+                raise ValidationError(f"{field}[{key!r}]", "NaN and infinity are not allowed", "R-META")
+            kind = "number"
+        elif type(item) is str:
+            _check_text(item, f"{field}[{key!r}]", "R-META")
+            kind = "str"
+        else:
+            raise ValidationError(
+                f"{field}[{key!r}]", f"must be a str, int, float, bool or None, got {type(item).__name__}", "R-META"
+            )
+        conditions.append(MetaCondition(key, kind, item))
+    return tuple(conditions)
+
+
+def check_date_range(value: Any, field: str = "filter.date_range") -> tuple[int | None, int | None]:
+    """R-DATE: -> inclusive ``(from_us, to_us)`` bounds (None = open).
+    Exclusive bounds are moved 1 µs inwards."""
+    if value is None:
+        return None, None
+    dr = coerce_model(value, DateRange, field)
+    start_excl = check_bool(dr.start_exclusive, f"{field}.start_exclusive")
+    end_excl = check_bool(dr.end_exclusive, f"{field}.end_exclusive")
+    lo = None if dr.start is None else to_us(check_datetime(dr.start, f"{field}.start")) + int(start_excl)
+    hi = None if dr.end is None else to_us(check_datetime(dr.end, f"{field}.end")) - int(end_excl)
+    return lo, hi
+
+
+def check_message_filter(value: Any) -> tuple[int | None, int | None, tuple[MetaCondition, ...]]:
+    """A MessageFilter (or mapping) -> ``(from_us, to_us, conditions)``."""
+    if value is None:
+        return None, None, ()
+    flt = coerce_model(value, MessageFilter, "filter")
+    lo, hi = check_date_range(flt.date_range)
+    return lo, hi, check_meta_filter(flt.metadata, "filter.metadata")
+
+
+def check_thread_filter(value: Any) -> tuple[str | None, tuple[MetaCondition, ...]]:
+    """A ThreadFilter (or mapping) -> ``(resource_id, conditions)``."""
+    if value is None:
+        return None, ()
+    flt = coerce_model(value, ThreadFilter, "filter")
+    resource_id = None if flt.resource_id is None else check_id(flt.resource_id, "filter.resource_id")
+    return resource_id, check_meta_filter(flt.metadata, "filter.metadata")
+
+
+def check_includes(value: Any) -> list[Include]:
+    """R-INCLUDE: a list of Include (or mappings, Mastra's
+    ``withPreviousMessages``/``withNextMessages`` accepted)."""
+    if value is None:
+        return []
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise ValidationError("include", "must be a list of Include")
+    result = []
+    for index, item in enumerate(value):
+        inc = coerce_model(item, Include, f"include[{index}]")
+        check_id(inc.id, f"include[{index}].id")
+        if inc.thread_id is not None:
+            check_id(inc.thread_id, f"include[{index}].thread_id")
+        check_non_negative_int(inc.with_previous, f"include[{index}].with_previous", "R-INCLUDE")
+        check_non_negative_int(inc.with_next, f"include[{index}].with_next", "R-INCLUDE")
+        result.append(inc)
+    return result
+
+
+def check_id_list(value: Any, field: str) -> list[str]:
+    """A list (or tuple) of ids (R-ID); a bare str is refused."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
+    return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
