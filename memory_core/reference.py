@@ -41,8 +41,16 @@ class InMemoryStorage(BaseStorage):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryStorage:
-        """Build from ``memory://`` (the rest of the URL is ignored)."""
+        """Build from ``memory://`` (the rest of the URL is ignored). Options:
+        ``clock``; ``namespace`` is accepted and ignored (every instance is its
+        own namespace)."""
+        options.pop("namespace", None)
         return cls(**options)
+
+    async def _destroy(self) -> None:
+        self._threads.clear()
+        self._messages.clear()
+        self._resources.clear()
 
     # Values are deep-copied in and out so callers never alias stored state.
 

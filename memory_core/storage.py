@@ -217,6 +217,15 @@ class BaseStorage(ABC):
             with _Guard(self, "close"):
                 await self._close()
 
+    async def destroy(self) -> None:
+        """Delete everything this store holds (its file, database or key
+        namespace), then close. For tests and ``memory-core check``; the store
+        cannot be used afterwards."""
+        await self._ready()
+        with _Guard(self, "destroy"):
+            await self._destroy()
+        await self.close()
+
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")
@@ -676,6 +685,11 @@ class BaseStorage(ABC):
 
     async def _close(self) -> None:
         """Release what ``_open`` acquired (default: nothing)."""
+
+    @abstractmethod
+    async def _destroy(self) -> None:
+        """Delete all data of this store's namespace (file, database, key
+        prefix), leaving nothing behind; called before ``_close``."""
 
     @abstractmethod
     async def _get_thread(self, thread_id: str) -> Thread | None:
