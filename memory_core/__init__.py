@@ -27,6 +27,7 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
+from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.registry import connect, connect_vector, register_storage, register_vector
@@ -42,6 +43,8 @@ __all__ = [
     "DateRange",
     "InMemoryStorage",
     "Include",
+    "Memory",
+    "MemoryConfig",
     "ManualClock",
     "MemoryCoreError",
     "Message",
@@ -52,11 +55,13 @@ __all__ = [
     "Page",
     "RecallResult",
     "Resource",
+    "SemanticRecall",
     "Storage",
     "SystemClock",
     "Thread",
     "ThreadFilter",
     "ValidationError",
+    "WorkingMemory",
     "connect",
     "connect_vector",
     "register_storage",

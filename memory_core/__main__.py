@@ -1,0 +1,3 @@
+from memory_core.cli import main
+
+main()

@@ -1,0 +1,109 @@
+"""The ``memory-core`` command line (typer + rich).
+
+Commands: ``demo`` (the main job), ``check URL`` (conformance against a live
+deployment), ``bench`` (benchmarks) and ``retrieval`` (LoCoMo retrieval
+report).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource as _rusage
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memory_core.demo import load_conversations, run_session
+from memory_core.locomo import load_dir, load_sample
+from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
+from memory_core.registry import connect, connect_vector
+
+app = typer.Typer(help="memory-core: async storage for agent conversation memory.", no_args_is_help=True)
+console = Console()
+
+WM_TEMPLATE = "# User\n- name:\n- interests:\n"
+
+
+def _peak_rss_mib() -> float:
+    # ru_maxrss is KiB on Linux.
+    return _rusage.getrusage(_rusage.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@app.command()
+def demo(
+    db: Annotated[Path, typer.Option(help="SQLite file for the embedded default storage.")] = Path("memory-core-demo.db"),
+    locomo: Annotated[
+        Path | None, typer.Option(help="Folder of LoCoMo *.json conversations (default: the shipped sample).")
+    ] = None,
+    storage: Annotated[str | None, typer.Option(help="Storage URL instead of --db (e.g. redis://...).")] = None,
+    vector: Annotated[
+        str | None, typer.Option(help="Vector URL (default: the in-process Qdrant engine next to --db); 'none' = off.")
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="lexical | minilm")] = "lexical",
+    keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
+) -> None:
+    """Load conversations into the embedded default and show a session of use."""
+    conversations = load_dir(locomo) if locomo is not None else load_sample()
+    if storage is None:
+        if not keep:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{db}{suffix}").unlink(missing_ok=True)
+        storage = f"sqlite:///{db}"
+    if vector is None:
+        vector = f"qdrant+path:///{db.with_suffix('.vectors').resolve()}"
+        if not keep:
+            import shutil
+
+            shutil.rmtree(db.with_suffix(".vectors"), ignore_errors=True)
+    asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
+
+
+async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, conversations: list) -> None:  # type: ignore[type-arg]
+    started = time.perf_counter()
+    store = await connect(storage_url)
+    vectors = await connect_vector(vector_url) if vector_url else None
+    embedder = None
+    if vectors is not None:
+        from memory_core.embedders import get_embedder
+
+        embedder = get_embedder(embedder_name)
+    config = MemoryConfig(
+        last_messages=10,
+        semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource"),
+        working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
+    )
+    async with Memory(store, vectors, embedder, config) as memory:
+        console.rule(f"[bold]memory-core demo[/]: {storage_url}" + (f" + {vector_url}" if vector_url else ""))
+        report = await load_conversations(memory, conversations, console)
+        rate = report.messages / report.seconds if report.seconds else float("inf")
+        console.print(
+            f"loaded {report.resources} resources, {report.threads} threads, {report.messages} messages "
+            f"in {report.seconds:.2f} s ({rate:,.0f} messages/s)")
+        await run_session(memory, conversations[0], console)
+    console.rule(f"done in {time.perf_counter() - started:.2f} s wall, peak RSS {_peak_rss_mib():.0f} MiB")
+
+
+@app.command()
+def check(
+    url: Annotated[str, typer.Argument(help="Storage URL of the deployment to check.")],
+) -> None:
+    """Run the conformance suite against a live deployment (its own namespace)."""
+    try:
+        from memory_core_conformance.check import run_check
+    except ImportError:
+        console.print("[red]install memory-core-conformance to run checks[/]")
+        raise typer.Exit(2) from None
+    raise typer.Exit(run_check(url))
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Entry point for ``python -m memory_core``."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""``memory-core demo``: load conversations, then show a real session of use.
+
+The demo is the project's main job: it loads LoCoMo-format conversations
+(the shipped sample, or ``--locomo DIR``) into the embedded default storage
+(a SQLite file) with vectors in the in-process Qdrant engine, then exercises
+the API a chat agent uses and prints each answer as a table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memory_core.locomo import Conversation
+from memory_core.memory import Memory
+from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
+
+__all__ = ["DemoReport", "load_conversations", "run_session"]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoReport:
+    """What the load step did: counts and wall time in seconds."""
+
+    resources: int
+    threads: int
+    messages: int
+    seconds: float
+
+
+async def load_conversations(memory: Memory, conversations: Sequence[Conversation], console: Console) -> DemoReport:
+    """Save every thread and message (one batch per thread), with a progress bar."""
+    total = sum(len(c.messages) for c in conversations)
+    started = time.perf_counter()
+    threads = 0
+    with Progress(
+        TextColumn("[bold]loading[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("messages", total=total)
+        for conversation in conversations:
+            progress.update(task, description=conversation.resource_id)
+            by_thread: dict[str, list[Message]] = {}
+            for message in conversation.messages:
+                by_thread.setdefault(message.thread_id, []).append(message)
+            for thread in conversation.threads:
+                await memory.storage.save_thread(thread)
+                threads += 1
+                batch = by_thread.get(thread.id, [])
+                if batch:
+                    await memory.save_messages(batch)
+                progress.advance(task, len(batch))
+    return DemoReport(len(conversations), threads, total, time.perf_counter() - started)
+
+
+def _messages_table(title: str, messages: Sequence[Message], marked: frozenset[str] = frozenset()) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("created_at (UTC)", no_wrap=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("speaker", no_wrap=True)
+    table.add_column("text")
+    for message in messages:
+        assert message.created_at is not None
+        star = "[bold yellow]★ [/]" if message.id in marked else ""
+        text = message.content if isinstance(message.content, str) else str(message.content)
+        table.add_row(
+            message.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            star + message.id,
+            str(message.metadata.get("speaker", message.role)),
+            text if len(text) <= 110 else text[:107] + "...",
+        )
+    return table
+
+
+def _threads_table(title: str, threads: Sequence[Thread]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "title", "created_at", "updated_at"):
+        table.add_column(column, no_wrap=True)
+    for thread in threads:
+        assert thread.created_at is not None and thread.updated_at is not None
+        table.add_row(thread.id, thread.title, f"{thread.created_at:%Y-%m-%d %H:%M}", f"{thread.updated_at:%Y-%m-%d %H:%M:%S}")
+    return table
+
+
+async def run_session(memory: Memory, conversation: Conversation, console: Console) -> dict[str, Any]:
+    """Show one session of use on ``conversation``; returns key figures."""
+    resource = conversation.resource_id
+    speaker_b = conversation.speakers[1]
+    facts: dict[str, Any] = {}
+
+    page = await memory.list_threads(ThreadFilter(resource_id=resource), page=0, per_page=5)
+    console.print(_threads_table(
+        f"1. list_threads(resource={resource!r}, per_page=5): page {page.page}, "
+        f"total {page.total}, has_more {page.has_more}", page.items))
+    facts["threads_total"] = page.total
+
+    longest = max(conversation.threads, key=lambda t: sum(1 for m in conversation.messages if m.thread_id == t.id))
+    latest = conversation.threads[-1]
+    recent = await memory.recall(latest.id, resource_id=resource, per_page=6)
+    console.print(_messages_table(
+        f"2. recall({latest.id!r}, per_page=6): newest 6 of {recent.total}, oldest first, has_more {recent.has_more}",
+        recent.messages))
+
+    assert latest.created_at is not None
+    window = DateRange(start=latest.created_at + timedelta(seconds=2), end=latest.created_at + timedelta(seconds=5))
+    dated = await memory.recall(
+        latest.id, resource_id=resource, per_page=10, filter=MessageFilter(date_range=window),
+        order_by=OrderBy("created_at", "ASC"))
+    console.print(_messages_table(
+        f"3. date-range recall: created_at in [{window.start:%H:%M:%S}, {window.end:%H:%M:%S}] -> total {dated.total}",
+        dated.messages))
+
+    spoken = await memory.recall(
+        longest.id, resource_id=resource, per_page=4, filter=MessageFilter(metadata={"speaker": speaker_b}))
+    console.print(_messages_table(
+        f"4. metadata filter {{speaker: {speaker_b!r}}} in {longest.id!r}: newest 4 of {spoken.total}", spoken.messages))
+    facts["speaker_total"] = spoken.total
+
+    in_longest = [m for m in conversation.messages if m.thread_id == longest.id]
+    target = in_longest[len(in_longest) // 2]
+    around = await memory.list_messages(
+        longest.id, resource_id=resource, per_page=0, include=[Include(target.id, with_previous=2, with_next=2)])
+    console.print(_messages_table(
+        f"5. include window: 2 before and 2 after {target.id!r} (★)", around.items, frozenset({target.id})))
+
+    walked: list[str] = []
+    pages = 0
+    cursor: str | None = None
+    while True:
+        step = await memory.list_messages(longest.id, resource_id=resource, per_page=10, cursor=cursor)
+        pages += 1
+        walked.extend(m.id for m in step.items)
+        cursor = step.next_cursor
+        if cursor is None:
+            break
+    console.print(
+        f"[bold]6. cursor walk[/] through {longest.id!r}: {pages} pages of 10, {len(walked)} messages, "
+        f"{len(set(walked))} distinct, first {walked[0]!r}, last {walked[-1]!r}")
+    facts["walked"] = len(walked)
+
+    note = f"# {conversation.speakers[0]}\n- talks with {speaker_b}\n- threads so far: {page.total}"
+    await memory.update_working_memory(latest.id, note, resource_id=resource)
+    stored = await memory.get_working_memory(latest.id, resource_id=resource)
+    console.print(f"[bold]7. working memory[/] (resource scope) after update_working_memory:\n{stored}")
+    facts["working_memory"] = stored
+
+    question = next((q for q in conversation.questions if q.evidence), None)
+    if question is not None and memory.vector is not None:
+        found = await memory.recall(
+            latest.id, resource_id=resource, vector_search_string=question.question, per_page=0,
+            thread_config={"semantic_recall": {"top_k": 5, "message_range": 1, "scope": "resource"}})
+        evidence = frozenset(question.evidence)
+        hit = sorted(evidence & set(found.semantic_hits))
+        console.print(_messages_table(
+            f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message, "
+            f"★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
+            found.messages, evidence))
+        facts["evidence_found"] = len(hit)
+    return facts
