@@ -15,6 +15,7 @@ from memory_core.errors import (
     OwnershipError,
     ValidationError,
 )
+from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
     Include,
@@ -27,7 +28,6 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
-from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.registry import connect, connect_vector, register_storage, register_vector

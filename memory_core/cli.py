@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import resource as _rusage
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -35,7 +34,9 @@ def _peak_rss_mib() -> float:
 
 @app.command()
 def demo(
-    db: Annotated[Path, typer.Option(help="SQLite file for the embedded default storage.")] = Path("memory-core-demo.db"),
+    db: Annotated[Path, typer.Option(help="SQLite file for the embedded default storage.")] = Path(
+        "memory-core-demo.db"
+    ),
     locomo: Annotated[
         Path | None, typer.Option(help="Folder of LoCoMo *.json conversations (default: the shipped sample).")
     ] = None,
@@ -82,7 +83,8 @@ async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, co
         rate = report.messages / report.seconds if report.seconds else float("inf")
         console.print(
             f"loaded {report.resources} resources, {report.threads} threads, {report.messages} messages "
-            f"in {report.seconds:.2f} s ({rate:,.0f} messages/s)")
+            f"in {report.seconds:.2f} s ({rate:,.0f} messages/s)"
+        )
         await run_session(memory, conversations[0], console)
     console.rule(f"done in {time.perf_counter() - started:.2f} s wall, peak RSS {_peak_rss_mib():.0f} MiB")
 
@@ -103,7 +105,3 @@ def check(
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point for ``python -m memory_core``."""
     app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

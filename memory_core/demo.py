@@ -89,7 +89,9 @@ def _threads_table(title: str, threads: Sequence[Thread]) -> Table:
         table.add_column(column, no_wrap=True)
     for thread in threads:
         assert thread.created_at is not None and thread.updated_at is not None
-        table.add_row(thread.id, thread.title, f"{thread.created_at:%Y-%m-%d %H:%M}", f"{thread.updated_at:%Y-%m-%d %H:%M:%S}")
+        table.add_row(
+            thread.id, thread.title, f"{thread.created_at:%Y-%m-%d %H:%M}", f"{thread.updated_at:%Y-%m-%d %H:%M:%S}"
+        )
     return table
 
 
@@ -100,39 +102,64 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
     facts: dict[str, Any] = {}
 
     page = await memory.list_threads(ThreadFilter(resource_id=resource), page=0, per_page=5)
-    console.print(_threads_table(
-        f"1. list_threads(resource={resource!r}, per_page=5): page {page.page}, "
-        f"total {page.total}, has_more {page.has_more}", page.items))
+    console.print(
+        _threads_table(
+            f"1. list_threads(resource={resource!r}, per_page=5): page {page.page}, "
+            f"total {page.total}, has_more {page.has_more}",
+            page.items,
+        )
+    )
     facts["threads_total"] = page.total
 
     longest = max(conversation.threads, key=lambda t: sum(1 for m in conversation.messages if m.thread_id == t.id))
     latest = conversation.threads[-1]
     recent = await memory.recall(latest.id, resource_id=resource, per_page=6)
-    console.print(_messages_table(
-        f"2. recall({latest.id!r}, per_page=6): newest 6 of {recent.total}, oldest first, has_more {recent.has_more}",
-        recent.messages))
+    console.print(
+        _messages_table(
+            f"2. recall({latest.id!r}, per_page=6): newest 6 of {recent.total}, oldest first, "
+            f"has_more {recent.has_more}",
+            recent.messages,
+        )
+    )
 
     assert latest.created_at is not None
     window = DateRange(start=latest.created_at + timedelta(seconds=2), end=latest.created_at + timedelta(seconds=5))
     dated = await memory.recall(
-        latest.id, resource_id=resource, per_page=10, filter=MessageFilter(date_range=window),
-        order_by=OrderBy("created_at", "ASC"))
-    console.print(_messages_table(
-        f"3. date-range recall: created_at in [{window.start:%H:%M:%S}, {window.end:%H:%M:%S}] -> total {dated.total}",
-        dated.messages))
+        latest.id,
+        resource_id=resource,
+        per_page=10,
+        filter=MessageFilter(date_range=window),
+        order_by=OrderBy("created_at", "ASC"),
+    )
+    console.print(
+        _messages_table(
+            f"3. date-range recall: created_at in [{window.start:%H:%M:%S}, {window.end:%H:%M:%S}] "
+            f"-> total {dated.total}",
+            dated.messages,
+        )
+    )
 
     spoken = await memory.recall(
-        longest.id, resource_id=resource, per_page=4, filter=MessageFilter(metadata={"speaker": speaker_b}))
-    console.print(_messages_table(
-        f"4. metadata filter {{speaker: {speaker_b!r}}} in {longest.id!r}: newest 4 of {spoken.total}", spoken.messages))
+        longest.id, resource_id=resource, per_page=4, filter=MessageFilter(metadata={"speaker": speaker_b})
+    )
+    console.print(
+        _messages_table(
+            f"4. metadata filter {{speaker: {speaker_b!r}}} in {longest.id!r}: newest 4 of {spoken.total}",
+            spoken.messages,
+        )
+    )
     facts["speaker_total"] = spoken.total
 
     in_longest = [m for m in conversation.messages if m.thread_id == longest.id]
     target = in_longest[len(in_longest) // 2]
     around = await memory.list_messages(
-        longest.id, resource_id=resource, per_page=0, include=[Include(target.id, with_previous=2, with_next=2)])
-    console.print(_messages_table(
-        f"5. include window: 2 before and 2 after {target.id!r} (★)", around.items, frozenset({target.id})))
+        longest.id, resource_id=resource, per_page=0, include=[Include(target.id, with_previous=2, with_next=2)]
+    )
+    console.print(
+        _messages_table(
+            f"5. include window: 2 before and 2 after {target.id!r} (★)", around.items, frozenset({target.id})
+        )
+    )
 
     walked: list[str] = []
     pages = 0
@@ -146,7 +173,8 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
             break
     console.print(
         f"[bold]6. cursor walk[/] through {longest.id!r}: {pages} pages of 10, {len(walked)} messages, "
-        f"{len(set(walked))} distinct, first {walked[0]!r}, last {walked[-1]!r}")
+        f"{len(set(walked))} distinct, first {walked[0]!r}, last {walked[-1]!r}"
+    )
     facts["walked"] = len(walked)
 
     note = f"# {conversation.speakers[0]}\n- talks with {speaker_b}\n- threads so far: {page.total}"
@@ -158,13 +186,21 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
     question = next((q for q in conversation.questions if q.evidence), None)
     if question is not None and memory.vector is not None:
         found = await memory.recall(
-            latest.id, resource_id=resource, vector_search_string=question.question, per_page=0,
-            thread_config={"semantic_recall": {"top_k": 5, "message_range": 1, "scope": "resource"}})
+            latest.id,
+            resource_id=resource,
+            vector_search_string=question.question,
+            per_page=0,
+            thread_config={"semantic_recall": {"top_k": 5, "message_range": 1, "scope": "resource"}},
+        )
         evidence = frozenset(question.evidence)
         hit = sorted(evidence & set(found.semantic_hits))
-        console.print(_messages_table(
-            f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message, "
-            f"★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
-            found.messages, evidence))
+        console.print(
+            _messages_table(
+                f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message, "
+                f"★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
+                found.messages,
+                evidence,
+            )
+        )
         facts["evidence_found"] = len(hit)
     return facts

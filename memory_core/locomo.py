@@ -70,9 +70,7 @@ def load_conversation(data: dict[str, Any], name: str) -> Conversation:
         turns = data[f"session_{number}"]
         started = parse_session_time(data[f"session_{number}_date_time"])
         thread_id = f"{resource_id}:s{number}"
-        threads.append(
-            Thread(thread_id, resource_id, f"Session {number}", {"session": number}, started, started)
-        )
+        threads.append(Thread(thread_id, resource_id, f"Session {number}", {"session": number}, started, started))
         for index, turn in enumerate(turns):
             messages.append(
                 Message(

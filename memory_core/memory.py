@@ -215,8 +215,12 @@ class Memory:
         if not isinstance(thread_config, Mapping):
             raise ValidationError("thread_config", "must be a MemoryConfig or a mapping of its fields")
         names = {f.name for f in fields(MemoryConfig)}
-        aliases = {"lastMessages": "last_messages", "semanticRecall": "semantic_recall",
-                   "workingMemory": "working_memory", "generateTitle": "generate_title"}
+        aliases = {
+            "lastMessages": "last_messages",
+            "semanticRecall": "semantic_recall",
+            "workingMemory": "working_memory",
+            "generateTitle": "generate_title",
+        }
         overrides: dict[str, Any] = {}
         for key, value in thread_config.items():
             name = aliases.get(key, key)
@@ -302,7 +306,9 @@ class Memory:
         source = await self.storage.get_thread(source_id)
         if source is None:
             raise NotFoundError(f"thread {source_id!r} does not exist")
-        flt = None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
+        flt = (
+            None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
+        )
         if message_limit is None:
             page = await self.storage.list_messages(source_id, filter=flt, per_page=False)
             originals = page.items
@@ -344,7 +350,11 @@ class Memory:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
         messages are re-embedded."""
         updated = await self.storage.update_messages(updates)
-        touched = {u.get("id") for u in updates if isinstance(u, Mapping) and ("content" in u or "thread_id" in u or "threadId" in u)}
+        touched = {
+            u.get("id")
+            for u in updates
+            if isinstance(u, Mapping) and ("content" in u or "thread_id" in u or "threadId" in u)
+        }
         await self._index([m for m in updated if m.id in touched])
         return updated
 
@@ -511,7 +521,10 @@ class Memory:
     # ------------------------------------------------------------------ working memory
 
     async def get_working_memory(
-        self, thread_id: str, resource_id: str | None = None, thread_config: MemoryConfig | Mapping[str, Any] | None = None
+        self,
+        thread_id: str,
+        resource_id: str | None = None,
+        thread_config: MemoryConfig | Mapping[str, Any] | None = None,
     ) -> str | None:
         """The stored working memory (or the template while none is stored).
 

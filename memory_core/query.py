@@ -217,10 +217,6 @@ class MessagePatch:
             role=self.role if self.role is not None else message.role,  # type: ignore[arg-type]
             type=self.type if self.type is not None else message.type,
             content=content,
-            metadata=(
-                {**message.metadata, **self.metadata}
-                if self.metadata is not None
-                else message.metadata
-            ),
+            metadata=({**message.metadata, **self.metadata} if self.metadata is not None else message.metadata),
             thread_id=self.thread_id if self.thread_id is not None else message.thread_id,
         )

@@ -44,7 +44,7 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
-from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadKey, ThreadQuery
+from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
     check_id,
@@ -141,9 +141,7 @@ class _Guard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
             return
         raise BackendError(
@@ -262,11 +260,12 @@ class BaseStorage(ABC):
         """Upsert a whole thread (every field replaced); returns it as stored.
 
         ``created_at``/``updated_at`` None mean now; ``updated_at`` is stored as
-        given otherwise. A thread id that moves to another resource is a
-        ConflictError when it has messages.
+        given otherwise. A thread id saved again under another resource is a
+        ConflictError (its messages belong to the first resource).
 
         Raises:
             ValidationError: bad field (R-ID, R-JSON, R-TIME).
+            ConflictError: the id belongs to another resource.
         """
         valid = check_thread(thread)
         now = self.clock.now()
@@ -331,14 +330,19 @@ class BaseStorage(ABC):
         page, per_page, offset = check_page(page, per_page)
         order_field, descending = check_thread_order(order_by)
         query = ThreadQuery(resource_id, conditions, order_field, descending)
-        identity = fingerprint("threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending)
+        identity = fingerprint(
+            "threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending
+        )
         after = self._cursor_position(cursor, page, identity, (int, str))
         await self._ready()
         with self._guard("list_threads"):
             total = await self._count_threads(query)
             items, has_more = await self._window(
                 lambda off, lim, aft: self._list_threads(replace(query, offset=off, limit=lim, after=aft)),
-                offset, per_page, after, total,
+                offset,
+                per_page,
+                after,
+                total,
             )
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
         return Page(items, total, page, per_page, has_more, next_cursor)
@@ -449,10 +453,14 @@ class BaseStorage(ABC):
         for patch in live:
             old = existing[patch.id]
             if patch.thread_id is not None and targets[patch.thread_id].resource_id != old.resource_id:
-                raise ConflictError(f"message {patch.id!r} cannot move to another resource's thread {patch.thread_id!r}")
+                raise ConflictError(
+                    f"message {patch.id!r} cannot move to another resource's thread {patch.thread_id!r}"
+                )
             size = message_size(patch.apply(old))
             if size > MAX_MESSAGE_BYTES:
-                raise ValidationError(f"message {patch.id!r}", f"would serialise to {size} bytes, over 15 MiB", "R-SIZE")
+                raise ValidationError(
+                    f"message {patch.id!r}", f"would serialise to {size} bytes, over 15 MiB", "R-SIZE"
+                )
             bump[old.thread_id] = None
             if patch.thread_id is not None:
                 bump[patch.thread_id] = None
@@ -536,6 +544,7 @@ class BaseStorage(ABC):
             ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
                 order, include or cursor.
         """
+        thread_ids: tuple[str, ...]
         if isinstance(thread_id, str):
             thread_ids = (check_id(thread_id, "thread_id"),)
         else:
@@ -590,8 +599,13 @@ class BaseStorage(ABC):
             output_descending = descending
         query = MessageQuery(thread_ids, resource_id, created_from, created_to, conditions, descending)
         identity = fingerprint(
-            "messages", thread_ids, resource_id, created_from, created_to,
-            [(c.key, c.kind, c.value) for c in conditions], descending,
+            "messages",
+            thread_ids,
+            resource_id,
+            created_from,
+            created_to,
+            [(c.key, c.kind, c.value) for c in conditions],
+            descending,
         )
         after = self._cursor_position(cursor, page, identity, (int, int))
         await self._ready()
@@ -599,7 +613,10 @@ class BaseStorage(ABC):
             total = await self._count_messages(query)
             window, has_more = await self._window(
                 lambda off, lim, aft: self._list_messages(replace(query, offset=off, limit=lim, after=aft)),
-                offset, per_page, after, total,
+                offset,
+                per_page,
+                after,
+                total,
             )
             extra = await self._include_windows(includes, resource_id)
         next_cursor = encode_cursor(identity, message_key(window[-1])) if has_more and window else None
@@ -782,6 +799,7 @@ class BaseStorage(ABC):
 
 def _combine(first: MessagePatch, second: MessagePatch) -> MessagePatch:
     """Two patches for one id in a batch: later fields win, dicts merge."""
+
     def merged(a: Any, b: Any) -> Any:
         if isinstance(a, dict) and isinstance(b, dict):
             return {**a, **b}
@@ -795,4 +813,3 @@ def _combine(first: MessagePatch, second: MessagePatch) -> MessagePatch:
         merged(first.metadata, second.metadata),
         second.thread_id or first.thread_id,
     )
-

@@ -91,7 +91,7 @@ _ALIASES = {
 M = TypeVar("M")
 
 
-def coerce_model(value: Any, model: type[M], field: str) -> M:
+def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
     """Return ``value`` as an instance of the dataclass ``model``.
 
     Accepts the model itself or a mapping of its fields (snake_case, or the
@@ -101,14 +101,14 @@ def coerce_model(value: Any, model: type[M], field: str) -> M:
     if isinstance(value, model):
         return value
     if not isinstance(value, Mapping):
-        raise ValidationError(field, f"expected {model.__name__} or a mapping, got {type(value).__name__}")
+        raise ValidationError(field, f"expected {model.__name__} or a mapping, got {type(value).__name__}", rule)
     assert is_dataclass(model)
     names = {f.name for f in fields(model)}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():
         name = _ALIASES.get(key, key) if isinstance(key, str) else key
         if name not in names:
-            raise ValidationError(f"{field}.{key}", f"unknown field for {model.__name__}")
+            raise ValidationError(f"{field}.{key}", f"unknown field for {model.__name__}", rule)
         if name in kwargs:
             raise ValidationError(f"{field}.{key}", "given twice (snake_case and camelCase)")
         kwargs[name] = item
@@ -172,7 +172,7 @@ def check_datetime(value: Any, field: str) -> datetime:
     """
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value)
+            value = datetime.fromisoformat(value)  # 3.11+: also "Z" and offsets
         except ValueError:
             raise ValidationError(field, f"not an ISO-8601 datetime: {value!r}", "R-TIME") from None
     if not isinstance(value, datetime):
@@ -186,7 +186,7 @@ def check_datetime(value: Any, field: str) -> datetime:
             raise ValidationError(field, "outside 1900-01-01..2199-12-31 UTC", "R-TIME") from None
     if not TIME_MIN <= value <= TIME_MAX:
         raise ValidationError(field, f"{value.isoformat()} is outside 1900-01-01..2199-12-31 UTC", "R-TIME")
-    return value
+    return cast(datetime, value)
 
 
 def _check_json_value(value: Any, field: str, depth: int) -> None:
@@ -337,7 +337,12 @@ def check_page(page: Any, per_page: Any) -> tuple[int, PerPage, int]:
     return page, per_page, offset
 
 
-_ORDER_FIELDS = {"created_at": "created_at", "createdAt": "created_at", "updated_at": "updated_at", "updatedAt": "updated_at"}
+_ORDER_FIELDS = {
+    "created_at": "created_at",
+    "createdAt": "created_at",
+    "updated_at": "updated_at",
+    "updatedAt": "updated_at",
+}
 
 
 def check_order(order_by: Any, allowed: Iterable[str], default: OrderBy) -> tuple[str, bool]:
@@ -345,10 +350,7 @@ def check_order(order_by: Any, allowed: Iterable[str], default: OrderBy) -> tupl
     mapping ``{"field", "direction"}``, or None for ``default``. The field must
     be one of ``allowed`` (camelCase accepted); direction ASC/DESC in any
     case."""
-    if order_by is None:
-        order = default
-    else:
-        order = coerce_model(order_by, OrderBy, "order_by")
+    order = default if order_by is None else coerce_model(order_by, OrderBy, "order_by", "R-SORT")
     name = _ORDER_FIELDS.get(order.field) if isinstance(order.field, str) else None
     allowed_set = set(allowed)
     if name is None or name not in allowed_set:
