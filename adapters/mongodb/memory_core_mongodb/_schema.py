@@ -1,0 +1,125 @@
+"""Collections, indexes and their idempotent creation.
+
+Every query the adapter sends names one of these indexes with ``hint`` (see
+:mod:`memory_core_mongodb._query`), so plans are stable across servers and
+data sizes. Setup is safe when several processes open the same database at
+once: ``create`` of an existing collection and ``createIndexes`` of an
+identical existing index are no-ops, and the transient "already in progress"
+races are retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pymongo import ASCENDING, IndexModel
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import OperationFailure
+
+__all__ = [
+    "COUNTER_ID",
+    "COUNTERS",
+    "INDEXES",
+    "MESSAGES",
+    "MESSAGES_RESOURCE_ORDER",
+    "MESSAGES_THREAD_META",
+    "MESSAGES_THREAD_ORDER",
+    "RESOURCES",
+    "THREADS",
+    "THREADS_CREATED",
+    "THREADS_RESOURCE_CREATED",
+    "THREADS_RESOURCE_META",
+    "THREADS_RESOURCE_UPDATED",
+    "THREADS_UPDATED",
+    "ensure_schema",
+]
+
+THREADS = "threads"
+MESSAGES = "messages"
+RESOURCES = "resources"
+COUNTERS = "counters"
+COUNTER_ID = "message_sequence"
+"""``_id`` of the counter document that hands out R-ORDER sequence numbers."""
+
+THREADS_RESOURCE_CREATED = "threads_resource_created"
+THREADS_RESOURCE_UPDATED = "threads_resource_updated"
+THREADS_CREATED = "threads_created"
+THREADS_UPDATED = "threads_updated"
+THREADS_RESOURCE_META = "threads_resource_meta"
+MESSAGES_THREAD_ORDER = "messages_thread_order"
+MESSAGES_RESOURCE_ORDER = "messages_resource_order"
+MESSAGES_THREAD_META = "messages_thread_meta"
+
+_A = ASCENDING
+INDEXES: dict[str, list[IndexModel]] = {
+    THREADS: [
+        # list_threads(resource) ordered by (created_at|updated_at, id), both directions
+        IndexModel([("resource_id", _A), ("created_at", _A), ("_id", _A)], name=THREADS_RESOURCE_CREATED),
+        IndexModel([("resource_id", _A), ("updated_at", _A), ("_id", _A)], name=THREADS_RESOURCE_UPDATED),
+        # list_threads without a resource filter
+        IndexModel([("created_at", _A), ("_id", _A)], name=THREADS_CREATED),
+        IndexModel([("updated_at", _A), ("_id", _A)], name=THREADS_UPDATED),
+        # metadata equality within a resource (multikey over the entry array)
+        IndexModel([("resource_id", _A), ("meta.k", _A), ("meta.v", _A)], name=THREADS_RESOURCE_META),
+    ],
+    MESSAGES: [
+        # a thread's messages in R-ORDER (list, count, windows, keyset cursors)
+        IndexModel([("thread_id", _A), ("created_at", _A), ("seq", _A)], name=MESSAGES_THREAD_ORDER),
+        # a resource's messages in R-ORDER (list_messages_by_resource)
+        IndexModel([("resource_id", _A), ("created_at", _A), ("seq", _A)], name=MESSAGES_RESOURCE_ORDER),
+        # metadata equality within a thread (multikey over the entry array)
+        IndexModel([("thread_id", _A), ("meta.k", _A), ("meta.v", _A)], name=MESSAGES_THREAD_META),
+    ],
+    RESOURCES: [],
+    COUNTERS: [],
+}
+"""Secondary indexes per collection (``_id`` is always unique-indexed)."""
+
+# Server codes of races between processes creating the same things at once.
+_NAMESPACE_EXISTS = 48
+_RACE_CODES = frozenset({
+    _NAMESPACE_EXISTS,  # the collection appeared meanwhile (implicit create by an index build)
+    67,  # CannotCreateIndex while a concurrent create of the collection finishes
+    276,  # IndexBuildAborted: a concurrent identical build won
+    11000,  # DuplicateKey on the catalog when two creators collide
+})
+_ATTEMPTS = 5
+
+
+async def _create_collection(db: AsyncDatabase[dict[str, Any]], name: str) -> None:
+    try:
+        await db.command("create", name)
+    except OperationFailure as exc:
+        if exc.code != _NAMESPACE_EXISTS:
+            raise
+
+
+async def _create_indexes(db: AsyncDatabase[dict[str, Any]], name: str, indexes: list[IndexModel]) -> None:
+    for attempt in range(_ATTEMPTS):
+        try:
+            await db[name].create_indexes(indexes)
+            return
+        except OperationFailure as exc:
+            if exc.code not in _RACE_CODES or attempt == _ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+
+
+async def ensure_schema(db: AsyncDatabase[dict[str, Any]]) -> None:
+    """Create the collections and indexes of one store (idempotent, safe when
+    several processes run it at once).
+
+    Collections are created explicitly, since a transaction cannot create
+    one on older servers and on sharded clusters.
+
+    Raises:
+        pymongo.errors.OperationFailure: an index of the same name with other
+            keys exists (codes 85/86), or the server refused; the core wraps it.
+    """
+    existing = set(await db.list_collection_names())
+    for name, indexes in INDEXES.items():
+        if name not in existing:
+            await _create_collection(db, name)
+        if indexes:
+            await _create_indexes(db, name, indexes)

@@ -1,0 +1,428 @@
+"""``MongoStorage``: memory-core primitives on MongoDB (PyMongo's ``AsyncMongoClient``).
+
+The core (:class:`memory_core.storage.BaseStorage`) validates input and
+composes semantics; this class answers each primitive with MongoDB queries
+and single atomic updates. See the package README for the layout, the
+indexes, shard keys and the batch-atomicity choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from pymongo import AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
+from pymongo.asynchronous.client_session import AsyncClientSession
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from memory_core.capabilities import Capability
+from memory_core.clock import Clock, to_us
+from memory_core.models import Message, Resource, Thread
+from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.storage import BaseStorage
+from memory_core_mongodb._errors import is_transient
+from memory_core_mongodb._layout import (
+    content_set_expr,
+    merge_expr,
+    message_doc,
+    message_from_doc,
+    resource_doc,
+    resource_from_doc,
+    thread_doc,
+    thread_from_doc,
+    us,
+)
+from memory_core_mongodb._query import (
+    MESSAGE_ORDER_ASC,
+    Plan,
+    message_count_plan,
+    message_list_plan,
+    thread_count_plan,
+    thread_list_plan,
+)
+from memory_core_mongodb._schema import (
+    COUNTER_ID,
+    COUNTERS,
+    MESSAGES,
+    MESSAGES_THREAD_ORDER,
+    RESOURCES,
+    THREADS,
+    ensure_schema,
+)
+from memory_core_mongodb._url import database_name, redact
+
+__all__ = ["MongoStorage", "supports_transactions"]
+
+log = logging.getLogger(__name__)
+
+Doc = dict[str, Any]
+Session = AsyncClientSession | None
+
+
+def supports_transactions(hello: Mapping[str, Any]) -> bool:
+    """Whether a server's ``hello`` reply describes a deployment with
+    multi-document transactions: a replica-set member or a ``mongos`` (and
+    sessions, ``logicalSessionTimeoutMinutes``). A standalone ``mongod`` has none.
+    """
+    if hello.get("logicalSessionTimeoutMinutes") is None:
+        return False
+    return "setName" in hello or hello.get("msg") == "isdbgrid"
+
+
+def _bump(now_us: int) -> list[Doc]:
+    """Pipeline: ``updated_at = max(now, updated_at + 1)`` (R-BUMP), atomically."""
+    return [{"$set": {"updated_at": {"$max": [us(now_us), {"$add": ["$updated_at", 1]}]}}}]
+
+
+class MongoStorage(BaseStorage):
+    """memory-core storage on MongoDB.
+
+    URL: ``mongodb://[user:pass@]host[:port][,host...]/[database][?options]``
+    or ``mongodb+srv://...``. The connection string goes to PyMongo as is.
+    Construction does no I/O; ``open()`` connects, detects transaction
+    support and creates collections and indexes idempotently.
+
+    Args:
+        url: MongoDB connection string.
+        database: database name; overrides the URL path (default: the URL
+            path, else ``"memory_core"``).
+        namespace: isolates this store in its own database
+            ``<database>_<namespace>`` (1-48 characters of ``[A-Za-z0-9_-]``);
+            :meth:`destroy` drops that database.
+        clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
+        client: an existing ``AsyncMongoClient`` to use; it is not closed by
+            :meth:`close` (the caller owns it). Default: one is created from
+            ``url`` and closed with the store.
+        transactions: True to write batches in multi-document transactions,
+            False to use the ordered non-transactional plan, None (default)
+            to decide from the server (replica set or mongos: True;
+            standalone: False).
+        **client_options: passed to ``AsyncMongoClient`` (e.g.
+            ``serverSelectionTimeoutMS=2000``).
+
+    Raises:
+        ValidationError: bad URL scheme, namespace or database name.
+    """
+
+    backend_name = "mongodb"
+    capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+
+    def __init__(
+        self,
+        url: str = "mongodb://localhost:27017",
+        *,
+        database: str | None = None,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        client: AsyncMongoClient[Doc] | None = None,
+        transactions: bool | None = None,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(clock=clock)
+        self.url = url
+        self.database_name = database_name(url, database, namespace)
+        self.transactions: bool | None = transactions
+        self._client_options: dict[str, Any] = {"appname": "memory-core", **client_options}
+        self._owns_client = client is None
+        self._client: AsyncMongoClient[Doc] | None = client
+        self._db: AsyncDatabase[Doc] | None = None
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, namespace: str | None = None, **options: Any
+    ) -> MongoStorage:
+        """Build from a ``mongodb://`` or ``mongodb+srv://`` URL (no I/O).
+
+        Args:
+            url: the connection string; its path names the database.
+            clock: injectable clock.
+            namespace: selects the separate database ``<database>_<namespace>``.
+            **options: ``database``, ``client``, ``transactions`` and any
+                ``AsyncMongoClient`` keyword (see :class:`MongoStorage`).
+
+        Returns:
+            An unopened store.
+
+        Raises:
+            ValidationError: bad scheme, namespace or database name.
+        """
+        return cls(url, clock=clock, namespace=namespace, **options)
+
+    def __repr__(self) -> str:
+        return f"MongoStorage(url={redact(self.url)!r}, database={self.database_name!r})"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _open(self) -> None:
+        if self._client is None:
+            self._client = AsyncMongoClient(self.url, **self._client_options)
+        try:
+            hello = await self._client.admin.command("hello")
+            if self.transactions is None:
+                self.transactions = supports_transactions(hello)
+            if not self.transactions:
+                log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
+            self._db = self._client[self.database_name]
+            await ensure_schema(self._db)
+        except BaseException:
+            await self._close()
+            raise
+
+    async def _close(self) -> None:
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None  # a failed open may retry with a new one
+            await client.close()
+
+    async def _destroy(self) -> None:
+        assert self._client is not None
+        await self._client.drop_database(self.database_name)
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Network errors, timeouts, step-downs and labelled transient server
+        errors are retryable (see :func:`memory_core_mongodb._errors.is_transient`)."""
+        return is_transient(exc) or super().is_retryable(exc)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _collection(self, name: str) -> AsyncCollection[Doc]:
+        assert self._db is not None, "store is not open"
+        return self._db[name]
+
+    @property
+    def _threads(self) -> AsyncCollection[Doc]:
+        return self._collection(THREADS)
+
+    @property
+    def _messages(self) -> AsyncCollection[Doc]:
+        return self._collection(MESSAGES)
+
+    @property
+    def _resources(self) -> AsyncCollection[Doc]:
+        return self._collection(RESOURCES)
+
+    async def _atomic(self, work: Callable[[Session], Awaitable[None]]) -> None:
+        """Run ``work`` all-or-nothing: in a transaction (retried on transient
+        transaction errors) when the deployment has them; otherwise directly,
+        as the ordered write plan described in the README."""
+        assert self._client is not None
+        if not self.transactions:
+            await work(None)
+            return
+        async with self._client.start_session() as session:
+            await session.with_transaction(work)
+
+    async def _allocate(self, count: int) -> int:
+        """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the
+        first. One atomic ``$inc`` on the counter document, outside any
+        transaction (no write conflicts; numbers of an aborted batch are
+        skipped, which keeps the order)."""
+        counters = self._collection(COUNTERS)
+        for attempt in range(2):
+            try:
+                doc = await counters.find_one_and_update(
+                    {"_id": COUNTER_ID},
+                    {"$inc": {"value": us(count)}},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+                break
+            except DuplicateKeyError:  # two first upserts raced (servers before 4.2)
+                if attempt:
+                    raise
+        assert doc is not None
+        return int(doc["value"]) - count + 1
+
+    async def _find(self, collection: AsyncCollection[Doc], plan: Plan, offset: int, limit: int | None) -> list[Doc]:
+        cursor = collection.find(plan.filter).sort(plan.sort).hint(plan.hint)
+        if offset:
+            cursor = cursor.skip(offset)
+        if limit is not None:
+            if limit == 0:
+                return []
+            cursor = cursor.limit(limit)
+        # Streamed in driver batches (each at most 16 MiB): never truncated.
+        return [doc async for doc in cursor]
+
+    # ------------------------------------------------------------------ threads
+
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        doc = await self._threads.find_one({"_id": thread_id})
+        return None if doc is None else thread_from_doc(doc)
+
+    async def _put_thread(self, thread: Thread) -> None:
+        # resource_id in the filter: the shard key; the core refuses a change of owner.
+        await self._threads.replace_one(
+            {"_id": thread.id, "resource_id": thread.resource_id}, thread_doc(thread), upsert=True
+        )
+
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
+        changes: Doc = {}
+        if title is not None:
+            changes["title"] = {"$literal": title}
+        if metadata is not None:
+            changes["meta"] = merge_expr("meta", metadata)
+        pipeline = [{"$set": changes}, *_bump(now_us)] if changes else _bump(now_us)
+        doc = await self._threads.find_one_and_update(
+            {"_id": thread_id}, pipeline, return_document=ReturnDocument.AFTER
+        )
+        return None if doc is None else thread_from_doc(doc)
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        async def work(session: Session) -> None:
+            # The thread first: without a transaction, a save racing with the
+            # delete then fails the core's thread check instead of leaving orphans.
+            await self._threads.delete_one({"_id": thread_id}, session=session)
+            await self._messages.delete_many({"thread_id": thread_id}, session=session)
+
+        await self._atomic(work)
+
+    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
+        docs = await self._find(self._threads, thread_list_plan(query), query.offset, query.limit)
+        return [thread_from_doc(doc) for doc in docs]
+
+    async def _count_threads(self, query: ThreadQuery) -> int:
+        plan = thread_count_plan(query)
+        return await self._threads.count_documents(plan.filter, hint=plan.hint)
+
+    # ------------------------------------------------------------------ messages
+
+    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
+        unique = list(dict.fromkeys(ids))
+        return [message_from_doc(doc) async for doc in self._messages.find({"_id": {"$in": unique}})]
+
+    def _bumps(self, thread_ids: Sequence[str], now_us: int, owners: Mapping[str, str | None]) -> list[UpdateOne]:
+        ops = []
+        for thread_id in thread_ids:
+            key: Doc = {"_id": thread_id}
+            owner = owners.get(thread_id)
+            if owner is not None:
+                key["resource_id"] = owner  # shard key: a targeted update
+            ops.append(UpdateOne(key, _bump(now_us)))
+        return ops
+
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+        first = await self._allocate(len(messages))
+        writes = []
+        for index, message in enumerate(messages):
+            assert message.created_at is not None and message.resource_id is not None
+            writes.append(
+                UpdateOne(
+                    # resource_id: the shard key prefix; an existing id under another
+                    # resource was refused by the core (ConflictError).
+                    {"_id": message.id, "resource_id": message.resource_id},
+                    {
+                        "$set": message_doc(message),
+                        "$setOnInsert": {"created_at": us(to_us(message.created_at)), "seq": us(first + index)},
+                    },
+                    upsert=True,
+                )
+            )
+        bumps = self._bumps(bump, now_us, {m.thread_id: m.resource_id for m in messages})
+
+        async def work(session: Session) -> None:
+            await self._messages.bulk_write(writes, ordered=True, session=session)
+            if bumps:
+                await self._threads.bulk_write(bumps, ordered=True, session=session)
+
+        await self._atomic(work)
+
+    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        writes = []
+        for patch in patches:
+            changes: Doc = {}
+            if patch.role is not None:
+                changes["role"] = {"$literal": patch.role}
+            if patch.type is not None:
+                changes["type"] = {"$literal": patch.type}
+            if patch.thread_id is not None:
+                changes["thread_id"] = {"$literal": patch.thread_id}
+            if patch.content is not None:
+                changes["content"] = content_set_expr(patch.content)
+            if patch.metadata is not None:
+                changes["meta"] = merge_expr("meta", patch.metadata)
+            if changes:
+                # One pipeline update per message: merged on the server, atomic.
+                writes.append(UpdateOne({"_id": patch.id}, [{"$set": changes}]))
+        bumps = self._bumps(bump, now_us, {})
+
+        async def work(session: Session) -> None:
+            if writes:
+                await self._messages.bulk_write(writes, ordered=True, session=session)
+            if bumps:
+                await self._threads.bulk_write(bumps, ordered=True, session=session)
+
+        await self._atomic(work)
+
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+        bumps = self._bumps(bump, now_us, {})
+
+        async def work(session: Session) -> None:
+            await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
+            if bumps:
+                await self._threads.bulk_write(bumps, ordered=True, session=session)
+
+        await self._atomic(work)
+
+    async def _list_messages(self, query: MessageQuery) -> list[Message]:
+        docs = await self._find(self._messages, message_list_plan(query), query.offset, query.limit)
+        return [message_from_doc(doc) for doc in docs]
+
+    async def _count_messages(self, query: MessageQuery) -> int:
+        plan = message_count_plan(query)
+        return await self._messages.count_documents(plan.filter, hint=plan.hint)
+
+    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
+        target = await self._messages.find_one({"_id": message_id})
+        if target is None:
+            return []
+        scope = {"thread_id": target["thread_id"], "resource_id": target["resource_id"]}
+        at, seq = target["created_at"], target["seq"]
+
+        async def side(limit: int, descending: bool) -> list[Doc]:
+            if limit <= 0:
+                return []
+            if descending:
+                found = {**scope, "created_at": {"$lte": at}, "$nor": [{"created_at": at, "seq": {"$gte": seq}}]}
+                order = [(field, -1) for field, _ in MESSAGE_ORDER_ASC]
+            else:
+                found = {**scope, "created_at": {"$gte": at}, "$nor": [{"created_at": at, "seq": {"$lte": seq}}]}
+                order = MESSAGE_ORDER_ASC
+            return await self._find(self._messages, Plan(found, MESSAGES_THREAD_ORDER, order), 0, limit)
+
+        previous, following = await asyncio.gather(side(before, True), side(after, False))
+        docs = [*reversed(previous), target, *following]
+        return [message_from_doc(doc) for doc in docs]
+
+    # ------------------------------------------------------------------ resources
+
+    async def _get_resource(self, resource_id: str) -> Resource | None:
+        doc = await self._resources.find_one({"_id": resource_id})
+        return None if doc is None else resource_from_doc(doc)
+
+    async def _put_resource(self, resource: Resource) -> None:
+        await self._resources.replace_one({"_id": resource.id}, resource_doc(resource), upsert=True)
+
+    async def _patch_resource(
+        self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+    ) -> Resource:
+        now = us(now_us)
+        changes: Doc = {
+            "created_at": {"$ifNull": ["$created_at", now]},
+            # max(now, missing + 1) = now for a new resource (null is ignored by $max)
+            "updated_at": {"$max": [now, {"$add": ["$updated_at", 1]}]},
+            "meta": merge_expr("meta", metadata) if metadata is not None else {"$ifNull": ["$meta", []]},
+        }
+        if working_memory is not NOT_GIVEN:
+            changes["working_memory"] = {"$literal": working_memory}
+        doc = await self._resources.find_one_and_update(
+            {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
+        )
+        assert doc is not None
+        return resource_from_doc(doc)
+
