@@ -1,0 +1,69 @@
+"""The Lua scripts, loaded once per client and called by SHA (EVALSHA).
+
+Each script is ``lua/lib.lua`` (shared helpers) followed by its own file.
+``KEYS[1]`` is always the base of one slot's keys (``{P:R}:`` or ``{P}:``),
+which routes the call on Redis Cluster; the script builds every other key
+from it, so a script never leaves its slot.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from typing import Any
+
+__all__ = ["SCRIPT_NAMES", "Scripts", "script_text"]
+
+SCRIPT_NAMES = (
+    "apply",
+    "claim",
+    "delete_messages",
+    "delete_thread",
+    "get_messages",
+    "get_threads",
+    "locate",
+    "messages",
+    "patch_messages",
+    "patch_resource",
+    "patch_thread",
+    "put_resource",
+    "put_thread",
+    "save_messages",
+    "threads",
+    "window",
+)
+
+
+def script_text(name: str) -> str:
+    """The full source of script ``name`` (helpers + body)."""
+    folder = files("memory_core_redis") / "lua"
+    return (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+
+
+class Scripts:
+    """The registered scripts of one client.
+
+    Args:
+        client: a ``redis.asyncio.Redis`` or ``RedisCluster`` (decoding
+            responses to str).
+    """
+
+    __slots__ = ("_client", "_scripts", "_texts")
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._texts = {name: script_text(name) for name in SCRIPT_NAMES}
+        self._scripts = {name: client.register_script(text) for name, text in self._texts.items()}
+
+    async def load(self) -> None:
+        """SCRIPT LOAD every script (on a cluster: on every primary), so the
+        first calls need no retry."""
+        for text in self._texts.values():
+            await self._client.script_load(text)
+
+    async def run(self, name: str, base: str, args: list[Any]) -> Any:
+        """EVALSHA script ``name`` in the slot of ``base`` with ``args``.
+
+        Reloads the script and retries once if the server lost it (restart,
+        failover, SCRIPT FLUSH).
+        """
+        return await self._scripts[name](keys=[base], args=args)

@@ -1,0 +1,80 @@
+"""Parsing of ``redis://`` URLs into driver settings (no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from memory_core.errors import ValidationError
+
+__all__ = ["DEFAULT_PREFIX", "RedisTarget", "parse_url"]
+
+DEFAULT_PREFIX = "memory-core"
+"""Key prefix of a store when neither ``namespace`` nor ``prefix`` is given."""
+
+_SCHEMES = {
+    "redis": ("redis", False),
+    "rediss": ("rediss", False),
+    "unix": ("unix", False),
+    "redis+cluster": ("redis", True),
+    "rediss+cluster": ("rediss", True),
+}
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+@dataclass(frozen=True, slots=True)
+class RedisTarget:
+    """Where and how to connect.
+
+    Attributes:
+        driver_url: the URL handed to redis-py (our own options removed).
+        cluster: connect with ``RedisCluster`` instead of ``Redis``.
+        prefix: key prefix from the URL's ``prefix`` option, or None.
+    """
+
+    driver_url: str
+    cluster: bool
+    prefix: str | None
+
+
+def parse_url(url: str) -> RedisTarget:
+    """Split a memory-core Redis URL into driver URL, cluster flag and prefix.
+
+    Accepted: ``redis://[[user]:pass@]host[:port][/db]``, ``rediss://…``
+    (TLS), ``unix:///path/to.sock[?db=N]``, and ``redis+cluster://host:port``
+    / ``rediss+cluster://…`` (or ``?cluster=true``) for Redis Cluster. The
+    query options ``prefix`` and ``cluster`` are ours; every other query
+    option goes to redis-py unchanged.
+
+    Raises:
+        ValidationError: unknown scheme, bad ``cluster`` value, empty prefix,
+            or a cluster URL with a database other than 0 / a unix socket.
+    """
+    if not isinstance(url, str):
+        raise ValidationError("url", f"must be a str, got {type(url).__name__}")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _SCHEMES:
+        raise ValidationError("url", f"scheme must be one of {sorted(_SCHEMES)}, got {scheme!r}")
+    driver_scheme, cluster = _SCHEMES[scheme]
+    prefix: str | None = None
+    passed: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key == "prefix":
+            if not value:
+                raise ValidationError("url", "prefix must not be empty")
+            prefix = value
+        elif key == "cluster":
+            if value.lower() not in _TRUE | _FALSE:
+                raise ValidationError("url", f"cluster must be true or false, got {value!r}")
+            cluster = cluster or value.lower() in _TRUE
+        else:
+            passed.append((key, value))
+    if cluster and driver_scheme == "unix":
+        raise ValidationError("url", "Redis Cluster is reached over TCP, not a unix socket")
+    if cluster and parts.path.strip("/") not in ("", "0"):
+        raise ValidationError("url", "Redis Cluster has only database 0")
+    query = "?" + urlencode(passed) if passed else ""
+    driver_url = f"{driver_scheme}://{parts.netloc}{parts.path}{query}"
+    return RedisTarget(driver_url, cluster, prefix)

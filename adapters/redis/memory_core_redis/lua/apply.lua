@@ -1,0 +1,36 @@
+-- Store slot, last step of a write: bring the global thread records and
+-- indexes up to date with thread snapshots, newest version wins (so late or
+-- reordered applications converge), and release deleted message ids.
+-- ARGV: tombstone ttl seconds, n, then per snapshot: thread id, resource id,
+--       state "l"/"d", version, created key, updated key, n, filter field
+--       pairs; then n, (message id, resource id) pairs to release.
+local ttl, n = argn(), argn()
+for _ = 1, n do
+  local tid, rid, state, v, ckey, ukey = arg(), arg(), arg(), argn(), arg(), arg()
+  local fields = argpairs()
+  local g = base .. 'g:' .. tid
+  local cur = redis.call('HMGET', g, 'v', 'c', 'u')
+  if not cur[1] or tonumber(cur[1]) < v then
+    if cur[2] then
+      redis.call('ZREM', base .. 'tc', cur[2] .. ':' .. tid)
+      redis.call('ZREM', base .. 'tu', cur[3] .. ':' .. tid)
+    end
+    redis.call('DEL', g)
+    if state == 'd' then
+      redis.call('HSET', g, 'v', fmt(v))
+      redis.call('EXPIRE', g, ttl)
+    else
+      redis.call('HSET', g, 'v', fmt(v), 'r', rid, 'c', ckey, 'u', ukey)
+      hset_pairs(g, fields)
+      redis.call('ZADD', base .. 'tc', 0, ckey .. ':' .. tid)
+      redis.call('ZADD', base .. 'tu', 0, ukey .. ':' .. tid)
+    end
+  end
+end
+local release = argpairs()
+for i = 1, #release, 2 do
+  if redis.call('HGET', base .. 'msg', release[i]) == release[i + 1] then
+    redis.call('HDEL', base .. 'msg', release[i])
+  end
+end
+return 1

@@ -1,0 +1,20 @@
+-- Delete a thread and every message in it. ARGV: id.
+-- Returns {version of the deletion, {message ids}} or nil if missing.
+local tid = arg()
+local key = base .. 't:' .. tid
+local g = redis.call('HMGET', key, 'c', 'u', 'v')
+if not g[1] then return false end
+local index = base .. 'tm:' .. tid
+local members = redis.call('ZRANGE', index, 0, -1)
+local ids = {}
+for i, m in ipairs(members) do
+  ids[i] = member_id(m)
+  redis.call('DEL', base .. 'm:' .. ids[i])
+end
+for i = 1, #members, 500 do
+  redis.call('ZREM', base .. 'rm', unpack(members, i, math.min(i + 499, #members)))
+end
+redis.call('DEL', index, key)
+redis.call('ZREM', base .. 'tc', tkey(tonumber(g[1])) .. ':' .. tid)
+redis.call('ZREM', base .. 'tu', tkey(tonumber(g[2])) .. ':' .. tid)
+return {fmt(tonumber(g[3]) + 1), ids}

@@ -1,0 +1,242 @@
+-- memory-core-redis: helpers prepended to every script.
+-- KEYS[1] is the base of the slot's keys ("{P:R}:" or "{P}:"); every other
+-- key a script touches is built from it, so all share its hash tag (slot).
+-- Numbers leave scripts formatted with %d (tostring prints 7.2e+15).
+local base = KEYS[1]
+
+local function fmt(n) return string.format('%d', n) end
+
+-- Order-preserving text of a time in microseconds (same as _keys.time_key).
+local function tkey(us)
+  if us >= 0 then return '1' .. string.format('%016d', us) end
+  return '0' .. string.format('%016d', 9000000000000000 + us)
+end
+
+-- ARGV reader.
+local argi = 0
+local function arg() argi = argi + 1; return ARGV[argi] end
+local function argn() return tonumber(arg()) end
+local function arglist(n)
+  local t = {}
+  for i = 1, n do t[i] = arg() end
+  return t
+end
+local function argpairs() return arglist(2 * argn()) end
+
+-- JSON texts written by memory_core.codec (compact, no whitespace). Values
+-- are never decoded: only the top-level members of an object are located,
+-- so numbers, key order and every byte stay exactly as Python wrote them.
+local function str_end(s, pos)
+  local i = pos + 1
+  while true do
+    local j = string.find(s, '["\\]', i)
+    if string.byte(s, j) == 34 then return j end
+    i = j + 2
+  end
+end
+
+local function value_end(s, pos)
+  local b = string.byte(s, pos)
+  if b == 34 then return str_end(s, pos) end
+  if b == 123 or b == 91 then
+    local depth, i = 0, pos
+    while true do
+      local j = string.find(s, '["{}%[%]]', i)
+      local c = string.byte(s, j)
+      if c == 34 then
+        i = str_end(s, j) + 1
+      else
+        if c == 123 or c == 91 then depth = depth + 1 else depth = depth - 1 end
+        if depth == 0 then return j end
+        i = j + 1
+      end
+    end
+  end
+  return string.find(s, '[,}%]]', pos) - 1
+end
+
+-- Shallow merge, as Python's {**old, **patch}: old keys keep their place,
+-- new keys follow in patch order. patch: flat {key json, value json, ...}.
+local function merge(text, patch)
+  local keys, vals, at = {}, {}, {}
+  if string.byte(text, 2) ~= 125 then
+    local pos = 2
+    while true do
+      local ke = str_end(text, pos)
+      local ve = value_end(text, ke + 2)
+      keys[#keys + 1] = string.sub(text, pos, ke)
+      vals[#vals + 1] = string.sub(text, ke + 2, ve)
+      at[keys[#keys]] = #keys
+      if string.byte(text, ve + 1) == 125 then break end
+      pos = ve + 2
+    end
+  end
+  for i = 1, #patch, 2 do
+    local j = at[patch[i]]
+    if j then
+      vals[j] = patch[i + 1]
+    else
+      keys[#keys + 1] = patch[i]
+      vals[#vals + 1] = patch[i + 1]
+      at[patch[i]] = #keys
+    end
+  end
+  local parts = {}
+  for i = 1, #keys do parts[i] = keys[i] .. ':' .. vals[i] end
+  return '{' .. table.concat(parts, ',') .. '}'
+end
+
+local function hset_pairs(key, flat)
+  for i = 1, #flat, 200 do
+    redis.call('HSET', key, unpack(flat, i, math.min(i + 199, #flat)))
+  end
+end
+
+-- Filter fields "~<key>" hold the R-META form of scalar metadata values;
+-- ops: flat {field, form or "" to remove}.
+local function set_fields(key, ops)
+  for i = 1, #ops, 2 do
+    if ops[i + 1] == '' then
+      redis.call('HDEL', key, ops[i])
+    else
+      redis.call('HSET', key, ops[i], ops[i + 1])
+    end
+  end
+end
+
+-- conds: flat {field, form, ...}; all must be present and equal. The
+-- field names are unpacked once per query, not per record.
+local function matcher(conds)
+  if #conds == 0 then return nil end
+  local names, wanted = {}, {}
+  for i = 1, #conds, 2 do
+    names[#names + 1] = conds[i]
+    wanted[#wanted + 1] = conds[i + 1]
+  end
+  if #names == 1 then
+    local name, form = names[1], wanted[1]
+    return function(key) return redis.call('HGET', key, name) == form end
+  end
+  return function(key)
+    local got = redis.call('HMGET', key, unpack(names))
+    for i = 1, #names do
+      if got[i] ~= wanted[i] then return false end
+    end
+    return true
+  end
+end
+
+-- Up to `need` (-1: all) members of a lex index inside [lo, hi], in order,
+-- whose record (keyof(member)) matches conds, after skipping `skip` matches.
+local CHUNK = 512
+local function scan(index, lo, hi, desc, skip, need, conds, keyof)
+  if need == 0 then return {} end
+  local matches = matcher(conds)
+  if not matches then
+    local count = need < 0 and -1 or need
+    if desc then
+      return redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', fmt(skip), fmt(count))
+    end
+    return redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', fmt(skip), fmt(count))
+  end
+  local out = {}
+  while true do
+    local r
+    if desc then
+      r = redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', 0, CHUNK)
+    else
+      r = redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, CHUNK)
+    end
+    for _, m in ipairs(r) do
+      if matches(keyof(m)) then
+        if skip > 0 then
+          skip = skip - 1
+        else
+          out[#out + 1] = m
+          if need > 0 and #out >= need then return out end
+        end
+      end
+    end
+    if #r < CHUNK then return out end
+    if desc then hi = '(' .. r[#r] else lo = '(' .. r[#r] end
+  end
+end
+
+local function count(index, lo, hi, conds, keyof)
+  local matches = matcher(conds)
+  if not matches then return redis.call('ZLEXCOUNT', index, lo, hi) end
+  local n = 0
+  while true do
+    local r = redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, CHUNK)
+    for _, m in ipairs(r) do
+      if matches(keyof(m)) then n = n + 1 end
+    end
+    if #r < CHUNK then return n end
+    lo = '(' .. r[#r]
+  end
+end
+
+-- Message members: <tkey 17>:<seq 20>:<id>; the id starts at byte 40.
+local function member_id(m) return string.sub(m, 40) end
+local function message_key(m) return base .. 'm:' .. string.sub(m, 40) end
+-- Thread members: <tkey 17>:<id>; the id starts at byte 19.
+local function thread_id_of(m) return string.sub(m, 19) end
+
+local function message(mid)
+  local g = redis.call('HMGET', base .. 'm:' .. mid, 't', 'o', 'y', 'x', 'd', 'c', 's')
+  if not g[1] then return false end
+  return {mid, g[1], g[2], g[3], g[4], g[5], g[6], g[7]}
+end
+
+local function thread(tid)
+  local g = redis.call('HMGET', base .. 't:' .. tid, 'n', 'd', 'c', 'u')
+  if not g[1] then return false end
+  return {tid, g[1], g[2], g[3], g[4]}
+end
+
+-- What the store-wide records need to know of a thread after a change:
+-- {tid, "l", version, created key, updated key, filter field pairs...}.
+local function snapshot(tid)
+  local key = base .. 't:' .. tid
+  local want = {'c', 'u', 'v'}
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if string.byte(f) == 126 then want[#want + 1] = f end
+  end
+  local g = redis.call('HMGET', key, unpack(want))
+  local out = {tid, 'l', g[3], tkey(tonumber(g[1])), tkey(tonumber(g[2]))}
+  for i = 4, #want do
+    out[#out + 1] = want[i]
+    out[#out + 1] = g[i]
+  end
+  return out
+end
+
+-- R-BUMP: updated_at = max(now, old + 1); the version grows by one.
+local function bump(tid, now)
+  local key = base .. 't:' .. tid
+  local g = redis.call('HMGET', key, 'u', 'v')
+  if not g[1] then return nil end
+  local u = tonumber(g[1])
+  local nu = math.max(now, u + 1)
+  redis.call('ZREM', base .. 'tu', tkey(u) .. ':' .. tid)
+  redis.call('ZADD', base .. 'tu', 0, tkey(nu) .. ':' .. tid)
+  redis.call('HSET', key, 'u', fmt(nu), 'v', fmt(tonumber(g[2]) + 1))
+  return snapshot(tid)
+end
+
+local function bump_all(tids, now)
+  local snaps = {}
+  for _, tid in ipairs(tids) do
+    local s = bump(tid, now)
+    if s then snaps[#snaps + 1] = s end
+  end
+  return snaps
+end
+
+local function missing_threads(tids)
+  local out = {}
+  for _, tid in ipairs(tids) do
+    if redis.call('EXISTS', base .. 't:' .. tid) == 0 then out[#out + 1] = tid end
+  end
+  return out
+end

@@ -1,0 +1,42 @@
+-- Partial updates of messages of this resource, then bumps; atomic.
+-- ARGV: now us, n, then per patch: id, role ("" keep), has type "1"/"0",
+--       type, content mode ("-" keep, "s" replace by the json text, "o"
+--       merge object members), content text, n, content member pairs,
+--       n, metadata member pairs, n, filter field ops, new thread id ("" keep);
+--       then n, thread ids to bump. Vanished ids (or move targets) are skipped.
+-- Returns {snapshots}.
+local now, n = argn(), argn()
+local patches = {}
+for i = 1, n do
+  local p = {id = arg(), role = arg(), has_type = arg() == '1', type = arg(), mode = arg(), text = arg()}
+  p.content = argpairs()
+  p.meta = argpairs()
+  p.ops = argpairs()
+  p.tid = arg()
+  patches[i] = p
+end
+local bumps = arglist(argn())
+for _, p in ipairs(patches) do
+  local key = base .. 'm:' .. p.id
+  local g = redis.call('HMGET', key, 't', 'x', 'd', 'k')
+  local move = p.tid ~= '' and p.tid ~= g[1]
+  if g[1] and not (move and redis.call('EXISTS', base .. 't:' .. p.tid) == 0) then
+    if p.role ~= '' then redis.call('HSET', key, 'o', p.role) end
+    if p.has_type then redis.call('HSET', key, 'y', p.type) end
+    if p.mode == 's' then
+      redis.call('HSET', key, 'x', p.text)
+    elseif p.mode == 'o' then
+      local content = g[2]
+      if string.byte(content) ~= 123 then content = '{}' end
+      redis.call('HSET', key, 'x', merge(content, p.content))
+    end
+    if #p.meta > 0 then redis.call('HSET', key, 'd', merge(g[3], p.meta)) end
+    set_fields(key, p.ops)
+    if move then
+      redis.call('ZREM', base .. 'tm:' .. g[1], g[4])
+      redis.call('ZADD', base .. 'tm:' .. p.tid, 0, g[4])
+      redis.call('HSET', key, 't', p.tid)
+    end
+  end
+end
+return bump_all(bumps, now)

@@ -1,0 +1,19 @@
+-- Insert or wholly replace a thread (its messages are kept).
+-- ARGV: id, version floor, title, metadata json, created us, updated us,
+--       n, filter field pairs. Returns the new version.
+local tid, floor, title, meta, c, u = arg(), argn(), arg(), arg(), arg(), arg()
+local fields = argpairs()
+local key = base .. 't:' .. tid
+local old = redis.call('HMGET', key, 'c', 'u', 'v')
+local v = floor
+if old[1] then
+  redis.call('ZREM', base .. 'tc', tkey(tonumber(old[1])) .. ':' .. tid)
+  redis.call('ZREM', base .. 'tu', tkey(tonumber(old[2])) .. ':' .. tid)
+  v = math.max(v, tonumber(old[3]) + 1)
+  redis.call('DEL', key)
+end
+redis.call('HSET', key, 'n', title, 'd', meta, 'c', c, 'u', u, 'v', fmt(v))
+hset_pairs(key, fields)
+redis.call('ZADD', base .. 'tc', 0, tkey(tonumber(c)) .. ':' .. tid)
+redis.call('ZADD', base .. 'tu', 0, tkey(tonumber(u)) .. ':' .. tid)
+return fmt(v)

@@ -1,0 +1,105 @@
+"""Fixtures for the Redis adapter's tests: real servers, fresh namespaces.
+
+Servers (session scope, started on first use, stopped at session end):
+``redis_standalone`` (one valkey-server), ``redis_cluster`` (three
+cluster-enabled valkey-servers). ``redis_target`` runs a test once per
+target: ``valkey``, ``cluster`` and, only when ``REDIS_URL`` is set (CI's
+Redis 7), ``env``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_core.clock import Clock
+
+from memory_core_redis import RedisStorage
+
+
+def _load_servers() -> Any:
+    name = "memory_core_redis_test_servers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("servers.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+servers = _load_servers()
+
+TARGETS = ["valkey", "cluster", *(["env"] if os.environ.get("REDIS_URL") else [])]
+"""Where adapter tests run: REDIS_URL's server only when it is set."""
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def standalone_server() -> Iterator[Any]:
+    """A standalone valkey-server (no persistence) on a free loopback port
+    and a unix socket (``servers.Server``)."""
+    server = servers.start_standalone()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_standalone(standalone_server: Any) -> str:
+    """``redis://`` URL of the standalone server."""
+    return str(standalone_server.url)
+
+
+@pytest.fixture(scope="session")
+def redis_unix_socket(standalone_server: Any) -> str:
+    """Path of the standalone server's unix socket."""
+    return str(standalone_server.socket)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[str]:
+    """``redis+cluster://`` URL of a three-primary valkey cluster on loopback."""
+    server = servers.start_cluster()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=TARGETS)
+def redis_target(request: pytest.FixtureRequest) -> str:
+    """The URL of one target server (parametrised over TARGETS)."""
+    if request.param == "valkey":
+        return str(request.getfixturevalue("redis_standalone"))
+    if request.param == "cluster":
+        return str(request.getfixturevalue("redis_cluster"))
+    return os.environ["REDIS_URL"]
+
+
+def new_namespace() -> str:
+    """A fresh, unique key prefix."""
+    return f"mc-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def make_store(redis_target: str) -> Callable[..., RedisStorage]:
+    """``make_store(clock=None, namespace=None)``: a new store (no I/O) on the
+    target, in a fresh namespace unless one is given."""
+
+    def factory(clock: Clock | None = None, namespace: str | None = None) -> RedisStorage:
+        return RedisStorage.from_url(redis_target, clock=clock, namespace=namespace or new_namespace())
+
+    return factory

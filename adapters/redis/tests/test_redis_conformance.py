@@ -1,0 +1,36 @@
+"""The shared conformance suite against the Redis adapter: standalone
+valkey, a three-node valkey cluster, and REDIS_URL's server when set (the
+``redis_target`` fixture parametrises over them)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import pytest
+from memory_core.clock import Clock
+from memory_core_conformance import StorageConformance
+
+from memory_core_redis import RedisStorage
+
+
+class TestRedisConformance(StorageConformance):
+    """Every conformance test, once per target server."""
+
+    @pytest.fixture
+    def storage_factory(self, redis_target: str) -> Callable[..., RedisStorage]:
+        """A new store (no I/O) in a fresh key prefix on the target."""
+
+        def factory(clock: Clock | None = None) -> RedisStorage:
+            return RedisStorage.from_url(redis_target, clock=clock, namespace=f"conf-{uuid.uuid4().hex}")
+
+        return factory
+
+    @pytest.fixture
+    def storage_reopener(self, redis_target: str) -> Callable[..., RedisStorage]:
+        """A second store on the same key prefix as ``store``."""
+
+        def reopen(store: RedisStorage, clock: Clock | None = None) -> RedisStorage:
+            return RedisStorage.from_url(redis_target, clock=clock, namespace=store.prefix)
+
+        return reopen
