@@ -1,0 +1,306 @@
+"""The primitives as synchronous functions of one ``sqlite3.Connection``.
+
+Each function is one whole unit of work that runs on the store's aiosqlite
+worker thread in a single hop (see ``SQLiteStorage._run``): a write is one
+``BEGIN IMMEDIATE`` transaction from start to commit, so SQLite's write lock
+is held only while SQLite works, never across event-loop turns, and a
+failure rolls the whole batch back. Reads are single statements (one
+snapshot each). Rows are decoded here too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memory_core import codec
+from memory_core.clock import bump_us, from_us, to_us
+from memory_core.models import Message, Resource, Thread
+from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+
+from memory_core_sqlite import _sql
+
+__all__ = [
+    "count_messages",
+    "count_threads",
+    "delete_messages",
+    "delete_thread",
+    "get_messages",
+    "get_resource",
+    "get_thread",
+    "list_messages",
+    "list_threads",
+    "message_window",
+    "patch_messages",
+    "patch_resource",
+    "patch_thread",
+    "put_resource",
+    "put_thread",
+    "save_messages",
+    "transaction",
+]
+
+_RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
+_BUMP = "UPDATE threads SET updated_at = max(?, updated_at + 1) WHERE id = ?"
+_BY_IDS = "IN (SELECT value FROM json_each(?))"
+_UPSERT_THREAD = (
+    "INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title,"
+    " metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at"
+)
+_UPSERT_MESSAGE = (
+    "INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, role = excluded.role,"
+    " type = excluded.type, content = excluded.content, metadata = excluded.metadata"
+)
+_UPSERT_RESOURCE = (
+    "INSERT INTO resources (id, working_memory, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?)"
+    " ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,"
+    " metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at"
+)
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; ``ROLLBACK`` if the body raises.
+
+    The connection must be in autocommit mode (``isolation_level=None``).
+    ``BEGIN IMMEDIATE`` takes the write lock up front (waiting up to the busy
+    timeout), so a transaction never fails half-way for lack of it.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _thread(row: Sequence[Any]) -> Thread:
+    return Thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]))
+
+
+def _message(row: Sequence[Any]) -> Message:
+    return Message(
+        id=row[0],
+        thread_id=row[1],
+        resource_id=row[2],
+        role=row[3],
+        type=row[4],
+        content=codec.loads(row[5]),
+        metadata=codec.loads(row[6]),
+        created_at=from_us(row[7]),
+        sequence=row[8],
+    )
+
+
+def _resource(row: Sequence[Any]) -> Resource:
+    return Resource(row[0], row[1], codec.loads(row[2]), from_us(row[3]), from_us(row[4]))
+
+
+def _bump(conn: sqlite3.Connection, thread_ids: Iterable[str], now_us: int) -> None:
+    conn.executemany(_BUMP, [(now_us, thread_id) for thread_id in thread_ids])
+
+
+# ---------------------------------------------------------------------- threads
+
+
+def get_thread(conn: sqlite3.Connection, thread_id: str) -> Thread | None:
+    """The stored thread or None."""
+    row = conn.execute(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    return None if row is None else _thread(row)
+
+
+def put_thread(conn: sqlite3.Connection, thread: Thread) -> None:
+    """Insert or wholly replace a thread (its messages stay)."""
+    assert thread.created_at is not None and thread.updated_at is not None
+    row = (
+        thread.id,
+        thread.resource_id,
+        thread.title,
+        codec.dumps(thread.metadata),
+        to_us(thread.created_at),
+        to_us(thread.updated_at),
+    )
+    with transaction(conn):
+        conn.execute(_UPSERT_THREAD, row)
+
+
+def patch_thread(
+    conn: sqlite3.Connection, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+) -> Thread | None:
+    """Set the title, merge metadata one level, bump; None if missing.
+
+    Read and write happen under one write lock: a one-level merge of
+    arbitrary keys (SQLite's ``json_patch`` merges recursively and drops
+    nulls, so it is not used).
+    """
+    with transaction(conn):
+        row = conn.execute(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = ?", (thread_id,)).fetchone()
+        if row is None:
+            return None
+        new_title = row[2] if title is None else title
+        encoded = row[3] if metadata is None else codec.dumps({**codec.loads(row[3]), **metadata})
+        updated_us = bump_us(row[5], now_us)
+        conn.execute(
+            "UPDATE threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
+            (new_title, encoded, updated_us, thread_id),
+        )
+    return _thread((row[0], row[1], new_title, encoded, row[4], updated_us))
+
+
+def delete_thread(conn: sqlite3.Connection, thread_id: str) -> None:
+    """Delete the thread and its messages in one transaction."""
+    with transaction(conn):
+        conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+        conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+
+
+def list_threads(conn: sqlite3.Connection, query: ThreadQuery) -> list[Thread]:
+    """The window of threads for ``query``."""
+    sql, params = _sql.list_threads(query)
+    return [_thread(row) for row in conn.execute(sql, params)]
+
+
+def count_threads(conn: sqlite3.Connection, query: ThreadQuery) -> int:
+    """How many threads match ``query``'s filter."""
+    sql, params = _sql.count_threads(query)
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+# ---------------------------------------------------------------------- messages
+
+
+def get_messages(conn: sqlite3.Connection, ids: Iterable[str]) -> list[Message]:
+    """Stored messages with these ids, any order."""
+    sql = f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id {_BY_IDS}"
+    return [_message(row) for row in conn.execute(sql, (_sql.id_list(ids),))]
+
+
+def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    """Upsert a batch in one transaction. New ids take the next values of the
+    store-wide counter in list order; existing ids keep seq, created_at and
+    resource_id. Then bump the threads."""
+    with transaction(conn):
+        ids = _sql.id_list(m.id for m in messages)
+        existing = {row[0] for row in conn.execute(f"SELECT id FROM messages WHERE id {_BY_IDS}", (ids,))}
+        fresh = sum(1 for m in messages if m.id not in existing)
+        (last,) = conn.execute(
+            "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (fresh,)
+        ).fetchone()
+        next_seq = int(last) - fresh + 1
+        rows = []
+        for message in messages:
+            assert message.created_at is not None and message.resource_id is not None
+            seq = 0  # unused: an existing row keeps its seq
+            if message.id not in existing:
+                seq, next_seq = next_seq, next_seq + 1
+            rows.append(
+                (
+                    message.id,
+                    seq,
+                    message.thread_id,
+                    message.resource_id,
+                    message.role,
+                    message.type,
+                    codec.dumps(message.content),
+                    codec.dumps(message.metadata),
+                    to_us(message.created_at),
+                )
+            )
+        conn.executemany(_UPSERT_MESSAGE, rows)
+        _bump(conn, bump, now_us)
+
+
+def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+    """Apply each patch (the reference :meth:`MessagePatch.apply`) to the row
+    read inside the same transaction; skip ids that vanished; bump."""
+    with transaction(conn):
+        stored = {m.id: m for m in get_messages(conn, (p.id for p in patches))}
+        rows = []
+        for patch in patches:
+            old = stored.get(patch.id)
+            if old is None:
+                continue
+            new = patch.apply(old)
+            content, metadata = codec.dumps(new.content), codec.dumps(new.metadata)
+            rows.append((new.thread_id, new.role, new.type, content, metadata, new.id))
+        conn.executemany(
+            "UPDATE messages SET thread_id = ?, role = ?, type = ?, content = ?, metadata = ? WHERE id = ?", rows
+        )
+        _bump(conn, bump, now_us)
+
+
+def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+    """Delete these messages and bump their threads, in one transaction."""
+    with transaction(conn):
+        conn.execute(f"DELETE FROM messages WHERE id {_BY_IDS}", (_sql.id_list(ids),))
+        _bump(conn, bump, now_us)
+
+
+def list_messages(conn: sqlite3.Connection, query: MessageQuery) -> list[Message]:
+    """The window of messages for ``query``."""
+    sql, params = _sql.list_messages(query)
+    return [_message(row) for row in conn.execute(sql, params)]
+
+
+def count_messages(conn: sqlite3.Connection, query: MessageQuery) -> int:
+    """How many messages match ``query``'s filter."""
+    sql, params = _sql.count_messages(query)
+    return int(conn.execute(sql, params).fetchone()[0])
+
+
+def message_window(conn: sqlite3.Connection, message_id: str, before: int, after: int) -> list[Message]:
+    """The message plus up to ``before``/``after`` neighbours in its thread,
+    R-ORDER ascending (one statement, one snapshot)."""
+    sql, params = _sql.message_window(message_id, before, after)
+    found = [_message(row) for row in conn.execute(sql, params)]
+    found.sort(key=lambda m: (m.created_at, m.sequence))
+    return found
+
+
+# ---------------------------------------------------------------------- resources
+
+
+def get_resource(conn: sqlite3.Connection, resource_id: str) -> Resource | None:
+    """The stored resource or None."""
+    row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
+    return None if row is None else _resource(row)
+
+
+def put_resource(conn: sqlite3.Connection, resource: Resource) -> None:
+    """Insert or wholly replace a resource."""
+    assert resource.created_at is not None and resource.updated_at is not None
+    row = (
+        resource.id,
+        resource.working_memory,
+        codec.dumps(resource.metadata),
+        to_us(resource.created_at),
+        to_us(resource.updated_at),
+    )
+    with transaction(conn):
+        conn.execute(_UPSERT_RESOURCE, row)
+
+
+def patch_resource(
+    conn: sqlite3.Connection, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+) -> Resource:
+    """Create or update: working memory unless NOT_GIVEN, metadata merged one
+    level, ``updated_at`` bumped (a new resource: both times now)."""
+    with transaction(conn):
+        row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
+        if row is None:
+            row = (resource_id, None, "{}", now_us, now_us)
+            updated_us = now_us
+        else:
+            updated_us = bump_us(row[4], now_us)
+        memory = row[1] if working_memory is NOT_GIVEN else working_memory
+        encoded = row[2] if metadata is None else codec.dumps({**codec.loads(row[2]), **metadata})
+        new = (resource_id, memory, encoded, row[3], updated_us)
+        conn.execute(_UPSERT_RESOURCE, new)
+    return _resource(new)

@@ -1,0 +1,178 @@
+"""Normalised queries -> SQL text and bound parameters.
+
+Every filter, count, order, window and keyset position is answered by
+SQLite. Only fixed column names and operators are ever formatted into SQL;
+ids, values and JSON paths are bound parameters.
+
+R-META on the JSON ``metadata`` column, per condition kind (the path
+``$."key"`` is bound; keys are validated identifiers):
+
+- ``str``: ``metadata -> path = <the value encoded by memory_core.codec>``.
+  ``->`` returns the stored JSON text of the value verbatim, so this
+  compares strings exactly (embedded NUL included, which ``json_extract``
+  would truncate) and only ever matches a JSON string.
+- ``number``: ``json_type`` is ``integer`` or ``real`` and ``json_extract``
+  equals the bound int/float (SQLite compares int and real exactly and
+  numerically, so 5 matches 5.0).
+- ``bool``: ``json_type`` is ``true`` / ``false`` (never a number).
+- ``null``: ``json_type`` is ``null`` (a missing key gives SQL NULL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memory_core import codec
+from memory_core.query import MessageQuery, MetaCondition, ThreadQuery
+
+__all__ = [
+    "MESSAGE_COLUMNS",
+    "THREAD_COLUMNS",
+    "count_messages",
+    "count_threads",
+    "id_list",
+    "list_messages",
+    "list_threads",
+    "meta_clause",
+    "message_window",
+]
+
+THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
+
+_THREAD_ORDER = {"created_at": "created_at", "updated_at": "updated_at"}
+
+Params = list[Any]
+
+
+def id_list(ids: Any) -> str:
+    """Bind a list of ids as one JSON array (read with ``json_each``)."""
+    return codec.dumps(list(ids))
+
+
+def meta_clause(condition: MetaCondition) -> tuple[str, Params]:
+    """SQL for one R-META condition on the ``metadata`` column."""
+    path = f'$."{condition.key}"'
+    if condition.kind == "str":
+        return "metadata -> ? = ?", [path, codec.dumps(condition.value)]
+    if condition.kind == "number":
+        return "(json_type(metadata, ?) IN ('integer', 'real') AND json_extract(metadata, ?) = ?)", [
+            path,
+            path,
+            condition.value,
+        ]
+    if condition.kind == "bool":
+        return "json_type(metadata, ?) = ?", [path, "true" if condition.value else "false"]
+    return "json_type(metadata, ?) = 'null'", [path]
+
+
+def _where(clauses: list[str]) -> str:
+    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+def _paging(offset: int, limit: int | None) -> tuple[str, Params]:
+    return " LIMIT ? OFFSET ?", [-1 if limit is None else limit, offset]
+
+
+def _thread_filter(query: ThreadQuery) -> tuple[list[str], Params]:
+    clauses: list[str] = []
+    params: Params = []
+    if query.resource_id is not None:
+        clauses.append("resource_id = ?")
+        params.append(query.resource_id)
+    for condition in query.metadata:
+        clause, values = meta_clause(condition)
+        clauses.append(clause)
+        params.extend(values)
+    return clauses, params
+
+
+def count_threads(query: ThreadQuery) -> tuple[str, Params]:
+    """``SELECT COUNT(*)`` of the threads matching ``query``'s filter."""
+    clauses, params = _thread_filter(query)
+    return f"SELECT COUNT(*) FROM threads{_where(clauses)}", params
+
+
+def list_threads(query: ThreadQuery) -> tuple[str, Params]:
+    """The window of threads: filter, (field, id) keyset, order, offset, limit."""
+    clauses, params = _thread_filter(query)
+    column = _THREAD_ORDER[query.order_field]
+    if query.after is not None:
+        clauses.append(f"({column}, id) {'<' if query.descending else '>'} (?, ?)")
+        params.extend(query.after)
+    direction = "DESC" if query.descending else "ASC"
+    paging, values = _paging(query.offset, query.limit)
+    sql = (
+        f"SELECT {THREAD_COLUMNS} FROM threads{_where(clauses)}"
+        f" ORDER BY {column} {direction}, id {direction}{paging}"
+    )
+    return sql, params + values
+
+
+def _message_filter(query: MessageQuery) -> tuple[list[str], Params]:
+    clauses: list[str] = []
+    params: Params = []
+    if query.thread_ids is not None:
+        if len(query.thread_ids) == 1:
+            clauses.append("thread_id = ?")
+            params.append(query.thread_ids[0])
+        else:
+            clauses.append("thread_id IN (SELECT value FROM json_each(?))")
+            params.append(id_list(query.thread_ids))
+        if query.resource_id is not None:
+            # Unary + keeps the planner on the thread index (the narrower one).
+            clauses.append("+resource_id = ?")
+            params.append(query.resource_id)
+    elif query.resource_id is not None:
+        clauses.append("resource_id = ?")
+        params.append(query.resource_id)
+    if query.created_from_us is not None:
+        clauses.append("created_at >= ?")
+        params.append(query.created_from_us)
+    if query.created_to_us is not None:
+        clauses.append("created_at <= ?")
+        params.append(query.created_to_us)
+    for condition in query.metadata:
+        clause, values = meta_clause(condition)
+        clauses.append(clause)
+        params.extend(values)
+    return clauses, params
+
+
+def count_messages(query: MessageQuery) -> tuple[str, Params]:
+    """``SELECT COUNT(*)`` of the messages matching ``query``'s filter."""
+    clauses, params = _message_filter(query)
+    return f"SELECT COUNT(*) FROM messages{_where(clauses)}", params
+
+
+def list_messages(query: MessageQuery) -> tuple[str, Params]:
+    """The window of messages: filter, (created_at, seq) keyset, order,
+    offset, limit."""
+    clauses, params = _message_filter(query)
+    if query.after is not None:
+        clauses.append(f"(created_at, seq) {'<' if query.descending else '>'} (?, ?)")
+        params.extend(query.after)
+    direction = "DESC" if query.descending else "ASC"
+    paging, values = _paging(query.offset, query.limit)
+    sql = (
+        f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(clauses)}"
+        f" ORDER BY created_at {direction}, seq {direction}{paging}"
+    )
+    return sql, params + values
+
+
+def message_window(message_id: str, before: int, after: int) -> tuple[str, Params]:
+    """One statement (one snapshot) for R-INCLUDE: up to ``before`` messages
+    preceding ``message_id`` in its thread, the message, and up to ``after``
+    following it. Rows come back unordered; sort by (created_at, seq)."""
+    thread = "thread_id = (SELECT thread_id FROM messages WHERE id = ?)"
+    position = "(SELECT created_at, seq FROM messages WHERE id = ?)"
+    sql = (
+        f"SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages WHERE {thread} AND (created_at, seq) < {position}"
+        " ORDER BY created_at DESC, seq DESC LIMIT ?)"
+        f" UNION ALL SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?"
+        f" UNION ALL SELECT * FROM (SELECT {MESSAGE_COLUMNS} FROM messages"
+        f" WHERE {thread} AND (created_at, seq) > {position}"
+        " ORDER BY created_at ASC, seq ASC LIMIT ?)"
+    )
+    return sql, [message_id, message_id, before, message_id, message_id, message_id, after]

@@ -1,0 +1,156 @@
+"""``sqlite://`` URLs and namespaces -> where the database lives.
+
+Accepted forms (SQLAlchemy's convention):
+
+- ``sqlite:///relative/path.db``: a file relative to the working directory;
+- ``sqlite:////absolute/path.db``: an absolute file path;
+- ``sqlite://:memory:``, ``sqlite:///:memory:`` or ``sqlite://``: a private
+  in-memory database.
+
+The path is percent-decoded; ``?timeout=<seconds>&synchronous=<NORMAL|FULL>``
+may follow. The scheme may also be spelled ``sqlite+aiosqlite``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qsl, unquote
+
+from memory_core.errors import ValidationError
+
+__all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
+
+MEMORY = ":memory:"
+"""The path that means "a private in-memory database"."""
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a statement waits for another connection's lock (busy timeout)."""
+
+Synchronous = Literal["NORMAL", "FULL"]
+
+_SCHEMES = ("sqlite", "sqlite+aiosqlite")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_OPTIONS = frozenset({"timeout", "synchronous"})
+
+
+@dataclass(frozen=True, slots=True)
+class SQLiteSettings:
+    """Where and how to open the database.
+
+    Attributes:
+        path: absolute file path, or :data:`MEMORY`.
+        timeout: busy timeout in seconds (> 0).
+        synchronous: ``PRAGMA synchronous`` for file databases in WAL mode.
+    """
+
+    path: str
+    timeout: float = DEFAULT_TIMEOUT
+    synchronous: Synchronous = "NORMAL"
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether this is a private in-memory database (no file)."""
+        return self.path == MEMORY
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a ``sqlite://`` URL into (path, query options).
+
+    Args:
+        url: e.g. ``"sqlite:///memory.db?timeout=5"``.
+
+    Returns:
+        ``(path, options)``: ``path`` is :data:`MEMORY` or a file path as
+        written (relative paths are not resolved here); ``options`` holds the
+        raw query-string values.
+
+    Raises:
+        ValidationError: not a ``sqlite://`` URL, a host part (use three
+            slashes), no path, or a repeated query option.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ValidationError("url", f"must look like sqlite:///path.db, got {url!r}")
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() not in _SCHEMES:
+        raise ValidationError("url", f"scheme must be sqlite://, got {scheme!r}")
+    rest, _, query = rest.partition("?")
+    options: dict[str, str] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+        if key in options:
+            raise ValidationError(f"url option {key!r}", "given twice")
+        options[key] = value
+    if rest in ("", MEMORY):
+        return MEMORY, options
+    if not rest.startswith("/"):
+        raise ValidationError(
+            "url", f"{url!r} has a host part; use sqlite:///relative.db or sqlite:////absolute/path.db"
+        )
+    path = unquote(rest[1:])
+    if not path:
+        raise ValidationError("url", f"{url!r} names no file; use sqlite:///path.db or sqlite://:memory:")
+    return path, options
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validate adapter options (from the URL query or keyword arguments).
+
+    Args:
+        options: ``timeout`` (seconds, number > 0, or its text) and/or
+            ``synchronous`` (``"NORMAL"`` or ``"FULL"``, case-insensitive).
+
+    Returns:
+        The options normalised: ``timeout`` as float, ``synchronous``
+        upper-cased.
+
+    Raises:
+        ValidationError: an unknown option or a bad value.
+    """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise ValidationError(f"option {unknown[0]!r}", f"unknown; sqlite accepts {sorted(_OPTIONS)}")
+    checked: dict[str, Any] = {}
+    if "timeout" in options:
+        raw = options["timeout"]
+        try:
+            if isinstance(raw, bool):
+                raise TypeError
+            timeout = float(raw)
+        except (TypeError, ValueError):
+            raise ValidationError("timeout", f"must be a number of seconds, got {raw!r}") from None
+        if not 0 < timeout < 1e6:
+            raise ValidationError("timeout", f"must be > 0 seconds, got {raw!r}")
+        checked["timeout"] = timeout
+    if "synchronous" in options:
+        raw = options["synchronous"]
+        if not isinstance(raw, str) or raw.upper() not in ("NORMAL", "FULL"):
+            raise ValidationError("synchronous", f"must be 'NORMAL' or 'FULL', got {raw!r}")
+        checked["synchronous"] = raw.upper()
+    return checked
+
+
+def namespaced_path(path: str, namespace: str | None) -> str:
+    """The database of ``namespace`` beside ``path``.
+
+    ``/data/memory.db`` with namespace ``t1`` -> ``/data/memory-t1.db``.
+    Relative paths are made absolute (against the current directory, now).
+    An in-memory database stays in memory (every instance is its own).
+
+    Raises:
+        ValidationError: a namespace that is not 1-128 of ``[A-Za-z0-9_.-]``
+            starting with a letter, digit or ``_``.
+    """
+    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
+        raise ValidationError(
+            "namespace", f"must be 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-': {namespace!r}"
+        )
+    if path == MEMORY:
+        return MEMORY
+    path = os.path.abspath(os.fspath(path))
+    if namespace is None:
+        return path
+    folder, name = os.path.split(path)
+    stem, suffix = os.path.splitext(name)
+    return os.path.join(folder, f"{stem}-{namespace}{suffix}")

@@ -1,0 +1,244 @@
+"""``SQLiteStorage``: memory-core's SQLite adapter (aiosqlite, WAL).
+
+One aiosqlite connection (one worker thread) per store. Every primitive is
+one synchronous unit of work (:mod:`._ops`) handed to that thread in a
+single hop, so a write transaction runs from ``BEGIN IMMEDIATE`` to
+``COMMIT`` without yielding to the event loop: SQLite's write lock is held
+only while SQLite works, a failed batch rolls back whole, and calls on one
+store never interleave (the worker runs them one at a time, in order).
+Times are INTEGER microseconds since the epoch; metadata and content are
+JSON text written by :mod:`memory_core.codec`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+
+import aiosqlite
+from memory_core.capabilities import Capability
+from memory_core.clock import Clock, to_us
+from memory_core.errors import AdapterClosedError
+from memory_core.models import Message, Resource, Thread
+from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
+from memory_core.storage import BaseStorage
+
+from memory_core_sqlite import _ops
+from memory_core_sqlite._errors import is_busy
+from memory_core_sqlite._locks import file_lock
+from memory_core_sqlite._schema import prepare
+from memory_core_sqlite._url import (
+    DEFAULT_TIMEOUT,
+    MEMORY,
+    SQLiteSettings,
+    check_options,
+    namespaced_path,
+    parse_url,
+)
+
+__all__ = ["SQLiteStorage"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+
+
+def _no_sync(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA synchronous = OFF")
+
+
+class SQLiteStorage(BaseStorage):
+    """memory-core storage in one SQLite database file (or in memory).
+
+    Construction does no I/O; ``open()`` connects, switches a file to WAL and
+    creates or migrates the schema (safe when many stores and processes open
+    one new file at once). See the package README for the schema.
+
+    Args:
+        path: database file (relative paths are resolved against the current
+            directory at construction; parent folders are created on open),
+            or ``":memory:"`` for a private in-memory database.
+        namespace: isolates a store: ``memory.db`` with namespace ``ns`` uses
+            the file ``memory-ns.db`` beside it (1-128 of ``[A-Za-z0-9_.-]``).
+            In memory, every instance is already its own store.
+        clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
+        timeout: seconds to wait for another connection's lock (SQLite busy
+            timeout; also the retry budget while opening). Default 30.
+        synchronous: ``"NORMAL"`` (default: durable against process crashes,
+            may lose the last commits on power loss) or ``"FULL"``.
+
+    Raises:
+        ValidationError: a bad namespace or option.
+    """
+
+    backend_name = "sqlite"
+    capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    """File databases are persistent and shareable between instances and
+    processes; a ``:memory:`` store is neither (it lives in one instance)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = MEMORY,
+        *,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        super().__init__(clock=clock)
+        options = check_options({"timeout": timeout, "synchronous": synchronous})
+        self.settings = SQLiteSettings(namespaced_path(os.fspath(path), namespace), **options)
+        self.journal_mode: str | None = None
+        self._db: aiosqlite.Connection | None = None
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, namespace: str | None = None, **options: Any
+    ) -> SQLiteStorage:
+        """Build a store from a URL (no I/O).
+
+        Args:
+            url: ``sqlite:///relative.db``, ``sqlite:////absolute/path.db``,
+                ``sqlite://:memory:`` (also ``sqlite:///:memory:``,
+                ``sqlite://``); query options ``timeout``, ``synchronous``.
+            clock: injectable clock.
+            namespace: see the class (a separate file beside the URL's).
+            **options: ``timeout`` and ``synchronous``; override the URL's.
+
+        Raises:
+            ValidationError: a malformed URL, unknown option or bad value.
+        """
+        path, query = parse_url(url)
+        merged = check_options({**query, **options})
+        return cls(path, namespace=namespace, clock=clock, **merged)
+
+    @property
+    def path(self) -> str:
+        """Absolute path of the database file, or ``":memory:"``."""
+        return self.settings.path
+
+    def __repr__(self) -> str:
+        return f"SQLiteStorage({self.settings.path!r})"
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """SQLite "database is locked"/busy errors are transient."""
+        return is_busy(exc) or super().is_retryable(exc)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _file_lock(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """This process's opening lock for the file (no-op for a memory db)."""
+        if self.settings.in_memory:
+            return contextlib.nullcontext()
+        return file_lock(self.settings.path)
+
+    async def _run(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run ``fn(connection, *args)`` on the store's worker thread, in one hop.
+
+        (aiosqlite's ``Connection._execute`` is the queue every aiosqlite call
+        goes through; using it directly keeps a transaction in one job.)
+        """
+        db = self._db
+        if db is None:
+            raise AdapterClosedError("sqlite storage is closed")
+
+        def job() -> T:
+            return fn(db._conn, *args, **kwargs)
+
+        return cast(T, await db._execute(job))  # type: ignore[no-untyped-call]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _open(self) -> None:
+        settings = self.settings
+        if not settings.in_memory:
+            os.makedirs(os.path.dirname(settings.path), exist_ok=True)
+        async with self._file_lock():
+            db = await aiosqlite.connect(settings.path, isolation_level=None, timeout=settings.timeout)
+            self._db = db
+            try:
+                self.journal_mode = await self._run(
+                    prepare, settings.in_memory, settings.timeout, settings.synchronous, to_us(self.clock.now())
+                )
+            except BaseException:
+                self._db = None
+                await db.close()
+                raise
+
+    async def _close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            await db.close()  # after the calls already queued
+
+    async def _destroy(self) -> None:
+        if self._db is not None and not self.settings.in_memory:
+            # The file is about to go: skip the fsyncs of the closing checkpoint.
+            await self._run(_no_sync)
+        await self._close()
+        if self.settings.in_memory:
+            return
+        for suffix in _FILE_SUFFIXES:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.settings.path + suffix)
+
+    # ------------------------------------------------------------------ threads
+
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        return await self._run(_ops.get_thread, thread_id)
+
+    async def _put_thread(self, thread: Thread) -> None:
+        await self._run(_ops.put_thread, thread)
+
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
+        return await self._run(_ops.patch_thread, thread_id, title, metadata, now_us)
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        await self._run(_ops.delete_thread, thread_id)
+
+    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
+        return await self._run(_ops.list_threads, query)
+
+    async def _count_threads(self, query: ThreadQuery) -> int:
+        return await self._run(_ops.count_threads, query)
+
+    # ------------------------------------------------------------------ messages
+
+    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
+        return await self._run(_ops.get_messages, ids)
+
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+        await self._run(_ops.save_messages, messages, bump, now_us)
+
+    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        await self._run(_ops.patch_messages, patches, bump, now_us)
+
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+        await self._run(_ops.delete_messages, ids, bump, now_us)
+
+    async def _list_messages(self, query: MessageQuery) -> list[Message]:
+        return await self._run(_ops.list_messages, query)
+
+    async def _count_messages(self, query: MessageQuery) -> int:
+        return await self._run(_ops.count_messages, query)
+
+    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
+        return await self._run(_ops.message_window, message_id, before, after)
+
+    # ------------------------------------------------------------------ resources
+
+    async def _get_resource(self, resource_id: str) -> Resource | None:
+        return await self._run(_ops.get_resource, resource_id)
+
+    async def _put_resource(self, resource: Resource) -> None:
+        await self._run(_ops.put_resource, resource)
+
+    async def _patch_resource(
+        self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+    ) -> Resource:
+        return await self._run(_ops.patch_resource, resource_id, working_memory, metadata, now_us)

@@ -1,0 +1,42 @@
+"""The shared memory-core conformance suite, run against SQLiteStorage.
+
+Each store is its own database file (a namespace beside ``conformance.db``
+in the test's temporary folder); the suite opens and destroys it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import count
+from pathlib import Path
+
+import pytest
+from memory_core.clock import Clock
+from memory_core.storage import BaseStorage
+from memory_core_conformance import StorageConformance
+
+from memory_core_sqlite import SQLiteStorage
+
+
+class TestSQLiteConformance(StorageConformance):
+    """Every conformance test, on SQLite files."""
+
+    @pytest.fixture
+    def storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:
+        """A new, unopened store in a fresh namespace (file) per call."""
+        numbers = count()
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            return SQLiteStorage(tmp_path / "conformance.db", namespace=f"s{next(numbers)}", clock=clock)
+
+        return factory
+
+    @pytest.fixture
+    def storage_reopener(self) -> Callable[..., BaseStorage]:
+        """A new, unopened store on the same file as ``store``."""
+
+        def reopen(store: BaseStorage, clock: Clock | None = None) -> BaseStorage:
+            assert isinstance(store, SQLiteStorage)
+            return SQLiteStorage(store.path, clock=clock)
+
+        return reopen

@@ -1,0 +1,118 @@
+"""Schema creation, versioning and connection settings."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_core import BackendError
+
+from memory_core_sqlite import SQLiteStorage
+from memory_core_sqlite._schema import MIGRATIONS, SCHEMA_VERSION
+
+PRAGMAS = ("journal_mode", "foreign_keys", "synchronous", "busy_timeout")
+
+
+def _pragma(conn: sqlite3.Connection, name: str) -> object:
+    return conn.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as db:
+        return db.execute(sql).fetchall()
+
+
+@pytest.mark.anyio
+async def test_open_twice_applies_each_migration_once(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    for _ in range(3):
+        store = SQLiteStorage(path)
+        await store.open()
+        await store.open()  # idempotent on one instance too
+        await store.save_thread({"id": f"t{_}", "resource_id": "r1"})
+        await store.close()
+    versions = _rows(path, "SELECT version FROM schema_version ORDER BY version")
+    assert versions == [(number,) for number, _ in MIGRATIONS]
+    assert versions[-1] == (SCHEMA_VERSION,)
+    tables = {row[0] for row in _rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"threads", "messages", "resources", "counters", "schema_version"} <= tables
+    assert _rows(path, "SELECT COUNT(*) FROM threads") == [(3,)]
+
+
+@pytest.mark.anyio
+async def test_expected_indexes_exist(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "m.db")
+    await store.open()
+    await store.close()
+    query = "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+    found = {row[0]: row[1] for row in _rows(tmp_path / "m.db", query)}
+    assert "(thread_id, created_at, seq, resource_id)" in found["messages_thread_order"]
+    assert "(resource_id, created_at, seq)" in found["messages_resource_order"]
+    assert "(resource_id, created_at, id)" in found["threads_resource_created"]
+    assert "(resource_id, updated_at, id)" in found["threads_resource_updated"]
+    assert "(created_at, id)" in found["threads_created"]
+    assert "(updated_at, id)" in found["threads_updated"]
+
+
+@pytest.mark.anyio
+async def test_connection_pragmas(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "m.db", timeout=4)
+    await store.open()
+    try:
+        values = {name: await store._run(_pragma, name) for name in PRAGMAS}
+        assert values == {"journal_mode": "wal", "foreign_keys": 1, "synchronous": 1, "busy_timeout": 4000}
+    finally:
+        await store.close()
+    full = SQLiteStorage(tmp_path / "m.db", synchronous="FULL")
+    await full.open()
+    try:
+        assert await full._run(_pragma, "synchronous") == 2
+    finally:
+        await full.close()
+    memory = SQLiteStorage()
+    await memory.open()
+    try:
+        assert {name: await memory._run(_pragma, name) for name in ("journal_mode", "foreign_keys")} == {
+            "journal_mode": "memory",
+            "foreign_keys": 1,
+        }
+    finally:
+        await memory.close()
+
+
+@pytest.mark.anyio
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = SQLiteStorage(path)
+    await store.open()
+    await store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO schema_version (version, applied_at) VALUES (?, 0)", (SCHEMA_VERSION + 1,))
+    newer = SQLiteStorage(path)
+    with pytest.raises(BackendError, match="newer"):
+        await newer.open()
+    await newer.close()
+
+
+@pytest.mark.anyio
+async def test_missing_migration_is_applied_to_an_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_core_sqlite._schema as schema
+
+    path = tmp_path / "m.db"
+    store = SQLiteStorage(path)
+    await store.open()
+    await store.close()
+    extra = (SCHEMA_VERSION + 1, ("CREATE TABLE extra_probe (x INTEGER)",))
+    monkeypatch.setattr(schema, "MIGRATIONS", (*MIGRATIONS, extra))
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    for _ in range(2):
+        upgraded = SQLiteStorage(path)
+        await upgraded.open()
+        await upgraded.close()
+    assert _rows(path, "SELECT version FROM schema_version ORDER BY version")[-2:] == [
+        (SCHEMA_VERSION,),
+        (SCHEMA_VERSION + 1,),
+    ]
+    assert _rows(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'extra_probe'") == [(1,)]

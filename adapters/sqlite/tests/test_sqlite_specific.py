@@ -1,0 +1,187 @@
+"""Behaviour that exists only in the SQLite adapter: files, durability,
+locking, transactions, sequences and large values."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from memory_core import BackendError, Message, Thread
+from memory_core.clock import to_us
+
+from memory_core_sqlite import SQLiteStorage
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.anyio
+async def test_destroy_removes_the_files_and_only_them(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_text("x")
+    store = SQLiteStorage(tmp_path / "m.db", namespace="ns1")
+    other = SQLiteStorage(tmp_path / "m.db", namespace="ns2")
+    await store.open()
+    await other.open()
+    await store.save_thread(Thread("t1", "r1"))
+    await other.save_thread(Thread("t1", "r1"))
+    assert (tmp_path / "m-ns1.db").exists() and (tmp_path / "m-ns1.db-wal").exists()
+    await store.destroy()
+    assert [name for name in _names(tmp_path) if "ns1" in name] == []
+    assert (tmp_path / "keep.txt").exists()
+    assert await other.get_thread("t1") is not None
+    await other.destroy()
+    assert _names(tmp_path) == ["keep.txt"]
+
+
+@pytest.mark.anyio
+async def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "durable.db"
+    store = SQLiteStorage(path)
+    await store.open()
+    await store.save_thread(Thread("t1", "r1", "title", {"k": [1, 2.0, None]}, T0, T0))
+    saved = await store.save_messages([Message(f"m{n}", "t1", "user", f"text {n}", created_at=T0) for n in range(5)])
+    await store.update_resource("r1", working_memory="# notes", metadata={"a": 1})
+    await store.close()
+    assert not (tmp_path / "durable.db-wal").exists()  # checkpointed on the last close
+
+    again = SQLiteStorage(f"{path}")
+    await again.open()
+    try:
+        thread = await again.get_thread("t1")
+        assert thread is not None and thread.metadata == {"k": [1, 2.0, None]}
+        assert thread.updated_at is not None and thread.updated_at > T0  # bumped by the save
+        page = await again.list_messages("t1", per_page=False)
+        assert page.items == saved
+        assert [m.sequence for m in page.items] == [1, 2, 3, 4, 5]
+        resource = await again.get_resource("r1")
+        assert resource is not None and (resource.working_memory, resource.metadata) == ("# notes", {"a": 1})
+        more = await again.save_messages([Message("m5", "t1", "user", "later", created_at=T0)])
+        assert more[0].sequence is None
+        assert (await again.get_messages(["m5"]))[0].sequence == 6  # the counter persisted
+    finally:
+        await again.destroy()
+
+
+@pytest.mark.anyio
+async def test_sequence_is_never_reused_and_kept_on_upsert_and_move(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "seq.db")
+    await store.open()
+    try:
+        await store.save_thread(Thread("t1", "r1"))
+        await store.save_thread(Thread("t2", "r1"))
+        await store.save_messages([Message(i, "t1", "user", i, created_at=T0) for i in ("a", "b", "c")])
+        await store.delete_messages(["c"])
+        await store.save_messages([Message("d", "t1", "user", "d", created_at=T0)])
+        await store.save_messages([Message("a", "t2", "assistant", "moved", created_at=T0)])
+        found = {m.id: m for m in await store.get_messages(["a", "b", "d"])}
+        assert {k: m.sequence for k, m in found.items()} == {"a": 1, "b": 2, "d": 4}
+        assert found["a"].thread_id == "t2" and found["a"].content == "moved"
+    finally:
+        await store.destroy()
+
+
+@pytest.mark.anyio
+async def test_a_failing_batch_writes_nothing(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "atomic.db")
+    await store.open()
+    try:
+        await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
+        good = Message("ok", "t1", "user", "fine", "r1", created_at=T0)
+        orphan = Message("orphan", "no-such-thread", "user", "x", "r1", created_at=T0)
+        with pytest.raises(sqlite3.IntegrityError):  # the primitive itself, below the core's checks
+            await store._save_messages([good, orphan], ["t1"], to_us(T0) + 5)
+        assert await store.get_messages(["ok", "orphan"]) == []
+        thread = await store.get_thread("t1")
+        assert thread is not None and thread.updated_at == T0  # the bump was rolled back too
+        await store.save_messages([good])
+        assert [m.sequence for m in await store.get_messages(["ok"])] == [1]  # counter rolled back
+    finally:
+        await store.destroy()
+
+
+@pytest.mark.anyio
+async def test_deleted_thread_cannot_gain_ghost_messages(tmp_path: Path) -> None:
+    path = tmp_path / "ghost.db"
+    first, second = SQLiteStorage(path), SQLiteStorage(path)
+    await first.open()
+    await second.open()
+    try:
+        await first.save_thread(Thread("t1", "r1"))
+        await second.delete_thread("t1")
+        # A writer that checked the thread before it was deleted.
+        with pytest.raises(sqlite3.IntegrityError):
+            await first._save_messages([Message("m1", "t1", "user", "x", "r1", created_at=T0)], ["t1"], 0)
+        await first.save_thread(Thread("t1", "r1"))
+        assert (await second.list_messages("t1")).total == 0
+    finally:
+        await first.close()
+        await second.destroy()
+
+
+@pytest.mark.anyio
+async def test_locked_database_raises_a_retryable_backend_error(tmp_path: Path) -> None:
+    path = tmp_path / "locked.db"
+    store = SQLiteStorage(path, timeout=0.2)
+    await store.open()
+    await store.save_thread(Thread("t1", "r1"))
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(BackendError) as caught:
+            await store.save_messages([Message("m1", "t1", "user", "x")])
+        assert caught.value.retryable
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+        assert (await store.list_messages("t1")).total == 0  # reads still work under a writer (WAL)
+        holder.execute("ROLLBACK")
+        await store.save_messages([Message("m1", "t1", "user", "x")])  # the retry succeeds
+        assert (await store.list_messages("t1")).total == 1
+    finally:
+        holder.close()
+        await store.destroy()
+
+
+def test_is_retryable_classifies_sqlite_errors() -> None:
+    store = SQLiteStorage()
+    assert store.is_retryable(sqlite3.OperationalError("database is locked"))
+    assert store.is_retryable(sqlite3.OperationalError("database table is locked"))
+    assert not store.is_retryable(sqlite3.OperationalError("no such table: threads"))
+    assert not store.is_retryable(sqlite3.IntegrityError("UNIQUE constraint failed"))
+    assert store.is_retryable(TimeoutError())
+
+
+@pytest.mark.anyio
+async def test_a_15_mib_message_round_trips(tmp_path: Path) -> None:
+    store = SQLiteStorage(tmp_path / "big.db")
+    await store.open()
+    try:
+        await store.save_thread(Thread("t1", "r1"))
+        text = ("0123456789abcdé👋" * (15 * 1024 * 1024 // 40))[: 15 * 1024 * 1024 // 3]
+        body = {"format": 2, "parts": [{"type": "text", "text": text}], "content": text}
+        await store.save_messages([Message("big", "t1", "user", body)])
+        await store.save_messages([Message("small", "t1", "user", "after")])
+        [found] = await store.get_messages(["big"])
+        assert found.content == body
+        page = await store.list_messages("t1", per_page=1)
+        assert page.items[0].content == body and page.total == 2
+    finally:
+        await store.destroy()
+
+
+@pytest.mark.anyio
+async def test_string_filters_compare_exactly_with_nul_and_unicode() -> None:
+    store = SQLiteStorage()
+    await store.open()
+    try:
+        values = {"a": "x\x00y", "b": "x", "c": "x\x00", "d": "é", "e": "e\u0301", "f": '"q"'}
+        for key, value in values.items():
+            await store.save_thread(Thread(key, "r1", metadata={"v": value}))
+        for key, value in values.items():
+            page = await store.list_threads({"metadata": {"v": value}}, per_page=False)
+            assert [t.id for t in page.items] == [key], value
+    finally:
+        await store.destroy()
