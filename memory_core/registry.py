@@ -24,6 +24,7 @@ __all__ = [
     "known_schemes",
     "register_storage",
     "register_vector",
+    "storage_class",
     "url_scheme",
 ]
 
@@ -84,6 +85,18 @@ def _load(group: str, url: str) -> Any:
     advice = f"install it with: pip install {hint}" if hint else "no installed adapter registers it"
     kind = "storage" if group == STORAGE_GROUP else "vector store"
     raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {sorted(eps)})")
+
+
+def storage_class(url: str) -> Any:
+    """The registered storage class for ``url``'s scheme, without building or
+    opening anything (``memory-core check`` builds one store per namespace
+    with its ``from_url``).
+
+    Raises:
+        ValidationError: unknown scheme (the message names the package to
+            install) or a malformed URL.
+    """
+    return _load(STORAGE_GROUP, url)
 
 
 async def connect(url: str, **options: Any) -> Any:

@@ -169,7 +169,7 @@ class BaseStorage(ABC):
     Class attributes for adapters:
         backend_name: short name used in errors (``"sqlite"``).
         capabilities: optional capabilities the conformance suite may test
-            (see ``memory_core_conformance.Capability``).
+            (:class:`memory_core.capabilities.Capability` members).
     """
 
     backend_name: ClassVar[str] = "base"

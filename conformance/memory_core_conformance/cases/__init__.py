@@ -1,0 +1,24 @@
+"""The suite's case mixins (named ``*Rules``/``*Cases``, never ``Test*``, so
+pytest collects them only through an adapter's subclass)."""
+
+from memory_core_conformance.cases.bug_cases import BugCases
+from memory_core_conformance.cases.capabilities import CapabilityCases
+from memory_core_conformance.cases.filtering import FilterRules
+from memory_core_conformance.cases.operations import OperationCases
+from memory_core_conformance.cases.ordering import OrderingRules
+from memory_core_conformance.cases.paging import PagingRules
+from memory_core_conformance.cases.properties import PropertyCases
+from memory_core_conformance.cases.stateful_case import StatefulCases
+from memory_core_conformance.cases.values import ValueRules
+
+__all__ = [
+    "BugCases",
+    "CapabilityCases",
+    "FilterRules",
+    "OperationCases",
+    "OrderingRules",
+    "PagingRules",
+    "PropertyCases",
+    "StatefulCases",
+    "ValueRules",
+]

@@ -1,0 +1,94 @@
+"""Tests of optional capabilities (``test_cap_*``), run only when declared."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import anyio
+
+from memory_core.capabilities import Capability
+from memory_core.clock import ManualClock
+from memory_core.models import Resource, ThreadFilter
+from memory_core_conformance.cases._base import SuiteBase, ids, requires
+from memory_core_conformance.compare import assert_same
+from memory_core_conformance.harness import T0, StorageFactory, StorageReopener, at, message, snapshot, thread
+
+__all__ = ["CapabilityCases"]
+
+
+class CapabilityCases(SuiteBase):
+    """PERSISTENT and SHARED_NAMESPACE."""
+
+    @requires(Capability.PERSISTENT)
+    async def test_cap_persistent_data_survives_reopen(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        clock = ManualClock(T0)
+        first = storage_factory(clock)
+        await first.open()
+        second = None
+        try:
+            await first.save_thread(thread("t1", title="🧵", metadata={"f": 1.0, "i": 1, "b": True}))
+            await first.save_messages([message(f"m{i}", created_at=at(0)) for i in range(5)])
+            await first.update_resource("r1", working_memory="wm", metadata={"k": None})
+            before = await snapshot(first, ["r1"])
+            await first.close()
+            second = storage_reopener(first, clock)
+            await second.open()
+            assert_same(await snapshot(second, ["r1"]), before, "snapshot after reopening")
+            await second.save_messages([message("late", created_at=at(0))])
+            page = await second.list_messages("t1", per_page=False)
+            assert ids(page) == ["m0", "m1", "m2", "m3", "m4", "late"], "R-ORDER sequence must continue after reopen"
+        finally:
+            if second is not None:
+                await second.destroy()
+            else:
+                await first.destroy()
+
+    @requires(Capability.PERSISTENT)
+    async def test_cap_persistent_destroy_leaves_nothing(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        first = storage_factory(None)
+        await first.open()
+        await first.save_thread(thread("t1"))
+        await first.save_messages([message("m1")])
+        await first.save_resource(Resource("r1", "x"))
+        await first.destroy()
+        second = storage_reopener(first, None)
+        await second.open()
+        try:
+            assert (await second.list_threads()).total == 0
+            assert await second.get_messages(["m1"]) == []
+            assert await second.get_resource("r1") is None
+        finally:
+            await second.destroy()
+
+    @requires(Capability.SHARED_NAMESPACE)
+    async def test_cap_shared_namespace_instances_see_each_others_writes(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        clock = ManualClock(T0)
+        first = storage_factory(clock)
+        second = storage_reopener(first, clock)
+        await first.open()
+        await second.open()
+        try:
+            await first.save_thread(thread("t1"))
+            await second.save_messages([message("a", created_at=at(0))])
+            await first.save_messages([message("b", created_at=at(0))])
+            await second.update_thread("t1", metadata={"x": 1})
+            for store in (first, second):
+                assert ids(await store.list_messages("t1")) == ["a", "b"]
+                got = await store.get_thread("t1")
+                assert got is not None and got.metadata == {"x": 1}
+            async with anyio.create_task_group() as group:
+                for i in range(10):
+                    group.start_soon(partial(first.update_thread, "t1", metadata={f"a{i}": i}))
+                    group.start_soon(partial(second.update_thread, "t1", metadata={f"b{i}": i}))
+            got = await first.get_thread("t1")
+            assert got is not None and len(got.metadata) == 21
+            assert (await second.list_threads(ThreadFilter(resource_id="r1"))).total == 1
+        finally:
+            await second.close()
+            await first.destroy()

@@ -1,0 +1,204 @@
+"""SPEC §3 operations without a rule id of their own (``test_ops_*``) and the
+store lifecycle (``test_lifecycle_*``)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import pytest
+
+from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.models import Resource, Thread, ThreadFilter
+from memory_core.query import NOT_GIVEN
+from memory_core.storage import BaseStorage
+from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
+from memory_core_conformance.harness import StorageFactory, at, message, open_store, thread
+
+__all__ = ["OperationCases"]
+
+
+class OperationCases(SuiteBase):
+    """Threads, messages and resources operations of SPEC §3; lifecycle."""
+
+    async def test_ops_save_thread_replaces_the_whole_record(self, store: BaseStorage) -> None:
+        first = await store.save_thread(thread("t1", title="one", metadata={"a": 1, "b": 2}))
+        assert first.created_at == at(0) and first.updated_at == at(0)
+        await store.save_messages([message("m1")])
+        await store.save_thread(thread("t1", title="two", metadata={"c": 3}, created_at=at(-5), updated_at=at(-4)))
+        got = await store.get_thread("t1")
+        assert got == Thread("t1", "r1", "two", {"c": 3}, at(-5), at(-4))
+        assert ids(await store.list_messages("t1")) == ["m1"]
+
+    async def test_ops_update_thread_is_partial(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1", title="keep", metadata={"a": {"x": 1}, "b": 2}))
+        updated = await store.update_thread("t1", metadata={"a": {"y": 2}, "c": None})
+        assert updated.title == "keep" and updated.metadata == {"a": {"y": 2}, "b": 2, "c": None}
+        titled = await store.update_thread("t1", title="")
+        assert titled.title == "" and titled.metadata == updated.metadata
+        assert await store.get_thread("t1") == titled
+        await unchanged_after(store, lambda: store.update_thread("t1", title=5))  # type: ignore[arg-type]
+        await unchanged_after(store, lambda: store.update_thread("t1", metadata=[("a", 1)]))  # type: ignore[arg-type]
+
+    async def test_ops_delete_thread_takes_its_messages_and_leaves_no_ghosts(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_thread(thread("t2"))
+        await store.save_messages([message("m1", "t1"), message("m2", "t1"), message("k1", "t2")])
+        await store.delete_thread("t1")
+        await store.delete_thread("t1")
+        await store.delete_thread("never-existed")
+        assert await store.get_thread("t1") is None
+        assert await store.get_messages(["m1", "m2"]) == []
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message("g1", "t1")])
+        page = await store.list_messages("t1", per_page=False)
+        assert ids(page) == ["g1"] and page.total == 1
+        assert ids(await store.list_messages_by_resource("r1", per_page=False)) == ["k1", "g1"]
+        await store.save_messages([message("m1", "t1")])
+        (again,) = await store.get_messages(["m1"])
+        assert again.thread_id == "t1"
+
+    async def test_ops_update_messages_merges_one_level(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_messages(
+            [
+                message("d", content={"format": 2, "parts": [{"type": "text", "text": "a"}], "meta": {"x": 1}},
+                        metadata={"a": {"x": 1}, "b": 1}, created_at=at(1)),
+                message("s", content="plain", created_at=at(2)),
+            ]
+        )
+        updated = await store.update_messages(
+            [
+                {"id": "s", "content": {"format": 2, "parts": []}, "role": "assistant", "type": "v3"},
+                {"id": "d", "content": {"meta": {"y": 2}}, "metadata": {"a": {"y": 2}, "c": 3}},
+                {"id": "unknown", "content": "skipped"},
+            ]
+        )
+        assert ids(updated) == ["d", "s"]
+        d, s = await store.get_messages(["d", "s"])
+        assert d.content == {"format": 2, "parts": [{"type": "text", "text": "a"}], "meta": {"y": 2}}
+        assert d.metadata == {"a": {"y": 2}, "b": 1, "c": 3} and d.created_at == at(1) and d.role == "user"
+        assert s.content == {"format": 2, "parts": []} and s.role == "assistant" and s.type == "v3"
+        assert [d, s] == updated
+        text = await store.update_messages([{"id": "d", "content": "now text"}])
+        assert text[0].content == "now text"
+        assert await store.update_messages([]) == []
+        assert await store.update_messages([{"id": "ghost", "role": "tool"}]) == []
+
+    async def test_ops_update_messages_rejects_bad_updates(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message("m1")])
+        bads: list[Any] = [
+            [{"id": "m1", "created_at": at(5)}],
+            [{"id": "m1", "createdAt": at(5)}],
+            [{"id": "m1", "role": "robot"}],
+            [{"id": "m1", "content": 5}],
+            [{"id": "m1", "type": 2}],
+            [{"id": "m1", "sequence": 9}],
+            [{"id": "m1", "content": "ok"}, {"id": "", "content": "x"}],
+            [{"content": "no id"}],
+            ["m1"],
+            {"id": "m1"},
+        ]
+        for bad in bads:
+            await unchanged_after(store, partial(store.update_messages, bad), ValidationError)
+
+    async def test_ops_delete_messages_ignores_unknown_and_leaves_the_thread(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message("m1"), message("m2")])
+        await store.delete_messages(["m1", "ghost", "m1"])
+        await store.delete_messages([])
+        assert ids(await store.list_messages("t1")) == ["m2"]
+        await store.delete_messages(["m2"])
+        page = await store.list_messages("t1")
+        assert page.items == [] and page.total == 0 and not page.has_more
+        assert await store.get_thread("t1") is not None
+
+    async def test_ops_save_messages_empty_batch_is_a_no_op(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        assert await store.save_messages([]) == []
+        got = await store.get_thread("t1")
+        assert got is not None and got.updated_at == at(0)
+        await unchanged_after(store, lambda: store.save_messages("m1"))  # type: ignore[arg-type]
+        await unchanged_after(store, lambda: store.save_messages([{"id": "m1", "thread_id": "t1"}]))
+        await unchanged_after(store, lambda: store.save_messages([message("m1", role="robot")]))
+
+    async def test_ops_save_messages_accepts_mastra_mappings(self, store: BaseStorage) -> None:
+        await store.save_thread({"id": "t1", "resourceId": "r1", "title": "x", "createdAt": "2025-01-01T00:00:00Z"})
+        await store.save_messages(
+            [{"id": "m1", "threadId": "t1", "role": "user", "content": "hi", "createdAt": "2025-01-01T00:00:01Z"}]
+        )
+        (m1,) = await store.get_messages(["m1"])
+        assert m1.resource_id == "r1" and m1.created_at == at(1) and m1.type == "v2" and m1.metadata == {}
+
+    async def test_ops_get_messages_in_order_without_duplicates(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_thread(thread("t2"))
+        await store.save_messages([message("b", "t2", created_at=at(2)), message("a", "t1", created_at=at(2)),
+                                   message("c", "t1", created_at=at(1))])
+        assert ids(await store.get_messages(["a", "ghost", "b", "c", "a"])) == ["c", "b", "a"]
+        assert await store.get_messages([]) == []
+
+    async def test_ops_resources_save_get_update(self, store: BaseStorage) -> None:
+        assert await store.get_resource("r1") is None
+        saved = await store.save_resource(Resource("r1", "# wm", {"a": 1}))
+        assert saved == Resource("r1", "# wm", {"a": 1}, at(0), at(0))
+        assert await store.get_resource("r1") == saved
+        await store.update_resource("r1", metadata={"b": 2})
+        kept = await store.get_resource("r1")
+        assert kept is not None and kept.working_memory == "# wm" and kept.metadata == {"a": 1, "b": 2}
+        emptied = await store.update_resource("r1", working_memory="", metadata=None)
+        assert emptied.working_memory == "" and emptied.metadata == {"a": 1, "b": 2}
+        unchanged = await store.update_resource("r1", working_memory=NOT_GIVEN)
+        assert unchanged.working_memory == ""
+        await store.save_resource(Resource("r1", None, {}, at(-1), at(-1)))
+        assert await store.get_resource("r1") == Resource("r1", None, {}, at(-1), at(-1))
+        await unchanged_after(store, lambda: store.update_resource("r1", working_memory=5))
+        await unchanged_after(store, lambda: store.save_resource(Resource("r2", working_memory=b"x")))  # type: ignore[arg-type]
+
+    async def test_ops_list_threads_filters_by_resource(self, store: BaseStorage) -> None:
+        for i in range(3):
+            await store.save_thread(thread(f"a{i}", "r1", created_at=at(i)))
+            await store.save_thread(thread(f"b{i}", "r2", created_at=at(i)))
+        page = await store.list_threads(ThreadFilter(resource_id="r2"))
+        assert ids(page) == ["b2", "b1", "b0"] and page.total == 3 and page.per_page == 100
+        everything = await store.list_threads()
+        assert ids(everything) == ["b2", "a2", "b1", "a1", "b0", "a0"]
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def test_lifecycle_open_and_close_are_idempotent(self, storage_factory: StorageFactory) -> None:
+        store = storage_factory(None)
+        async with store as entered:
+            assert entered is store
+            await store.open()
+            await store.save_thread(thread("t1"))
+            assert await store.get_thread("t1") is not None
+            await store.destroy()
+        await store.close()
+        with pytest.raises(AdapterClosedError):
+            await store.get_thread("t1")
+        with pytest.raises(AdapterClosedError):
+            await store.open()
+
+    async def test_lifecycle_calls_after_destroy_raise_closed(self, storage_factory: StorageFactory) -> None:
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t1"))
+            await store.destroy()
+            for call in (
+                lambda: store.list_threads(),
+                lambda: store.save_messages([message("m1")]),
+                lambda: store.get_resource("r1"),
+                lambda: store.destroy(),
+            ):
+                with pytest.raises(AdapterClosedError):
+                    await call()
+
+    async def test_lifecycle_opens_lazily_on_first_use(self, storage_factory: StorageFactory) -> None:
+        store = storage_factory(None)
+        try:
+            assert await store.get_thread("t1") is None
+            await store.save_thread(thread("t1"))
+            assert (await store.list_threads()).total == 1
+        finally:
+            await store.destroy()

@@ -1,0 +1,138 @@
+"""How hard the suite tries: named profiles chosen by an environment variable.
+
+``MEMORY_CORE_HYPOTHESIS_PROFILE`` selects one of :data:`PROFILES` (default
+``dev``). Each profile is also registered with Hypothesis as
+``memory-core-<name>`` (see :func:`register_hypothesis_profiles`), but it is
+never *loaded* globally: the suite applies it to its own tests only, so
+installing the plugin changes nothing in other test suites.
+
+========  ==========  ===========  =====  =======  ============  ======
+profile   properties  state runs   steps  repeats  derandomised  shrink
+========  ==========  ===========  =====  =======  ============  ======
+kill      10          30           50     1        yes           no
+quick     8           12           20     2        yes           yes
+dev       25          50           30     3        no            yes
+ci        40          200          50     20       yes           yes
+deep      400         2000         50     50       no            yes
+========  ==========  ===========  =====  =======  ============  ======
+
+``quick`` is for smoke runs, ``kill`` for the suite's own test that broken
+adapters fail it (no shrinking: only "does it fail" matters there), ``ci`` is
+what our CI runs (bounded: about a minute or two per backend on 2 cores),
+``deep`` is for nightly runs. Every profile has ``deadline=None`` (networked backends
+vary) and no example database (a live ``check`` leaves no files behind).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, Phase, settings
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "ENV_VAR",
+    "PROFILES",
+    "ConformanceProfile",
+    "active_profile",
+    "register_hypothesis_profiles",
+]
+
+ENV_VAR = "MEMORY_CORE_HYPOTHESIS_PROFILE"
+"""Environment variable naming the active profile."""
+
+DEFAULT_PROFILE = "dev"
+
+_SUPPRESSED = (
+    HealthCheck.too_slow,
+    HealthCheck.data_too_large,
+    HealthCheck.filter_too_much,
+    HealthCheck.large_base_example,
+    HealthCheck.function_scoped_fixture,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConformanceProfile:
+    """One named effort level.
+
+    Attributes:
+        name: the profile's name (``ci``).
+        property_examples: Hypothesis examples per property test.
+        stateful_runs: state-machine sequences per backend.
+        stateful_steps: maximum steps per state-machine sequence.
+        repeats: repetitions of the concurrency cases (C12 asks for 20).
+        derandomize: whether Hypothesis runs are reproducible (seeded by the
+            test's source).
+        shrink: whether Hypothesis shrinks a failing example (off only where
+            the failure itself is all that matters).
+    """
+
+    name: str
+    property_examples: int
+    stateful_runs: int
+    stateful_steps: int
+    repeats: int
+    derandomize: bool
+    shrink: bool = True
+
+    @property
+    def hypothesis_name(self) -> str:
+        """The name this profile is registered under with Hypothesis."""
+        return f"memory-core-{self.name}"
+
+    def property_settings(self) -> settings:
+        """Hypothesis settings for the property tests."""
+        phases = tuple(Phase) if self.shrink else (Phase.explicit, Phase.reuse, Phase.generate)
+        return settings(
+            phases=phases,
+            max_examples=self.property_examples,
+            derandomize=self.derandomize,
+            deadline=None,
+            database=None,
+            suppress_health_check=_SUPPRESSED,
+            print_blob=not self.derandomize,
+        )
+
+    def stateful_settings(self) -> settings:
+        """Hypothesis settings for the state machine (runs and steps)."""
+        return settings(
+            self.property_settings(),
+            max_examples=self.stateful_runs,
+            stateful_step_count=self.stateful_steps,
+        )
+
+
+PROFILES: dict[str, ConformanceProfile] = {
+    p.name: p
+    for p in (
+        ConformanceProfile("kill", 10, 30, 50, 1, True, shrink=False),
+        ConformanceProfile("quick", 8, 12, 20, 2, True),
+        ConformanceProfile("dev", 25, 50, 30, 3, False),
+        ConformanceProfile("ci", 40, 200, 50, 20, True),
+        ConformanceProfile("deep", 400, 2000, 50, 50, False),
+    )
+}
+"""Every profile by name."""
+
+
+def active_profile() -> ConformanceProfile:
+    """The profile named by ``MEMORY_CORE_HYPOTHESIS_PROFILE`` (read now, so a
+    caller may change the variable between runs), default ``dev``.
+
+    Raises:
+        ValueError: the variable names no known profile.
+    """
+    name = os.environ.get(ENV_VAR, "").strip() or DEFAULT_PROFILE
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"{ENV_VAR}={name!r} is not a profile; choose one of {sorted(PROFILES)}") from None
+
+
+def register_hypothesis_profiles() -> None:
+    """Register every profile with Hypothesis as ``memory-core-<name>`` (its
+    property settings), without loading any of them."""
+    for profile in PROFILES.values():
+        settings.register_profile(profile.hypothesis_name, profile.property_settings())

@@ -1,0 +1,396 @@
+"""The state machine: random operation sequences, adapter vs reference store.
+
+:class:`StorageStateMachine` drives every storage operation (threads,
+messages, resources; listings with random filters, orders, pages, includes
+and cursors; partial updates and moves) against the adapter and
+:class:`~memory_core.reference.InMemoryStorage` side by side, and compares
+every answer in full (exceptions by type). Both stores follow one
+:class:`~memory_core.clock.ManualClock`, so their timestamps agree. Each
+step is recorded with ``note()``, so a shrunk failure reads as a script.
+
+Hypothesis has no native async state machines; each run starts an anyio
+``BlockingPortal`` (an event loop in a worker thread) and opens, uses and
+destroys both stores inside it.
+
+Use :func:`run_storage_machine` (the suite does), or subclass
+:class:`StorageStateMachine` with a ``factory`` for your own runs.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, ClassVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import note, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+
+from memory_core.clock import ManualClock
+from memory_core.models import Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
+from memory_core.query import NOT_GIVEN
+from memory_core.reference import InMemoryStorage
+from memory_core.storage import BaseStorage
+from memory_core_conformance import strategies as mst
+from memory_core_conformance.compare import Failed, assert_same, capture
+from memory_core_conformance.harness import T0, FollowerClock, StorageFactory, snapshot
+from memory_core_conformance.profiles import active_profile
+
+__all__ = [
+    "MESSAGE_IDS",
+    "META_KEYS",
+    "META_VALUES",
+    "RESOURCE_IDS",
+    "THREAD_IDS",
+    "StorageStateMachine",
+    "run_storage_machine",
+]
+
+THREAD_IDS = ("t1", "t2", "t3", "T1")
+"""Thread ids the machine uses (``T1`` differs from ``t1`` only by case)."""
+RESOURCE_IDS = ("r1", "r2", "R1")
+"""Resource ids the machine uses."""
+MESSAGE_IDS = ("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "M0")
+"""Message ids the machine uses; a small pool, so upserts and moves are common."""
+
+_TIMES = st.sampled_from(
+    [T0, T0, T0, T0 + timedelta(microseconds=1), T0 + timedelta(microseconds=999), T0 + timedelta(seconds=1),
+     T0 - timedelta(seconds=1)]
+)
+"""Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common."""
+META_KEYS = ("a", "b")
+"""Metadata keys the machine uses (two, so filters and data collide often)."""
+META_VALUES: tuple[Any, ...] = (0, 1, 1.0, True, False, None, "1", "")
+"""Metadata values whose JSON types collide (1 / 1.0 / true / "1", 0 / false / null / "")."""
+_metadata = st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2)
+_meta_filters = st.one_of(
+    st.none(), st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), min_size=1, max_size=2)
+)
+_thread_ids = st.sampled_from(THREAD_IDS)
+_busy_thread_ids = st.sampled_from(("t1", "t1", "t1", "t2", "t3", "T1"))
+"""Where messages go and what listings read: mostly ``t1``, so windows have
+something to cut."""
+_resource_ids = st.sampled_from(RESOURCE_IDS)
+_message_ids = st.sampled_from(MESSAGE_IDS)
+_contents = st.one_of(
+    st.sampled_from(["", "hi", "héllo 👋🏽", "a\u200db"]),
+    st.builds(lambda t, extra: {"format": 2, "parts": [{"type": "text", "text": t}], **extra},
+              st.sampled_from(["x", "y"]),
+              st.dictionaries(st.sampled_from(["tool", "n"]), mst.json_scalars(), max_size=1)),
+)
+_messages = st.builds(
+    Message,
+    id=_message_ids,
+    thread_id=_busy_thread_ids,
+    role=st.sampled_from(["user", "assistant", "system", "tool"]),
+    content=_contents,
+    resource_id=st.one_of(st.none(), st.none(), st.none(), st.none(), st.none(), _resource_ids),
+    type=st.sampled_from(["v2", "v1"]),
+    metadata=_metadata,
+    created_at=st.one_of(st.none(), _TIMES, _TIMES),
+)
+_threads = st.builds(
+    Thread,
+    _thread_ids,
+    st.sampled_from(RESOURCE_IDS[:2]),
+    st.sampled_from(["", "plan", "🧵"]),
+    _metadata,
+    st.none() | _TIMES,
+    st.none() | _TIMES,
+)
+_updates = st.fixed_dictionaries(
+    {"id": _message_ids},
+    optional={
+        "content": _contents,
+        "metadata": _metadata,
+        "role": st.sampled_from(["user", "assistant"]),
+        "type": st.sampled_from(["v2", "v3"]),
+        "thread_id": _busy_thread_ids,
+    },
+)
+_message_filters = st.one_of(
+    st.none(),
+    st.builds(MessageFilter, st.none() | mst.date_ranges(_TIMES), _meta_filters),
+)
+_includes = st.none() | mst.includes(_message_ids)
+_message_orders = mst.orders()
+_thread_orders = mst.orders(("created_at", "updated_at"))
+_bounds = st.one_of(st.tuples(st.just(0), st.integers(1, 3)), mst.page_bounds(max_page=3, max_per_page=4))
+_bad = st.one_of(
+    st.tuples(st.just("page"), mst.bad_page_bounds()),
+    st.tuples(st.just("metadata"), mst.bad_meta_filters()),
+    st.tuples(st.just("order"), mst.bad_orders()),
+    st.tuples(st.just("date_range"), mst.bad_date_ranges()),
+)
+
+
+@dataclass(frozen=True)
+class _PerStore:
+    """An argument whose value differs per store: (adapter's, reference's)."""
+
+    values: tuple[Any, Any]
+
+    def __repr__(self) -> str:
+        return "<its own next_cursor>"
+
+
+@dataclass
+class _Walk:
+    """A listing whose next page is still to be fetched by cursor."""
+
+    operation: str
+    kwargs: dict[str, Any]
+    adapter_cursor: str
+    reference_cursor: str
+
+
+class StorageStateMachine(RuleBasedStateMachine):
+    """Adapter vs reference store, operation by operation.
+
+    Subclass with ``factory`` set (a
+    :class:`~memory_core_conformance.harness.StorageFactory`, wrapped in
+    ``staticmethod``), or use :func:`run_storage_machine`.
+    """
+
+    factory: ClassVar[StorageFactory | None] = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        factory = type(self).factory
+        if factory is None:
+            raise TypeError("StorageStateMachine needs a factory: use run_storage_machine(factory)")
+        self.leader = ManualClock(T0)
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
+        self.portal = self._portal_cm.__enter__()
+        self.adapter: BaseStorage | None = None
+        self.reference = InMemoryStorage(clock=FollowerClock(self.leader))
+        try:
+            adapter = factory(FollowerClock(self.leader))
+            self.portal.call(adapter.open)
+            self.adapter = adapter
+            self.portal.call(self.reference.open)
+        except BaseException:
+            self._portal_cm.__exit__(None, None, None)
+            raise
+        self.walks: list[_Walk] = []
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _both(self, operation: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        """Call ``operation`` on both stores, note it, compare the answers.
+
+        A :class:`_PerStore` argument is replaced by each store's own value.
+        """
+        shown = ", ".join([*(repr(a) for a in args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        label = f"await store.{operation}({shown})"
+        note(label)
+        assert self.adapter is not None
+        actual = self.portal.call(self._call, self.adapter, 0, operation, args, kwargs)
+        expected = self.portal.call(self._call, self.reference, 1, operation, args, kwargs)
+        note(f"# -> {expected!r}")
+        assert_same(actual, expected, label)
+        return actual, expected
+
+    @staticmethod
+    async def _call(store: BaseStorage, side: int, operation: str, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> Any:
+        args = tuple(a.values[side] if isinstance(a, _PerStore) else a for a in args)
+        kwargs = {k: v.values[side] if isinstance(v, _PerStore) else v for k, v in kwargs.items()}
+        return await capture(getattr(store, operation)(*args, **kwargs))
+
+    def _remember(self, operation: str, kwargs: dict[str, Any], actual: Any, expected: Any) -> None:
+        if isinstance(actual, Page) and isinstance(expected, Page) and actual.next_cursor and expected.next_cursor:
+            self.walks.append(_Walk(operation, kwargs, actual.next_cursor, expected.next_cursor))
+            del self.walks[:-4]
+
+    # ------------------------------------------------------------------ setup
+
+    @initialize(threads=st.tuples(*(st.builds(replace, _threads, id=st.just(tid)) for tid in THREAD_IDS)))
+    def seed_threads(self, threads: tuple[Thread, ...]) -> None:
+        """Start with every thread of the pool, so messages have somewhere to go."""
+        for item in threads:
+            self._both("save_thread", item)
+
+    @initialize(batch=st.lists(st.builds(replace, _messages, resource_id=st.none()), min_size=4, max_size=12))
+    def seed_messages(self, batch: list[Message]) -> None:
+        """Start with some messages (ties included), so listings have windows to cut."""
+        self._both("save_messages", batch)
+
+    @rule(seconds=st.sampled_from([0.0, 0.000001, 0.001, 1.0, 3600.0]))
+    def advance_clock(self, seconds: float) -> None:
+        """Move "now" forward for both stores."""
+        note(f"clock.advance({seconds})")
+        self.leader.advance(seconds)
+
+    # ------------------------------------------------------------------ threads
+
+    @rule(item=_threads)
+    def save_thread(self, item: Thread) -> None:
+        self._both("save_thread", item)
+
+    @rule(thread_id=_thread_ids, title=st.none() | st.sampled_from(["", "new", "🧵"]),
+          metadata=st.none() | _metadata)
+    def update_thread(self, thread_id: str, title: str | None, metadata: dict[str, Any] | None) -> None:
+        self._both("update_thread", thread_id, title=title, metadata=metadata)
+
+    @rule(flt=st.none() | st.builds(ThreadFilter, st.none() | _resource_ids, _meta_filters),
+          bounds=_bounds, order=_thread_orders)
+    def list_threads(self, flt: ThreadFilter | None, bounds: tuple[int, Any], order: Any) -> None:
+        kwargs = {"filter": flt, "page": bounds[0], "per_page": bounds[1], "order_by": order}
+        actual, expected = self._both("list_threads", **kwargs)
+        self._remember("list_threads", kwargs, actual, expected)
+
+    # ------------------------------------------------------------------ messages
+
+    @rule(batch=st.lists(_messages, min_size=1, max_size=3))
+    def save_messages(self, batch: list[Message]) -> None:
+        self._both("save_messages", batch)
+
+    @rule(item=_messages)
+    def save_one_message(self, item: Message) -> None:
+        """(Messages are the heart of the store: saving gets three rules.)"""
+        self._both("save_messages", [item])
+
+    @rule(item=_messages)
+    def save_one_message_now(self, item: Message) -> None:
+        self._both("save_messages", [replace(item, created_at=None)])
+
+    @rule(updates=st.lists(_updates, max_size=3))
+    def update_messages(self, updates: list[dict[str, Any]]) -> None:
+        self._both("update_messages", updates)
+
+    @rule(what=st.one_of(st.tuples(st.just("delete_thread"), _thread_ids),
+                         st.tuples(st.just("delete_messages"), st.lists(_message_ids, max_size=2))),
+          recreate=st.none() | _threads)
+    def delete(self, what: tuple[str, Any], recreate: Thread | None) -> None:
+        """``delete_thread`` or ``delete_messages`` (one rule: deletes empty the
+        store, and the interesting states need messages). A deleted thread is
+        usually created again at once (under the same id): it must come back
+        without its old messages."""
+        self._both(*what)
+        if what[0] == "delete_thread" and recreate is not None:
+            self._both("save_thread", replace(recreate, id=what[1]))
+
+    @rule(thread_id=_busy_thread_ids | st.lists(_thread_ids, min_size=1, max_size=3),
+          resource_id=st.none() | _resource_ids,
+          include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
+    def list_messages(self, thread_id: Any, resource_id: str | None, include: list[Include] | None,
+                      flt: MessageFilter | None, bounds: tuple[int, Any], order: Any) -> None:
+        kwargs = {"thread_id": thread_id, "resource_id": resource_id, "include": include, "filter": flt,
+                  "page": bounds[0], "per_page": bounds[1], "order_by": order}
+        actual, expected = self._both("list_messages", **kwargs)
+        self._remember("list_messages", kwargs, actual, expected)
+
+    @rule(resource_id=_resource_ids, include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
+    def list_messages_by_resource(self, resource_id: str, include: list[Include] | None, flt: MessageFilter | None,
+                                  bounds: tuple[int, Any], order: Any) -> None:
+        kwargs = {"resource_id": resource_id, "include": include, "filter": flt, "page": bounds[0],
+                  "per_page": bounds[1], "order_by": order}
+        actual, expected = self._both("list_messages_by_resource", **kwargs)
+        self._remember("list_messages_by_resource", kwargs, actual, expected)
+
+    @precondition(lambda self: bool(self.walks))
+    @rule(index=st.integers(0, 3), per_page=st.integers(0, 4) | st.just(False), pages=st.integers(1, 4),
+          tamper=st.sampled_from([False, False, False, True]))
+    def follow_cursor(self, index: int, per_page: Any, pages: int, tamper: bool) -> None:
+        """Fetch up to ``pages`` next pages of an earlier listing by cursor (after
+        whatever writes happened since); with ``tamper``, under another order
+        (an error)."""
+        walk = self.walks.pop(index % len(self.walks))
+        kwargs = dict(walk.kwargs, page=0, per_page=per_page)
+        if tamper:
+            old = kwargs.get("order_by")
+            direction = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
+            field = "updated_at" if walk.operation == "list_threads" else "created_at"
+            kwargs["order_by"] = OrderBy(field, "ASC" if direction.upper() == "DESC" else "DESC")
+        note(f"# continue {walk.operation} by cursor")
+        for _ in range(pages):
+            cursor = _PerStore((walk.adapter_cursor, walk.reference_cursor))
+            actual, expected = self._both(walk.operation, **kwargs, cursor=cursor)
+            if tamper or not (isinstance(actual, Page) and isinstance(expected, Page)):
+                return
+            if not (actual.next_cursor and expected.next_cursor):
+                return
+            walk = _Walk(walk.operation, walk.kwargs, actual.next_cursor, expected.next_cursor)
+        self.walks.append(walk)
+
+    # ------------------------------------------------------------------ resources
+
+    @rule(update=st.tuples(_resource_ids, st.sampled_from([NOT_GIVEN, None, "", "# wm", "🧠"]),
+                           st.none() | _metadata),
+          replacement=st.none() | st.builds(Resource, _resource_ids, st.none() | st.just("wm"), _metadata,
+                                            st.none() | _TIMES, st.none() | _TIMES))
+    def write_resource(self, update: tuple[str, Any, dict[str, Any] | None], replacement: Resource | None) -> None:
+        """``update_resource`` (partial), or ``save_resource`` when a replacement is drawn."""
+        if replacement is not None:
+            self._both("save_resource", replacement)
+        else:
+            self._both("update_resource", update[0], working_memory=update[1], metadata=update[2])
+
+    # ------------------------------------------------------------------ reads
+
+    @rule(read=st.one_of(
+        st.tuples(st.just("get_thread"), _thread_ids, st.none() | _resource_ids),
+        st.tuples(st.just("get_messages"), st.lists(_message_ids, max_size=4)),
+        st.tuples(st.just("get_resource"), _resource_ids),
+    ))
+    def get_record(self, read: tuple[Any, ...]) -> None:
+        """``get_thread``, ``get_messages`` or ``get_resource``."""
+        self._both(read[0], *read[1:])
+
+    # ------------------------------------------------------------------ errors and full state
+
+    @rule(bad=_bad, operation=st.sampled_from(["list_messages", "list_threads"]))
+    def invalid_query(self, bad: tuple[str, Any], operation: str) -> None:
+        """A bad page bound, filter, order or date range: both must refuse it."""
+        kind, value = bad
+        kwargs: dict[str, Any] = {}
+        if kind == "page":
+            kwargs = {"page": value[0], "per_page": value[1]}
+        elif kind == "metadata":
+            kwargs = {"filter": {"metadata": value}}
+        elif kind == "order":
+            kwargs = {"order_by": value}
+        else:
+            kwargs = {"filter": {"date_range": value}}
+            operation = "list_messages"
+        if operation == "list_messages":
+            kwargs["thread_id"] = "t1"
+        actual, _ = self._both(operation, **kwargs)
+        assert isinstance(actual, Failed), f"{operation}({kwargs}) was accepted"
+
+    @rule()
+    def compare_everything(self) -> None:
+        """Every thread, message and resource, compared in full."""
+        note("# compare the whole store")
+        assert self.adapter is not None
+        actual = self.portal.call(snapshot, self.adapter, RESOURCE_IDS)
+        expected = self.portal.call(snapshot, self.reference, RESOURCE_IDS)
+        assert_same(actual, expected, "the whole store")
+
+    def teardown(self) -> None:
+        try:
+            if self.adapter is not None:
+                self.portal.call(self.adapter.destroy)
+            self.portal.call(self.reference.destroy)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+
+def run_storage_machine(factory: StorageFactory, *, machine_settings: settings | None = None) -> None:
+    """Run :class:`StorageStateMachine` against ``factory``'s adapter.
+
+    Args:
+        factory: the adapter's storage factory.
+        machine_settings: Hypothesis settings; default: the active profile's
+            (``MEMORY_CORE_HYPOTHESIS_PROFILE``) state-machine settings.
+
+    Raises:
+        AssertionError: the adapter answered differently from the reference
+            store; the message shows the shrunk script of operations.
+    """
+    machine = type("StorageStateMachineRun", (StorageStateMachine,), {"factory": staticmethod(factory)})
+    run_state_machine_as_test(machine, settings=machine_settings or active_profile().stateful_settings())
+

@@ -1,0 +1,60 @@
+"""``StorageConformance``: the whole shared suite in one base class.
+
+An adapter's test module subclasses it (the subclass name must start with
+``Test``) and provides one fixture, ``storage_factory``::
+
+    import pytest
+    from memory_core_conformance import StorageConformance
+    from memory_core_sqlite import SQLiteStorage
+
+    class TestSQLiteConformance(StorageConformance):
+        @pytest.fixture
+        def storage_factory(self, tmp_path):
+            counter = iter(range(10**9))
+            return lambda clock=None: SQLiteStorage(tmp_path / f"s{next(counter)}.db", clock=clock)
+
+The base class itself is never collected (its name does not start with
+``Test``). See ``conformance/README.md`` for capabilities, running, reading
+failures and overriding a case.
+"""
+
+from __future__ import annotations
+
+from memory_core_conformance.cases import (
+    BugCases,
+    CapabilityCases,
+    FilterRules,
+    OperationCases,
+    OrderingRules,
+    PagingRules,
+    PropertyCases,
+    StatefulCases,
+    ValueRules,
+)
+
+__all__ = ["StorageConformance"]
+
+
+class StorageConformance(  # pytest runs the last base's tests first: cheap layers last here
+    StatefulCases,
+    PropertyCases,
+    CapabilityCases,
+    BugCases,
+    OperationCases,
+    FilterRules,
+    PagingRules,
+    OrderingRules,
+    ValueRules,
+):
+    """Every storage conformance test: rules (``test_r_*``), operations
+    (``test_ops_*``, ``test_lifecycle_*``), CASES.md (``test_cNN_*``), optional
+    capabilities (``test_cap_*``), properties (``test_r_*_property``) and the
+    state machine (``test_stateful_*``).
+
+    Fixtures to override:
+        storage_factory: required. Returns ``factory(clock=None) ->
+            BaseStorage``: a new, unopened store in a fresh, empty namespace.
+        storage_reopener: only with ``Capability.PERSISTENT`` or
+            ``Capability.SHARED_NAMESPACE``. Returns ``reopen(store,
+            clock=None) -> BaseStorage`` on the same namespace as ``store``.
+    """
