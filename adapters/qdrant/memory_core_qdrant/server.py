@@ -1,0 +1,186 @@
+"""A Qdrant server through qdrant-client's ``AsyncQdrantClient``.
+
+``qdrant://host:6333`` (REST over http), ``qdrant+https://host:6333[/prefix]``,
+``prefer_grpc=true`` for gRPC. Any ``AsyncQdrantClient`` can be passed as
+``client=`` instead, including qdrant-client's local mode
+(``AsyncQdrantClient(location=":memory:")``), which the tests and the
+retrieval benchmark use for comparison; local mode is too slow to be offered
+as a URL (it scans every point in Python).
+
+Collections are shared with other processes, so operations spanning every
+dimension (deletes, counts) re-list the collections first, and creation
+tolerates a concurrent creator.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from typing import Any, Self
+
+from memory_core.errors import ValidationError
+from qdrant_client import AsyncQdrantClient, models
+from qdrant_client.http.exceptions import UnexpectedResponse
+
+from memory_core_qdrant._errors import is_transient
+from memory_core_qdrant._url import Settings
+from memory_core_qdrant.base import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_OVERFETCH,
+    HIT_FIELDS,
+    INDEXED_FIELDS,
+    Matrix,
+    PointFilter,
+    QdrantVectorStore,
+    RawHit,
+)
+
+__all__ = ["QdrantServerStore", "server_filter"]
+
+
+def server_filter(flt: PointFilter) -> models.Filter | None:
+    """qdrant-client's filter for ``flt`` (None when it selects everything)."""
+    must: list[models.Condition] = []
+    if flt.message_ids:
+        must.append(models.FieldCondition(key="message_id", match=models.MatchAny(any=list(flt.message_ids))))
+    if flt.thread_id is not None:
+        must.append(models.FieldCondition(key="thread_id", match=models.MatchValue(value=flt.thread_id)))
+    if flt.resource_id is not None:
+        must.append(models.FieldCondition(key="resource_id", match=models.MatchValue(value=flt.resource_id)))
+    return models.Filter(must=must) if must else None
+
+
+class QdrantServerStore(QdrantVectorStore):
+    """A Qdrant server (``qdrant://``, ``qdrant+http://``, ``qdrant+https://``).
+
+    Args:
+        url: ``http(s)://host:port[/prefix]`` for qdrant-client; ignored when
+            ``client`` is given.
+        client: an ``AsyncQdrantClient`` to use (not closed by this store).
+        api_key: the server's API key.
+        prefer_grpc: talk gRPC instead of REST (default False).
+        grpc_port: gRPC port (default 6334).
+        timeout: request timeout in seconds (qdrant-client's default when None).
+        exact: exact (brute-force) search instead of HNSW (default False: the
+            server picks; filtered searches over small tenants are exact anyway).
+        namespace: collection-name prefix (see :class:`QdrantVectorStore`).
+        overfetch: search over-fetch factor (int >= 1).
+        batch_size: points per upsert request (int >= 1).
+
+    Raises:
+        ValidationError: neither ``url`` nor ``client``, or a bad option.
+    """
+
+    shares_collections = True
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        client: AsyncQdrantClient | None = None,
+        api_key: str | None = None,
+        prefer_grpc: bool = False,
+        grpc_port: int = 6334,
+        timeout: int | None = None,
+        exact: bool = False,
+        namespace: str | None = None,
+        overfetch: int = DEFAULT_OVERFETCH,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
+        if url is None and client is None:
+            raise ValidationError("url", "give a server URL or an AsyncQdrantClient as client=")
+        self.url = url
+        self.exact = exact
+        self._client_options: dict[str, Any] = {
+            "api_key": api_key,
+            "prefer_grpc": prefer_grpc,
+            "grpc_port": grpc_port,
+            "timeout": timeout,
+        }
+        self._client: AsyncQdrantClient | None = client
+        self._owns_client = client is None
+
+    @classmethod
+    def _from_settings(cls, settings: Settings, *, namespace: str | None, **options: Any) -> Self:
+        return cls(settings.url, namespace=namespace, **options)
+
+    def __repr__(self) -> str:
+        where = self.url if self._owns_client else "<client>"
+        return f"QdrantServerStore({where!r}, namespace={self.namespace!r})"
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Connection errors, timeouts, HTTP 408/429/502/503/504 and gRPC
+        UNAVAILABLE/DEADLINE_EXCEEDED/RESOURCE_EXHAUSTED."""
+        return is_transient(exc)
+
+    @property
+    def client(self) -> AsyncQdrantClient:
+        """The qdrant-client in use (after ``open``)."""
+        assert self._client is not None, "open the store first"
+        return self._client
+
+    # ------------------------------------------------------------------ primitives
+
+    async def _connect(self) -> None:
+        if self._client is None:
+            # No compatibility probe: it is a blocking request at construction.
+            self._client = AsyncQdrantClient(url=self.url, check_compatibility=False, **self._client_options)
+
+    async def _disconnect(self) -> None:
+        if self._owns_client and self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    async def _list_collections(self) -> Iterable[str]:
+        answer = await self.client.get_collections()
+        return [c.name for c in answer.collections]
+
+    async def _create_collection(self, name: str, dimension: int) -> None:
+        client = self.client
+        if not await client.collection_exists(name):
+            try:
+                await client.create_collection(
+                    name, vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                )
+            except UnexpectedResponse as exc:
+                if exc.status_code != 409:  # 409: a concurrent opener made it first
+                    raise
+        with warnings.catch_warnings():
+            # qdrant-client's local mode warns that it has no payload indexes.
+            warnings.simplefilter("ignore", UserWarning)
+            for field in INDEXED_FIELDS:
+                tenant = field == "resource_id"
+                schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=tenant)
+                await client.create_payload_index(name, field, field_schema=schema, wait=True)
+
+    async def _drop(self, name: str) -> None:
+        await self.client.delete_collection(name)
+
+    async def _upsert(self, name: str, ids: list[str], vectors: Matrix, payloads: list[dict[str, Any]]) -> None:
+        batch = models.Batch(ids=list(ids), vectors=vectors.tolist(), payloads=payloads)
+        await self.client.upsert(name, points=batch, wait=True)
+
+    async def _delete(self, name: str, flt: PointFilter) -> None:
+        condition = server_filter(flt)
+        assert condition is not None, "refusing an unfiltered delete"
+        await self.client.delete(name, points_selector=models.FilterSelector(filter=condition), wait=True)
+
+    async def _search(self, name: str, vector: Matrix, limit: int, flt: PointFilter) -> list[RawHit]:
+        answer = await self.client.query_points(
+            name,
+            query=vector.tolist(),
+            query_filter=server_filter(flt),
+            limit=limit,
+            with_payload=HIT_FIELDS,
+            search_params=models.SearchParams(exact=True) if self.exact else None,
+        )
+        hits = []
+        for point in answer.points:
+            payload = point.payload or {}
+            hits.append(RawHit(payload["message_id"], payload["thread_id"], payload["resource_id"], point.score))
+        return hits
+
+    async def _count(self, name: str, flt: PointFilter) -> int:
+        answer = await self.client.count(name, count_filter=server_filter(flt), exact=True)
+        return answer.count

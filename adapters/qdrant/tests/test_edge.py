@@ -1,0 +1,165 @@
+"""The in-process engine (qdrant-edge-py): persistence, files, locking, URLs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from memory_core import connect_vector
+from memory_core.errors import BackendError, ValidationError
+from memory_core.vector import VectorPoint
+
+from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, QdrantVectorStore
+
+pytestmark = pytest.mark.anyio
+
+
+def vec(*values: float) -> np.ndarray:
+    out = np.zeros(8, dtype=np.float32)
+    out[: len(values)] = values
+    return out
+
+
+def points() -> list[VectorPoint]:
+    return [
+        VectorPoint("m1", 0, vec(1.0), "t1", "r1", 10),
+        VectorPoint("m1", 1, vec(1.0, 1.0), "t1", "r1", 10),
+        VectorPoint("ñandú-1", 0, vec(0.0, 1.0), "t2", "r1", 20),
+        VectorPoint("m3", 0, vec(0.0, 0.0, 1.0), "t3", "r2", 30),
+    ]
+
+
+def url_of(path: Path) -> str:
+    """``qdrant+path:////absolute/dir`` (four slashes for an absolute path)."""
+    return f"qdrant+path:///{path}"
+
+
+async def test_data_persists_across_reopen(tmp_path: Path) -> None:
+    where = tmp_path / "vectors"
+    async with await connect_vector(url_of(where)) as store:
+        await store.upsert(points())
+        await store.upsert([VectorPoint("wide", 0, np.ones(16, dtype=np.float32), "t9", "r9", 1)])
+        await store.delete_messages(["m3"])
+    assert sorted(os.listdir(where)) == ["memory_messages_16", "memory_messages_8"]
+    async with await connect_vector(url_of(where)) as again:
+        assert await again.dimensions() == [8, 16]
+        assert await again.count() == 4
+        hits = await again.search(vec(0.0, 1.0), 5, resource_id="r1")
+        assert [h.message_id for h in hits] == ["ñandú-1", "m1"]
+        assert hits[1].score == pytest.approx(float(np.sqrt(0.5)), abs=1e-5)
+        await again.delete_thread("t1")
+    async with await connect_vector(url_of(where)) as third:
+        assert await third.count() == 2
+        await third.destroy()
+    assert os.listdir(where) == []
+
+
+async def test_relative_path_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = QdrantVectorStore.from_url("qdrant+path:///rel/vectors")
+    assert isinstance(store, QdrantEdgeStore)
+    assert store.path == str(tmp_path / "rel" / "vectors")
+    async with store:
+        await store.upsert(points())
+    assert (tmp_path / "rel" / "vectors" / "memory_messages_8").is_dir()
+
+
+async def test_memory_mode_removes_its_directory_on_close() -> None:
+    store = QdrantVectorStore.from_url("qdrant::memory:")
+    assert isinstance(store, QdrantEdgeStore) and store.in_memory
+    async with store:
+        await store.upsert(points())
+        root = store._root
+        assert root is not None
+        assert Path(root).is_dir()  # noqa: ASYNC240 - a test's quick stat
+    assert not Path(root).exists()  # noqa: ASYNC240
+
+
+async def test_a_second_opener_of_the_same_directory_gets_a_backend_error(tmp_path: Path) -> None:
+    async with await connect_vector(url_of(tmp_path)) as first:
+        await first.upsert(points())
+        second = QdrantVectorStore.from_url(url_of(tmp_path))
+        with pytest.raises(BackendError) as caught:
+            await second.open()
+        assert caught.value.backend == "qdrant"
+        assert caught.value.operation == "open"
+        assert caught.value.retryable is False
+        assert caught.value.__cause__ is caught.value.original is not None
+        await second.close()
+        assert await first.count() == 4
+
+
+async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
+    async with (
+        await connect_vector(url_of(tmp_path), namespace="a") as first,
+        await connect_vector(url_of(tmp_path), namespace="b") as second,
+        await connect_vector(url_of(tmp_path)) as plain,
+    ):
+        await first.upsert(points())
+        await second.upsert(points()[:1])
+        await plain.upsert(points()[:2])
+        assert (await first.count(), await second.count(), await plain.count()) == (4, 1, 2)
+        assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8", "memory_messages_8"]
+        await plain.destroy()
+        assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8"]
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("qdrant::memory:", QdrantEdgeStore),
+        ("QDRANT::memory:", QdrantEdgeStore),
+        ("qdrant+path:///data/v", QdrantEdgeStore),
+        ("qdrant+path:////abs/v?batch_size=10", QdrantEdgeStore),
+        ("qdrant://localhost:6333", QdrantServerStore),
+        ("qdrant+http://localhost", QdrantServerStore),
+        ("qdrant+https://cloud.example:6333/prefix?api_key=k&prefer_grpc=true&timeout=5", QdrantServerStore),
+    ],
+)
+def test_from_url_picks_the_backend(url: str, kind: type) -> None:
+    assert type(QdrantVectorStore.from_url(url)) is kind
+
+
+def test_from_url_options() -> None:
+    edge = QdrantVectorStore.from_url("qdrant+path:////abs/v?batch_size=10&overfetch=2", namespace="n1")
+    assert (edge.batch_size, edge.overfetch, edge.namespace) == (10, 2, "n1")
+    server = QdrantVectorStore.from_url("qdrant+https://h:1234/p?exact=true", overfetch=3)
+    assert isinstance(server, QdrantServerStore)
+    assert (server.url, server.exact, server.overfetch) == ("https://h:1234/p", True, 3)
+    assert QdrantServerStore.from_url("qdrant://h").url == "http://h"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("url", "options"),
+    [
+        ("qdrant:", {}),
+        ("qdrant://", {}),
+        ("redis://localhost", {}),
+        ("qdrant+path://host/dir", {}),
+        ("qdrant+path:///", {}),
+        ("qdrant://user:pw@host", {}),
+        ("qdrant://host:notaport", {}),
+        ("qdrant::memory:?api_key=x", {}),
+        ("qdrant::memory:", {"prefer_grpc": True}),
+        ("qdrant::memory:?batch_size=0", {}),
+        ("qdrant::memory:?overfetch=-1", {}),
+        ("qdrant::memory:?batch_size=1&batch_size=2", {}),
+        ("qdrant://h?prefer_grpc=maybe", {}),
+        ("qdrant://h?client=x", {}),
+        ("qdrant::memory:", {"namespace": "bad name"}),
+        ("qdrant::memory:", {"namespace": "x" * 49}),
+        ("qdrant::memory:", {"unknown": 1}),
+    ],
+)
+def test_bad_urls_and_options_are_rejected(url: str, options: dict[str, object]) -> None:
+    with pytest.raises(ValidationError):
+        QdrantVectorStore.from_url(url, **options)
+
+
+def test_a_subclass_only_accepts_its_own_urls() -> None:
+    with pytest.raises(ValidationError, match="QdrantServerStore"):
+        QdrantEdgeStore.from_url("qdrant://localhost")
+    with pytest.raises(ValidationError, match="QdrantEdgeStore"):
+        QdrantServerStore.from_url("qdrant::memory:")

@@ -1,0 +1,1 @@
+"""Benchmarks that live outside the memory-core package (run from the repository root)."""
