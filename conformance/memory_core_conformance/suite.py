@@ -20,6 +20,8 @@ failures and overriding a case.
 
 from __future__ import annotations
 
+import pytest
+
 from memory_core_conformance.cases import (
     BugCases,
     CapabilityCases,
@@ -31,6 +33,7 @@ from memory_core_conformance.cases import (
     StatefulCases,
     ValueRules,
 )
+from memory_core_conformance.profiles import ENV_VAR, PROFILES
 
 __all__ = ["StorageConformance"]
 
@@ -57,4 +60,21 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         storage_reopener: only with ``Capability.PERSISTENT`` or
             ``Capability.SHARED_NAMESPACE``. Returns ``reopen(store,
             clock=None) -> BaseStorage`` on the same namespace as ``store``.
+        conformance_profile: optional. A profile name (see
+            :mod:`memory_core_conformance.profiles`) this class runs with
+            instead of ``MEMORY_CORE_HYPOTHESIS_PROFILE``; default None (the
+            environment's). Meant for slow stand-in test servers.
     """
+
+    @pytest.fixture
+    def conformance_profile(self) -> str | None:
+        """Override to run this adapter with another profile; None keeps the
+        environment's choice."""
+        return None
+
+    @pytest.fixture(autouse=True)
+    def _apply_conformance_profile(self, conformance_profile: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+        if conformance_profile is not None:
+            if conformance_profile not in PROFILES:
+                raise ValueError(f"conformance_profile {conformance_profile!r} is not one of {sorted(PROFILES)}")
+            monkeypatch.setenv(ENV_VAR, conformance_profile)

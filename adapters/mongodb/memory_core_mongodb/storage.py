@@ -221,7 +221,7 @@ class MongoStorage(BaseStorage):
         transaction (no write conflicts; numbers of an aborted batch are
         skipped, which keeps the order)."""
         counters = self._collection(COUNTERS)
-        for attempt in range(2):
+        for attempt in range(5):
             try:
                 doc = await counters.find_one_and_update(
                     {"_id": COUNTER_ID},
@@ -229,12 +229,15 @@ class MongoStorage(BaseStorage):
                     upsert=True,
                     return_document=ReturnDocument.AFTER,
                 )
-                break
             except DuplicateKeyError:  # two first upserts raced (servers before 4.2)
-                if attempt:
+                if attempt == 4:
                     raise
-        assert doc is not None
-        return int(doc["value"]) - count + 1
+                continue
+            # Racing first upserts can also come back empty on some servers
+            # (seen on secantusdb); the counter exists by then, so ask again.
+            if doc is not None:
+                return int(doc["value"]) - count + 1
+        raise RuntimeError("the sequence counter could not be incremented")
 
     async def _find(self, collection: AsyncCollection[Doc], plan: Plan, offset: int, limit: int | None) -> list[Doc]:
         cursor = collection.find(plan.filter).sort(plan.sort).hint(plan.hint)
