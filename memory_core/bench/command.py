@@ -185,15 +185,17 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
             peers=options.peers,
             dimension=options.dimension,
             workdir=work,
+            checkpoint=options.out / "results.partial.json",
         )
         if options.seed is not None:
             config.seed = options.seed
+        options.out.mkdir(parents=True, exist_ok=True)
         with RichProgress(console) as live:
             report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
         for server in started:
             report.notes.append(f"{server.name} {server.version} was started by the benchmark (pid {server.pid}).")
-        options.out.mkdir(parents=True, exist_ok=True)
         report.write_json(options.out / "results.json")
+        (options.out / "results.partial.json").unlink(missing_ok=True)
         (options.out / "results.md").write_text(markdown(report), encoding="utf-8")
         console.print(f"wrote {options.out / 'results.json'} and {options.out / 'results.md'}")
         if options.plots:

