@@ -65,13 +65,14 @@ def demo(
 
 async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, conversations: list) -> None:  # type: ignore[type-arg]
     started = time.perf_counter()
-    store = await connect(storage_url)
-    vectors = await connect_vector(vector_url) if vector_url else None
     embedder = None
-    if vectors is not None:
+    if vector_url:
         from memory_core.embedders import get_embedder
 
+        # Built before any store is opened, so a bad name leaves nothing open.
         embedder = get_embedder(embedder_name)
+    store = await connect(storage_url)
+    vectors = await connect_vector(vector_url) if vector_url else None
     config = MemoryConfig(
         last_messages=10,
         semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource"),
