@@ -9,8 +9,12 @@ zarr uses). Raw driver exceptions never escape: adapters wrap them in
 
 from __future__ import annotations
 
+from types import TracebackType
+from typing import Protocol
+
 __all__ = [
     "AdapterClosedError",
+    "BackendGuard",
     "BackendError",
     "ConflictError",
     "MemoryCoreError",
@@ -88,3 +92,39 @@ class BackendError(MemoryCoreError):
 
 class AdapterClosedError(MemoryCoreError, RuntimeError):
     """An operation was called on a storage or vector store after close()."""
+
+
+class _GuardedBackend(Protocol):
+    @property
+    def backend_name(self) -> str: ...
+
+    def is_retryable(self, exc: Exception) -> bool: ...
+
+
+class BackendGuard:
+    """Context manager wrapping any non-memory-core exception raised inside it
+    in :class:`BackendError` (named after ``owner.backend_name``, retryable per
+    ``owner.is_retryable``, original chained). Shared by storages and vector
+    stores so every backend wraps driver errors the same way."""
+
+    __slots__ = ("operation", "owner")
+
+    def __init__(self, owner: _GuardedBackend, operation: str) -> None:
+        self.owner = owner
+        self.operation = operation
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
+            return
+        raise BackendError(
+            self.owner.backend_name,
+            self.operation,
+            f"{type(exc).__name__}: {exc}",
+            retryable=self.owner.is_retryable(exc),
+            original=exc,
+        ) from exc

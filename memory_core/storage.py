@@ -25,9 +25,8 @@ from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
 from memory_core.errors import (
     AdapterClosedError,
-    BackendError,
+    BackendGuard,
     ConflictError,
-    MemoryCoreError,
     NotFoundError,
     OwnershipError,
     ValidationError,
@@ -129,28 +128,6 @@ class Storage(Protocol):
     async def close(self) -> None: ...
 
 
-class _Guard:
-    """Wraps any non-memory-core exception from a primitive in BackendError."""
-
-    __slots__ = ("operation", "storage")
-
-    def __init__(self, storage: BaseStorage, operation: str) -> None:
-        self.storage = storage
-        self.operation = operation
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
-            return
-        raise BackendError(
-            self.storage.backend_name,
-            self.operation,
-            f"{type(exc).__name__}: {exc}",
-            retryable=self.storage.is_retryable(exc),
-            original=exc,
-        ) from exc
 
 
 class BaseStorage(ABC):
@@ -202,7 +179,7 @@ class BaseStorage(ABC):
             self._open_lock = asyncio.Lock()
         async with self._open_lock:
             if not self._opened:
-                with _Guard(self, "open"):
+                with BackendGuard(self, "open"):
                     await self._open()
                 self._opened = True
 
@@ -212,7 +189,7 @@ class BaseStorage(ABC):
             return
         self._closed = True
         if self._opened:
-            with _Guard(self, "close"):
+            with BackendGuard(self, "close"):
                 await self._close()
 
     async def destroy(self) -> None:
@@ -220,7 +197,7 @@ class BaseStorage(ABC):
         namespace), then close. For tests and ``memory-core check``; the store
         cannot be used afterwards."""
         await self._ready()
-        with _Guard(self, "destroy"):
+        with BackendGuard(self, "destroy"):
             await self._destroy()
         await self.close()
 
@@ -234,8 +211,8 @@ class BaseStorage(ABC):
         """Whether a driver exception is transient (adapters override)."""
         return isinstance(exc, ConnectionError | TimeoutError)
 
-    def _guard(self, operation: str) -> _Guard:
-        return _Guard(self, operation)
+    def _guard(self, operation: str) -> BackendGuard:
+        return BackendGuard(self, operation)
 
     # ------------------------------------------------------------------ threads
 

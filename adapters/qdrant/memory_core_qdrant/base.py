@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Self
 import anyio
 import numpy as np
 import numpy.typing as npt
-from memory_core.errors import AdapterClosedError, BackendError, MemoryCoreError, ValidationError
+from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
 from memory_core.validation import check_id
 from memory_core.vector import VectorHit, VectorPoint, collection_name, point_id
 
@@ -139,28 +139,6 @@ def _unit(vector: Any, field: str) -> Matrix:
     return array / np.float32(norm)
 
 
-class _Guard:
-    """Wraps any non-memory-core exception in :class:`BackendError`."""
-
-    __slots__ = ("operation", "store")
-
-    def __init__(self, store: QdrantVectorStore, operation: str) -> None:
-        self.store = store
-        self.operation = operation
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
-            return
-        raise BackendError(
-            self.store.backend_name,
-            self.operation,
-            f"{type(exc).__name__}: {exc}",
-            retryable=self.store.is_retryable(exc),
-            original=exc,
-        ) from exc
 
 
 class QdrantVectorStore(ABC):
@@ -339,8 +317,8 @@ class QdrantVectorStore(ABC):
         """Whether a driver exception is transient (see ``_errors``)."""
         return isinstance(exc, ConnectionError | TimeoutError)
 
-    def _guard(self, operation: str) -> _Guard:
-        return _Guard(self, operation)
+    def _guard(self, operation: str) -> BackendGuard:
+        return BackendGuard(self, operation)
 
     # ------------------------------------------------------------------ layout
 
