@@ -10,13 +10,17 @@ from __future__ import annotations
 import asyncio
 import resource as _rusage
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from memory_core.demo import load_conversations, run_session
+from memory_core.demo import load_conversations, print_banner, run_session
+from memory_core.errors import MemoryCoreError
 from memory_core.locomo import load_dir, load_sample
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.registry import connect, connect_vector
@@ -25,6 +29,24 @@ app = typer.Typer(help="memory-core: async storage for agent conversation memory
 console = Console()
 
 WM_TEMPLATE = "# User\n- name:\n- interests:\n"
+
+USER_ERROR = 2
+"""Exit code for a mistake in the command line (bad URL, scheme, path, option
+value, missing package): one red line, no traceback."""
+
+CONFORMANCE_HINT = "pip install memory-core-conformance (from a checkout: pip install -e ./conformance)"
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Report what the user's input caused (a memory-core error such as a bad
+    URL, scheme or option; a missing file or folder; a missing optional
+    package) as one red line and exit with :data:`USER_ERROR`."""
+    try:
+        yield
+    except (MemoryCoreError, OSError, ImportError) as exc:
+        console.print(f"[red]error: {escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(USER_ERROR) from None
 
 
 def _peak_rss_mib() -> float:
@@ -48,19 +70,20 @@ def demo(
     keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
 ) -> None:
     """Load conversations into the embedded default and show a session of use."""
-    conversations = load_dir(locomo) if locomo is not None else load_sample()
-    if storage is None:
-        if not keep:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-        storage = f"sqlite:///{db}"
-    if vector is None:
-        vector = f"qdrant+path:///{db.with_suffix('.vectors').resolve()}"
-        if not keep:
-            import shutil
+    with _user_errors():
+        conversations = load_dir(locomo) if locomo is not None else load_sample()
+        if storage is None:
+            if not keep:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{db}{suffix}").unlink(missing_ok=True)
+            storage = f"sqlite:///{db}"
+        if vector is None:
+            vector = f"qdrant+path:///{db.with_suffix('.vectors').resolve()}"
+            if not keep:
+                import shutil
 
-            shutil.rmtree(db.with_suffix(".vectors"), ignore_errors=True)
-    asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
+                shutil.rmtree(db.with_suffix(".vectors"), ignore_errors=True)
+        asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
 
 
 async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, conversations: list) -> None:  # type: ignore[type-arg]
@@ -79,7 +102,7 @@ async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, co
         working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
     )
     async with Memory(store, vectors, embedder, config) as memory:
-        console.rule(f"[bold]memory-core demo[/]: {storage_url}" + (f" + {vector_url}" if vector_url else ""))
+        print_banner(console, storage_url, vector_url)
         report = await load_conversations(memory, conversations, console)
         rate = report.messages / report.seconds if report.seconds else float("inf")
         console.print(
@@ -97,10 +120,17 @@ def check(
     """Run the conformance suite against a live deployment (its own namespace)."""
     try:
         from memory_core_conformance.check import run_check
-    except ImportError:
-        console.print("[red]install memory-core-conformance to run checks[/]")
-        raise typer.Exit(2) from None
-    raise typer.Exit(run_check(url))
+    except ImportError as exc:
+        missing = exc.name or "a dependency"
+        if missing.split(".")[0] == "memory_core_conformance":
+            reason = "the memory-core-conformance package is not installed"
+        else:
+            reason = f"memory-core-conformance needs {missing}, which is not installed"
+        console.print(f"[red]error: {escape(reason)}; install it with: {escape(CONFORMANCE_HINT)}[/]", soft_wrap=True)
+        raise typer.Exit(USER_ERROR) from None
+    with _user_errors():
+        code = run_check(url)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -142,7 +172,9 @@ def bench(
     from memory_core.bench.command import BenchOptions, print_comparison, run_command
 
     if compare is not None:
-        raise typer.Exit(print_comparison(compare[0], compare[1], console))
+        with _user_errors():
+            code = print_comparison(compare[0], compare[1], console)
+        raise typer.Exit(code)
     try:
         size_list = tuple(int(s.replace("_", "")) for s in sizes.split(",") if s.strip())
     except ValueError:
@@ -161,7 +193,9 @@ def bench(
         duration=duration, min_ops=min_ops, max_ops=max_ops, max_seconds=max_seconds, concurrency=concurrency,
         seed=seed, out=out, plots=plots, limits=limits,
     )
-    raise typer.Exit(run_command(options, console))
+    with _user_errors():
+        code = run_command(options, console)
+    raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -13,6 +13,10 @@ from typing import Protocol, runtime_checkable
 
 __all__ = [
     "EPOCH",
+    "TIME_MAX",
+    "TIME_MAX_US",
+    "TIME_MIN",
+    "TIME_MIN_US",
     "Clock",
     "ManualClock",
     "SystemClock",
@@ -24,6 +28,15 @@ __all__ = [
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_US = timedelta(microseconds=1)
+
+TIME_MIN = datetime(1900, 1, 1, tzinfo=UTC)
+"""R-TIME: the earliest supported datetime (inclusive)."""
+TIME_MAX = datetime(2199, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""R-TIME: the latest supported datetime (inclusive)."""
+TIME_MIN_US = (TIME_MIN - EPOCH) // _ONE_US
+""":data:`TIME_MIN` in µs since the epoch (negative)."""
+TIME_MAX_US = (TIME_MAX - EPOCH) // _ONE_US
+""":data:`TIME_MAX` in µs since the epoch; bumps and assigned times saturate here."""
 
 
 def to_us(value: datetime) -> int:
@@ -38,8 +51,13 @@ def from_us(value: int) -> datetime:
 
 def bump_us(previous_us: int, now_us: int) -> int:
     """R-BUMP: the new ``updated_at`` is now, but strictly after the previous
-    value (previous + 1 µs when the clock has not moved)."""
-    return max(now_us, previous_us + 1)
+    value (previous + 1 µs when the clock has not moved).
+
+    Saturates at :data:`TIME_MAX_US` (2199-12-31T23:59:59.999999Z): a value
+    already at the top of the R-TIME range stays there rather than leaving it,
+    so a bump never stores a time the store could not read back.
+    """
+    return min(max(now_us, previous_us + 1), TIME_MAX_US)
 
 
 @runtime_checkable
@@ -48,7 +66,8 @@ class Clock(Protocol):
 
     ``now()`` returns an aware UTC datetime. ``assign()`` returns the time for
     a newly saved message that has none: "now", but strictly later (by at
-    least 1 µs) than the previous time this clock assigned.
+    least 1 µs) than the previous time this clock assigned (saturating at
+    :data:`TIME_MAX`, the end of the R-TIME range).
     """
 
     def now(self) -> datetime: ...
@@ -67,11 +86,15 @@ class _AssigningClock:
         raise NotImplementedError
 
     def assign(self) -> datetime:
-        """Now, but at least 1 µs after the previously assigned time."""
+        """Now, but at least 1 µs after the previously assigned time.
+
+        Saturates at :data:`TIME_MAX` like :func:`bump_us`: times assigned
+        there are equal, and R-ORDER's sequence keeps their save order.
+        """
         with self._lock:
             now_us = to_us(self.now())
-            if self._last_assigned_us is not None and now_us <= self._last_assigned_us:
-                now_us = self._last_assigned_us + 1
+            if self._last_assigned_us is not None:
+                now_us = bump_us(self._last_assigned_us, now_us)
             self._last_assigned_us = now_us
             return from_us(now_us)
 

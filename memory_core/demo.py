@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -22,7 +23,7 @@ from memory_core.locomo import Conversation
 from memory_core.memory import Memory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 
-__all__ = ["DemoReport", "load_conversations", "run_session"]
+__all__ = ["DemoReport", "load_conversations", "print_banner", "run_session"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,22 +65,42 @@ async def load_conversations(memory: Memory, conversations: Sequence[Conversatio
     return DemoReport(len(conversations), threads, total, time.perf_counter() - started)
 
 
-def _messages_table(title: str, messages: Sequence[Message], marked: frozenset[str] = frozenset()) -> Table:
+def print_banner(console: Console, storage_url: str, vector_url: str | None) -> None:
+    """The demo's title, then the storage and vector URLs in full: printed with
+    soft wrap, so a long path is wrapped by the terminal, never cut short."""
+    console.rule("[bold]memory-core demo[/]")
+    console.print(f"[bold]storage:[/] {escape(storage_url)}", soft_wrap=True)
+    vectors = escape(vector_url) if vector_url else "none (semantic recall off)"
+    console.print(f"[bold]vectors:[/] {vectors}", soft_wrap=True)
+
+
+def _messages_table(
+    title: str, messages: Sequence[Message], hits: Sequence[str] = (), starred: frozenset[str] = frozenset()
+) -> Table:
+    """Messages as rows. With ``hits`` (message ids, best first) a ``hit``
+    column shows each found message's rank and its row is bold; ``starred``
+    ids get a ★ before the id."""
+    rank = {message_id: number for number, message_id in enumerate(hits, 1)}
     table = Table(title=title, title_justify="left", show_lines=False)
+    if rank:
+        table.add_column("hit", no_wrap=True, justify="right")
     table.add_column("created_at (UTC)", no_wrap=True)
     table.add_column("id", no_wrap=True)
     table.add_column("speaker", no_wrap=True)
     table.add_column("text")
     for message in messages:
         assert message.created_at is not None
-        star = "[bold yellow]★ [/]" if message.id in marked else ""
+        star = "[bold yellow]★ [/]" if message.id in starred else ""
         text = message.content if isinstance(message.content, str) else str(message.content)
-        table.add_row(
+        cells = [
             message.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-            star + message.id,
-            str(message.metadata.get("speaker", message.role)),
-            text if len(text) <= 110 else text[:107] + "...",
-        )
+            star + escape(message.id),
+            escape(str(message.metadata.get("speaker", message.role))),
+            escape(text if len(text) <= 110 else text[:107] + "..."),
+        ]
+        if rank:
+            cells.insert(0, f"#{rank[message.id]}" if message.id in rank else "")
+        table.add_row(*cells, style="bold" if message.id in rank else None)
     return table
 
 
@@ -157,7 +178,7 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
     )
     console.print(
         _messages_table(
-            f"5. include window: 2 before and 2 after {target.id!r} (★)", around.items, frozenset({target.id})
+            f"5. include window: 2 before and 2 after {target.id!r} (the hit, in bold)", around.items, [target.id]
         )
     )
 
@@ -196,9 +217,10 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
         hit = sorted(evidence & set(found.semantic_hits))
         console.print(
             _messages_table(
-                f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message, "
-                f"★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
+                f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message "
+                f"(hit = rank, in bold), ★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
                 found.messages,
+                found.semantic_hits,
                 evidence,
             )
         )

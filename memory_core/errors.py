@@ -20,6 +20,7 @@ __all__ = [
     "MemoryCoreError",
     "NotFoundError",
     "OwnershipError",
+    "StaleStateError",
     "ValidationError",
 ]
 
@@ -57,6 +58,17 @@ class OwnershipError(MemoryCoreError, PermissionError):
 class ConflictError(MemoryCoreError):
     """A write contradicts stored state (e.g. a message id saved again
     under another ``resource_id``)."""
+
+
+class StaleStateError(ConflictError):
+    """Raised by an adapter primitive when what the core read before a write
+    no longer holds inside the write's transaction (a concurrent writer
+    created, moved or deleted a record in between); nothing was written.
+
+    The core catches it, reads again and re-checks (so the caller gets the
+    error the fresh state calls for, e.g. NotFoundError or ConflictError);
+    it escapes only when the state keeps changing under every attempt.
+    """
 
 
 class BackendError(MemoryCoreError):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.errors import BackendError, NotFoundError, OwnershipError, ValidationError
+from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import (
     DateRange,
     Include,
@@ -32,12 +32,17 @@ from memory_core.models import (
 )
 from memory_core.storage import BaseStorage
 from memory_core.validation import (
+    MAX_ID_LENGTH,
+    MAX_TOP_K,
     check_bool,
     check_date_range,
     check_id,
     check_includes,
     check_json_object,
+    check_message,
     check_non_negative_int,
+    check_per_page,
+    check_search_text,
     check_text,
     coerce_model,
 )
@@ -46,7 +51,7 @@ from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_tex
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
 
-__all__ = ["Memory", "MemoryConfig", "SemanticRecall", "TitleGenerator", "WorkingMemory"]
+__all__ = ["MAX_CLONE_ID_LENGTH", "Memory", "MemoryConfig", "SemanticRecall", "TitleGenerator", "WorkingMemory"]
 
 log = logging.getLogger("memory_core")
 
@@ -55,22 +60,46 @@ TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
 empty title receives its first user message."""
 
+MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
+"""The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
+named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
+
+_SCOPES = ("resource", "thread")
+_RANGE_KEYS = frozenset({"before", "after"})
+
 
 @dataclass(frozen=True, slots=True)
 class SemanticRecall:
     """Semantic recall settings (R-RECALL step 4).
 
     Attributes:
-        top_k: vector hits to fetch (>= 1). Default 4.
-        message_range: messages of context around each hit: an int for both
-            sides or ``(before, after)``. Default 2.
+        top_k: vector hits to fetch, 1 to
+            :data:`~memory_core.validation.MAX_TOP_K` (1000). Default 4.
+        message_range: messages of context around each hit (ints from 0 to
+            2**63-1): an int for both sides, ``(before, after)`` (a list is
+            accepted too) or Mastra's ``{"before": n, "after": m}`` (a missing
+            side is 0; other keys are an error). Stored as an int or a tuple.
+            Default 2.
         scope: ``"resource"`` searches every thread of the resource (needs a
             ``resource_id``); ``"thread"`` only the current thread.
+
+    Raises:
+        ValidationError: a field of the wrong type or out of range (at
+            construction, field ``semantic_recall.<name>``).
     """
 
     top_k: int = 4
     message_range: int | tuple[int, int] = 2
     scope: Scope = "resource"
+
+    def __post_init__(self) -> None:
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+            raise ValidationError(
+                "semantic_recall.top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL"
+            )
+        object.__setattr__(self, "message_range", _message_range(self.message_range))
+        _check_scope(self.scope, "semantic_recall.scope")
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""
@@ -88,14 +117,39 @@ class WorkingMemory:
         scope: ``"resource"`` keeps it in ``Resource.working_memory``;
             ``"thread"`` in ``thread.metadata["working_memory"]``.
         template: returned while nothing has been stored (Markdown text).
-        schema: a JSON Schema; when set, working memory is JSON text that must
-            validate against it.
+        schema: a JSON Schema (Draft 2020-12, a dict); when set, working memory
+            is JSON text that must validate against it. The schema itself is
+            checked against the meta-schema here; a ``$ref`` that cannot be
+            resolved is reported when an update is validated.
+
+    Raises:
+        ValidationError: a field of the wrong type, an unknown scope or an
+            invalid schema (at construction, field ``working_memory.<name>``).
     """
 
     enabled: bool = False
     scope: Scope = "resource"
     template: str | None = None
     schema: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        check_bool(self.enabled, "working_memory.enabled")
+        _check_scope(self.scope, "working_memory.scope")
+        if self.template is not None:
+            check_text(self.template, "working_memory.template")
+        if self.schema is not None:
+            schema = self.schema
+            if isinstance(schema, Mapping):
+                schema = dict(schema)
+            check_json_object(schema, "working_memory.schema")
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import SchemaError
+
+            try:
+                Draft202012Validator.check_schema(schema)
+            except SchemaError as exc:
+                raise ValidationError("working_memory.schema", f"not a valid JSON Schema: {exc.message}") from None
+            object.__setattr__(self, "schema", schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,17 +158,44 @@ class MemoryConfig:
 
     Attributes:
         last_messages: default history page size for :meth:`Memory.recall`
-            (int >= 0), or ``False`` for no history page. Default 10.
-        semantic_recall: ``False`` (off), ``True`` (defaults) or
-            :class:`SemanticRecall`.
-        working_memory: :class:`WorkingMemory` settings.
-        generate_title: optional :data:`TitleGenerator` hook.
+            (an int from 0 to :data:`~memory_core.validation.MAX_PER_PAGE`,
+            as R-PAGE), or ``False`` for no history page. Default 10.
+        semantic_recall: ``False`` (off), ``True`` (defaults),
+            :class:`SemanticRecall`, or a mapping of its fields (``topK``,
+            ``messageRange`` accepted).
+        working_memory: :class:`WorkingMemory` settings, or a mapping of its
+            fields.
+        generate_title: optional :data:`TitleGenerator` hook (a callable).
+
+    Raises:
+        ValidationError: a field of the wrong type or out of range (at
+            construction), naming the field.
     """
 
     last_messages: int | Literal[False] = 10
     semantic_recall: SemanticRecall | bool = False
     working_memory: WorkingMemory = field(default_factory=WorkingMemory)
     generate_title: TitleGenerator | None = None
+
+    def __post_init__(self) -> None:
+        if self.last_messages is not False:
+            check_per_page(self.last_messages, "last_messages")
+        semantic: Any = self.semantic_recall
+        if isinstance(semantic, Mapping):
+            semantic = coerce_model(semantic, SemanticRecall, "semantic_recall")
+        elif not isinstance(semantic, bool | SemanticRecall):
+            raise ValidationError(
+                "semantic_recall", f"must be a bool, a SemanticRecall or a mapping, got {type(semantic).__name__}"
+            )
+        object.__setattr__(self, "semantic_recall", semantic)
+        wm: Any = self.working_memory
+        if isinstance(wm, Mapping):
+            wm = coerce_model(wm, WorkingMemory, "working_memory")
+        elif not isinstance(wm, WorkingMemory):
+            raise ValidationError("working_memory", f"must be a WorkingMemory or a mapping, got {type(wm).__name__}")
+        object.__setattr__(self, "working_memory", wm)
+        if self.generate_title is not None and not callable(self.generate_title):
+            raise ValidationError("generate_title", "must be an async callable (thread, messages) -> str, or None")
 
     def semantic(self) -> SemanticRecall | None:
         """The effective semantic-recall settings, or None when off."""
@@ -123,31 +204,34 @@ class MemoryConfig:
         return self.semantic_recall or None
 
 
-def _check_config(config: MemoryConfig) -> MemoryConfig:
-    if config.last_messages is not False:
-        check_non_negative_int(config.last_messages, "config.last_messages")
-    semantic = config.semantic()
-    if semantic is not None:
-        if isinstance(semantic.top_k, bool) or not isinstance(semantic.top_k, int) or semantic.top_k < 1:
-            raise ValidationError("semantic_recall.top_k", f"must be an int >= 1, got {semantic.top_k!r}")
-        before, after = semantic.window()
-        check_non_negative_int(before, "semantic_recall.message_range")
-        check_non_negative_int(after, "semantic_recall.message_range")
-        if semantic.scope not in ("resource", "thread"):
-            raise ValidationError("semantic_recall.scope", f"must be 'resource' or 'thread', got {semantic.scope!r}")
-    wm = config.working_memory
-    check_bool(wm.enabled, "working_memory.enabled")
-    if wm.scope not in ("resource", "thread"):
-        raise ValidationError("working_memory.scope", f"must be 'resource' or 'thread', got {wm.scope!r}")
-    if wm.schema is not None:
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import SchemaError
+def _check_scope(value: Any, field: str) -> None:
+    if not isinstance(value, str) or value not in _SCOPES:
+        raise ValidationError(field, f"must be 'resource' or 'thread', got {value!r}")
 
-        try:
-            Draft202012Validator.check_schema(wm.schema)
-        except SchemaError as exc:
-            raise ValidationError("working_memory.schema", f"not a valid JSON Schema: {exc.message}") from None
-    return config
+
+def _message_range(value: Any) -> int | tuple[int, int]:
+    """``message_range`` as an int or ``(before, after)``; see SemanticRecall."""
+    field = "semantic_recall.message_range"
+    if isinstance(value, Mapping):
+        unknown = sorted(map(str, set(value) - _RANGE_KEYS))
+        if unknown:
+            raise ValidationError(f"{field}.{unknown[0]}", "unknown key; use 'before' and 'after'", "R-RECALL")
+        value = (value.get("before", 0), value.get("after", 0))
+    if isinstance(value, tuple | list):
+        if len(value) != 2:
+            raise ValidationError(field, f"must be (before, after), got {len(value)} items", "R-RECALL")
+        before = check_non_negative_int(value[0], f"{field}.before", "R-RECALL")
+        return before, check_non_negative_int(value[1], f"{field}.after", "R-RECALL")
+    return check_non_negative_int(value, field, "R-RECALL")
+
+
+def _metadata_arg(value: Any, field: str) -> dict[str, Any]:
+    """An optional metadata argument as a checked JSON object (None -> {})."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
+    return check_json_object(dict(value), field)
 
 
 class Memory:
@@ -186,7 +270,9 @@ class Memory:
 
             embedder = LexicalHashEmbedder()
         self.embedder = embedder
-        self.config = _check_config(config if config is not None else MemoryConfig())
+        if config is not None and not isinstance(config, MemoryConfig):
+            raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
+        self.config = config if config is not None else MemoryConfig()
         self._owns_stores = owns_stores
 
     async def __aenter__(self) -> Self:
@@ -211,7 +297,7 @@ class Memory:
         if thread_config is None:
             return self.config
         if isinstance(thread_config, MemoryConfig):
-            return _check_config(thread_config)
+            return thread_config  # validated when it was built
         if not isinstance(thread_config, Mapping):
             raise ValidationError("thread_config", "must be a MemoryConfig or a mapping of its fields")
         names = {f.name for f in fields(MemoryConfig)}
@@ -226,12 +312,9 @@ class Memory:
             name = aliases.get(key, key)
             if name not in names:
                 raise ValidationError(f"thread_config.{key}", "unknown MemoryConfig field")
-            if name == "semantic_recall" and isinstance(value, Mapping):
-                value = coerce_model(_snake(value), SemanticRecall, "thread_config.semantic_recall")
-            if name == "working_memory" and isinstance(value, Mapping):
-                value = coerce_model(_snake(value), WorkingMemory, "thread_config.working_memory")
             overrides[name] = value
-        return _check_config(replace(self.config, **overrides))
+        # MemoryConfig checks (and converts mappings of) every field it is given.
+        return replace(self.config, **overrides)
 
     # ------------------------------------------------------------------ threads
 
@@ -243,12 +326,22 @@ class Memory:
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
     ) -> Thread:
-        """Create (or replace) a thread; ``thread_id`` defaults to a new UUID4.
+        """Create (or replace) a thread.
+
+        Args:
+            resource_id: the owner (R-ID).
+            thread_id: the id (R-ID); only None means "generate a UUID4" (``""``
+                is an error like any other bad id).
+            title: a str.
+            metadata: a JSON object (R-JSON).
 
         Raises:
-            ValidationError: bad id, title or metadata.
+            ValidationError: bad id, title or metadata; nothing is written.
+            ConflictError: ``thread_id`` belongs to another resource.
         """
-        thread = Thread(thread_id or str(uuid.uuid4()), resource_id, title, dict(metadata or {}))
+        check_id(resource_id, "resource_id")
+        new_id = str(uuid.uuid4()) if thread_id is None else check_id(thread_id, "thread_id")
+        thread = Thread(new_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
         return await self.storage.save_thread(thread)
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
@@ -290,22 +383,48 @@ class Memory:
     ) -> tuple[Thread, list[Message]]:
         """Copy a thread and its messages under new ids.
 
-        Copies keep ``created_at`` and order. ``message_limit`` keeps only the
-        newest N; ``date_range`` only messages inside it. The clone's metadata is
-        the source's, updated with ``metadata``, plus ``cloned_from`` naming the
-        source. Returns ``(thread, messages)``.
+        Copies keep ``created_at`` and order and are named ``<new_id>:<32 hex
+        digits>``. ``new_id`` defaults to a new UUID4; given, it must be a new
+        thread id of at most :data:`MAX_CLONE_ID_LENGTH` (223) characters, so
+        every copy's id fits R-ID. ``message_limit`` keeps only the newest N;
+        ``date_range`` only messages inside it. The clone's metadata is the
+        source's, updated with ``metadata``, plus ``cloned_from`` naming the
+        source; ``title`` (a str) replaces the source's. Every input and every
+        copy is checked before anything is written. Returns ``(thread,
+        messages)``.
 
         Raises:
+            ValidationError: bad ids (``new_id`` too long for its copies' ids,
+                or equal to ``source_id``), title, metadata, limit or range.
             NotFoundError: no source thread.
-            ValidationError: bad ids, limit or range.
+            ConflictError: a thread ``new_id`` already exists (a clone never
+                overwrites).
         """
         check_id(source_id, "source_id")
+        if new_id is None:
+            new_id = str(uuid.uuid4())
+        else:
+            check_id(new_id, "new_id")
+            if len(new_id) > MAX_CLONE_ID_LENGTH:
+                raise ValidationError(
+                    "new_id",
+                    f"must be at most {MAX_CLONE_ID_LENGTH} characters: copies are named '<new_id>:<32 hex>' "
+                    f"and ids are at most {MAX_ID_LENGTH}",
+                    "R-ID",
+                )
+            if new_id == source_id:
+                raise ValidationError("new_id", "must differ from source_id", "R-ID")
+        if title is not None:
+            check_text(title, "title")
+        extra = _metadata_arg(metadata, "metadata")
         if message_limit is not None:
             check_non_negative_int(message_limit, "message_limit")
         check_date_range(date_range, "date_range")
         source = await self.storage.get_thread(source_id)
         if source is None:
             raise NotFoundError(f"thread {source_id!r} does not exist")
+        if await self.storage.get_thread(new_id) is not None:
+            raise ConflictError(f"thread {new_id!r} already exists; clone_thread never overwrites")
         flt = (
             None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
         )
@@ -318,15 +437,20 @@ class Memory:
             )
             originals = page.items
         clone = Thread(
-            new_id or str(uuid.uuid4()),
+            new_id,
             source.resource_id,
             source.title if title is None else title,
-            {**source.metadata, **(metadata or {}), "cloned_from": source_id},
+            {**source.metadata, **extra, "cloned_from": source_id},
         )
+        copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
+        # A longer id can push a copy over R-SIZE: check every copy before the
+        # thread is written, so a failure leaves no half-made clone behind.
+        for original, copy in zip(originals, copies, strict=True):
+            try:
+                check_message(copy, "copy")
+            except ValidationError as exc:
+                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
         thread = await self.storage.save_thread(clone)
-        copies = [
-            replace(m, id=f"{thread.id}:{uuid.uuid4().hex}", thread_id=thread.id, sequence=None) for m in originals
-        ]
         saved = await self.save_messages(copies)
         return thread, saved
 
@@ -472,7 +596,9 @@ class Memory:
             RecallResult; ``semantic_hits`` lists hit message ids, best first.
 
         Raises:
-            ValidationError: bad arguments; resource scope without a resource.
+            ValidationError: bad arguments (``vector_search_string`` longer than
+                :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
+                characters, included); resource scope without a resource.
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
@@ -480,8 +606,8 @@ class Memory:
         check_id(thread_id, "thread_id")
         if resource_id is not None:
             check_id(resource_id, "resource_id")
-        if vector_search_string is not None and type(vector_search_string) is not str:
-            raise ValidationError("vector_search_string", "must be a str")
+        if vector_search_string is not None:
+            check_search_text(vector_search_string)
         includes = check_includes(include)
         semantic = config.semantic()
         thread = await self.storage.get_thread(thread_id)
@@ -591,17 +717,15 @@ def _validate_schema(text: str, schema: dict[str, Any]) -> None:
         value = codec.loads(text)
     except ValueError as exc:
         raise ValidationError("working_memory", f"must be JSON when a schema is set: {exc}") from None
-    error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+    try:
+        error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+    except Exception as exc:
+        # The value is plain JSON, so a failure here is the schema's own (an
+        # unresolvable $ref, say): report it as such, not as a raw jsonschema error.
+        raise ValidationError(
+            "working_memory.schema", f"cannot be applied: {type(exc).__name__}: {exc}"
+        ) from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         raise ValidationError("working_memory", f"does not match the schema at {where}: {error.message}")
 
-
-def _snake(value: Mapping[str, Any]) -> dict[str, Any]:
-    aliases = {"topK": "top_k", "messageRange": "message_range"}
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        if key == "messageRange" and isinstance(item, Mapping):
-            item = (item.get("before", 0), item.get("after", 0))
-        out[aliases.get(key, key)] = item
-    return out

@@ -16,6 +16,7 @@ from itertools import count
 from typing import Any
 
 from memory_core.clock import Clock, bump_us, from_us, to_us
+from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, message_key
@@ -58,6 +59,9 @@ class InMemoryStorage(BaseStorage):
         return copy.deepcopy(self._threads.get(thread_id))
 
     async def _put_thread(self, thread: Thread) -> None:
+        old = self._threads.get(thread.id)
+        if old is not None and old.resource_id != thread.resource_id:
+            raise StaleStateError(f"thread {thread.id!r} moved to resource {old.resource_id!r}")
         self._threads[thread.id] = copy.deepcopy(thread)
 
     async def _patch_thread(
@@ -92,7 +96,15 @@ class InMemoryStorage(BaseStorage):
     async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
         return [copy.deepcopy(self._messages[i]) for i in dict.fromkeys(ids) if i in self._messages]
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        for message in messages:
+            thread = self._threads.get(message.thread_id)
+            old = self._messages.get(message.id)
+            if thread is None or thread.resource_id != message.resource_id:
+                raise StaleStateError(f"thread {message.thread_id!r} changed")
+            if (old is None) != (message.sequence is None) or (old and old.resource_id != message.resource_id):
+                raise StaleStateError(f"message {message.id!r} changed")
+        sequences = []
         for message in messages:
             old = self._messages.get(message.id)
             if old is None:
@@ -107,9 +119,16 @@ class InMemoryStorage(BaseStorage):
                     metadata=copy.deepcopy(message.metadata),
                 )
             self._messages[message.id] = stored
+            assert stored.sequence is not None
+            sequences.append(stored.sequence)
         self._bump(bump, now_us)
+        return sequences
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        for patch in patches:
+            old, target = self._messages.get(patch.id), self._threads.get(patch.thread_id or "")
+            if old and patch.thread_id and (target is None or target.resource_id != old.resource_id):
+                raise StaleStateError(f"thread {patch.thread_id!r} changed")
         for patch in patches:
             old = self._messages.get(patch.id)
             if old is not None:

@@ -9,11 +9,13 @@ time (tests, third parties without packaging).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from types import MappingProxyType
 from typing import Any
 
+from memory_core.clock import Clock
 from memory_core.errors import ValidationError
 
 __all__ = [
@@ -45,6 +47,7 @@ _INSTALL_HINTS = {
 }
 
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
+_UNEXPECTED_OPTION = re.compile(r"unexpected keyword argument '([^']+)'")
 
 
 def url_scheme(url: str) -> str:
@@ -87,6 +90,23 @@ def _load(group: str, url: str) -> Any:
     raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {sorted(eps)})")
 
 
+def _build(group: str, url: str, options: dict[str, Any]) -> Any:
+    """``from_url(url, **options)`` of the adapter for ``url``, with option
+    mistakes turned into ValidationError (``from_url`` does no I/O)."""
+    factory = _load(group, url)
+    clock = options.get("clock")
+    if clock is not None and not isinstance(clock, Clock):
+        raise ValidationError("option 'clock'", f"must be a memory_core.Clock, got {type(clock).__name__}")
+    try:
+        return factory.from_url(url, **options)
+    except TypeError as exc:
+        # Building takes nothing but the URL and these options, so a TypeError
+        # means an option the adapter does not take (or a bad keyword value).
+        found = _UNEXPECTED_OPTION.search(str(exc))
+        field = f"option {found.group(1)!r}" if found else "options"
+        raise ValidationError(field, f"not accepted by the {url_scheme(url)!r} adapter ({exc})") from None
+
+
 def storage_class(url: str) -> Any:
     """The registered storage class for ``url``'s scheme, without building or
     opening anything (``memory-core check`` builds one store per namespace
@@ -105,19 +125,30 @@ async def connect(url: str, **options: Any) -> Any:
     :class:`~memory_core.storage.BaseStorage`; close it with ``close()`` or use
     it as an async context manager.
 
+    Args:
+        url: the storage URL; its scheme picks the adapter.
+        **options: adapter keywords (``clock``, ``namespace`` and the
+            adapter's own, see its ``from_url``).
+
     Raises:
         ValidationError: unknown scheme (the message names the package to
-            install) or a malformed URL.
+            install), a malformed URL, or an option the adapter does not
+            accept or a bad value (the field names the option).
         BackendError: the backend could not be reached.
     """
-    storage = _load(STORAGE_GROUP, url).from_url(url, **options)
+    storage = _build(STORAGE_GROUP, url, options)
     await storage.open()
     return storage
 
 
 async def connect_vector(url: str, **options: Any) -> Any:
     """Open the vector store for ``url`` (``qdrant::memory:``,
-    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...)."""
-    store = _load(VECTOR_GROUP, url).from_url(url, **options)
+    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...).
+
+    Raises:
+        ValidationError: as for :func:`connect`.
+        BackendError: the backend could not be reached.
+    """
+    store = _build(VECTOR_GROUP, url, options)
     await store.open()
     return store

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
@@ -29,6 +29,7 @@ from memory_core.errors import (
     ConflictError,
     NotFoundError,
     OwnershipError,
+    StaleStateError,
     ValidationError,
 )
 from memory_core.models import (
@@ -64,7 +65,13 @@ from memory_core.validation import (
 
 __all__ = ["BaseStorage", "Storage", "message_key"]
 
+T = TypeVar("T")
+
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
+# Optimistic writes: read, check, then write with those reads re-verified
+# inside the write's transaction; StaleStateError (a concurrent writer got in
+# between) means read and check again.
+WRITE_ATTEMPTS = 5
 _PATCH_FIELDS = {"id", "role", "type", "content", "metadata", "thread_id", "threadId"}
 
 
@@ -214,6 +221,19 @@ class BaseStorage(ABC):
     def _guard(self, operation: str) -> BackendGuard:
         return BackendGuard(self, operation)
 
+    async def _optimistic(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt`` (read, check, write) again while its write finds the
+        reads stale (:class:`StaleStateError`), at most ``WRITE_ATTEMPTS`` times."""
+        await self._ready()
+        for remaining in reversed(range(WRITE_ATTEMPTS)):
+            try:
+                with self._guard(operation):
+                    return await attempt()
+            except StaleStateError:
+                if not remaining:
+                    raise
+        raise AssertionError("unreachable")
+
     # ------------------------------------------------------------------ threads
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
@@ -248,15 +268,17 @@ class BaseStorage(ABC):
         now = self.clock.now()
         created = valid.created_at or now
         stored = replace(valid, created_at=created, updated_at=valid.updated_at or created)
-        await self._ready()
-        with self._guard("save_thread"):
+
+        async def attempt() -> Thread:
             existing = await self._get_thread(stored.id)
             if existing is not None and existing.resource_id != stored.resource_id:
                 raise ConflictError(
                     f"thread {stored.id!r} belongs to resource {existing.resource_id!r}, not {stored.resource_id!r}"
                 )
             await self._put_thread(stored)
-        return stored
+            return stored
+
+        return await self._optimistic("save_thread", attempt)
 
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
@@ -351,16 +373,18 @@ class BaseStorage(ABC):
             batch[message.id] = message
         if not batch:
             return []
-        await self._ready()
-        with self._guard("save_messages"):
-            threads: dict[str, Thread] = {}
-            for message in batch.values():
-                if message.thread_id not in threads:
-                    thread = await self._get_thread(message.thread_id)
-                    if thread is None:
-                        raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
-                    threads[message.thread_id] = thread
-            existing = {m.id: m for m in await self._get_messages(list(batch))}
+        return await self._optimistic("save_messages", lambda: self._save_batch(batch))
+
+    async def _save_batch(self, batch: dict[str, Message]) -> list[Message]:
+        """One read-check-write attempt of :meth:`save_messages`."""
+        threads: dict[str, Thread] = {}
+        for message in batch.values():
+            if message.thread_id not in threads:
+                thread = await self._get_thread(message.thread_id)
+                if thread is None:
+                    raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
+                threads[message.thread_id] = thread
+        existing = {m.id: m for m in await self._get_messages(list(batch))}
         records: list[Message] = []
         bump: dict[str, None] = {}
         for message in batch.values():
@@ -379,14 +403,13 @@ class BaseStorage(ABC):
                 bump[old.thread_id] = None
                 message = replace(message, resource_id=owner, created_at=old.created_at, sequence=old.sequence)
             else:
-                message = replace(message, resource_id=owner)
+                message = replace(message, resource_id=owner, sequence=None)
             records.append(message)
             bump[message.thread_id] = None
         # Times are assigned only after the whole batch passed every check.
         records = [m if m.created_at is not None else replace(m, created_at=self.clock.assign()) for m in records]
-        with self._guard("save_messages"):
-            await self._save_messages(records, list(bump), to_us(self.clock.now()))
-        return records
+        sequences = await self._save_messages(records, list(bump), to_us(self.clock.now()))
+        return [replace(m, sequence=seq) for m, seq in zip(records, sequences, strict=True)]
 
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """Partial updates, one mapping per message: ``{"id", "role"?, "type"?,
@@ -413,16 +436,18 @@ class BaseStorage(ABC):
             patches[patch.id] = patch if previous is None else _combine(previous, patch)
         if not patches:
             return []
-        await self._ready()
-        with self._guard("update_messages"):
-            existing = {m.id: m for m in await self._get_messages(list(patches))}
-            targets: dict[str, Thread] = {}
-            for patch in patches.values():
-                if patch.id in existing and patch.thread_id is not None and patch.thread_id not in targets:
-                    thread = await self._get_thread(patch.thread_id)
-                    if thread is None:
-                        raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
-                    targets[patch.thread_id] = thread
+        return await self._optimistic("update_messages", lambda: self._patch_batch(patches))
+
+    async def _patch_batch(self, patches: dict[str, MessagePatch]) -> list[Message]:
+        """One read-check-write attempt of :meth:`update_messages`."""
+        existing = {m.id: m for m in await self._get_messages(list(patches))}
+        targets: dict[str, Thread] = {}
+        for patch in patches.values():
+            if patch.id in existing and patch.thread_id is not None and patch.thread_id not in targets:
+                thread = await self._get_thread(patch.thread_id)
+                if thread is None:
+                    raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
+                targets[patch.thread_id] = thread
         live = [p for p in patches.values() if p.id in existing]
         if not live:
             return []
@@ -441,9 +466,8 @@ class BaseStorage(ABC):
             bump[old.thread_id] = None
             if patch.thread_id is not None:
                 bump[patch.thread_id] = None
-        with self._guard("update_messages"):
-            await self._patch_messages(live, list(bump), to_us(self.clock.now()))
-            stored = await self._get_messages([p.id for p in live])
+        await self._patch_messages(live, list(bump), to_us(self.clock.now()))
+        stored = await self._get_messages([p.id for p in live])
         return sorted(stored, key=message_key)
 
     @staticmethod
@@ -458,7 +482,7 @@ class BaseStorage(ABC):
         msg_id = check_id(update.get("id"), f"{field}.id")
         where = f"message {msg_id!r}"
         role = update.get("role")
-        if role is not None and role not in ROLES:
+        if role is not None and (type(role) is not str or role not in ROLES):
             raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {role!r}")
         kind = update.get("type")
         if kind is not None and type(kind) is not str:
@@ -692,7 +716,9 @@ class BaseStorage(ABC):
     @abstractmethod
     async def _put_thread(self, thread: Thread) -> None:
         """Insert or wholly replace a thread (all fields set). Messages of a
-        replaced thread are kept."""
+        replaced thread are kept. If the id is stored under another
+        resource, raise :class:`~memory_core.errors.StaleStateError` and write
+        nothing (checked atomically with the write)."""
 
     @abstractmethod
     async def _patch_thread(
@@ -723,9 +749,16 @@ class BaseStorage(ABC):
         """Stored messages with these ids (any order), ``sequence`` filled."""
 
     @abstractmethod
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
-        """One atomic batch (all or nothing). For each message in order: if
-        its id exists, set thread_id, role, type, content and metadata (keep
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        """One atomic batch (all or nothing). Returns each message's stored
+        sequence, in input order.
+
+        First verify, atomically with the writes, what the core read (else
+        raise :class:`~memory_core.errors.StaleStateError`, writing nothing):
+        each message's thread exists under ``message.resource_id``; a message
+        with ``sequence`` None is not stored; one with a ``sequence`` is
+        stored under the same ``resource_id``. Then for each message in order:
+        if its id exists, set thread_id, role, type, content and metadata (keep
         resource_id, created_at, sequence); otherwise insert it as given
         (every field set) with the next store-wide sequence number. Then bump
         ``updated_at`` of each thread in ``bump`` to bump_us(old, now_us)."""
@@ -734,7 +767,10 @@ class BaseStorage(ABC):
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         """Apply each patch atomically (see :meth:`MessagePatch.apply` for the
         reference result) to existing messages, then bump the threads in
-        ``bump``. A patch for an id that vanished meanwhile is skipped."""
+        ``bump``. A patch for an id that vanished meanwhile is skipped. A move
+        (``thread_id`` set) whose target thread is missing or under another
+        resource than the message raises
+        :class:`~memory_core.errors.StaleStateError`, writing nothing."""
 
     @abstractmethod
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from memory_core import codec
-from memory_core.clock import to_us
+from memory_core.clock import TIME_MAX, TIME_MIN, to_us
 from memory_core.errors import ValidationError
 from memory_core.models import (
     ROLES,
@@ -38,6 +38,9 @@ __all__ = [
     "INT64_MIN",
     "MAX_ID_LENGTH",
     "MAX_MESSAGE_BYTES",
+    "MAX_PER_PAGE",
+    "MAX_SEARCH_CHARS",
+    "MAX_TOP_K",
     "check_bool",
     "check_date_range",
     "check_datetime",
@@ -51,6 +54,8 @@ __all__ = [
     "check_non_negative_int",
     "check_order",
     "check_page",
+    "check_per_page",
+    "check_search_text",
     "check_resource",
     "check_text",
     "check_thread",
@@ -65,9 +70,17 @@ INT64_MAX = 2**63 - 1
 MAX_ID_LENGTH = 256
 MAX_MESSAGE_BYTES = 15 * 1024 * 1024
 """R-SIZE: a message serialises to at most 15 MiB (15,728,640 bytes)."""
-
-TIME_MIN = datetime(1900, 1, 1, tzinfo=UTC)
-TIME_MAX = datetime(2199, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+MAX_PER_PAGE = 2**31 - 1
+"""R-PAGE: the largest int ``per_page`` (2,147,483,647). Larger page sizes are
+an error (use ``per_page=False`` for "all"): every backend can then add to it
+without leaving 64-bit (or a driver's 32-bit) integers."""
+MAX_SEARCH_CHARS = 1 << 20
+"""R-RECALL: the longest ``vector_search_string`` (1,048,576 characters, the
+order of a large message's text). Embedding it is CPU work of about 0.3 s with
+the lexical embedder, done off the event loop."""
+MAX_TOP_K = 1000
+"""R-RECALL: the most vector hits one semantic recall may ask for; each hit
+becomes an include window, that is one more query."""
 META_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 META_KEY_MAX = 128
 META_KEY_FORBIDDEN = frozenset({"__proto__", "constructor", "prototype"})
@@ -86,6 +99,8 @@ _ALIASES = {
     "dateRange": "date_range",
     "startExclusive": "start_exclusive",
     "endExclusive": "end_exclusive",
+    "topK": "top_k",
+    "messageRange": "message_range",
 }
 
 M = TypeVar("M")
@@ -256,7 +271,7 @@ def check_message(value: Any, field: str) -> Message:
     check_id(message.thread_id, f"{where}.thread_id")
     if message.resource_id is not None:
         check_id(message.resource_id, f"{where}.resource_id")
-    if message.role not in ROLES:
+    if type(message.role) is not str or message.role not in ROLES:
         raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {message.role!r}")
     if type(message.type) is not str:
         raise ValidationError(f"{where}.type", "must be a str")
@@ -315,9 +330,10 @@ def check_resource(value: Any, field: str = "resource") -> Resource:
 def check_page(page: Any, per_page: Any) -> tuple[int, PerPage, int]:
     """R-PAGE: returns ``(page, per_page, offset)``.
 
-    ``page``: int >= 0. ``per_page``: int >= 0 or ``False`` (all; then page
-    must be 0). bools (other than ``per_page=False``), floats, strings and
-    negatives are errors; ``page * per_page`` must fit signed 64-bit.
+    ``page``: int >= 0. ``per_page``: int from 0 to :data:`MAX_PER_PAGE`
+    (2**31-1), or ``False`` (all; then page must be 0). bools (other than
+    ``per_page=False``), floats, strings and negatives are errors;
+    ``page * per_page`` must fit signed 64-bit.
     """
     if isinstance(page, bool) or not isinstance(page, int):
         raise ValidationError("page", f"must be an int >= 0, got {type(page).__name__}", "R-PAGE")
@@ -327,14 +343,36 @@ def check_page(page: Any, per_page: Any) -> tuple[int, PerPage, int]:
         if page != 0:
             raise ValidationError("page", "must be 0 when per_page is False (all)", "R-PAGE")
         return 0, False, 0
-    if isinstance(per_page, bool) or not isinstance(per_page, int):
-        raise ValidationError("per_page", f"must be an int >= 0 or False, got {per_page!r}", "R-PAGE")
-    if per_page < 0:
-        raise ValidationError("per_page", f"must be >= 0, got {per_page}", "R-PAGE")
+    per_page = check_per_page(per_page, "per_page")
     offset = page * per_page
-    if offset > INT64_MAX or per_page > INT64_MAX:
+    if offset > INT64_MAX:
         raise ValidationError("page", "page * per_page must fit in signed 64-bit", "R-PAGE")
     return page, per_page, offset
+
+
+def check_per_page(value: Any, field: str) -> int:
+    """R-PAGE: an int page size from 0 to :data:`MAX_PER_PAGE` (``False``, "all",
+    is the caller's to handle). bools, floats, strings and negatives refused."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an int >= 0 or False, got {value!r}", "R-PAGE")
+    if value < 0:
+        raise ValidationError(field, f"must be >= 0, got {value}", "R-PAGE")
+    if value > MAX_PER_PAGE:
+        raise ValidationError(
+            field, f"must be at most {MAX_PER_PAGE} (2**31-1), got {value}; use False for all", "R-PAGE"
+        )
+    return value
+
+
+def check_search_text(value: Any, field: str = "vector_search_string") -> str:
+    """R-RECALL: the text a semantic recall embeds: a str of valid Unicode of at
+    most :data:`MAX_SEARCH_CHARS` characters."""
+    text = check_text(value, field)
+    if len(text) > MAX_SEARCH_CHARS:
+        raise ValidationError(
+            field, f"is {len(text)} characters, over the limit of {MAX_SEARCH_CHARS}", "R-RECALL"
+        )
+    return text
 
 
 _ORDER_FIELDS = {

@@ -11,6 +11,8 @@ from memory_core import ValidationError
 from memory_core.clock import to_us
 from memory_core.models import OrderBy
 from memory_core.validation import (
+    MAX_PER_PAGE,
+    MAX_SEARCH_CHARS,
     check_date_range,
     check_datetime,
     check_id,
@@ -18,6 +20,7 @@ from memory_core.validation import (
     check_meta_filter,
     check_order,
     check_page,
+    check_search_text,
 )
 
 
@@ -82,7 +85,10 @@ def test_check_json_object_accepts_odd_keys_and_edges() -> None:
 
 @pytest.mark.parametrize(
     ("page", "per_page"),
-    [(-1, 10), (True, 10), (0, True), (0, -1), (0, 2.5), (0, "3"), (1, False), ("0", 10), (2**62, 4)],
+    [
+        (-1, 10), (True, 10), (0, True), (0, -1), (0, 2.5), (0, "3"), (1, False), ("0", 10), (2**62, 4),
+        (0, MAX_PER_PAGE + 1), (0, 2**63 - 1),
+    ],
 )
 def test_check_page_rejects(page: object, per_page: object) -> None:
     with pytest.raises(ValidationError, match="R-PAGE"):
@@ -93,6 +99,15 @@ def test_check_page_offsets() -> None:
     assert check_page(3, 7) == (3, 7, 21)
     assert check_page(0, False) == (0, False, 0)
     assert check_page(5, 0) == (5, 0, 0)
+    assert check_page(2, MAX_PER_PAGE) == (2, MAX_PER_PAGE, 2 * MAX_PER_PAGE)
+
+
+def test_check_search_text_limit() -> None:
+    assert check_search_text("x" * MAX_SEARCH_CHARS) == "x" * MAX_SEARCH_CHARS
+    for bad in ("x" * (MAX_SEARCH_CHARS + 1), "lone \udc00", b"bytes", None):
+        with pytest.raises(ValidationError) as info:
+            check_search_text(bad)
+        assert info.value.field == "vector_search_string"
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ import pytest
 from memory_core_conformance.cases import (
     BugCases,
     CapabilityCases,
+    ConcurrencyCases,
     FilterRules,
     OperationCases,
     OrderingRules,
@@ -42,6 +43,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     StatefulCases,
     PropertyCases,
     CapabilityCases,
+    ConcurrencyCases,
     BugCases,
     OperationCases,
     FilterRules,

@@ -11,10 +11,12 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -35,7 +37,7 @@ from memory_core.bench.runner import (
     VectorTarget,
     run_bench,
 )
-from memory_core.bench.servers import RunningServer, start_secantus, start_valkey
+from memory_core.bench.servers import RunningServer, bench_servers
 from memory_core.bench.workloads import WORKLOADS
 from memory_core.registry import VECTOR_GROUP, known_schemes
 
@@ -138,81 +140,94 @@ def _default_vectors() -> list[str]:
 def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the CLI does; returns the exit code.
 
-    Starts valkey and secantusdb with ``servers``, writes ``results.json``,
-    ``results.md`` and the plots into ``options.out``, prints the targets.
+    Starts valkey and secantusdb with ``servers`` (stopped again however the
+    run ends), writes ``results.json``, ``results.md`` and the plots into
+    ``options.out``, prints the targets.
+
+    Returns:
+        0 when everything ran; 1 when a result failed, a raw driver's answers
+        differed from the adapter's or a whole target failed; 2 for bad
+        options (unknown workload, unwritable ``out``).
     """
     unknown = [w for w in options.workloads if w not in WORKLOADS]
     if unknown:
         console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}[/]")
         return 2
-    work = Path(tempfile.mkdtemp(prefix="memory-core-bench-"))
-    started: list[RunningServer] = []
+    # Before anything starts: an unwritable --out must not waste a long run.
     try:
-        storage: list[StorageTarget] = []
-        for text in options.storage or ["memory://", f"sqlite:///{work / 'bench.db'}"]:
-            name, url = parse_target(text)
-            target = StorageTarget(url, backend=name)
-            storage.append(StorageTarget(url, backend=name, max_size=options.limits.get(target.name)))
-        if options.servers:
-            for starter, label in ((start_valkey, "valkey"), (start_secantus, "mongodb")):
-                try:
-                    server = starter()
-                except Exception as exc:
-                    console.print(f"[yellow]could not start {label}: {exc}[/]")
-                    continue
-                started.append(server)
-                console.print(f"started {server.name} {server.version} at {server.url} (pid {server.pid})")
-                storage.append(StorageTarget(server.url, backend=label, server_pid=server.pid,
-                                             note=f"{server.name} {server.version} started by the benchmark",
-                                             max_size=options.limits.get(label)))
-        vectors: list[VectorTarget] = []
-        for text in options.vector or _default_vectors():
-            name, url = parse_target(text)
-            vectors.append(VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none"
-                                                                                          else "")))
-        sizes = tuple(sorted(set(options.sizes) | ({HUGE_SIZE} if options.huge else set())))
-        config = BenchConfig(
-            storage=storage,
-            vectors=vectors,
-            sizes=sizes,
-            workloads=frozenset(options.workloads) if options.workloads else None,
-            duration=options.duration,
-            min_ops=options.min_ops,
-            max_ops=options.max_ops,
-            max_seconds=options.max_seconds,
-            concurrency=options.concurrency,
-            raw=options.raw,
-            peers=options.peers,
-            dimension=options.dimension,
-            workdir=work,
-            checkpoint=options.out / "results.partial.json",
-        )
-        if options.seed is not None:
-            config.seed = options.seed
         options.out.mkdir(parents=True, exist_ok=True)
-        with RichProgress(console) as live:
-            report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
-        for server in started:
-            report.notes.append(f"{server.name} {server.version} was started by the benchmark (pid {server.pid}).")
-        report.write_json(options.out / "results.json")
-        (options.out / "results.partial.json").unlink(missing_ok=True)
-        (options.out / "results.md").write_text(markdown(report), encoding="utf-8")
-        console.print(f"wrote {options.out / 'results.json'} and {options.out / 'results.md'}")
-        if options.plots:
-            try:
-                from memory_core.bench.plots import write_plots
-
-                for path in write_plots(report, options.out):
-                    console.print(f"wrote {path}")
-            except ImportError as exc:
-                console.print(f"[yellow]no plots: {exc}[/]")
-        _print_targets(report, console)
-        failed = [r for r in report.results if r.error is not None or r.verified is False]
-        return 1 if failed else 0
+    except OSError as exc:
+        console.print(f"[red]cannot write results to {options.out}: {exc}[/]")
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="memory-core-bench-"))
+    servers: AbstractContextManager[list[RunningServer]] = (
+        bench_servers(console.print) if options.servers else nullcontext([])
+    )
+    try:
+        with servers as started:
+            return _run(options, console, argv, work, started)
     finally:
-        for server in started:
-            server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(options: BenchOptions, console: Console, argv: Sequence[str] | None, work: Path,
+         started: list[RunningServer]) -> int:
+    """The run itself, with the ``started`` servers up: targets, live run,
+    files; returns the exit code."""
+    storage: list[StorageTarget] = []
+    for text in options.storage or ["memory://", f"sqlite:///{work / 'bench.db'}"]:
+        name, url = parse_target(text)
+        target = StorageTarget(url, backend=name)
+        storage.append(StorageTarget(url, backend=name, max_size=options.limits.get(target.name)))
+    for server in started:
+        storage.append(StorageTarget(server.url, backend=server.backend, server_pid=server.pid,
+                                     note=f"{server.name} {server.version} started by the benchmark",
+                                     max_size=options.limits.get(server.backend)))
+    vectors: list[VectorTarget] = []
+    for text in options.vector or _default_vectors():
+        name, url = parse_target(text)
+        vectors.append(VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none"
+                                                                                      else "")))
+    sizes = tuple(sorted(set(options.sizes) | ({HUGE_SIZE} if options.huge else set())))
+    config = BenchConfig(
+        storage=storage,
+        vectors=vectors,
+        sizes=sizes,
+        workloads=frozenset(options.workloads) if options.workloads else None,
+        duration=options.duration,
+        min_ops=options.min_ops,
+        max_ops=options.max_ops,
+        max_seconds=options.max_seconds,
+        concurrency=options.concurrency,
+        raw=options.raw,
+        peers=options.peers,
+        dimension=options.dimension,
+        workdir=work,
+        checkpoint=options.out / "results.partial.json",
+    )
+    if options.seed is not None:
+        config.seed = options.seed
+    with RichProgress(console) as live:
+        report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
+    for server in started:
+        report.notes.append(f"{server.name} {server.version} was started by the benchmark (pid {server.pid}).")
+    report.write_json(options.out / "results.json")
+    (options.out / "results.partial.json").unlink(missing_ok=True)
+    (options.out / "results.md").write_text(markdown(report), encoding="utf-8")
+    console.print(f"wrote {options.out / 'results.json'} and {options.out / 'results.md'}")
+    if options.plots:
+        try:
+            from memory_core.bench.plots import write_plots
+
+            for path in write_plots(report, options.out):
+                console.print(f"wrote {path}")
+        except ImportError as exc:
+            console.print(f"[yellow]no plots: {exc}[/]")
+    _print_targets(report, console)
+    failed = [r for r in report.results if r.error is not None or r.verified is False]
+    for text in report.failures:
+        console.print(f"[red]failed: {escape(text)}[/]")
+    return 1 if failed or report.failures else 0
 
 
 def _print_targets(report: BenchReport, console: Console) -> None:

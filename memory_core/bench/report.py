@@ -147,12 +147,20 @@ class PopulateRecord:
 
 @dataclass(slots=True)
 class BenchReport:
-    """A whole run: metadata, populate records and results."""
+    """A whole run: metadata, populate records and results.
+
+    Attributes:
+        notes: free remarks for the reader (servers started ...).
+        failures: what could not run at all (a whole target, a vector
+            subject or installed peer that would not open), one line each; a
+            failing workload is a :class:`Result` with ``error`` instead.
+    """
 
     meta: dict[str, Any] = field(default_factory=dict)
     populate: list[PopulateRecord] = field(default_factory=list)
     results: list[Result] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict (``schema`` 1), growth and targets included."""
@@ -164,6 +172,7 @@ class BenchReport:
             "growth": [asdict(g) for g in growth(self)],
             "targets": [asdict(t) for t in targets(self)],
             "notes": self.notes,
+            "failures": self.failures,
         }
 
     def write_json(self, path: Path) -> None:
@@ -186,6 +195,7 @@ class BenchReport:
             populate=[PopulateRecord(**p) for p in data["populate"]],
             results=[Result.from_dict(r) for r in data["results"]],
             notes=list(data.get("notes", [])),
+            failures=list(data.get("failures", [])),
         )
 
     def find(self, backend: str, subject: str, workload: str, size: int) -> Result | None:
@@ -377,7 +387,9 @@ def markdown(report: BenchReport) -> str:
         out.append("")
     for note in report.notes:
         out.append(f"> {note}")
-    if report.notes:
+    for failure in report.failures:
+        out.append(f"> **failed:** {failure}")
+    if report.notes or report.failures:
         out.append("")
     for backend in report.backends():
         for size in report.sizes():

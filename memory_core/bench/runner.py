@@ -458,8 +458,9 @@ async def _run_storage(
             for peer in baselines.peer_subjects(target.name, config.workdir / namespace):
                 try:
                     await peer.open()
-                except Exception as exc:
-                    progress.log(f"[yellow]peer {peer.label} unavailable: {exc}[/]")
+                except Exception as exc:  # installed but broken: the run goes on without it
+                    _failed(report, progress, f"{target.name} at {size:,} messages: peer {peer.label} did not open: "
+                                              f"{type(exc).__name__}: {exc}")
                     continue
                 opened.append(peer)
                 subjects.append(peer)
@@ -541,7 +542,7 @@ async def _run_vectors(
             try:
                 await subject.open()
             except Exception as exc:
-                progress.log(f"[red]{target.name}: cannot open {subject.label}: {exc!r}[/]")
+                _failed(report, progress, f"{target.name} at {size:,} vectors: cannot open {subject.label}: {exc!r}")
                 continue
             opened.append(subject)
             progress.step(f"{target.name}: load {size:,} vectors into {subject.label}", total=size)
@@ -617,9 +618,10 @@ async def run_bench(
         command: the command line to record (default: ``sys.argv``).
 
     Returns:
-        The report (results, populate records, metadata). Failures of one
-        subject are recorded as results with ``error`` set; they do not stop
-        the run.
+        The report (results, populate records, metadata). A failing
+        workload is recorded as a result with ``error`` set; a target, a
+        vector subject or an installed peer that fails as a whole, in
+        ``failures``. Neither stops the run.
     """
     sink: ProgressSink = progress if progress is not None else NullProgress()
     report = BenchReport(meta={
@@ -635,8 +637,8 @@ async def run_bench(
         "max_seconds": config.max_seconds,
         "concurrency": config.concurrency,
         "dimension": config.dimension,
-        "storage": [{"backend": t.name, "url": t.url, "note": t.note, "max_size": t.max_size}
-                    for t in config.storage],
+        "storage": [{"backend": t.name, "url": t.url, "note": t.note, "max_size": t.max_size,
+                     "server_pid": t.server_pid} for t in config.storage],
         "vectors": [{"backend": t.name, "url": t.url} for t in config.vectors],
         "latency_unit": "µs",
         "load_average_start": _load(),
@@ -665,10 +667,13 @@ async def run_bench(
     return report
 
 
-def _failed_target(report: BenchReport, sink: ProgressSink, name: str, size: int, exc: Exception) -> None:
-    text = f"{name} at {size:,} messages failed and was skipped: {type(exc).__name__}: {exc}"
-    report.notes.append(text)
+def _failed(report: BenchReport, sink: ProgressSink, text: str) -> None:
+    report.failures.append(text)
     sink.log(f"[red]{text}[/]")
+
+
+def _failed_target(report: BenchReport, sink: ProgressSink, name: str, size: int, exc: Exception) -> None:
+    _failed(report, sink, f"{name} at {size:,} messages failed and was skipped: {type(exc).__name__}: {exc}")
 
 
 def _checkpoint(report: BenchReport, config: BenchConfig) -> None:

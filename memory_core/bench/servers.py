@@ -6,20 +6,25 @@
 
 Each :class:`RunningServer` knows its process id, so the runner can read the
 server's peak RSS. Stop servers with :meth:`RunningServer.stop` (also safe to
-call twice).
+call twice), or start them with :func:`bench_servers`, which stops them when
+its block ends however it ends (error, Ctrl-C, SIGTERM).
 """
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
-__all__ = ["RunningServer", "free_port", "start_secantus", "start_valkey"]
+__all__ = ["RunningServer", "bench_servers", "free_port", "start_secantus", "start_valkey"]
 
 
 @dataclass
@@ -28,12 +33,14 @@ class RunningServer:
 
     Attributes:
         name: ``"valkey"`` or ``"secantusdb"``.
+        backend: the report's group for it (``"valkey"`` or ``"mongodb"``).
         url: storage URL to pass to :func:`memory_core.connect`.
         pid: the server's process id.
         version: server version text, when known.
     """
 
     name: str
+    backend: str
     url: str
     pid: int
     version: str
@@ -93,7 +100,8 @@ def start_valkey(timeout: float = 20.0) -> RunningServer:
         client.close()
     except Exception:  # version is informational only
         version = ""
-    return RunningServer("valkey", f"redis://127.0.0.1:{server.port}/0", process.pid, version, server.stop)
+    url = f"redis://127.0.0.1:{server.port}/0"
+    return RunningServer("valkey", "valkey", url, process.pid, version, server.stop)
 
 
 def start_secantus(timeout: float = 60.0) -> RunningServer:
@@ -130,4 +138,53 @@ def start_secantus(timeout: float = 60.0) -> RunningServer:
             process.kill()
             process.wait()
 
-    return RunningServer("secantusdb", f"mongodb://127.0.0.1:{port}/", process.pid, version, stop)
+    return RunningServer("secantusdb", "mongodb", f"mongodb://127.0.0.1:{port}/", process.pid, version, stop)
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """While inside, SIGTERM raises SystemExit instead of killing the process
+    outright, so ``finally`` blocks (stopping servers) run. Only in the main
+    thread and only over the default handler (an application's own stays)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextmanager
+def bench_servers(log: Callable[[str], None]) -> Iterator[list[RunningServer]]:
+    """Start valkey and secantusdb for a benchmark; stop both when the block
+    ends, however it ends (an error, Ctrl-C, SIGTERM).
+
+    A server that cannot start (package missing, no port) is left out and
+    ``log`` is told why; the others still start.
+
+    Args:
+        log: receives one line of text per server started or not started.
+
+    Yields:
+        The servers that started (possibly none).
+    """
+    started: list[RunningServer] = []
+    # ExitStack: every server is stopped even when stopping another raises.
+    with _sigterm_unwinds(), ExitStack() as stops:
+        for starter, backend in ((start_valkey, "valkey"), (start_secantus, "mongodb")):
+            try:
+                server = starter()
+            except Exception as exc:
+                log(f"could not start {backend}: {exc}")
+                continue
+            stops.callback(server.stop)
+            started.append(server)
+            log(f"started {server.name} {server.version} at {server.url} (pid {server.pid})")
+        yield started

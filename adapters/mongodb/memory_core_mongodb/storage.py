@@ -17,10 +17,11 @@ from pymongo import AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from memory_core.capabilities import Capability
-from memory_core.clock import Clock, to_us
+from memory_core.clock import TIME_MAX_US, Clock, to_us
+from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage
@@ -73,9 +74,15 @@ def supports_transactions(hello: Mapping[str, Any]) -> bool:
     return "setName" in hello or hello.get("msg") == "isdbgrid"
 
 
+def _bumped(now_us: int) -> Doc:
+    """Expression ``min(max(now, updated_at + 1), TIME_MAX_US)`` (R-BUMP,
+    :func:`memory_core.clock.bump_us`); a missing updated_at gives now."""
+    return {"$min": [{"$max": [us(now_us), {"$add": ["$updated_at", 1]}]}, us(TIME_MAX_US)]}
+
+
 def _bump(now_us: int) -> list[Doc]:
-    """Pipeline: ``updated_at = max(now, updated_at + 1)`` (R-BUMP), atomically."""
-    return [{"$set": {"updated_at": {"$max": [us(now_us), {"$add": ["$updated_at", 1]}]}}}]
+    """Pipeline setting ``updated_at`` to :func:`_bumped`, atomically."""
+    return [{"$set": {"updated_at": _bumped(now_us)}}]
 
 
 class MongoStorage(BaseStorage):
@@ -257,10 +264,14 @@ class MongoStorage(BaseStorage):
         return None if doc is None else thread_from_doc(doc)
 
     async def _put_thread(self, thread: Thread) -> None:
-        # resource_id in the filter: the shard key; the core refuses a change of owner.
-        await self._threads.replace_one(
-            {"_id": thread.id, "resource_id": thread.resource_id}, thread_doc(thread), upsert=True
-        )
+        # resource_id in the filter (the shard key): an id held by another
+        # resource makes the upsert's insert collide on _id.
+        try:
+            await self._threads.replace_one(
+                {"_id": thread.id, "resource_id": thread.resource_id}, thread_doc(thread), upsert=True
+            )
+        except DuplicateKeyError as exc:
+            raise StaleStateError(f"thread {thread.id!r} is stored under another resource") from exc
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
@@ -309,8 +320,9 @@ class MongoStorage(BaseStorage):
             ops.append(UpdateOne(key, _bump(now_us)))
         return ops
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         first = await self._allocate(len(messages))
+        sequences = [first + i if m.sequence is None else m.sequence for i, m in enumerate(messages)]
         writes = []
         for index, message in enumerate(messages):
             assert message.created_at is not None and message.resource_id is not None
@@ -329,11 +341,30 @@ class MongoStorage(BaseStorage):
         bumps = self._bumps(bump, now_us, {m.thread_id: m.resource_id for m in messages})
 
         async def work(session: Session) -> None:
-            await self._messages.bulk_write(writes, ordered=True, session=session)
+            # Re-verify the core's reads (inside the transaction when there is
+            # one; without, this narrows the race to the writes below).
+            owners = await self._owners(self._threads, {m.thread_id for m in messages}, session)
+            stored = await self._owners(self._messages, [m.id for m in messages], session)
+            for m in messages:
+                if owners.get(m.thread_id) != m.resource_id or (m.sequence is None) != (m.id not in stored):
+                    raise StaleStateError(f"message {m.id!r} or thread {m.thread_id!r} changed")
+            try:
+                await self._messages.bulk_write(writes, ordered=True, session=session)
+            except BulkWriteError as exc:
+                if any(e.get("code") == 11000 for e in exc.details.get("writeErrors", [])):
+                    raise StaleStateError("a message id was taken by another resource") from exc
+                raise
             if bumps:
                 await self._threads.bulk_write(bumps, ordered=True, session=session)
 
         await self._atomic(work)
+        return sequences
+
+    @staticmethod
+    async def _owners(collection: AsyncCollection[Doc], ids: Any, session: Session) -> dict[str, str]:
+        """_id -> resource_id of the stored documents among ``ids``."""
+        found = collection.find({"_id": {"$in": list(ids)}}, {"resource_id": 1}, session=session)
+        return {doc["_id"]: doc["resource_id"] async for doc in found}
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         writes = []
@@ -354,7 +385,14 @@ class MongoStorage(BaseStorage):
                 writes.append(UpdateOne({"_id": patch.id}, [{"$set": changes}]))
         bumps = self._bumps(bump, now_us, {})
 
+        moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
+
         async def work(session: Session) -> None:
+            if moves:
+                owners = await self._owners(self._threads, set(moves.values()), session)
+                stored = await self._owners(self._messages, list(moves), session)
+                if any(mid in stored and owners.get(tid) != stored[mid] for mid, tid in moves.items()):
+                    raise StaleStateError("the target thread of a move changed")
             if writes:
                 await self._messages.bulk_write(writes, ordered=True, session=session)
             if bumps:
@@ -417,8 +455,7 @@ class MongoStorage(BaseStorage):
         now = us(now_us)
         changes: Doc = {
             "created_at": {"$ifNull": ["$created_at", now]},
-            # max(now, missing + 1) = now for a new resource (null is ignored by $max)
-            "updated_at": {"$max": [now, {"$add": ["$updated_at", 1]}]},
+            "updated_at": _bumped(now_us),
             "meta": merge_expr("meta", metadata) if metadata is not None else {"$ifNull": ["$meta", []]},
         }
         if working_memory is not NOT_GIVEN:

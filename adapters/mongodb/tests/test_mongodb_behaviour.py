@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,10 +13,9 @@ import pytest
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
 from pymongo import AsyncMongoClient
-from pymongo.errors import DuplicateKeyError
 
 from memory_core.clock import ManualClock, to_us
-from memory_core.errors import BackendError
+from memory_core.errors import ConflictError, StaleStateError
 from memory_core.models import Message, MessageFilter, Thread, ThreadFilter
 
 pytestmark = pytest.mark.anyio
@@ -186,74 +186,36 @@ async def test_concurrent_stores_get_distinct_sequences(store_factory: StoreFact
     await stores[0].destroy()
 
 
-async def _conflicting_batch(store: MongoStorage, raw_client: AsyncMongoClient[dict[str, Any]]) -> None:
-    """Save a batch whose third message collides (same _id, other resource)
-    with a document written behind the core's back, so the write fails midway."""
-    await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
-    await store.save_messages([Message("old", "t1", "user", "before", created_at=T0)])
-    db = raw_client[store.database_name]
-    await db["messages"].insert_one(
-        {
-            "_id": "clash",
-            "resource_id": "r2",
-            "thread_id": "tX",
-            "role": "user",
-            "content": "x",
-            "meta": [],
-            "created_at": 0,
-            "seq": 0,
-        }
-    )
-    batch = [
-        Message("new1", "t1", "user", "one", resource_id="r1", created_at=T0 + timedelta(seconds=1)),
-        Message("old", "t1", "user", "changed", resource_id="r1", created_at=T0),
-        Message("clash", "t1", "user", "boom", resource_id="r1", created_at=T0 + timedelta(seconds=2)),
-    ]
-    with pytest.raises(BackendError) as caught, store._guard("save_messages"):
-        await store._save_messages(batch, ["t1"], to_us(T0) + 5_000_000)
-    assert isinstance(caught.value.original, DuplicateKeyError | Exception)
-    assert not caught.value.retryable
-
-
-async def test_failed_batch_writes_nothing_with_transactions(
-    store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]]
+@pytest.mark.parametrize("transactions", [True, False], ids=["transactions", "ordered-plan"])
+async def test_ids_taken_behind_the_cores_back_make_the_batch_stale_and_write_nothing(
+    store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]], transactions: bool
 ) -> None:
-    store = store_factory(ManualClock(T0))
+    """The primitive re-verifies the core's reads before writing: a message id
+    taken by another resource after the core's read is a StaleStateError and
+    nothing is written (the core then re-reads and raises ConflictError)."""
+    store = store_factory(ManualClock(T0), transactions=transactions)
     await store.open()
-    if not store.transactions:
+    if transactions and not store.transactions:
         await store.destroy()
         pytest.skip("this server has no multi-document transactions (standalone mongod)")
-    await _conflicting_batch(store, raw_client)
+    await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
+    [old] = await store.save_messages([Message("old", "t1", "user", "before", created_at=T0)])
+    before = await store.get_thread("t1")
+    clash = {"_id": "clash", "resource_id": "r2", "thread_id": "tX", "role": "user", "content": "x", "meta": [],
+             "created_at": 0, "seq": 0}
+    await raw_client[store.database_name]["messages"].insert_one(clash)
+    batch = [
+        Message("new1", "t1", "user", "one", resource_id="r1", created_at=T0 + timedelta(seconds=1)),
+        replace(old, content="changed"),
+        Message("clash", "t1", "user", "boom", resource_id="r1", created_at=T0 + timedelta(seconds=2)),
+    ]
+    with pytest.raises(StaleStateError):
+        await store._save_messages(batch, ["t1"], to_us(T0) + 5_000_000)
     assert await store.get_messages(["new1"]) == []
-    [old] = await store.get_messages(["old"])
-    assert old.content == "before"
-    thread = await store.get_thread("t1")
-    assert thread is not None and thread.updated_at is not None and to_us(thread.updated_at) < to_us(T0) + 5_000_000
-    await store.destroy()
-
-
-async def test_without_transactions_a_failed_batch_is_completed_by_retrying(
-    store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]]
-) -> None:
-    """The documented weaker guarantee of the ordered plan (standalone servers):
-    the prefix before the failure stays, and re-running the batch is idempotent."""
-    store = store_factory(ManualClock(T0), transactions=False)
-    await store.open()
-    await _conflicting_batch(store, raw_client)
-    [new1] = await store.get_messages(["new1"])
-    [old] = await store.get_messages(["old"])
-    assert (new1.content, old.content) == ("one", "changed")
-    await raw_client[store.database_name]["messages"].delete_one({"_id": "clash"})
-    await store.save_messages(
-        [
-            Message("new1", "t1", "user", "one", created_at=T0 + timedelta(seconds=1)),
-            Message("old", "t1", "user", "changed", created_at=T0),
-            Message("clash", "t1", "user", "boom", created_at=T0 + timedelta(seconds=2)),
-        ]
-    )
-    page = await store.list_messages("t1", per_page=False)
-    assert [m.id for m in page.items] == ["old", "new1", "clash"]
-    assert page.items[1].sequence == new1.sequence
+    assert [m.content for m in await store.get_messages(["old"])] == ["before"]
+    assert await store.get_thread("t1") == before
+    with pytest.raises(ConflictError):
+        await store.save_messages(batch)
     await store.destroy()
 
 

@@ -1,6 +1,7 @@
 """The Lua scripts, loaded once per client and called by SHA (EVALSHA).
 
-Each script is ``lua/lib.lua`` (shared helpers) followed by its own file.
+Each script is the core's constants (``TIME_MAX_US``), ``lua/lib.lua``
+(shared helpers), then its own file.
 ``KEYS[1]`` is always the base of one slot's keys (``{P:R}:`` or ``{P}:``),
 which routes the call on Redis Cluster; the script builds every other key
 from it, so a script never leaves its slot.
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 from importlib.resources import files
 from typing import Any
+
+from memory_core.clock import TIME_MAX_US
 
 __all__ = ["SCRIPT_NAMES", "Scripts", "script_text"]
 
@@ -34,9 +37,10 @@ SCRIPT_NAMES = (
 
 
 def script_text(name: str) -> str:
-    """The full source of script ``name`` (helpers + body)."""
+    """The full source of script ``name`` (constants + helpers + body)."""
     folder = files("memory_core_redis") / "lua"
-    return (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+    constants = f"local TIME_MAX_US = {TIME_MAX_US}\n"
+    return constants + (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
 
 
 class Scripts:

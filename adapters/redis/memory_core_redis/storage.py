@@ -17,7 +17,7 @@ from typing import Any, ClassVar, TypeVar
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
-from memory_core.errors import ConflictError, NotFoundError, ValidationError
+from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.storage import BaseStorage, message_key
@@ -344,7 +344,7 @@ class RedisStorage(BaseStorage):
         rid = thread.resource_id
         reply = await self._run("claim", self._keys.store, [0, 1, thread.id, rid, 0])
         if reply[0] == "conflict":
-            raise ConflictError(f"thread {thread.id!r} belongs to resource {reply[3]!r}, not {rid!r}")
+            raise StaleStateError(f"thread {thread.id!r} belongs to resource {reply[3]!r}, not {rid!r}")
         floors = reply[2]
         fields = _fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
@@ -445,20 +445,23 @@ class RedisStorage(BaseStorage):
             wanted, fresh = stale, True
         return found
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         claims = [part for m in messages for part in (m.id, m.resource_id or "")]
         reply = await self._run("claim", self._keys.store, [len(messages), 0, *_counted(claims)])
         if reply[0] == "conflict":
-            raise ConflictError(f"message {reply[2]!r} is stored under resource {reply[3]!r}")
+            raise StaleStateError(f"message {reply[2]!r} is stored under resource {reply[3]!r}")
         first = int(reply[1])
         groups: dict[str, list[Any]] = defaultdict(list)
+        sequences = []
         for index, m in enumerate(messages):
             assert m.resource_id is not None and m.created_at is not None
-            seq = first + index + 1
+            seq = first + index + 1 if m.sequence is None else m.sequence
+            sequences.append(seq)
             created = to_us(m.created_at)
+            member = message_member(created, seq, m.id) if m.sequence is None else ""
             groups[m.resource_id].append(
                 (m.id, m.thread_id, m.role, m.type, dumps(m.content), dumps(m.metadata), created,
-                 message_member(created, seq, m.id), seq, *_counted(_fields(m.metadata)))
+                 member, seq, *_counted(_fields(m.metadata)))
             )
         replies = await self._gather(
             self._run(
@@ -468,18 +471,19 @@ class RedisStorage(BaseStorage):
             for rid, batch in groups.items()
         )
         snapshots: list[Snapshot] = []
-        missing: str | None = None
+        stale: str | None = None
         for rid, (status, payload) in zip(groups, replies, strict=True):
-            if status == "missing":
-                missing = payload
+            if status == "stale":
+                stale = payload
                 continue
             snapshots += (_snapshot(rid, s) for s in payload)
             for row in groups[rid]:
                 self._message_at.put(row[0], rid)
         if snapshots:
             await self._apply(snapshots)
-        if missing is not None:
-            raise NotFoundError(f"thread {missing!r} does not exist")
+        if stale is not None:
+            raise StaleStateError(f"{stale!r} changed while saving")
+        return sequences
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         by_id = {p.id: p for p in patches}
@@ -500,9 +504,17 @@ class RedisStorage(BaseStorage):
                 args += (*_counted(_members(meta)), *_counted(_field_ops(meta)), p.thread_id or "")
             calls.append((rid, self._run("patch_messages", self._slot(rid), [*args, len(bump), *bump])))
         replies = await self._gather(call for _, call in calls)
-        snapshots = [_snapshot(rid, s) for (rid, _), snaps in zip(calls, replies, strict=True) for s in snaps]
+        snapshots: list[Snapshot] = []
+        stale: str | None = None
+        for (rid, _), (status, payload) in zip(calls, replies, strict=True):
+            if status == "stale":
+                stale = payload
+                continue
+            snapshots += (_snapshot(rid, s) for s in payload)
         if snapshots:
             await self._apply(snapshots)
+        if stale is not None:
+            raise StaleStateError(f"thread {stale!r} changed while updating")
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from memory_core import BackendError, ManualClock, Message, connect
-from memory_core.errors import ConflictError, NotFoundError
+from memory_core.errors import ConflictError, StaleStateError
 from redis.asyncio.cluster import RedisCluster
 
 from memory_core_redis import RedisStorage
@@ -255,12 +255,12 @@ async def test_id_held_by_another_resource_is_a_conflict_and_writes_nothing(make
         await store.destroy()
 
 
-async def test_message_into_a_vanished_thread_is_not_found_and_leaves_no_orphan(make_store: MakeStore) -> None:
+async def test_message_into_a_vanished_thread_is_stale_and_leaves_no_orphan(make_store: MakeStore) -> None:
     store = make_store()
     async with store:
         await seed(store, n=1)
         msg = Message("orphan", "gone", "user", "x", "r1", created_at=T0)
-        with pytest.raises(NotFoundError):
+        with pytest.raises(StaleStateError):  # the core re-reads and raises NotFoundError
             await store._save_messages([msg], ["gone"], 0)
         await store.save_thread({"id": "gone", "resource_id": "r1"})
         assert (await store.list_messages("gone")).total == 0

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from memory_core import codec
-from memory_core.clock import bump_us, from_us, to_us
+from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
+from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 
@@ -43,12 +44,14 @@ __all__ = [
 ]
 
 _RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
-_BUMP = "UPDATE threads SET updated_at = max(?, updated_at + 1) WHERE id = ?"
+_BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # clock.bump_us
 _BY_IDS = "IN (SELECT value FROM json_each(?))"
+# A thread never changes resource: the WHERE makes the upsert a no-op then.
 _UPSERT_THREAD = (
     "INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title,"
-    " metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at"
+    " ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata,"
+    " created_at = excluded.created_at, updated_at = excluded.updated_at"
+    " WHERE threads.resource_id = excluded.resource_id"
 )
 _UPSERT_MESSAGE = (
     "INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, created_at)"
@@ -104,7 +107,7 @@ def _resource(row: Sequence[Any]) -> Resource:
 
 
 def _bump(conn: sqlite3.Connection, thread_ids: Iterable[str], now_us: int) -> None:
-    conn.executemany(_BUMP, [(now_us, thread_id) for thread_id in thread_ids])
+    conn.executemany(_BUMP, [(now_us, TIME_MAX_US, thread_id) for thread_id in thread_ids])
 
 
 # ---------------------------------------------------------------------- threads
@@ -128,7 +131,8 @@ def put_thread(conn: sqlite3.Connection, thread: Thread) -> None:
         to_us(thread.updated_at),
     )
     with transaction(conn):
-        conn.execute(_UPSERT_THREAD, row)
+        if conn.execute(_UPSERT_THREAD, row).rowcount != 1:
+            raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
 
 
 def patch_thread(
@@ -182,24 +186,45 @@ def get_messages(conn: sqlite3.Connection, ids: Iterable[str]) -> list[Message]:
     return [_message(row) for row in conn.execute(sql, (_sql.id_list(ids),))]
 
 
-def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
-    """Upsert a batch in one transaction. New ids take the next values of the
-    store-wide counter in list order; existing ids keep seq, created_at and
-    resource_id. Then bump the threads."""
+def _owners(conn: sqlite3.Connection, table: str, ids: Iterable[str]) -> dict[str, str]:
+    """id -> resource_id of the stored rows among ``ids``."""
+    sql = f"SELECT id, resource_id FROM {table} WHERE id {_BY_IDS}"
+    return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
+
+
+def save_messages(
+    conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int
+) -> list[int]:
+    """Upsert a batch in one transaction; returns the stored sequences.
+
+    The core's reads are verified first (StaleStateError, nothing written):
+    threads under the messages' resources, new ids absent, known ids under
+    the same resource. New ids take the next values of the store-wide counter
+    in list order; existing ids keep seq, created_at and resource_id. Then
+    bump the threads."""
     with transaction(conn):
-        ids = _sql.id_list(m.id for m in messages)
-        existing = {row[0] for row in conn.execute(f"SELECT id FROM messages WHERE id {_BY_IDS}", (ids,))}
-        fresh = sum(1 for m in messages if m.id not in existing)
+        threads = _owners(conn, "threads", {m.thread_id for m in messages})
+        stored = _owners(conn, "messages", (m.id for m in messages))
+        for message in messages:
+            if threads.get(message.thread_id) != message.resource_id:
+                raise StaleStateError(f"thread {message.thread_id!r} changed")
+            if (message.sequence is None) != (message.id not in stored) or stored.get(
+                message.id, message.resource_id
+            ) != message.resource_id:
+                raise StaleStateError(f"message {message.id!r} changed")
+        fresh = len(messages) - len(stored)
         (last,) = conn.execute(
             "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (fresh,)
         ).fetchone()
         next_seq = int(last) - fresh + 1
         rows = []
+        sequences = []
         for message in messages:
             assert message.created_at is not None and message.resource_id is not None
-            seq = 0  # unused: an existing row keeps its seq
-            if message.id not in existing:
+            seq = message.sequence
+            if seq is None:
                 seq, next_seq = next_seq, next_seq + 1
+            sequences.append(seq)
             rows.append(
                 (
                     message.id,
@@ -215,6 +240,7 @@ def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: S
             )
         conn.executemany(_UPSERT_MESSAGE, rows)
         _bump(conn, bump, now_us)
+    return sequences
 
 
 def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
@@ -222,11 +248,14 @@ def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bu
     read inside the same transaction; skip ids that vanished; bump."""
     with transaction(conn):
         stored = {m.id: m for m in get_messages(conn, (p.id for p in patches))}
+        targets = _owners(conn, "threads", {p.thread_id for p in patches if p.thread_id})
         rows = []
         for patch in patches:
             old = stored.get(patch.id)
             if old is None:
                 continue
+            if patch.thread_id and targets.get(patch.thread_id) != old.resource_id:
+                raise StaleStateError(f"thread {patch.thread_id!r} changed")
             new = patch.apply(old)
             content, metadata = codec.dumps(new.content), codec.dumps(new.metadata)
             rows.append((new.thread_id, new.role, new.type, content, metadata, new.id))

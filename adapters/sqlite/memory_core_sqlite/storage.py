@@ -158,7 +158,12 @@ class SQLiteStorage(BaseStorage):
         if not settings.in_memory:
             os.makedirs(os.path.dirname(settings.path), exist_ok=True)
         async with self._file_lock():
-            db = await aiosqlite.connect(settings.path, isolation_level=None, timeout=settings.timeout)
+            connection = aiosqlite.connect(settings.path, isolation_level=None, timeout=settings.timeout)
+            # aiosqlite's worker thread is not a daemon, so a store never closed
+            # would keep the interpreter from exiting. A daemon loses nothing:
+            # every acknowledged write was committed by its own job.
+            connection._thread.daemon = True
+            db = await connection
             self._db = db
             try:
                 self.journal_mode = await self._run(
@@ -212,8 +217,8 @@ class SQLiteStorage(BaseStorage):
     async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
         return await self._run(_ops.get_messages, ids)
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
-        await self._run(_ops.save_messages, messages, bump, now_us)
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        return await self._run(_ops.save_messages, messages, bump, now_us)
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         await self._run(_ops.patch_messages, patches, bump, now_us)

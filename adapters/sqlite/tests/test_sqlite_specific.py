@@ -4,12 +4,17 @@ locking, transactions, sequences and large values."""
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 from memory_core import BackendError, Message, Thread
 from memory_core.clock import to_us
+from memory_core.errors import StaleStateError
 
 from memory_core_sqlite import SQLiteStorage
 
@@ -61,7 +66,7 @@ async def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
         resource = await again.get_resource("r1")
         assert resource is not None and (resource.working_memory, resource.metadata) == ("# notes", {"a": 1})
         more = await again.save_messages([Message("m5", "t1", "user", "later", created_at=T0)])
-        assert more[0].sequence is None
+        assert more[0].sequence == 6  # save_messages returns the stored sequence
         assert (await again.get_messages(["m5"]))[0].sequence == 6  # the counter persisted
     finally:
         await again.destroy()
@@ -93,7 +98,7 @@ async def test_a_failing_batch_writes_nothing(tmp_path: Path) -> None:
         await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
         good = Message("ok", "t1", "user", "fine", "r1", created_at=T0)
         orphan = Message("orphan", "no-such-thread", "user", "x", "r1", created_at=T0)
-        with pytest.raises(sqlite3.IntegrityError):  # the primitive itself, below the core's checks
+        with pytest.raises(StaleStateError):  # the primitive re-verifies, below the core's checks
             await store._save_messages([good, orphan], ["t1"], to_us(T0) + 5)
         assert await store.get_messages(["ok", "orphan"]) == []
         thread = await store.get_thread("t1")
@@ -114,7 +119,7 @@ async def test_deleted_thread_cannot_gain_ghost_messages(tmp_path: Path) -> None
         await first.save_thread(Thread("t1", "r1"))
         await second.delete_thread("t1")
         # A writer that checked the thread before it was deleted.
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(StaleStateError):
             await first._save_messages([Message("m1", "t1", "user", "x", "r1", created_at=T0)], ["t1"], 0)
         await first.save_thread(Thread("t1", "r1"))
         assert (await second.list_messages("t1")).total == 0
@@ -185,3 +190,32 @@ async def test_string_filters_compare_exactly_with_nul_and_unicode() -> None:
             assert [t.id for t in page.items] == [key], value
     finally:
         await store.destroy()
+
+
+def test_an_unclosed_store_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    """A script that forgets close() still exits, and its acknowledged writes
+    are on disk (the aiosqlite worker is a daemon thread)."""
+    path = tmp_path / "forgotten.db"
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from memory_core_sqlite import SQLiteStorage
+
+        async def main():
+            store = SQLiteStorage({str(path)!r})
+            await store.save_thread({{"id": "t1", "resource_id": "r1"}})
+            await store.save_messages([{{"id": "m1", "thread_id": "t1", "role": "user", "content": "kept"}}])
+
+        asyncio.run(main())
+        """
+    )
+    # The timeout only guards against a hang; it is not a speed assertion.
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+    async def read_back() -> list[Message]:
+        async with SQLiteStorage(path) as store:
+            return await store.get_messages(["m1"])
+
+    [kept] = anyio.run(read_back)
+    assert kept.content == "kept"

@@ -3,6 +3,7 @@ pytest collects them only through an adapter's subclass)."""
 
 from memory_core_conformance.cases.bug_cases import BugCases
 from memory_core_conformance.cases.capabilities import CapabilityCases
+from memory_core_conformance.cases.concurrency import ConcurrencyCases
 from memory_core_conformance.cases.filtering import FilterRules
 from memory_core_conformance.cases.operations import OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
@@ -14,6 +15,7 @@ from memory_core_conformance.cases.values import ValueRules
 __all__ = [
     "BugCases",
     "CapabilityCases",
+    "ConcurrencyCases",
     "FilterRules",
     "OperationCases",
     "OrderingRules",

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from memory_core.clock import TIME_MAX, ManualClock
 from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core.models import Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
@@ -130,6 +131,35 @@ class OperationCases(SuiteBase):
         )
         (m1,) = await store.get_messages(["m1"])
         assert m1.resource_id == "r1" and m1.created_at == at(1) and m1.type == "v2" and m1.metadata == {}
+
+    async def test_ops_save_messages_returns_records_as_stored(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_thread(thread("t2"))
+        batches = [[message("a"), message("b", created_at=at(5))], [message("c"), message("a", "t2", "edited")]]
+        returned = []
+        for batch in batches:
+            returned.append(await store.save_messages(batch))
+            stored = {m.id: m for m in await store.get_messages([m.id for m in batch])}
+            assert returned[-1] == [stored[m.id] for m in batch], "save_messages must return what get_messages reads"
+        first, again = returned
+        assert again[1].sequence == first[0].sequence and again[1].created_at == first[0].created_at
+
+    async def test_ops_bump_saturates_at_the_end_of_time(self, storage_factory: StorageFactory) -> None:
+        """R-BUMP at the top of R-TIME: updated_at stays 2199-12-31T23:59:59.999999Z
+        (clock.bump_us) instead of leaving the range, for every bump path."""
+        async with open_store(storage_factory, ManualClock(TIME_MAX)) as store:
+            await store.save_thread(thread("t1", created_at=TIME_MAX, updated_at=TIME_MAX))
+            await store.save_messages([message("m1", created_at=TIME_MAX)])  # bump by save
+            await store.update_messages([{"id": "m1", "content": "x"}])  # bump by update
+            await store.update_thread("t1", title="t")  # bump by patch
+            await store.delete_messages(["m1"])  # bump by delete
+            got = await store.get_thread("t1")
+            assert got is not None and got.updated_at == TIME_MAX
+            await store.update_resource("r1", working_memory="a")
+            resource = await store.update_resource("r1", working_memory="b")
+            assert resource.updated_at == TIME_MAX
+            stored = await store.get_resource("r1")
+            assert stored is not None and stored.updated_at == TIME_MAX
 
     async def test_ops_get_messages_in_order_without_duplicates(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))

@@ -211,13 +211,13 @@ local function snapshot(tid)
   return out
 end
 
--- R-BUMP: updated_at = max(now, old + 1); the version grows by one.
+-- R-BUMP: updated_at = min(max(now, old + 1), TIME_MAX_US); the version grows by one.
 local function bump(tid, now)
   local key = base .. 't:' .. tid
   local g = redis.call('HMGET', key, 'u', 'v')
   if not g[1] then return nil end
   local u = tonumber(g[1])
-  local nu = math.max(now, u + 1)
+  local nu = math.min(math.max(now, u + 1), TIME_MAX_US)
   redis.call('ZREM', base .. 'tu', tkey(u) .. ':' .. tid)
   redis.call('ZADD', base .. 'tu', 0, tkey(nu) .. ':' .. tid)
   redis.call('HSET', key, 'u', fmt(nu), 'v', fmt(tonumber(g[2]) + 1))

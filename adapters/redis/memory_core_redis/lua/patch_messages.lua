@@ -3,8 +3,9 @@
 --       type, content mode ("-" keep, "s" replace by the json text, "o"
 --       merge object members), content text, n, content member pairs,
 --       n, metadata member pairs, n, filter field ops, new thread id ("" keep);
---       then n, thread ids to bump. Vanished ids (or move targets) are skipped.
--- Returns {snapshots}.
+--       then n, thread ids to bump. Vanished ids are skipped.
+-- Returns {"ok", {snapshots}}, or {"stale", thread id} when a move target is
+-- not a thread of this resource (nothing written).
 local now, n = argn(), argn()
 local patches = {}
 for i = 1, n do
@@ -17,10 +18,16 @@ for i = 1, n do
 end
 local bumps = arglist(argn())
 for _, p in ipairs(patches) do
+  if p.tid ~= '' and redis.call('EXISTS', base .. 'm:' .. p.id) == 1
+     and redis.call('EXISTS', base .. 't:' .. p.tid) == 0 then
+    return {'stale', p.tid}
+  end
+end
+for _, p in ipairs(patches) do
   local key = base .. 'm:' .. p.id
   local g = redis.call('HMGET', key, 't', 'x', 'd', 'k')
   local move = p.tid ~= '' and p.tid ~= g[1]
-  if g[1] and not (move and redis.call('EXISTS', base .. 't:' .. p.tid) == 0) then
+  if g[1] then
     if p.role ~= '' then redis.call('HSET', key, 'o', p.role) end
     if p.has_type then redis.call('HSET', key, 'y', p.type) end
     if p.mode == 's' then
@@ -39,4 +46,4 @@ for _, p in ipairs(patches) do
     end
   end
 end
-return bump_all(bumps, now)
+return {'ok', bump_all(bumps, now)}

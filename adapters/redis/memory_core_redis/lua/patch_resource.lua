@@ -7,7 +7,7 @@ local patch = argpairs()
 local key = base .. 'r'
 local g = redis.call('HMGET', key, 'd', 'u')
 if g[1] then
-  redis.call('HSET', key, 'u', fmt(math.max(now, tonumber(g[2]) + 1)))
+  redis.call('HSET', key, 'u', fmt(math.min(math.max(now, tonumber(g[2]) + 1), TIME_MAX_US)))
 else
   redis.call('HSET', key, 'c', fmt(now), 'u', fmt(now))
 end

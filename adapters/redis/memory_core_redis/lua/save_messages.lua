@@ -1,8 +1,9 @@
 -- Upsert a batch of messages of this resource, then bump threads; atomic.
 -- ARGV: now us, n, then per message: id, thread id, role, type, content
---       json, metadata json, created us, member (for a new id), sequence,
---       n, filter field pairs; then n, thread ids to bump.
--- Returns {"ok", {snapshots}} or {"missing", thread id} (nothing written).
+--       json, metadata json, created us, member ("" for an id the core read
+--       as stored), sequence, n, filter field pairs; then n, thread ids to bump.
+-- Returns {"ok", {snapshots}}, or {"stale", id} when a thread is missing or
+-- an id's stored/new state is not what the core read (nothing written).
 local now, n = argn(), argn()
 local batch = {}
 for i = 1, n do
@@ -14,9 +15,10 @@ local bumps = arglist(argn())
 local seen = {}
 for _, m in ipairs(batch) do
   if not seen[m.tid] then
-    if redis.call('EXISTS', base .. 't:' .. m.tid) == 0 then return {'missing', m.tid} end
+    if redis.call('EXISTS', base .. 't:' .. m.tid) == 0 then return {'stale', m.tid} end
     seen[m.tid] = true
   end
+  if (redis.call('EXISTS', base .. 'm:' .. m.id) == 1) ~= (m.member == '') then return {'stale', m.id} end
 end
 for _, m in ipairs(batch) do
   local key = base .. 'm:' .. m.id

@@ -1,0 +1,106 @@
+"""Racing writers (``test_ops_race_*``): ownership and existence checks must
+hold inside the write, not only in the read before it.
+
+Each race runs many rounds of two tasks started together. Between the core's
+read and the adapter's write the other task may commit; an adapter that
+does not re-verify inside its write (raising
+:class:`~memory_core.errors.StaleStateError`) lets both succeed and leaves a
+message under another resource's thread, or an orphan message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import anyio
+
+from memory_core.capabilities import Capability
+from memory_core.errors import ConflictError, NotFoundError
+from memory_core.storage import BaseStorage
+from memory_core_conformance.cases._base import SuiteBase, requires
+from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
+
+__all__ = ["ConcurrencyCases"]
+
+ROUNDS = 12
+
+
+async def _race(first: Callable[[], Awaitable[Any]], second: Callable[[], Awaitable[Any]]) -> list[str]:
+    """Run both calls at once; each outcome is "ok" or the error class name."""
+    outcomes = ["", ""]
+
+    async def run(index: int, call: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            await call()
+            outcomes[index] = "ok"
+        except (ConflictError, NotFoundError) as exc:
+            outcomes[index] = type(exc).__name__
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, 0, first)
+        group.start_soon(run, 1, second)
+    return outcomes
+
+
+async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
+    """The three races, writer one on ``a`` and writer two on ``b``."""
+    await a.save_thread(thread("home1", "r1"))
+    await a.save_thread(thread("home2", "r2"))
+    for n in range(ROUNDS):
+        # One thread id claimed by two resources at once: exactly one wins.
+        tid = f"t{n}"
+        outcomes = await _race(
+            partial(a.save_thread, thread(tid, "r1")), partial(b.save_thread, thread(tid, "r2"))
+        )
+        stored = await a.get_thread(tid)
+        assert stored is not None, f"round {n}: thread {tid!r} was not stored"
+        winner = "r1" if outcomes[0] == "ok" else "r2"
+        assert sorted(outcomes) == ["ConflictError", "ok"], f"round {n}: save_thread x2 gave {outcomes}"
+        assert stored.resource_id == winner, f"round {n}: {tid!r} kept {stored.resource_id!r}, the winner was {winner}"
+
+        # One new message id saved into threads of two resources at once.
+        mid = f"m{n}"
+        outcomes = await _race(
+            partial(a.save_messages, [message(mid, "home1")]),
+            partial(b.save_messages, [message(mid, "home2")]),
+        )
+        assert sorted(outcomes) == ["ConflictError", "ok"], f"round {n}: save_messages x2 gave {outcomes}"
+        (saved,) = await a.get_messages([mid])
+        home = "home1" if outcomes[0] == "ok" else "home2"
+        owner = "r1" if outcomes[0] == "ok" else "r2"
+        assert (saved.thread_id, saved.resource_id) == (home, owner), (
+            f"round {n}: message {mid!r} is in thread {saved.thread_id!r} under {saved.resource_id!r}, "
+            f"expected {home!r} under {owner!r}"
+        )
+
+        # A thread deleted while a message is saved into it: no orphan.
+        victim = f"v{n}"
+        await a.save_thread(thread(victim, "r1"))
+        outcomes = await _race(
+            partial(a.delete_thread, victim), partial(b.save_messages, [message(f"o{n}", victim)])
+        )
+        assert outcomes[0] == "ok" and outcomes[1] in ("ok", "NotFoundError"), f"round {n}: {outcomes}"
+        assert await a.get_thread(victim) is None
+        assert await a.get_messages([f"o{n}"]) == [], f"round {n}: message o{n} outlived its deleted thread"
+
+
+class ConcurrencyCases(SuiteBase):
+    """Racing writes on one store and, with a shared namespace, on two."""
+
+    async def test_ops_race_ownership_one_store(self, storage_factory: StorageFactory) -> None:
+        async with open_store(storage_factory) as store:
+            await _ownership_races(store, store)
+
+    @requires(Capability.SHARED_NAMESPACE)
+    async def test_cap_shared_namespace_race_ownership(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        async with open_store(storage_factory) as first:
+            second = storage_reopener(first, None)
+            await second.open()
+            try:
+                await _ownership_races(first, second)
+            finally:
+                await second.close()
