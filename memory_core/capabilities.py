@@ -1,9 +1,10 @@
 """Optional capabilities a storage adapter may declare (as data).
 
-Everything in SPEC.md is required of every adapter. A capability names an
-*optional* property of a backend that a test can only exercise when the
-backend has it, such as a second process opening the same namespace. An
-adapter declares what it has on its class::
+Every rule of the contract (stated in ``memory_core_conformance.rules``) is
+required of every adapter. A capability names an *optional* property of a
+backend that a test can only exercise when the backend has it, such as a
+second process opening the same namespace. An adapter declares what it has
+on its class::
 
     class SQLiteStorage(BaseStorage):
         capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})

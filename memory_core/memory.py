@@ -8,6 +8,7 @@ with snake_case names.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -610,26 +611,50 @@ class Memory:
             check_search_text(vector_search_string)
         includes = check_includes(include)
         semantic = config.semantic()
-        thread = await self.storage.get_thread(thread_id)
+        if per_page is None:
+            per_page = 0 if config.last_messages is False else config.last_messages
+        searching = bool(vector_search_string and vector_search_string.strip()) and semantic is not None
+        hits: list[str] = []
+        if searching and semantic is not None and self.vector is not None:
+            thread = await self.storage.get_thread(thread_id)
+            owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+            assert vector_search_string is not None
+            hits = await self._semantic_hits(vector_search_string, semantic, thread_id, owner)
+            before, after = semantic.window()
+            includes += [Include(hit, before, after) for hit in hits]
+            result = await self.storage.page_messages(
+                (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
+            )
+        else:
+            # Two independent reads: run together (one event-loop wait for both);
+            # the page is dropped when the ownership check fails.
+            thread, result = await asyncio.gather(
+                self.storage.get_thread(thread_id),
+                self.storage.page_messages(
+                    (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
+                ),
+            )
+            self._recall_owner(thread, thread_id, resource_id, semantic)
+        return RecallResult(
+            result.items, result.total, result.page, result.per_page, result.has_more, result.next_cursor, hits
+        )
+
+    @staticmethod
+    def _recall_owner(
+        thread: Thread | None, thread_id: str, resource_id: str | None, semantic: SemanticRecall | None
+    ) -> str | None:
+        """R-RECALL step 1: the resource recall runs under (None if unknown).
+
+        Raises:
+            NotFoundError: no thread, and semantic recall is not resource-scoped.
+            OwnershipError: the thread belongs to another resource.
+        """
         if thread is None:
             if semantic is None or semantic.scope != "resource":
                 raise NotFoundError(f"thread {thread_id!r} does not exist")
         elif resource_id is not None and thread.resource_id != resource_id:
             raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
-        owner = resource_id if resource_id is not None else (thread.resource_id if thread else None)
-        if per_page is None:
-            per_page = 0 if config.last_messages is False else config.last_messages
-        hits: list[str] = []
-        if vector_search_string and vector_search_string.strip() and semantic is not None and self.vector is not None:
-            hits = await self._semantic_hits(vector_search_string, semantic, thread_id, owner)
-            before, after = semantic.window()
-            includes += [Include(hit, before, after) for hit in hits]
-        result = await self.storage.page_messages(
-            (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
-        )
-        return RecallResult(
-            result.items, result.total, result.page, result.per_page, result.has_more, result.next_cursor, hits
-        )
+        return resource_id if resource_id is not None else (thread.resource_id if thread else None)
 
     async def _semantic_hits(
         self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None

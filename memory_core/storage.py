@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
@@ -333,16 +333,12 @@ class BaseStorage(ABC):
             "threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending
         )
         after = self._cursor_position(cursor, page, identity, (int, str))
+        window = _Window.of(offset, per_page, after)
         await self._ready()
         with self._guard("list_threads"):
-            total = await self._count_threads(query)
-            items, has_more = await self._window(
-                lambda off, lim, aft: self._list_threads(replace(query, offset=off, limit=lim, after=aft)),
-                offset,
-                per_page,
-                after,
-                total,
-            )
+            windowed = replace(query, offset=window.offset, limit=window.limit, after=after)
+            total, found = await self._page_threads(windowed)
+        items, has_more = window.cut(found, total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
         return Page(items, total, page, per_page, has_more, next_cursor)
 
@@ -377,14 +373,12 @@ class BaseStorage(ABC):
 
     async def _save_batch(self, batch: dict[str, Message]) -> list[Message]:
         """One read-check-write attempt of :meth:`save_messages`."""
-        threads: dict[str, Thread] = {}
+        wanted = list(dict.fromkeys(m.thread_id for m in batch.values()))
+        threads, stored = await self._read_state(wanted, list(batch))
         for message in batch.values():
             if message.thread_id not in threads:
-                thread = await self._get_thread(message.thread_id)
-                if thread is None:
-                    raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
-                threads[message.thread_id] = thread
-        existing = {m.id: m for m in await self._get_messages(list(batch))}
+                raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
+        existing = {m.id: m for m in stored}
         records: list[Message] = []
         bump: dict[str, None] = {}
         for message in batch.values():
@@ -440,14 +434,12 @@ class BaseStorage(ABC):
 
     async def _patch_batch(self, patches: dict[str, MessagePatch]) -> list[Message]:
         """One read-check-write attempt of :meth:`update_messages`."""
-        existing = {m.id: m for m in await self._get_messages(list(patches))}
-        targets: dict[str, Thread] = {}
+        wanted = list(dict.fromkeys(p.thread_id for p in patches.values() if p.thread_id is not None))
+        targets, stored = await self._read_state(wanted, list(patches))
+        existing = {m.id: m for m in stored}
         for patch in patches.values():
             if patch.id in existing and patch.thread_id is not None and patch.thread_id not in targets:
-                thread = await self._get_thread(patch.thread_id)
-                if thread is None:
-                    raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
-                targets[patch.thread_id] = thread
+                raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
         live = [p for p in patches.values() if p.id in existing]
         if not live:
             return []
@@ -609,19 +601,17 @@ class BaseStorage(ABC):
             descending,
         )
         after = self._cursor_position(cursor, page, identity, (int, int))
+        window = _Window.of(offset, per_page, after)
         await self._ready()
         with self._guard("list_messages"):
-            total = await self._count_messages(query)
-            window, has_more = await self._window(
-                lambda off, lim, aft: self._list_messages(replace(query, offset=off, limit=lim, after=aft)),
-                offset,
-                per_page,
-                after,
-                total,
-            )
-            extra = await self._include_windows(includes, resource_id)
-        next_cursor = encode_cursor(identity, message_key(window[-1])) if has_more and window else None
-        merged = {m.id: m for m in window}
+            paged = self._page_messages(replace(query, offset=window.offset, limit=window.limit, after=after))
+            if includes:  # tasks cost event-loop turns: only when there is something to overlap
+                (total, found), extra = await asyncio.gather(paged, self._include_windows(includes, resource_id))
+            else:
+                (total, found), extra = await paged, []
+        main, has_more = window.cut(found, total)
+        next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
+        merged = {m.id: m for m in main}
         for message in extra:
             merged.setdefault(message.id, message)
         items = sorted(merged.values(), key=message_key, reverse=output_descending)
@@ -630,13 +620,13 @@ class BaseStorage(ABC):
         return Page(items, total, page, per_page, has_more, next_cursor)
 
     async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
-        found: list[Message] = []
-        for inc in includes:
-            window = await self._message_window(inc.id, inc.with_previous, inc.with_next)
-            if resource_id is not None and window and window[0].resource_id != resource_id:
-                continue
-            found.extend(window)
-        return found
+        windows = await self._message_windows([(inc.id, inc.with_previous, inc.with_next) for inc in includes])
+        return [
+            message
+            for window in windows
+            if resource_id is None or not window or window[0].resource_id == resource_id
+            for message in window
+        ]
 
     @staticmethod
     def _cursor_position(cursor: Any, page: int, identity: str, types: tuple[type, ...]) -> Any:
@@ -646,17 +636,6 @@ class BaseStorage(ABC):
             raise ValidationError("cursor", "cannot be combined with page > 0", "R-CURSOR")
         return decode_cursor(cursor, identity, types)
 
-    @staticmethod
-    async def _window(fetch: Any, offset: int, per_page: PerPage, after: Any, total: int) -> tuple[list[Any], bool]:
-        """Fetch the main window; returns (items, has_more)."""
-        if per_page is False:
-            return list(await fetch(0, None, after)), False
-        if after is None:
-            items = list(await fetch(offset, per_page, None)) if per_page else []
-            return items, offset + per_page < total
-        # Keyset page: one extra row tells whether anything lies beyond.
-        items = list(await fetch(0, per_page + 1, after))
-        return items[:per_page], len(items) > per_page
 
     # ------------------------------------------------------------------ resources
 
@@ -742,7 +721,7 @@ class BaseStorage(ABC):
 
     @abstractmethod
     async def _count_threads(self, query: ThreadQuery) -> int:
-        """How many threads match ``query``'s filter (ignores paging)."""
+        """How many threads match ``query``'s filter (called with no offset, limit or after)."""
 
     @abstractmethod
     async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
@@ -784,13 +763,46 @@ class BaseStorage(ABC):
 
     @abstractmethod
     async def _count_messages(self, query: MessageQuery) -> int:
-        """How many messages match ``query``'s filter (ignores paging)."""
+        """How many messages match ``query``'s filter (called with no offset, limit or after)."""
 
     @abstractmethod
     async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
         """The message with this id plus up to ``before`` messages preceding it
         and ``after`` following it in its own thread, in R-ORDER ascending;
         ``[]`` if the id is unknown."""
+
+    # Composite reads. The defaults run the primitives above concurrently; an
+    # adapter may override one to answer it in a single round trip.
+
+    async def _read_state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+    ) -> tuple[dict[str, Thread], list[Message]]:
+        """The threads (by id) and the messages found among these ids, for a
+        write's checks."""
+        threads, messages = await asyncio.gather(
+            asyncio.gather(*(self._get_thread(thread_id) for thread_id in thread_ids)), self._get_messages(message_ids)
+        )
+        return {t.id: t for t in threads if t is not None}, messages
+
+    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
+        """``(count of query's filter, _list_threads(query))``; no list when
+        ``query.limit`` is 0."""
+        unpaged = replace(query, offset=0, limit=None, after=None)
+        if query.limit == 0:
+            return await self._count_threads(unpaged), []
+        return await _both(self._count_threads(unpaged), self._list_threads(query))
+
+    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
+        """``(count of query's filter, _list_messages(query))``; no list when
+        ``query.limit`` is 0."""
+        unpaged = replace(query, offset=0, limit=None, after=None)
+        if query.limit == 0:
+            return await self._count_messages(unpaged), []
+        return await _both(self._count_messages(unpaged), self._list_messages(query))
+
+    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
+        """:meth:`_message_window` for each ``(id, before, after)``, in order."""
+        return list(await asyncio.gather(*(self._message_window(*target) for target in targets)))
 
     @abstractmethod
     async def _get_resource(self, resource_id: str) -> Resource | None:
@@ -808,6 +820,39 @@ class BaseStorage(ABC):
         ``NOT_GIVEN`` (None clears it); merge ``metadata`` one level if not
         None; bump ``updated_at`` (a new resource gets created_at = updated_at
         = now_us). Returns the stored resource."""
+
+
+async def _both(first: Awaitable[int], second: Awaitable[list[T]]) -> tuple[int, list[T]]:
+    count, items = await asyncio.gather(first, second)
+    return count, items
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """Which rows a page fetches (``offset``, ``limit``; None = all) and how
+    its ``has_more`` follows."""
+
+    offset: int
+    limit: int | None
+    per_page: PerPage
+    keyset: bool
+
+    @classmethod
+    def of(cls, offset: int, per_page: PerPage, after: Any) -> _Window:
+        if per_page is False:
+            return cls(0, None, per_page, False)
+        if after is None:
+            return cls(offset, per_page, per_page, False)
+        # Keyset page: one extra row tells whether anything lies beyond.
+        return cls(0, per_page + 1, per_page, True)
+
+    def cut(self, items: list[T], total: int) -> tuple[list[T], bool]:
+        """The page's items and ``has_more``."""
+        if self.per_page is False:
+            return items, False
+        if self.keyset:
+            return items[: self.per_page], len(items) > self.per_page
+        return items, self.offset + self.per_page < total
 
 
 def _combine(first: MessagePatch, second: MessagePatch) -> MessagePatch:

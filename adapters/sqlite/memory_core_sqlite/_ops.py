@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from memory_core import codec
@@ -34,12 +35,17 @@ __all__ = [
     "list_messages",
     "list_threads",
     "message_window",
+    "message_windows",
+    "page_messages",
+    "page_threads",
     "patch_messages",
     "patch_resource",
     "patch_thread",
     "put_resource",
     "put_thread",
+    "read_state",
     "save_messages",
+    "snapshot",
     "transaction",
 ]
 
@@ -291,6 +297,49 @@ def message_window(conn: sqlite3.Connection, message_id: str, before: int, after
     found = [_message(row) for row in conn.execute(sql, params)]
     found.sort(key=lambda m: (m.created_at, m.sequence))
     return found
+
+
+# ---------------------------------------------------------------------- composite reads
+
+
+@contextmanager
+def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A read transaction: the statements inside see one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def read_state(
+    conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
+) -> tuple[dict[str, Thread], list[Message]]:
+    """The threads (by id) and messages found among these ids."""
+    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
+    with snapshot(conn):
+        threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(thread_ids),))}
+        return threads, get_messages(conn, message_ids)
+
+
+def page_threads(conn: sqlite3.Connection, query: ThreadQuery) -> tuple[int, list[Thread]]:
+    """(count, window) of ``query`` from one snapshot; no rows when limit is 0."""
+    with snapshot(conn):
+        total = count_threads(conn, replace(query, offset=0, limit=None, after=None))
+        return total, list_threads(conn, query) if query.limit != 0 else []
+
+
+def page_messages(conn: sqlite3.Connection, query: MessageQuery) -> tuple[int, list[Message]]:
+    """(count, window) of ``query`` from one snapshot; no rows when limit is 0."""
+    with snapshot(conn):
+        total = count_messages(conn, replace(query, offset=0, limit=None, after=None))
+        return total, list_messages(conn, query) if query.limit != 0 else []
+
+
+def message_windows(conn: sqlite3.Connection, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
+    """:func:`message_window` for each ``(id, before, after)``, from one snapshot."""
+    with snapshot(conn):
+        return [message_window(conn, *target) for target in targets]
 
 
 # ---------------------------------------------------------------------- resources

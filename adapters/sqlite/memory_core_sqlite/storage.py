@@ -235,6 +235,22 @@ class SQLiteStorage(BaseStorage):
     async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
         return await self._run(_ops.message_window, message_id, before, after)
 
+    # ------------------------------------------------------------------ composite reads (one hop each)
+
+    async def _read_state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+    ) -> tuple[dict[str, Thread], list[Message]]:
+        return await self._run(_ops.read_state, thread_ids, message_ids)
+
+    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
+        return await self._run(_ops.page_threads, query)
+
+    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
+        return await self._run(_ops.page_messages, query)
+
+    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
+        return await self._run(_ops.message_windows, targets)
+
     # ------------------------------------------------------------------ resources
 
     async def _get_resource(self, resource_id: str) -> Resource | None:
