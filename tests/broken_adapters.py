@@ -157,8 +157,8 @@ class MillisecondTimestampsStorage(InMemoryStorage):
     async def _put_thread(self, thread: Thread) -> None:
         await super()._put_thread(replace(thread, created_at=_ms(thread.created_at), updated_at=_ms(thread.updated_at)))
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
-        await super()._save_messages([replace(m, created_at=_ms(m.created_at)) for m in messages], bump, now_us)
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        return await super()._save_messages([replace(m, created_at=_ms(m.created_at)) for m in messages], bump, now_us)
 
     async def _put_resource(self, resource: Resource) -> None:
         await super()._put_resource(
@@ -280,20 +280,23 @@ class UpsertResetsSequenceStorage(InMemoryStorage):
     """Breaks R-ORDER: an upsert is ``INSERT OR REPLACE`` and gets a new
     insertion sequence, so an edited message jumps behind its ties."""
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        sequences = []
         for item in messages:
             old = self._messages.pop(item.id, None)
             if old is not None:
                 item = replace(item, created_at=old.created_at)
-            self._messages[item.id] = replace(copy.deepcopy(item), sequence=next(self._sequence))
+            sequences.append(next(self._sequence))
+            self._messages[item.id] = replace(copy.deepcopy(item), sequence=sequences[-1])
         self._bump(bump, now_us)
+        return sequences
 
 
 class NoBumpOnSaveStorage(InMemoryStorage):
     """Breaks R-BUMP: saving messages does not touch the threads' ``updated_at``."""
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
-        await super()._save_messages(messages, [], now_us)
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        return await super()._save_messages(messages, [], now_us)
 
 
 def _integral_floats(value: Any) -> Any:
@@ -313,11 +316,11 @@ class FloatBecomesIntStorage(InMemoryStorage):
     async def _put_thread(self, thread: Thread) -> None:
         await super()._put_thread(replace(thread, metadata=_integral_floats(thread.metadata)))
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> None:
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         fixed = [
             replace(m, metadata=_integral_floats(m.metadata), content=_integral_floats(m.content)) for m in messages
         ]
-        await super()._save_messages(fixed, bump, now_us)
+        return await super()._save_messages(fixed, bump, now_us)
 
 
 BROKEN: dict[str, type[InMemoryStorage]] = {

@@ -61,10 +61,23 @@ class StorageFactory(Protocol):
 class StorageReopener(Protocol):
     """What the optional ``storage_reopener`` fixture returns.
 
-    Called as ``reopen(store, clock)``; returns a new, unopened instance on
-    the *same* namespace as ``store``. Needed only by adapters that declare
+    Needed only by adapters that declare
     :attr:`~memory_core.capabilities.Capability.PERSISTENT` or
     :attr:`~memory_core.capabilities.Capability.SHARED_NAMESPACE`.
+
+    Called as ``reopen(store, clock)``:
+
+    - ``store`` is an object the adapter's ``storage_factory`` returned,
+      possibly open, closed or already destroyed (the suite reopens a closed
+      store to read its data back, a destroyed one to find nothing, and an
+      open one to share it);
+    - ``clock`` is the clock the new instance must use, or None (the system
+      clock).
+
+    Returns a new, *unopened* instance (no I/O) on the *same* namespace as
+    ``store``; the suite opens it and closes or destroys it. ``BaseStorage``
+    has no ``url`` or ``namespace`` attribute: read the namespace from the
+    adapter's own class, or have the factory remember it per store.
     """
 
     def __call__(self, store: BaseStorage, clock: Clock | None = None) -> BaseStorage: ...
@@ -158,7 +171,7 @@ def message(
     created_at: datetime | str | None = None,
     type: str = "v2",
 ) -> Message:
-    """A Message to save; ``content`` defaults to ``"<id> text"`` (CASES.md)."""
+    """A Message to save; ``content`` defaults to ``"<id> text"`` (as in the bug cases)."""
     return Message(
         id=message_id,
         thread_id=thread_id,

@@ -2,18 +2,23 @@
 
 It loads wherever the package is installed, so it stays inert: it registers
 the suite's markers (so ``--strict-markers`` works downstream) and the
-Hypothesis profiles ``memory-core-<name>`` (without loading any), and does
-nothing else. The suite itself only runs in a module that subclasses
+Hypothesis profiles ``memory-core-<name>`` (without loading any), and adds to
+the report of a *failing* suite test (marker ``conformance``) a "conformance
+rule" section stating the rules it checks. It touches no other test. The
+suite itself only runs in a module that subclasses
 :class:`memory_core_conformance.StorageConformance`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 from memory_core_conformance.profiles import register_hypothesis_profiles
+from memory_core_conformance.rules import explain
 
-__all__ = ["MARKERS", "pytest_configure"]
+__all__ = ["MARKERS", "RULE_SECTION", "pytest_configure", "pytest_runtest_makereport"]
 
 MARKERS: dict[str, str] = {
     "conformance": "a test of the memory-core conformance suite",
@@ -23,9 +28,29 @@ MARKERS: dict[str, str] = {
 }
 """Marker name (with signature) -> description."""
 
+RULE_SECTION = "conformance rule"
+"""Title of the report section a failing suite test gets."""
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the markers and the Hypothesis profiles."""
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
     register_hypothesis_profiles()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """On a failing suite test, add the statements of the rules it checks
+    (and the test's own docstring, if any) as a report section, printed
+    under the failure."""
+    report = yield
+    if report.failed and item.get_closest_marker("conformance") is not None:
+        text = explain(item.name)
+        doc = getattr(getattr(item, "function", None), "__doc__", None)
+        if doc:
+            text += f"\nthis test: {' '.join(doc.split())}"
+        report.sections.append((RULE_SECTION, text))
+    return report

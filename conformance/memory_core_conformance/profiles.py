@@ -6,16 +6,16 @@
 never *loaded* globally: the suite applies it to its own tests only, so
 installing the plugin changes nothing in other test suites.
 
-========  ==========  ===========  =====  =======  ============  ======
-profile   properties  state runs   steps  repeats  derandomised  shrink
-========  ==========  ===========  =====  =======  ============  ======
+========  ==========  ===========  =====  =======  ============  ==============
+profile   properties  state runs   steps  repeats  derandomised  shrink (at most)
+========  ==========  ===========  =====  =======  ============  ==============
 kill      10          30           50     1        yes           no
-quick     8           12           20     2        yes           yes
-dev       25          50           30     3        no            yes
-ci        40          200          50     5        yes           yes
-stand-in  10          25           30     2        yes           yes
-deep      400         2000         50     50       no            yes
-========  ==========  ===========  =====  =======  ============  ======
+quick     8           12           20     2        yes           30 s
+dev       25          50           30     3        no            120 s
+ci        40          200          50     5        yes           60 s
+stand-in  10          25           30     2        yes           60 s
+deep      400         2000         50     50       no            300 s
+========  ==========  ===========  =====  =======  ============  ==============
 
 ``quick`` is for smoke runs, ``kill`` for the suite's own test that broken
 adapters fail it (no shrinking: only "does it fail" matters there), ``ci`` is
@@ -25,14 +25,25 @@ may pick (the ``conformance_profile`` fixture) for a test server far slower
 than the real backend, such as a pure-Python wire-compatible stand-in.
 Every profile has ``deadline=None`` (networked backends vary) and no example
 database (a live ``check`` leaves no files behind).
+
+Shrinking a failure is capped in time (:func:`shrink_time_limit`): finding
+it is unaffected, only how short the printed example gets; at the cap
+Hypothesis prints the shortest failing example so far (with a warning that
+speaks of its own five-minute default). No profile runs Hypothesis' explain
+phase, which replays a shrunk failure many times to list lines "always and
+only run by failing test cases": for this suite that is always the
+comparison, and it used to take longer than the shrinking itself.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis.internal.conjecture import engine
 
 __all__ = [
     "DEFAULT_PROFILE",
@@ -41,6 +52,7 @@ __all__ = [
     "ConformanceProfile",
     "active_profile",
     "register_hypothesis_profiles",
+    "shrink_time_limit",
 ]
 
 ENV_VAR = "MEMORY_CORE_HYPOTHESIS_PROFILE"
@@ -73,6 +85,8 @@ class ConformanceProfile:
             test's source).
         shrink: whether Hypothesis shrinks a failing example (off only where
             the failure itself is all that matters).
+        shrink_seconds: wall-time cap on shrinking one failure, in seconds
+            (see :func:`shrink_time_limit`).
     """
 
     name: str
@@ -82,6 +96,7 @@ class ConformanceProfile:
     repeats: int
     derandomize: bool
     shrink: bool = True
+    shrink_seconds: int = 300
 
     @property
     def hypothesis_name(self) -> str:
@@ -90,7 +105,7 @@ class ConformanceProfile:
 
     def property_settings(self) -> settings:
         """Hypothesis settings for the property tests."""
-        phases = tuple(Phase) if self.shrink else (Phase.explicit, Phase.reuse, Phase.generate)
+        phases = tuple(p for p in Phase if p is not Phase.explain and (self.shrink or p is not Phase.shrink))
         return settings(
             phases=phases,
             max_examples=self.property_examples,
@@ -114,10 +129,10 @@ PROFILES: dict[str, ConformanceProfile] = {
     p.name: p
     for p in (
         ConformanceProfile("kill", 10, 30, 50, 1, True, shrink=False),
-        ConformanceProfile("quick", 8, 12, 20, 2, True),
-        ConformanceProfile("dev", 25, 50, 30, 3, False),
-        ConformanceProfile("ci", 40, 200, 50, 5, True),
-        ConformanceProfile("stand-in", 10, 25, 30, 2, True),
+        ConformanceProfile("quick", 8, 12, 20, 2, True, shrink_seconds=30),
+        ConformanceProfile("dev", 25, 50, 30, 3, False, shrink_seconds=120),
+        ConformanceProfile("ci", 40, 200, 50, 5, True, shrink_seconds=60),
+        ConformanceProfile("stand-in", 10, 25, 30, 2, True, shrink_seconds=60),
         ConformanceProfile("deep", 400, 2000, 50, 50, False),
     )
 }
@@ -143,3 +158,23 @@ def register_hypothesis_profiles() -> None:
     property settings), without loading any of them."""
     for profile in PROFILES.values():
         settings.register_profile(profile.hypothesis_name, profile.property_settings())
+
+
+@contextmanager
+def shrink_time_limit(seconds: int) -> Iterator[None]:
+    """Cap the time Hypothesis spends shrinking one failure while the block runs.
+
+    Hypothesis has no setting for this (its maintainers keep shrinking an
+    internal matter); the engine holds the cap, 300 s by default, in
+    ``MAX_SHRINKING_SECONDS``, which it keeps monkeypatchable on purpose. The
+    previous value is restored on exit.
+
+    Args:
+        seconds: the cap, in seconds of wall time.
+    """
+    previous = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = previous

@@ -1,17 +1,14 @@
 """Turn pytest outcomes of the suite into a per-rule conformance table.
 
-Tests are named after what they check, and the name decides the row:
-``test_r_page_*`` -> R-PAGE (a name may cite several rules, e.g.
-``test_r_page_and_r_sort_*``), ``test_c07_*`` -> C07, ``test_ops_*`` -> OPS,
-``test_lifecycle_*`` -> LIFECYCLE, ``test_cap_<capability>_*`` -> the
-capability, ``test_stateful_*`` -> MODEL. Use :class:`OutcomeRecorder` as a
+Tests are named after what they check, and the name decides the row
+(:func:`~memory_core_conformance.rules.rules_of`: ``test_r_page_*`` -> R-PAGE,
+``test_c07_*`` -> C07, ``test_ops_*`` -> OPS ...). Use :class:`OutcomeRecorder` as a
 pytest plugin (``pytest.main(args, plugins=[recorder])``), then
 :func:`summarize` and :func:`render`.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,83 +17,14 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from memory_core.capabilities import Capability
+from memory_core_conformance.rules import RULES, rules_of
 
 __all__ = ["RULE_TITLES", "OutcomeRecorder", "RuleRow", "TestOutcome", "render", "rules_of", "summarize"]
 
-RULE_TITLES: dict[str, str] = {
-    "R-ID": "ids: exact, 1-256 chars, global message ids",
-    "R-TIME": "datetimes: aware UTC, microseconds, 1900-2199",
-    "R-JSON": "JSON round-trips with types kept",
-    "R-SIZE": "15 MiB messages, never truncated",
-    "R-ORDER": "(created_at, insertion sequence) order",
-    "R-CLOCK": "assigned times strictly increasing",
-    "R-BUMP": "updated_at bumps, strictly later",
-    "R-PAGE": "page / per_page bounds, total, has_more",
-    "R-CURSOR": "keyset cursors, no gaps or repeats",
-    "R-DATE": "date ranges, inclusive / exclusive, to the µs",
-    "R-META": "typed metadata equality filters",
-    "R-SORT": "order_by fields and directions",
-    "R-INCLUDE": "include windows from the message's own thread",
-    "R-OWN": "resource ownership and conflicts",
-    "R-RECALL": "Memory.recall composition",
-    "R-VEC": "vectors kept in step with messages",
-    "OPS": "SPEC §3 operations",
-    "LIFECYCLE": "open / close / destroy",
-    "MODEL": "state machine: adapter == reference store",
-    "C01": "equal timestamps in one batch",
-    "C02": "user / assistant / tool in one instant",
-    "C03": "saved out of order",
-    "C04": "threads by updated_at, ties across pages",
-    "C05": '"last N" is the newest N',
-    "C06": "per_page=False means all",
-    "C07": "bad page bounds rejected alike",
-    "C08": "big messages never truncated",
-    "C09": "many threads",
-    "C10": '5 vs "5", true vs 1, null vs missing',
-    "C11": "operator objects and odd keys",
-    "C12": "many openers and writers",
-    "C13": "zones, naive input, exclusive bounds",
-    "C14": "updated_at bumps",
-    "C15": "deletes reach the vectors",
-    "C16": "vector scope",
-    "C17": "unicode",
-    **{f"CAP:{c.value}": f"optional capability {c.value}" for c in Capability},
-}
-"""Row id -> short description."""
-
-_RULE_WORDS = "id|time|json|size|order|clock|bump|page|cursor|date|meta|sort|include|own|recall|vec"
-_RULE = re.compile(rf"(?:^|_)r_({_RULE_WORDS})(?=_|$)")
-_CASE = re.compile(r"^test_c(\d\d)_")
-_CAPABILITY_WORDS = "|".join(sorted((c.value for c in Capability), key=len, reverse=True))
-_CAPABILITY = re.compile(rf"^test_cap_({_CAPABILITY_WORDS})_")
+RULE_TITLES: dict[str, str] = {rule.id: rule.title for rule in RULES.values()}
+"""Row id -> short description (from :data:`~memory_core_conformance.rules.RULES`)."""
 
 Outcome = Literal["passed", "failed", "skipped"]
-
-
-def rules_of(test_name: str) -> list[str]:
-    """The report rows a test counts for, from its name (parameters ignored).
-
-    Args:
-        test_name: e.g. ``"test_r_page_rejects_bad_bounds[bool-page]"``.
-
-    Returns:
-        Row ids such as ``["R-PAGE"]``; ``["OTHER"]`` when the name follows no
-        convention.
-    """
-    name = test_name.split("[", 1)[0]
-    if match := _CASE.match(name):
-        return [f"C{match.group(1)}"]
-    if match := _CAPABILITY.match(name):
-        return [f"CAP:{match.group(1)}"]
-    if name.startswith("test_ops_"):
-        return ["OPS"]
-    if name.startswith("test_lifecycle_"):
-        return ["LIFECYCLE"]
-    if name.startswith("test_stateful_"):
-        return ["MODEL"]
-    found = list(dict.fromkeys(f"R-{m.upper()}" for m in _RULE.findall(name.removeprefix("test"))))
-    return found or ["OTHER"]
 
 
 @dataclass

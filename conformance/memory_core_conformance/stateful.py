@@ -34,9 +34,9 @@ from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.storage import BaseStorage
 from memory_core_conformance import strategies as mst
-from memory_core_conformance.compare import Failed, assert_same, capture
+from memory_core_conformance.compare import Failed, assert_same, capture, summary
 from memory_core_conformance.harness import T0, FollowerClock, StorageFactory, snapshot
-from memory_core_conformance.profiles import active_profile
+from memory_core_conformance.profiles import active_profile, shrink_time_limit
 
 __all__ = [
     "MESSAGE_IDS",
@@ -136,6 +136,42 @@ class _PerStore:
         return "<its own next_cursor>"
 
 
+class _Step:
+    """One operation as the failing script shows it (``await
+    store.list_messages(thread_id='t1', ...)``); the text is built only when
+    Hypothesis prints it, not on every step of every run."""
+
+    __slots__ = ("args", "kwargs", "operation")
+
+    def __init__(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.operation = operation
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        shown = ", ".join([*(repr(a) for a in self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
+        return f"await store.{self.operation}({shown})"
+
+    async def run(self, store: BaseStorage, side: int) -> Any:
+        """The answer of ``store`` (0: adapter, 1: reference) or :class:`Failed`."""
+        args = tuple(a.values[side] if isinstance(a, _PerStore) else a for a in self.args)
+        kwargs = {k: v.values[side] if isinstance(v, _PerStore) else v for k, v in self.kwargs.items()}
+        return await capture(getattr(store, self.operation)(*args, **kwargs))
+
+
+class _Answer:
+    """The reference store's answer after a step, in the script: one line
+    (pages and record lists by ids, see :func:`~memory_core_conformance.compare.summary`)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"# -> {summary(self.value)}"
+
+
 @dataclass
 class _Walk:
     """A listing whose next page is still to be fetched by cursor."""
@@ -183,22 +219,18 @@ class StorageStateMachine(RuleBasedStateMachine):
 
         A :class:`_PerStore` argument is replaced by each store's own value.
         """
-        shown = ", ".join([*(repr(a) for a in args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        label = f"await store.{operation}({shown})"
-        note(label)
+        call = _Step(operation, args, kwargs)
+        note(call)
         assert self.adapter is not None
-        actual = self.portal.call(self._call, self.adapter, 0, operation, args, kwargs)
-        expected = self.portal.call(self._call, self.reference, 1, operation, args, kwargs)
-        note(f"# -> {expected!r}")
-        assert_same(actual, expected, label)
+        actual, expected = self.portal.call(self._call_both, self.adapter, self.reference, call)
+        note(_Answer(expected))
+        assert_same(actual, expected, call)
         return actual, expected
 
     @staticmethod
-    async def _call(store: BaseStorage, side: int, operation: str, args: tuple[Any, ...],
-                    kwargs: dict[str, Any]) -> Any:
-        args = tuple(a.values[side] if isinstance(a, _PerStore) else a for a in args)
-        kwargs = {k: v.values[side] if isinstance(v, _PerStore) else v for k, v in kwargs.items()}
-        return await capture(getattr(store, operation)(*args, **kwargs))
+    async def _call_both(adapter: BaseStorage, reference: BaseStorage, call: _Step) -> tuple[Any, Any]:
+        """Both stores' answers in one trip to the event loop (adapter first)."""
+        return await call.run(adapter, 0), await call.run(reference, 1)
 
     def _remember(self, operation: str, kwargs: dict[str, Any], actual: Any, expected: Any) -> None:
         if isinstance(actual, Page) and isinstance(expected, Page) and actual.next_cursor and expected.next_cursor:
@@ -364,11 +396,12 @@ class StorageStateMachine(RuleBasedStateMachine):
     @rule()
     def compare_everything(self) -> None:
         """Every thread, message and resource, compared in full."""
-        note("# compare the whole store")
+        label = f"await snapshot(store, {RESOURCE_IDS!r})"
+        note(f"{label}  # the whole store")
         assert self.adapter is not None
         actual = self.portal.call(snapshot, self.adapter, RESOURCE_IDS)
         expected = self.portal.call(snapshot, self.reference, RESOURCE_IDS)
-        assert_same(actual, expected, "the whole store")
+        assert_same(actual, expected, label)
 
     def teardown(self) -> None:
         try:
@@ -385,12 +418,17 @@ def run_storage_machine(factory: StorageFactory, *, machine_settings: settings |
     Args:
         factory: the adapter's storage factory.
         machine_settings: Hypothesis settings; default: the active profile's
-            (``MEMORY_CORE_HYPOTHESIS_PROFILE``) state-machine settings.
+            (``MEMORY_CORE_HYPOTHESIS_PROFILE``) state-machine settings. The
+            profile's shrinking time cap applies either way.
 
     Raises:
         AssertionError: the adapter answered differently from the reference
-            store; the message shows the shrunk script of operations.
+            store. The message names the operation with its arguments and
+            where the answers differ; the notes hold the shrunk script of
+            operations, each followed by the reference store's answer.
     """
+    profile = active_profile()
     machine = type("StorageStateMachineRun", (StorageStateMachine,), {"factory": staticmethod(factory)})
-    run_state_machine_as_test(machine, settings=machine_settings or active_profile().stateful_settings())
+    with shrink_time_limit(profile.shrink_seconds):
+        run_state_machine_as_test(machine, settings=machine_settings or profile.stateful_settings())
 

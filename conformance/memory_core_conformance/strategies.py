@@ -1,6 +1,6 @@
 """Public Hypothesis strategies for memory-core inputs.
 
-Valid inputs follow SPEC.md exactly (the suite's property tests use them,
+Valid inputs follow the rules exactly (the suite's property tests use them,
 and so may any adapter's own tests); the ``bad_*`` strategies draw inputs
 the core must reject with a ``ValidationError``. Pools such as
 :data:`FILTER_VALUES` are small on purpose: generated filters then match

@@ -52,7 +52,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     ValueRules,
 ):
     """Every storage conformance test: rules (``test_r_*``), operations
-    (``test_ops_*``, ``test_lifecycle_*``), CASES.md (``test_cNN_*``), optional
+    (``test_ops_*``, ``test_lifecycle_*``), bug cases (``test_cNN_*``), optional
     capabilities (``test_cap_*``), properties (``test_r_*_property``) and the
     state machine (``test_stateful_*``).
 

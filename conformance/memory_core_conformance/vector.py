@@ -97,7 +97,7 @@ class VectorConformance:
         assert memory.vector is not None
         return await memory.vector.count(**scope)
 
-    # ------------------------------------------------------------------ CASES.md
+    # ------------------------------------------------------------------ bug cases
 
     async def test_c15_deletes_reach_the_vectors_and_recreated_ids_have_no_ghosts(self, memory: Memory) -> None:
         await memory.storage.save_thread(thread("t1"))

@@ -14,7 +14,7 @@ from memory_core.errors import ValidationError
 from memory_core.models import Message, Thread
 from memory_core.reference import InMemoryStorage
 from memory_core.storage import BaseStorage
-from memory_core_conformance.compare import canonical
+from memory_core_conformance.compare import describe_difference
 from memory_core_conformance.harness import (
     T0,
     FollowerClock,
@@ -57,7 +57,8 @@ async def unchanged_after(
     with pytest.raises(error) as raised:
         await call()
     after = await snapshot(store, resource_ids)
-    assert canonical(after) == canonical(before), f"a rejected call changed the store:\nbefore {before}\nafter  {after}"
+    changes = describe_difference(after, before, ("after", "before"), root="store")
+    assert not changes, "a rejected call changed the store:\n" + "\n".join(f"  {line}" for line in changes)
     return raised.value
 
 
@@ -100,10 +101,14 @@ class SuiteBase:
     @pytest.fixture
     def storage_reopener(self) -> StorageReopener:
         """Override when declaring PERSISTENT or SHARED_NAMESPACE: return
-        ``reopen(store, clock=None) -> BaseStorage`` on the same namespace."""
+        ``reopen(store, clock=None) -> BaseStorage``, a new unopened instance
+        on the namespace of ``store`` (a store ``storage_factory`` built); see
+        :class:`~memory_core_conformance.harness.StorageReopener`."""
         raise NotImplementedError(
             f"{type(self).__name__} declares a capability that needs a second instance on one namespace: "
-            "define the fixture storage_reopener returning reopen(store, clock=None)"
+            "define the fixture storage_reopener returning reopen(store, clock=None), where store is a store "
+            "your storage_factory built and the result is a new, unopened instance on the same namespace "
+            "(example: memory_core_conformance.examples.toyfile_conformance)"
         )
 
     @pytest.fixture

@@ -1,4 +1,4 @@
-"""CASES.md: faults real users hit in other memory stores, with the right answers.
+"""Bug cases: faults real users hit in other memory stores, with the right answers.
 
 One test per case (``test_cNN_*``); each right value of the case is an
 assertion. C15 and C16 (vectors) live in :mod:`memory_core_conformance.vector`.
@@ -33,7 +33,7 @@ DESC = OrderBy("created_at", "DESC")
 
 
 class BugCases(SuiteBase):
-    """C01-C14 and C17 of CASES.md on storage."""
+    """Bug cases C01-C14 and C17 on storage (stated in :data:`memory_core_conformance.rules.RULES`)."""
 
     async def test_c01_equal_timestamps_in_one_batch(self, store: BaseStorage) -> None:
         order = ["q", "c", "x", "a", "m", "e", "w", "b", "s", "f", "z"]

@@ -1,4 +1,5 @@
-"""Rule tests of SPEC §5 and ownership: R-DATE, R-META, R-SORT, R-INCLUDE, R-OWN."""
+"""Rule tests of filters, ordering, include and ownership: R-DATE, R-META,
+R-SORT, R-INCLUDE, R-OWN (stated in :data:`memory_core_conformance.rules.RULES`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §3 operations without a rule id of their own (``test_ops_*``) and the
+"""Storage operations without a rule id of their own (``test_ops_*``) and the
 store lifecycle (``test_lifecycle_*``)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["OperationCases"]
 
 
 class OperationCases(SuiteBase):
-    """Threads, messages and resources operations of SPEC §3; lifecycle."""
+    """Threads, messages and resources operations (OPS); lifecycle (LIFECYCLE)."""
 
     async def test_ops_save_thread_replaces_the_whole_record(self, store: BaseStorage) -> None:
         first = await store.save_thread(thread("t1", title="one", metadata={"a": 1, "b": 2}))

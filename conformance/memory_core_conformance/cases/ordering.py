@@ -1,4 +1,5 @@
-"""Rule tests of SPEC §2 (model): R-ORDER, R-CLOCK, R-BUMP."""
+"""Rule tests of the model: R-ORDER, R-CLOCK, R-BUMP (stated in
+:data:`memory_core_conformance.rules.RULES`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rule tests of SPEC §4 (pagination): R-PAGE, R-CURSOR."""
+"""Rule tests of pagination: R-PAGE, R-CURSOR (stated in
+:data:`memory_core_conformance.rules.RULES`)."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from memory_core_conformance import strategies as mst
 from memory_core_conformance.cases._base import SuiteBase, ids, paired_stores
 from memory_core_conformance.compare import assert_same, capture, json_identical
 from memory_core_conformance.harness import T0, StorageFactory, load_dataset, message, open_store, snapshot, thread
-from memory_core_conformance.profiles import active_profile
+from memory_core_conformance.profiles import active_profile, shrink_time_limit
 
 __all__ = ["PropertyCases", "run_examples"]
 
@@ -45,7 +45,9 @@ def run_examples(name: str, body: Callable[[Any], Awaitable[None]], strategy: st
             portal.call(body, example)
 
         check._hypothesis_internal_add_digest = name.encode()  # type: ignore[attr-defined]
-        active_profile().property_settings()(given(strategy)(check))()
+        profile = active_profile()
+        with shrink_time_limit(profile.shrink_seconds):
+            profile.property_settings()(given(strategy)(check))()
 
 
 def _expected_utc(value: datetime | str) -> datetime:
@@ -320,4 +322,5 @@ class PropertyCases(SuiteBase):
             for call in calls:
                 with pytest.raises(ValidationError):
                     await call()
-            assert_same(await snapshot(store, ["r1"]), before, "the store after rejected calls")
+            assert_same(await snapshot(store, ["r1"]), before, f"rejected {kind} calls",
+                        sides=("store after them", "store before"))

@@ -1,4 +1,5 @@
-"""Rule tests of SPEC §1 (values): R-ID, R-TIME, R-JSON, R-SIZE."""
+"""Rule tests of values: R-ID, R-TIME, R-JSON, R-SIZE (stated in
+:data:`memory_core_conformance.rules.RULES`)."""
 
 from __future__ import annotations
 

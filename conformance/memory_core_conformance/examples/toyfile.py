@@ -1,0 +1,93 @@
+"""``ToyFileStorage``: a complete, file-backed toy adapter.
+
+It has the shape every adapter has: a ``from_url`` that takes ``namespace``
+and ``clock``, a constructor that does no I/O, ``_open`` / ``_close`` /
+``_destroy``, and its optional capabilities declared as data. Its data
+handling is borrowed from :class:`~memory_core.reference.InMemoryStorage` (a
+real adapter implements every primitive for its backend): the whole state is
+read from ``<folder>/<namespace>.pickle`` on open and written back on close.
+So a second instance sees the first one's data once that one is closed
+(``Capability.PERSISTENT``), but two open instances do not share writes (no
+``SHARED_NAMESPACE``). A toy: pickle is fine only for files nobody else writes.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+from itertools import count
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import anyio
+
+from memory_core.capabilities import Capability
+from memory_core.clock import Clock
+from memory_core.errors import ValidationError
+from memory_core.reference import InMemoryStorage
+
+__all__ = ["ToyFileStorage"]
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
+
+
+class ToyFileStorage(InMemoryStorage):
+    """The reference store, kept in one file per namespace. URL:
+    ``toyfile:///absolute/folder``.
+
+    Args:
+        folder: the directory holding the namespaces' files (created on the
+            first close).
+        namespace: which file: ``<folder>/<namespace>.pickle``; 1-100 of
+            ``A-Z a-z 0-9 _ . -``, not starting with a dot. Default
+            ``"default"``.
+        clock: injectable clock (default: the system clock).
+
+    Raises:
+        ValidationError: a namespace that is not a plain file name.
+    """
+
+    backend_name = "toyfile"
+    capabilities = frozenset({Capability.PERSISTENT})
+
+    def __init__(self, folder: str | Path, *, namespace: str = "default", clock: Clock | None = None) -> None:
+        if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+            raise ValidationError("namespace", f"must be 1-100 of A-Z a-z 0-9 _ . - (not a leading dot): {namespace!r}")
+        super().__init__(clock=clock)
+        self.folder = Path(folder)
+        self.namespace = namespace
+        self.path = self.folder / f"{namespace}.pickle"
+        self._destroyed = False
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> ToyFileStorage:
+        """Build from ``toyfile:///absolute/folder`` (no I/O). Options:
+        ``namespace`` and ``clock``, as for the constructor.
+
+        Raises:
+            ValidationError: another scheme, or no folder in the URL.
+        """
+        parts = urlsplit(url)
+        if parts.scheme != "toyfile" or not parts.path:
+            raise ValidationError("url", f"must look like toyfile:///absolute/folder, got {url!r}")
+        return cls(unquote(parts.path), **options)
+
+    async def _open(self) -> None:
+        if await anyio.Path(self.path).exists():
+            state = pickle.loads(await anyio.Path(self.path).read_bytes())
+            self._threads, self._messages, self._resources = state["threads"], state["messages"], state["resources"]
+            self._sequence = count(state["next_sequence"])
+
+    async def _close(self) -> None:
+        if self._destroyed:  # destroy() closes too, and must leave no file behind
+            return
+        state = {"threads": self._threads, "messages": self._messages, "resources": self._resources,
+                 "next_sequence": next(self._sequence)}
+        await anyio.Path(self.folder).mkdir(parents=True, exist_ok=True)
+        await anyio.Path(self.path).write_bytes(pickle.dumps(state))
+
+    async def _destroy(self) -> None:
+        await super()._destroy()
+        await anyio.Path(self.path).unlink(missing_ok=True)
+        self._destroyed = True

@@ -1,0 +1,46 @@
+"""The README's example adapter: the whole suite runs on it (its test class
+is imported from the package, so pytest collects it here), plus what only
+the toy has (URL and namespace checks, the file it leaves)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from memory_core_conformance.examples.toyfile import ToyFileStorage
+from memory_core_conformance.examples.toyfile_conformance import TestToyFileConformance
+
+from memory_core.errors import ValidationError
+from memory_core.models import Thread
+
+__all__ = ["TestToyFileConformance"]
+
+
+@pytest.mark.parametrize("namespace", ["", ".hidden", "a/b", "..", "x" * 101, 5])
+def test_toyfile_rejects_namespaces_that_are_not_file_names(tmp_path: Path, namespace: object) -> None:
+    with pytest.raises(ValidationError) as raised:
+        ToyFileStorage(tmp_path, namespace=namespace)  # type: ignore[arg-type]
+    assert raised.value.field == "namespace"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("url", ["memory://", "toyfile://", "toyfile:"])
+def test_toyfile_rejects_other_urls(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        ToyFileStorage.from_url(url)
+    assert raised.value.field == "url"
+
+
+@pytest.mark.anyio
+async def test_toyfile_keeps_a_namespace_in_one_file_until_destroyed(tmp_path: Path) -> None:
+    first = ToyFileStorage.from_url(f"toyfile://{tmp_path}/data", namespace="n1")
+    assert first.path == tmp_path / "data" / "n1.pickle" and not first.path.exists()
+    async with first:
+        await first.save_thread(Thread("t1", "r1"))
+    assert [p.name for p in (tmp_path / "data").iterdir()] == ["n1.pickle"]
+    second = ToyFileStorage(tmp_path / "data", namespace="n1")
+    got = await second.get_thread("t1")
+    assert got is not None and got.resource_id == "r1"
+    assert await ToyFileStorage(tmp_path / "data", namespace="n2").get_thread("t1") is None
+    await second.destroy()
+    assert list((tmp_path / "data").iterdir()) == []
