@@ -12,14 +12,16 @@
 #   bash benchmarks/run_full.sh [extra memory-core bench options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+workdir=$(mktemp -d)
+trap 'rm -rf "$workdir"' EXIT
 extra=()
 if redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
   extra+=(--storage "redis7=redis://127.0.0.1:6379/0")
 fi
-exec memory-core bench \
+memory-core bench \
   --sizes 1000,10000,100000 \
   --storage memory:// \
-  --storage "sqlite:///$(mktemp -d)/bench.db" \
+  --storage "sqlite:///$workdir/bench.db" \
   "${extra[@]}" \
   --servers \
   --limit mongodb=10000 \

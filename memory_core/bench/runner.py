@@ -552,6 +552,7 @@ async def _run_vectors(
                     if spec.size:
                         await subject.add(dataset.thread_messages(spec), dataset.vectors(spec, config.dimension))
                         progress.advance(spec.size)
+                await subject.after_load()
                 seconds = time.perf_counter() - started
             progress.end_step()
             report.populate.append(PopulateRecord(target.name, subject.label, subject.kind, size, size,

@@ -309,6 +309,10 @@ class VectorSubject(ABC):
         """Store one vector per message (row ``i`` of ``vectors``, shape
         ``(len(messages), dim)``, unit length) with its thread and resource."""
 
+    async def after_load(self) -> None:
+        """Once the whole dataset is in, before searching: what a deployment
+        does after a bulk load (default: nothing)."""
+
     @abstractmethod
     async def search(self, query: Vector, top_k: int, resource_id: str) -> Answer:
         """The ``top_k`` nearest messages of ``resource_id`` by cosine, best
@@ -347,6 +351,13 @@ class AdapterVectorSubject(VectorSubject):
             if destroy is not None:
                 await destroy()
             await self._store.close()
+
+    async def after_load(self) -> None:
+        """The store's ``optimize()`` when it has one (the embedded Qdrant
+        engine groups points by resource; see adapters/qdrant/README.md)."""
+        optimize = getattr(self._store, "optimize", None)
+        if optimize is not None:
+            await optimize()
 
     async def add(self, messages: Sequence[BenchMessage], vectors: Vector) -> None:
         """``VectorStore.upsert`` of one point per message."""

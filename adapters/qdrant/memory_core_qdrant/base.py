@@ -71,8 +71,6 @@ INDEXED_FIELDS = ("message_id", "thread_id", "resource_id")
 """Payload fields with a keyword index (``resource_id`` is also marked as the
 tenant field, so Qdrant co-locates each resource's points)."""
 
-HIT_FIELDS = ["message_id", "thread_id", "resource_id"]
-
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
 
@@ -94,6 +92,16 @@ def collection_prefix(namespace: str | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class RawHit:
+    """One scored chunk as an engine returns it (before de-duplication)."""
+
+    message_id: str
+    thread_id: str
+    resource_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
 class PointFilter:
     """Which points a primitive acts on: all conditions ANDed; empty = all.
 
@@ -107,15 +115,28 @@ class PointFilter:
     thread_id: str | None = None
     resource_id: str | None = None
 
+    def hit_fields(self) -> list[str]:
+        """The payload fields a search under this filter reads to build its
+        hits: ``message_id``, plus ``thread_id`` / ``resource_id`` unless the
+        filter pins them (each payload field read costs engine time per hit)."""
+        fields = ["message_id"]
+        if self.thread_id is None:
+            fields.append("thread_id")
+        if self.resource_id is None:
+            fields.append("resource_id")
+        return fields
 
-@dataclass(frozen=True, slots=True)
-class RawHit:
-    """One scored chunk as an engine returns it (before de-duplication)."""
-
-    message_id: str
-    thread_id: str
-    resource_id: str
-    score: float
+    def hit(self, payload: dict[str, Any] | None, score: float) -> RawHit:
+        """The :class:`RawHit` of a point found under this filter, from its
+        payload (holding at least :meth:`hit_fields`) and its score; a pinned
+        id comes from the filter, which matched it exactly."""
+        fields = payload or {}
+        return RawHit(
+            fields["message_id"],
+            fields["thread_id"] if self.thread_id is None else self.thread_id,
+            fields["resource_id"] if self.resource_id is None else self.resource_id,
+            score,
+        )
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
@@ -137,8 +158,6 @@ def _unit(vector: Any, field: str) -> Matrix:
     if norm == 0.0 or not np.isfinite(norm):
         raise ValidationError(field, "must not be the zero vector (cosine is undefined)")
     return array / np.float32(norm)
-
-
 
 
 class QdrantVectorStore(ABC):

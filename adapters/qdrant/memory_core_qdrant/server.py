@@ -27,7 +27,6 @@ from memory_core_qdrant._url import Settings
 from memory_core_qdrant.base import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
-    HIT_FIELDS,
     INDEXED_FIELDS,
     Matrix,
     PointFilter,
@@ -172,14 +171,10 @@ class QdrantServerStore(QdrantVectorStore):
             query=vector.tolist(),
             query_filter=server_filter(flt),
             limit=limit,
-            with_payload=HIT_FIELDS,
+            with_payload=flt.hit_fields(),
             search_params=models.SearchParams(exact=True) if self.exact else None,
         )
-        hits = []
-        for point in answer.points:
-            payload = point.payload or {}
-            hits.append(RawHit(payload["message_id"], payload["thread_id"], payload["resource_id"], point.score))
-        return hits
+        return [flt.hit(point.payload, point.score) for point in answer.points]
 
     async def _count(self, name: str, flt: PointFilter) -> int:
         answer = await self.client.count(name, count_filter=server_filter(flt), exact=True)

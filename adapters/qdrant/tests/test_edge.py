@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
+import qdrant_edge as qe
 from memory_core import connect_vector
 from memory_core.errors import BackendError, ValidationError
-from memory_core.vector import VectorPoint
+from memory_core.vector import VectorPoint, point_id
 
 from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, QdrantVectorStore
 
@@ -54,6 +57,28 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         assert await third.count() == 2
         await third.destroy()
     assert os.listdir(where) == []
+
+
+async def test_a_shard_with_the_engines_default_config_opens_and_is_reconfigured(tmp_path: Path) -> None:
+    # As made by earlier versions: the engine's defaults (HNSW m=16, a WAL).
+    where = tmp_path / "memory_messages_8"
+    shard = qe.EdgeShard.create(
+        str(where), qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=8, distance=qe.Distance.Cosine))
+    )
+    payload = {"message_id": "old", "thread_id": "t1", "resource_id": "r1", "created_at": 5, "chunk": 0}
+    shard.update(
+        qe.UpdateOperation.upsert_points([qe.Point(uuid.UUID(point_id("old", 0)), vec(1.0).tolist(), payload)])
+    )
+    shard.close()
+    async with await connect_vector(url_of(tmp_path)) as store:
+        await store.upsert(points())
+        hits = await store.search(vec(1.0), 2, thread_id="t1")
+        assert [(h.message_id, h.resource_id) for h in hits] == [("m1", "r1"), ("old", "r1")]
+        assert hits[1].score == pytest.approx(1.0, abs=1e-5)
+    config = json.loads((where / "edge_config.json").read_text())
+    assert config["hnsw_config"]["m"] == 0  # optimize() never builds a graph
+    assert config["payload_memory"] == "cached"
+    assert config["max_search_threads"] >= 1
 
 
 async def test_relative_path_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,14 +1,16 @@
 """Raw Qdrant engine (qdrant-edge-py) for the in-process vector URLs.
 
 The ceiling for ``qdrant::memory:`` and ``qdrant+path:///dir``: the same
-engine the adapter embeds, driven by hand with the same collection config
-(cosine, no WAL for the in-memory case), the same keyword payload indexes
+engine the adapter embeds, driven by hand with the same shard config
+(``memory_core_qdrant.edge.shard_config``: cosine, no graph, payloads in
+memory; no WAL for the in-memory case), the same keyword payload indexes
 (``message_id``, ``thread_id``, ``resource_id`` as the tenant field), the
-same point ids (:func:`memory_core.vector.point_id`) and payloads. Like the
-adapter, every engine call runs in a worker thread (the engine is
-synchronous; a millisecond call must not block the event loop). A search
-asks for exactly ``top_k`` points (one point per message here, so no
-over-fetch or de-duplication is needed).
+same point ids (:func:`memory_core.vector.point_id`) and payloads, and the
+same ``optimize()`` after the load. Writes run in a worker thread; a search
+runs on the calling thread and is exact, like the adapter's (the binding
+holds the GIL, so a worker thread would free nothing). A search asks for
+exactly ``top_k`` points (one point per message here, so no over-fetch or
+de-duplication is needed).
 
 Server URLs (``qdrant://host``) have no raw baseline yet: the benchmark
 machine has no Qdrant server.
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
+from memory_core_qdrant.edge import shard_config
 
 from memory_core.bench.dataset import BenchMessage
 from memory_core.bench.subjects import Answer, Kind, Vector, VectorSubject
@@ -72,10 +75,8 @@ class RawQdrantEdge(VectorSubject):
         if self._shard is None:
             where = self.folder / collection_name(dimension)
             where.parent.mkdir(parents=True, exist_ok=True)
-            config = qe.EdgeConfig(
-                vectors=qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine),
-                wal_enabled=False if self.in_memory else None,
-            )
+            # The adapter's engine settings (same indexes and memory layout).
+            config = shard_config(dimension, wal_enabled=False if self.in_memory else None)
             shard = await asyncio.to_thread(qe.EdgeShard.create, str(where), config)
             for field in ("message_id", "thread_id", "resource_id"):
                 schema = qe.KeywordIndexParams(is_tenant=True) if field == "resource_id" else \
@@ -100,13 +101,19 @@ class RawQdrantEdge(VectorSubject):
             ]
             await asyncio.to_thread(shard.update, qe.UpdateOperation.upsert_points(points))
 
+    async def after_load(self) -> None:
+        """Group the points by resource, as the adapter's ``optimize()``."""
+        await asyncio.to_thread(self._shard.optimize)
+
     async def search(self, query: Vector, top_k: int, resource_id: str) -> Answer:
-        """One filtered ``query`` of ``top_k`` on the engine."""
+        """One filtered exact ``query`` of ``top_k`` on the engine, on the
+        calling thread (the binding holds the GIL: a worker thread frees nothing)."""
         request = qe.QueryRequest(
             query=qe.Query.Nearest(query.tolist()),
             limit=top_k,
             filter=qe.Filter(must=[qe.FieldCondition(key="resource_id", match=qe.MatchValue(resource_id))]),
             with_payload=["message_id"],
+            params=qe.SearchParams(exact=True),
         )
-        found = await asyncio.to_thread(self._shard.query, request)
+        found = self._shard.query(request)
         return Answer(-1, tuple(str((p.payload or {})["message_id"]) for p in found))
