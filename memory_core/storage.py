@@ -66,6 +66,7 @@ from memory_core.validation import (
 __all__ = ["BaseStorage", "Storage", "message_key"]
 
 T = TypeVar("T")
+Q = TypeVar("Q", ThreadQuery, MessageQuery)
 
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 # Optimistic writes: read, check, then write with those reads re-verified
@@ -787,18 +788,12 @@ class BaseStorage(ABC):
     async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
         """``(count of query's filter, _list_threads(query))``; no list when
         ``query.limit`` is 0."""
-        unpaged = replace(query, offset=0, limit=None, after=None)
-        if query.limit == 0:
-            return await self._count_threads(unpaged), []
-        return await _both(self._count_threads(unpaged), self._list_threads(query))
+        return await _count_and_list(self._count_threads, self._list_threads, query)
 
     async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
         """``(count of query's filter, _list_messages(query))``; no list when
         ``query.limit`` is 0."""
-        unpaged = replace(query, offset=0, limit=None, after=None)
-        if query.limit == 0:
-            return await self._count_messages(unpaged), []
-        return await _both(self._count_messages(unpaged), self._list_messages(query))
+        return await _count_and_list(self._count_messages, self._list_messages, query)
 
     async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
         """:meth:`_message_window` for each ``(id, before, after)``, in order."""
@@ -822,9 +817,15 @@ class BaseStorage(ABC):
         = now_us). Returns the stored resource."""
 
 
-async def _both(first: Awaitable[int], second: Awaitable[list[T]]) -> tuple[int, list[T]]:
-    count, items = await asyncio.gather(first, second)
-    return count, items
+async def _count_and_list(
+    count: Callable[[Q], Awaitable[int]], fetch: Callable[[Q], Awaitable[list[T]]], query: Q
+) -> tuple[int, list[T]]:
+    """The default composite page read: count (unpaged) and list concurrently."""
+    unpaged = replace(query, offset=0, limit=None, after=None)
+    if query.limit == 0:
+        return await count(unpaged), []
+    total, items = await asyncio.gather(count(unpaged), fetch(query))
+    return total, items
 
 
 @dataclass(frozen=True, slots=True)
