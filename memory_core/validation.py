@@ -204,34 +204,44 @@ def check_datetime(value: Any, field: str) -> datetime:
     return cast(datetime, value)
 
 
-def _check_json_value(value: Any, field: str, depth: int) -> None:
+def _text_bound(text: str) -> int:
+    """Upper bound of a str's bytes in :mod:`memory_core.codec` JSON: quotes
+    plus at most 6 bytes per code point (``\\u00XX`` escapes; UTF-8 needs <= 4)."""
+    return 6 * len(text) + 2
+
+
+def _check_json_value(value: Any, field: str, depth: int) -> int:
+    """Check one JSON value (R-JSON); returns an upper bound of its encoded
+    size in bytes, so R-SIZE needs an exact encoding only near the limit."""
     kind = type(value)
     if value is None or kind is bool:
-        return
+        return 5
     if kind is str:
         _check_text(value, field, "R-JSON")
-        return
+        return _text_bound(value)
     if kind is int:
         if not INT64_MIN <= value <= INT64_MAX:
             raise ValidationError(field, "int outside signed 64-bit", "R-JSON")
-        return
+        return 20
     if kind is float:
         if not math.isfinite(value):
             raise ValidationError(field, "NaN and infinity are not JSON", "R-JSON")
-        return
+        return 24
     if depth >= JSON_MAX_DEPTH:
         raise ValidationError(field, f"nested deeper than {JSON_MAX_DEPTH} levels", "R-JSON")
     if kind is list:
+        size = 2
         for index, item in enumerate(value):
-            _check_json_value(item, f"{field}[{index}]", depth + 1)
-        return
+            size += _check_json_value(item, f"{field}[{index}]", depth + 1) + 1
+        return size
     if kind is dict:
+        size = 2
         for key, item in value.items():
             if type(key) is not str:
                 raise ValidationError(field, f"object keys must be str, got {type(key).__name__}", "R-JSON")
             _check_text(key, f"{field} key", "R-JSON")
-            _check_json_value(item, f"{field}[{key!r}]", depth + 1)
-        return
+            size += _text_bound(key) + _check_json_value(item, f"{field}[{key!r}]", depth + 1) + 2
+        return size
     raise ValidationError(field, f"{kind.__name__} is not a JSON type", "R-JSON")
 
 
@@ -278,17 +288,26 @@ def check_message(value: Any, field: str) -> Message:
     _check_text(message.type, f"{where}.type", "R-JSON")
     if type(message.content) is str:
         _check_text(message.content, f"{where}.content", "R-JSON")
+        bound = _text_bound(message.content)
     elif type(message.content) is dict:
-        check_json_object(message.content, f"{where}.content")
+        bound = _check_json_value(message.content, f"{where}.content", 0)
     else:
         raise ValidationError(f"{where}.content", f"must be a str or a dict, got {type(message.content).__name__}")
-    check_json_object(message.metadata, f"{where}.metadata")
+    if type(message.metadata) is not dict:
+        raise ValidationError(
+            f"{where}.metadata", f"must be a dict (JSON object), got {type(message.metadata).__name__}", "R-JSON"
+        )
+    bound += _check_json_value(message.metadata, f"{where}.metadata", 0)
     created_at = None if message.created_at is None else check_datetime(message.created_at, f"{where}.created_at")
     if created_at is not message.created_at:
         message = _replace(message, created_at=created_at)
-    size = message_size(message)
-    if size > MAX_MESSAGE_BYTES:
-        raise ValidationError(where, f"serialises to {size} bytes, over the 15 MiB limit", "R-SIZE")
+    # R-SIZE: encode exactly only when the cheap upper bound (ids and keys
+    # included, ~200 bytes) could pass the limit.
+    ids = (msg_id, message.thread_id, message.resource_id or "", message.role, message.type)
+    if bound + sum(_text_bound(part) for part in ids) + 200 > MAX_MESSAGE_BYTES:
+        size = message_size(message)
+        if size > MAX_MESSAGE_BYTES:
+            raise ValidationError(where, f"serialises to {size} bytes, over the 15 MiB limit", "R-SIZE")
     return message
 
 

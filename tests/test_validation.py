@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memory_core import ValidationError
+from memory_core import ValidationError, codec, validation
 from memory_core.clock import to_us
 from memory_core.models import OrderBy
 from memory_core.validation import (
@@ -163,3 +165,20 @@ def test_date_range_exclusive_bounds_move_one_microsecond() -> None:
     assert hi == to_us(start) - 1
     with pytest.raises(ValidationError):
         check_date_range({"start": start, "start_exclusive": 1})
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",))),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_json_values)
+def test_json_size_bound_is_never_below_the_encoded_size(value: object) -> None:
+    """R-SIZE is encoded exactly only when this bound could pass the limit, so
+    it must never undercount (control characters, non-BMP text, long floats)."""
+    bound = validation._check_json_value(value, "v", 0)
+    assert bound >= len(codec.dumps(value).encode("utf-8"))
