@@ -9,6 +9,7 @@ with snake_case names.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,12 +35,14 @@ from memory_core.models import (
 from memory_core.storage import BaseStorage
 from memory_core.validation import (
     MAX_ID_LENGTH,
+    MAX_PER_PAGE,
     MAX_TOP_K,
     check_bool,
     check_date_range,
     check_id,
     check_includes,
     check_json_object,
+    check_json_value,
     check_message,
     check_non_negative_int,
     check_per_page,
@@ -429,7 +432,7 @@ class Memory:
         flt = (
             None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
         )
-        if message_limit is None:
+        if message_limit is None or message_limit > MAX_PER_PAGE:  # more than any page: all of them
             page = await self.storage.list_messages(source_id, filter=flt, per_page=False)
             originals = page.items
         else:
@@ -493,9 +496,21 @@ class Memory:
         """See :meth:`BaseStorage.get_messages`."""
         return await self.storage.get_messages(ids)
 
-    async def list_messages(self, thread_id: str | Sequence[str], **options: Any) -> Page[Message]:
+    async def list_messages(
+        self,
+        thread_id: str | Sequence[str],
+        resource_id: str | None = None,
+        include: Sequence[Include | Mapping[str, Any]] | None = None,
+        filter: MessageFilter | Mapping[str, Any] | None = None,
+        page: int = 0,
+        per_page: PerPage = 40,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Message]:
         """See :meth:`BaseStorage.list_messages`."""
-        return await self.storage.list_messages(thread_id, **options)
+        return await self.storage.list_messages(
+            thread_id, resource_id, include, filter, page, per_page, order_by, cursor
+        )
 
     async def reindex(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
         """Re-embed every message of one thread or one resource, replacing their
@@ -735,13 +750,23 @@ class Memory:
         return thread
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (R-JSON)")
+
+
 def _validate_schema(text: str, schema: dict[str, Any]) -> None:
     from jsonschema import Draft202012Validator
 
     try:
-        value = codec.loads(text)
+        value = json.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:
-        raise ValidationError("working_memory", f"must be JSON when a schema is set: {exc}") from None
+        raise ValidationError("working_memory", f"must be JSON when a schema is set: {exc}", "R-JSON") from None
+    except RecursionError:
+        raise ValidationError("working_memory", "JSON nested too deeply", "R-JSON") from None
+    try:
+        check_json_value(value, "working_memory")
+    except RecursionError:
+        raise ValidationError("working_memory", "JSON nested too deeply", "R-JSON") from None
     try:
         error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
     except Exception as exc:

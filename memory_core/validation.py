@@ -48,6 +48,8 @@ __all__ = [
     "check_id_list",
     "check_includes",
     "check_json_object",
+    "check_json_value",
+    "check_record_size",
     "check_message",
     "check_message_filter",
     "check_meta_filter",
@@ -192,13 +194,15 @@ def check_datetime(value: Any, field: str) -> datetime:
             raise ValidationError(field, f"not an ISO-8601 datetime: {value!r}", "R-TIME") from None
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime or ISO-8601 str, got {type(value).__name__}", "R-TIME")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        value = value.replace(tzinfo=UTC)
-    else:
-        try:
+    try:
+        if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+            value = value.replace(tzinfo=UTC)
+        else:
             value = value.astimezone(UTC)
-        except OverflowError:
-            raise ValidationError(field, "outside 1900-01-01..2199-12-31 UTC", "R-TIME") from None
+    except OverflowError:
+        raise ValidationError(field, "outside 1900-01-01..2199-12-31 UTC", "R-TIME") from None
+    except (ValueError, TypeError) as exc:  # a tzinfo with an offset of a day or more, or not a timedelta
+        raise ValidationError(field, f"has an invalid UTC offset: {exc}", "R-TIME") from None
     if not TIME_MIN <= value <= TIME_MAX:
         raise ValidationError(field, f"{value.isoformat()} is outside 1900-01-01..2199-12-31 UTC", "R-TIME")
     return cast(datetime, value)
@@ -243,6 +247,28 @@ def _check_json_value(value: Any, field: str, depth: int) -> int:
             size += _text_bound(key) + _check_json_value(item, f"{field}[{key!r}]", depth + 1) + 2
         return size
     raise ValidationError(field, f"{kind.__name__} is not a JSON type", "R-JSON")
+
+
+def check_record_size(field: str, value: dict[str, Any]) -> None:
+    """R-SIZE for threads and resources (and their patches): the JSON of
+    ``value`` (already R-JSON-checked) must fit in 15 MiB, the limit messages
+    have, so every backend stores what one accepts (a MongoDB document is at
+    most 16 MiB).
+
+    Raises:
+        ValidationError: over :data:`MAX_MESSAGE_BYTES`.
+    """
+    if _check_json_value(value, field, 0) <= MAX_MESSAGE_BYTES:
+        return
+    size = len(codec.dumps(value).encode("utf-8"))
+    if size > MAX_MESSAGE_BYTES:
+        raise ValidationError(field, f"serialises to {size} bytes, over the 15 MiB limit", "R-SIZE")
+
+
+def check_json_value(value: Any, field: str) -> None:
+    """R-JSON for any JSON value (object, array, scalar): the rules of
+    :func:`check_json_object` without requiring a dict."""
+    _check_json_value(value, field, 0)
 
 
 def check_json_object(value: Any, field: str) -> dict[str, Any]:
@@ -327,6 +353,7 @@ def check_thread(value: Any, field: str = "thread") -> Thread:
         raise ValidationError(f"{field}.title", "must be a str")
     _check_text(thread.title, f"{field}.title", "R-JSON")
     check_json_object(thread.metadata, f"{field}.metadata")
+    check_record_size(field, {"title": thread.title, "metadata": thread.metadata})
     created = None if thread.created_at is None else check_datetime(thread.created_at, f"{field}.created_at")
     updated = None if thread.updated_at is None else check_datetime(thread.updated_at, f"{field}.updated_at")
     return _replace(thread, created_at=created, updated_at=updated)
@@ -341,6 +368,7 @@ def check_resource(value: Any, field: str = "resource") -> Resource:
             raise ValidationError(f"{field}.working_memory", "must be a str or None")
         _check_text(resource.working_memory, f"{field}.working_memory", "R-JSON")
     check_json_object(resource.metadata, f"{field}.metadata")
+    check_record_size(field, {"working_memory": resource.working_memory, "metadata": resource.metadata})
     created = None if resource.created_at is None else check_datetime(resource.created_at, f"{field}.created_at")
     updated = None if resource.updated_at is None else check_datetime(resource.updated_at, f"{field}.updated_at")
     return _replace(resource, created_at=created, updated_at=updated)

@@ -146,7 +146,9 @@ async def test_working_memory_schema_validates_before_writing(memory: Memory) ->
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     config = MemoryConfig(working_memory=WorkingMemory(enabled=True, schema=schema))
     assert await memory.update_working_memory("t1", {"name": "Ada"}, thread_config=config) == '{"name":"Ada"}'
-    for bad in ({"name": 5}, "not json", "{}"):
+    too_deep = "[" * 200_000 + "]" * 200_000  # raw json.loads: RecursionError
+    not_json = ('{"name": NaN}', '{"name": "x", "n": Infinity}', '{"name": "x", "n": 1e400}', too_deep)
+    for bad in ({"name": 5}, "not json", "{}", *not_json):
         with pytest.raises(ValidationError):
             await memory.update_working_memory("t1", bad, thread_config=config)
     assert await memory.get_working_memory("t1", thread_config=config) == '{"name":"Ada"}'
@@ -196,6 +198,8 @@ async def test_clone_thread_copies_messages_in_order(memory: Memory) -> None:
     assert len(copies) == 6
     _, newest = await memory.clone_thread("t1", "t1-newest", message_limit=2)
     assert [m.content for m in newest] == ["m05 text", "m06 text"]
+    _, every = await memory.clone_thread("t1", "t1-every", message_limit=2**63 - 1)  # beyond any page size
+    assert len(every) == 6
     _, dated = await memory.clone_thread(
         "t1", "t1-dated", date_range={"start": T0 + timedelta(seconds=2), "end": T0 + timedelta(seconds=3)}
     )

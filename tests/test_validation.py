@@ -3,7 +3,7 @@ R-PAGE, R-META, R-SORT, R-DATE): pure functions, no store involved."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
 from hypothesis import given
@@ -182,3 +182,19 @@ def test_json_size_bound_is_never_below_the_encoded_size(value: object) -> None:
     it must never undercount (control characters, non-BMP text, long floats)."""
     bound = validation._check_json_value(value, "v", 0)
     assert bound >= len(codec.dumps(value).encode("utf-8"))
+
+
+class _DayOffset(tzinfo):
+    """A tzinfo whose offset is a whole day (datetime refuses it)."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(hours=24)
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+
+def test_datetime_with_an_impossible_utc_offset_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError) as raised:
+        check_datetime(datetime(2025, 1, 1, tzinfo=_DayOffset()), "created_at")
+    assert raised.value.field == "created_at" and raised.value.rule == "R-TIME"

@@ -22,7 +22,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.storage import BaseStorage, message_key
 from redis import exceptions as redis_errors
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 
 from memory_core_redis._keys import Layout, canon, message_member, seq_text, thread_member, time_key
@@ -38,6 +38,10 @@ TOMBSTONE_TTL = 86_400
 late, reordered update of the global index cannot resurrect it."""
 
 _CACHE_SIZE = 65_536
+_CONCURRENT_CALLS = 50
+"""Script calls one store runs at once (the ``max_connections`` option when
+given): redis-py's cluster client has no blocking pool and fails past its
+per-node limit, so the store queues its own calls instead."""
 _MAX_WINDOW = 2**50
 """Offsets and limits are clamped to this before they reach Lua (whose
 numbers are doubles): no store holds that many items, so answers are equal."""
@@ -204,6 +208,7 @@ class RedisStorage(BaseStorage):
         self._target = target
         self._cluster = target.cluster if cluster is None else cluster
         self._client_options = client_options
+        self._calls = asyncio.Semaphore(int(client_options.get("max_connections", _CONCURRENT_CALLS)))
         self._client: Any = client
         self._owns_client = client is None
         self._scripts: Scripts | None = None
@@ -235,8 +240,15 @@ class RedisStorage(BaseStorage):
 
     async def _open(self) -> None:
         if self._client is None:
-            kind: Any = RedisCluster if self._cluster else Redis
-            self._client = kind.from_url(self._target.driver_url, decode_responses=True, **self._client_options)
+            url, options = self._target.driver_url, self._client_options
+            if self._cluster:
+                self._client = RedisCluster.from_url(url, decode_responses=True, **options)
+            else:
+                # A blocking pool: past max_connections (default 50) a call waits
+                # for a free connection instead of failing with
+                # MaxConnectionsError under bursts of concurrent recalls.
+                pool = BlockingConnectionPool.from_url(url, decode_responses=True, **options)
+                self._client = Redis.from_pool(pool)
         if not self._client.get_encoder().decode_responses:
             raise ValidationError("client", "must be created with decode_responses=True")
         self._scripts = Scripts(self._client)
@@ -263,7 +275,8 @@ class RedisStorage(BaseStorage):
 
     async def _run(self, name: str, base: str, args: list[Any]) -> Any:
         assert self._scripts is not None
-        return await self._scripts.run(name, base, args)
+        async with self._calls:
+            return await self._scripts.run(name, base, args)
 
     async def _locate(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> tuple[list[Any], list[Any]]:
         """Ask the directory (store slot) where ids live; caches the answers."""

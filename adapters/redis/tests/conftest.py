@@ -96,10 +96,11 @@ def new_namespace() -> str:
 
 @pytest.fixture
 def make_store(redis_target: str) -> Callable[..., RedisStorage]:
-    """``make_store(clock=None, namespace=None)``: a new store (no I/O) on the
-    target, in a fresh namespace unless one is given."""
+    """``make_store(clock=None, namespace=None, **options)``: a new store (no
+    I/O) on the target, in a fresh namespace unless one is given; options go
+    to ``RedisStorage.from_url``."""
 
-    def factory(clock: Clock | None = None, namespace: str | None = None) -> RedisStorage:
-        return RedisStorage.from_url(redis_target, clock=clock, namespace=namespace or new_namespace())
+    def factory(clock: Clock | None = None, namespace: str | None = None, **options: Any) -> RedisStorage:
+        return RedisStorage.from_url(redis_target, clock=clock, namespace=namespace or new_namespace(), **options)
 
     return factory

@@ -362,3 +362,18 @@ async def test_huge_offsets_and_windows_reach_lua_as_exact_integers(make_store: 
                                                                        "with_next": 2**62}])
         assert [m.id for m in window.items] == ["t1-m0", "t1-m1", "t1-m2"]
         await store.destroy()
+
+
+async def test_bursts_of_reads_wait_for_connections_instead_of_failing(make_store: MakeStore) -> None:
+    """Hundreds of include windows in one call and dozens of concurrent
+    recalls stay within the connection pool (bounded composite reads and a
+    blocking pool), instead of raising MaxConnectionsError."""
+    store = make_store(max_connections=10)  # the store queues its calls at the pool's size
+    async with store:
+        await seed(store, n=300)
+        page = await store.list_messages("t1", include=[{"id": f"t1-m{i}"} for i in range(250)], per_page=0)
+        assert len(page.items) == 250
+        includes = [{"id": f"t1-m{i}", "with_previous": 1} for i in range(0, 100, 10)]
+        pages = await asyncio.gather(*(store.list_messages("t1", include=includes, per_page=20) for _ in range(40)))
+        assert all(len(p.items) == len(pages[0].items) for p in pages)
+        await store.destroy()

@@ -299,3 +299,19 @@ class ValueRules(SuiteBase):
         assert "over" in str(error)
         grow = "x" * MAX_MESSAGE_BYTES
         await unchanged_after(store, lambda: store.update_messages([{"id": "small", "content": {"pad": grow}}]))
+
+    async def test_r_size_rejects_threads_and_resources_over_15_mib(self, store: BaseStorage) -> None:
+        """Threads and resources have the messages' 15 MiB limit, so no backend
+        (a MongoDB document holds 16 MiB) accepts what another refuses."""
+        await store.save_thread(thread("t1"))
+        await store.update_resource("r1", working_memory="wm")
+        big = {"pad": "x" * MAX_MESSAGE_BYTES}
+        for call in (
+            lambda: store.save_thread(thread("t2", metadata=big)),
+            lambda: store.update_thread("t1", metadata=big),
+            lambda: store.update_thread("t1", title="x" * (MAX_MESSAGE_BYTES + 1)),
+            lambda: store.save_resource(Resource("r2", "x" * (MAX_MESSAGE_BYTES + 1))),
+            lambda: store.update_resource("r1", working_memory="x" * (MAX_MESSAGE_BYTES + 1)),
+            lambda: store.update_resource("r1", metadata=big),
+        ):
+            await unchanged_after(store, call, resource_ids=("r1", "r2"))
