@@ -454,7 +454,7 @@ class Memory:
                 check_message(copy, "copy")
             except ValidationError as exc:
                 raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-        thread = await self.storage.save_thread(clone)
+        thread = await self.storage.insert_thread(clone)  # atomic: a racing clone or create loses
         saved = await self.save_messages(copies)
         return thread, saved
 

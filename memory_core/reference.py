@@ -64,6 +64,11 @@ class InMemoryStorage(BaseStorage):
             raise StaleStateError(f"thread {thread.id!r} moved to resource {old.resource_id!r}")
         self._threads[thread.id] = copy.deepcopy(thread)
 
+    async def _insert_thread(self, thread: Thread) -> None:
+        if thread.id in self._threads:
+            raise StaleStateError(f"thread {thread.id!r} exists")
+        self._threads[thread.id] = copy.deepcopy(thread)
+
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:

@@ -93,6 +93,7 @@ class Storage(Protocol):
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
+    async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> Thread: ...
@@ -267,10 +268,7 @@ class BaseStorage(ABC):
             ValidationError: bad field (R-ID, R-JSON, R-TIME).
             ConflictError: the id belongs to another resource.
         """
-        valid = check_thread(thread)
-        now = self.clock.now()
-        created = valid.created_at or now
-        stored = replace(valid, created_at=created, updated_at=valid.updated_at or created)
+        stored = self._thread_to_store(thread)
 
         async def attempt() -> Thread:
             existing = await self._get_thread(stored.id)
@@ -282,6 +280,30 @@ class BaseStorage(ABC):
             return stored
 
         return await self._optimistic("save_thread", attempt)
+
+    async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread:
+        """Save a new thread, never replacing one (as :meth:`save_thread`
+        otherwise). Atomic: of two racing inserts of one id, one fails.
+
+        Raises:
+            ValidationError: bad field (R-ID, R-JSON, R-TIME, R-SIZE).
+            ConflictError: a thread with this id exists (under any resource).
+        """
+        stored = self._thread_to_store(thread)
+
+        async def attempt() -> Thread:
+            if await self._get_thread(stored.id) is not None:
+                raise ConflictError(f"thread {stored.id!r} already exists")
+            await self._insert_thread(stored)
+            return stored
+
+        return await self._optimistic("insert_thread", attempt)
+
+    def _thread_to_store(self, thread: Thread | Mapping[str, Any]) -> Thread:
+        """The validated thread with its times resolved (None: now)."""
+        valid = check_thread(thread)
+        created = valid.created_at or self.clock.now()
+        return replace(valid, created_at=created, updated_at=valid.updated_at or created)
 
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
@@ -715,6 +737,12 @@ class BaseStorage(ABC):
         """Insert or wholly replace a thread (all fields set). Messages of a
         replaced thread are kept. If the id is stored under another
         resource, raise :class:`~memory_core.errors.StaleStateError` and write
+        nothing (checked atomically with the write)."""
+
+    @abstractmethod
+    async def _insert_thread(self, thread: Thread) -> None:
+        """Insert a thread (all fields set) only if no thread has its id;
+        otherwise raise :class:`~memory_core.errors.StaleStateError` and write
         nothing (checked atomically with the write)."""
 
     @abstractmethod

@@ -273,6 +273,12 @@ class MongoStorage(BaseStorage):
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource") from exc
 
+    async def _insert_thread(self, thread: Thread) -> None:
+        try:
+            await self._threads.insert_one(thread_doc(thread))
+        except DuplicateKeyError as exc:
+            raise StaleStateError(f"thread {thread.id!r} exists") from exc
+
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:

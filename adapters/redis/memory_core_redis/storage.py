@@ -353,6 +353,14 @@ class RedisStorage(BaseStorage):
         return await self._on_thread(thread_id, read)
 
     async def _put_thread(self, thread: Thread) -> None:
+        await self._write_thread(thread, "any")
+
+    async def _insert_thread(self, thread: Thread) -> None:
+        await self._write_thread(thread, "new")
+
+    async def _write_thread(self, thread: Thread, mode: str) -> None:
+        """Claim the id for the resource, then write the thread ("new": only
+        if absent, atomically in the resource slot) and its index entries."""
         assert thread.created_at is not None and thread.updated_at is not None
         rid = thread.resource_id
         reply = await self._run("claim", self._keys.store, [0, 1, thread.id, rid, 0])
@@ -363,8 +371,10 @@ class RedisStorage(BaseStorage):
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
         version = await self._run(
             "put_thread", self._slot(rid),
-            [thread.id, floors[0], thread.title, dumps(thread.metadata), created, updated, *_counted(fields)],
+            [mode, thread.id, floors[0], thread.title, dumps(thread.metadata), created, updated, *_counted(fields)],
         )
+        if version == "exists":
+            raise StaleStateError(f"thread {thread.id!r} exists")
         self._thread_at.put(thread.id, rid)
         await self._apply([(thread.id, rid, "l", version, time_key(created), time_key(updated), fields)])
 

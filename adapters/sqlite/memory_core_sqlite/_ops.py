@@ -32,6 +32,7 @@ __all__ = [
     "get_messages",
     "get_resource",
     "get_thread",
+    "insert_thread",
     "list_messages",
     "list_threads",
     "message_window",
@@ -53,9 +54,11 @@ _RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
 _BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # clock.bump_us
 _BY_IDS = "IN (SELECT value FROM json_each(?))"
 # A thread never changes resource: the WHERE makes the upsert a no-op then.
-_UPSERT_THREAD = (
+_INSERT_THREAD = (
     "INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata,"
+)
+_UPSERT_THREAD = (
+    _INSERT_THREAD + " ON CONFLICT (id) DO UPDATE SET title = excluded.title, metadata = excluded.metadata,"
     " created_at = excluded.created_at, updated_at = excluded.updated_at"
     " WHERE threads.resource_id = excluded.resource_id"
 )
@@ -125,20 +128,24 @@ def get_thread(conn: sqlite3.Connection, thread_id: str) -> Thread | None:
     return None if row is None else _thread(row)
 
 
+def _thread_row(thread: Thread) -> tuple[Any, ...]:
+    assert thread.created_at is not None and thread.updated_at is not None
+    created, updated = to_us(thread.created_at), to_us(thread.updated_at)
+    return (thread.id, thread.resource_id, thread.title, codec.dumps(thread.metadata), created, updated)
+
+
 def put_thread(conn: sqlite3.Connection, thread: Thread) -> None:
     """Insert or wholly replace a thread (its messages stay)."""
-    assert thread.created_at is not None and thread.updated_at is not None
-    row = (
-        thread.id,
-        thread.resource_id,
-        thread.title,
-        codec.dumps(thread.metadata),
-        to_us(thread.created_at),
-        to_us(thread.updated_at),
-    )
     with transaction(conn):
-        if conn.execute(_UPSERT_THREAD, row).rowcount != 1:
+        if conn.execute(_UPSERT_THREAD, _thread_row(thread)).rowcount != 1:
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
+
+
+def insert_thread(conn: sqlite3.Connection, thread: Thread) -> None:
+    """Insert a thread only if its id is free (StaleStateError otherwise)."""
+    with transaction(conn):
+        if conn.execute(_INSERT_THREAD + " ON CONFLICT (id) DO NOTHING", _thread_row(thread)).rowcount != 1:
+            raise StaleStateError(f"thread {thread.id!r} exists")
 
 
 def patch_thread(

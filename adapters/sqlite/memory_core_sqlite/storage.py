@@ -198,6 +198,9 @@ class SQLiteStorage(BaseStorage):
     async def _put_thread(self, thread: Thread) -> None:
         await self._run(_ops.put_thread, thread)
 
+    async def _insert_thread(self, thread: Thread) -> None:
+        await self._run(_ops.insert_thread, thread)
+
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:

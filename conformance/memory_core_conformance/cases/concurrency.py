@@ -60,6 +60,16 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
         assert sorted(outcomes) == ["ConflictError", "ok"], f"round {n}: save_thread x2 gave {outcomes}"
         assert stored.resource_id == winner, f"round {n}: {tid!r} kept {stored.resource_id!r}, the winner was {winner}"
 
+        # Two inserts of one new thread id (same resource): exactly one wins.
+        fresh = f"n{n}"
+        outcomes = await _race(
+            partial(a.insert_thread, thread(fresh, "r1", title="a")),
+            partial(b.insert_thread, thread(fresh, "r1", title="b")),
+        )
+        assert sorted(outcomes) == ["ConflictError", "ok"], f"round {n}: insert_thread x2 gave {outcomes}"
+        inserted = await a.get_thread(fresh)
+        assert inserted is not None and inserted.title == ("a" if outcomes[0] == "ok" else "b")
+
         # One new message id saved into threads of two resources at once.
         mid = f"m{n}"
         outcomes = await _race(

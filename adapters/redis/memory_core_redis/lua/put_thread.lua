@@ -1,10 +1,12 @@
 -- Insert or wholly replace a thread (its messages are kept).
--- ARGV: id, version floor, title, metadata json, created us, updated us,
---       n, filter field pairs. Returns the new version.
-local tid, floor, title, meta, c, u = arg(), argn(), arg(), arg(), arg(), arg()
+-- ARGV: mode ("new": only insert, "any": insert or replace), id, version
+--       floor, title, metadata json, created us, updated us, n, filter field
+--       pairs. Returns the new version, or "exists" (mode "new", nothing written).
+local mode, tid, floor, title, meta, c, u = arg(), arg(), argn(), arg(), arg(), arg(), arg()
 local fields = argpairs()
 local key = base .. 't:' .. tid
 local old = redis.call('HMGET', key, 'c', 'u', 'v')
+if mode == 'new' and old[1] then return 'exists' end
 local v = floor
 if old[1] then
   redis.call('ZREM', base .. 'tc', tkey(tonumber(old[1])) .. ':' .. tid)
