@@ -19,11 +19,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory_core.demo import load_conversations, print_banner, run_session
+from memory_core.demo import load_conversations, prepare_demo_files, print_banner, run_session, vectors_folder
 from memory_core.errors import MemoryCoreError
 from memory_core.locomo import load_dir, load_sample
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
-from memory_core.registry import connect, connect_vector
+from memory_core.registry import connect, connect_vector, storage_class
 
 app = typer.Typer(help="memory-core: async storage for agent conversation memory.", no_args_is_help=True)
 console = Console()
@@ -72,17 +72,13 @@ def demo(
     """Load conversations into the embedded default and show a session of use."""
     with _user_errors():
         conversations = load_dir(locomo) if locomo is not None else load_sample()
+        if storage is None or vector is None:
+            # Never replaces a file the demo did not make (see prepare_demo_files).
+            prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
         if storage is None:
-            if not keep:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{db}{suffix}").unlink(missing_ok=True)
             storage = f"sqlite:///{db}"
         if vector is None:
-            vector = f"qdrant+path:///{db.with_suffix('.vectors').resolve()}"
-            if not keep:
-                import shutil
-
-                shutil.rmtree(db.with_suffix(".vectors"), ignore_errors=True)
+            vector = f"qdrant+path:///{vectors_folder(db).resolve()}"
         asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
 
 
@@ -117,7 +113,13 @@ async def _demo(storage_url: str, vector_url: str | None, embedder_name: str, co
 def check(
     url: Annotated[str, typer.Argument(help="Storage URL of the deployment to check.")],
 ) -> None:
-    """Run the conformance suite against a live deployment (its own namespace)."""
+    """Run the conformance suite against a live deployment (its own namespace).
+
+    The URL's scheme is checked first, then the deployment is opened once
+    (``run_check``'s probe): a bad URL or an unreachable or unwritable backend
+    is one red line and exit 2, before any test runs."""
+    with _user_errors():
+        storage_class(url)
     try:
         from memory_core_conformance.check import run_check
     except ImportError as exc:
@@ -169,17 +171,14 @@ def bench(
     ] = None,
 ) -> None:
     """Benchmark storages (and vector stores) against their raw drivers and peers."""
-    from memory_core.bench.command import BenchOptions, print_comparison, run_command
+    from memory_core.bench.command import BenchOptions, parse_sizes, print_comparison, run_command
 
     if compare is not None:
         with _user_errors():
             code = print_comparison(compare[0], compare[1], console)
         raise typer.Exit(code)
-    try:
-        size_list = tuple(int(s.replace("_", "")) for s in sizes.split(",") if s.strip())
-    except ValueError:
-        console.print(f"[red]--sizes must be integers, got {sizes!r}[/]")
-        raise typer.Exit(2) from None
+    with _user_errors():
+        size_list = parse_sizes(sizes)
     limits: dict[str, int] = {}
     for item in limit or []:
         name, _, value = item.partition("=")

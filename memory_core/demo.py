@@ -8,10 +8,13 @@ the API a chat agent uses and prints each answer as a table.
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,11 +22,105 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from memory_core.errors import ValidationError
 from memory_core.locomo import Conversation
 from memory_core.memory import Memory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 
-__all__ = ["DemoReport", "load_conversations", "print_banner", "run_session"]
+__all__ = [
+    "DEMO_APPLICATION_ID",
+    "VECTORS_MARKER",
+    "DemoReport",
+    "is_demo_database",
+    "load_conversations",
+    "prepare_demo_files",
+    "print_banner",
+    "run_session",
+    "vectors_folder",
+]
+
+DEMO_APPLICATION_ID = int.from_bytes(b"MCDE", "big")
+"""SQLite ``PRAGMA application_id`` of every database the demo creates: the
+mark that lets a later run recognise (and replace) it."""
+
+VECTORS_MARKER = "memory-core-demo.marker"
+"""File the demo writes into each vectors folder it creates, for the same purpose."""
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def is_demo_database(path: Path) -> bool:
+    """Whether ``path`` is a SQLite file the demo created (its header carries
+    :data:`DEMO_APPLICATION_ID`); reads 72 bytes, writes nothing."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(72)
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    return header.startswith(_SQLITE_HEADER) and int.from_bytes(header[68:72], "big") == DEMO_APPLICATION_ID
+
+
+def vectors_folder(db: Path) -> Path:
+    """The demo's Qdrant folder beside the SQLite file ``db``: ``<stem>.vectors``."""
+    return db.with_suffix(".vectors")
+
+
+def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> None:
+    """Make the demo's files beside ``db`` ready: the SQLite file ``db`` itself
+    (when ``database``) and the Qdrant folder :func:`vectors_folder` (when
+    ``vectors``). Each must be missing or a previous demo's (recognised by its
+    mark); a previous demo's is removed unless ``keep``; a new one is created
+    with the mark. Everything is checked before anything is removed, so a
+    refusal leaves every file as it was.
+
+    Raises:
+        ValidationError: (field ``--db``) ``db`` is a folder or its parent is
+            not one; ``db``, its ``-wal``/``-shm``/``-journal`` file or the
+            vectors folder exists and is not the demo's; or SQLite cannot
+            create ``db``.
+    """
+    advice = "choose another --db path"
+    if db.is_dir():
+        raise ValidationError("--db", f"{str(db)!r} is a folder; give a file path such as memory-core-demo.db")
+    if db.parent.exists() and not db.parent.is_dir():
+        raise ValidationError("--db", f"{str(db.parent)!r} is not a folder; {advice}")
+    files = _database_files(db) if database else []
+    taken = [path for path in files if path.exists()]
+    if taken and not is_demo_database(db):
+        raise ValidationError("--db", f"{taken[0]} exists and was not made by memory-core demo; {advice}")
+    folder = vectors_folder(db) if vectors else None
+    if folder is not None and folder.exists() and not (folder / VECTORS_MARKER).is_file():
+        raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
+    if not keep:
+        for path in taken:
+            path.unlink()
+        if folder is not None and folder.exists():
+            shutil.rmtree(folder)
+    if database and not db.exists():
+        _create_database(db)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+
+
+def _database_files(db: Path) -> list[Path]:
+    return [db, *(Path(f"{db}{suffix}") for suffix in _SQLITE_SIDE_FILES)]
+
+
+def _create_database(db: Path) -> None:
+    """An empty SQLite file with the demo's mark (the adapter adds its schema)."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(db)
+        try:
+            connection.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")
+            connection.commit()
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        db.unlink(missing_ok=True)  # made just now, by this call
+        raise ValidationError("--db", f"cannot create {db}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +139,16 @@ async def load_conversations(memory: Memory, conversations: Sequence[Conversatio
     started = time.perf_counter()
     threads = 0
     with Progress(
-        TextColumn("[bold]loading[/] {task.description}"),
+        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
         transient=False,
     ) as progress:
-        task = progress.add_task("messages", total=total)
+        task = progress.add_task("[bold]loading[/]", total=total)
         for conversation in conversations:
-            progress.update(task, description=conversation.resource_id)
+            progress.update(task, description=f"[bold]loading[/] {conversation.resource_id}")
             by_thread: dict[str, list[Message]] = {}
             for message in conversation.messages:
                 by_thread.setdefault(message.thread_id, []).append(message)
@@ -62,6 +159,8 @@ async def load_conversations(memory: Memory, conversations: Sequence[Conversatio
                 if batch:
                     await memory.save_messages(batch)
                 progress.advance(task, len(batch))
+        # The bar stays on screen: its last words say the load is over.
+        progress.update(task, description=f"[bold]loaded[/] {len(conversations)}/{len(conversations)} conversations")
     return DemoReport(len(conversations), threads, total, time.perf_counter() - started)
 
 

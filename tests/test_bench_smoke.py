@@ -258,8 +258,10 @@ def test_cli_compare_rejects_a_non_report(tmp_path: Path) -> None:
 
 def test_cli_fails_when_a_target_fails(tmp_path: Path) -> None:
     out = tmp_path / "out"
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    broken = f"nosuchscheme=sqlite:///{tmp_path / 'file' / 'bench.db'}"  # a known scheme that cannot open
     result = CliRunner().invoke(app, [
-        "bench", "--storage", "nosuchscheme://x", "--storage", "memory://", "--sizes", "200",
+        "bench", "--storage", broken, "--storage", "memory://", "--sizes", "200",
         "--workloads", "recall_newest", "--duration", "0", "--min-ops", "2", "--max-ops", "2",
         "--vector", "none", "--no-plots", "--out", str(out),
     ])

@@ -28,6 +28,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memory_core.bench.dataset import Dataset
 from memory_core.bench.report import BenchReport, compare_reports, markdown, targets
 from memory_core.bench.runner import (
     DEFAULT_SIZES,
@@ -39,9 +40,10 @@ from memory_core.bench.runner import (
 )
 from memory_core.bench.servers import RunningServer, bench_servers
 from memory_core.bench.workloads import WORKLOADS
-from memory_core.registry import VECTOR_GROUP, known_schemes
+from memory_core.errors import ValidationError
+from memory_core.registry import VECTOR_GROUP, known_schemes, storage_class
 
-__all__ = ["BenchOptions", "RichProgress", "parse_target", "print_comparison", "run_command"]
+__all__ = ["BenchOptions", "RichProgress", "parse_sizes", "parse_target", "print_comparison", "run_command"]
 
 
 class RichProgress:
@@ -108,6 +110,31 @@ def parse_target(text: str) -> tuple[str, str]:
     return "", text
 
 
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"1000,10_000"`` -> ``(1000, 10000)``: store sizes in messages.
+
+    Raises:
+        ValidationError: (field ``--sizes``) no size, a size that is not an
+            integer, or one too small for the benchmark's dataset layout.
+    """
+    sizes: list[int] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        try:
+            size = int(item.replace("_", ""))
+        except ValueError:
+            raise ValidationError("--sizes", f"{item!r} is not an integer") from None
+        try:
+            Dataset(size).threads  # noqa: B018 - laying the dataset out is the check (size < 1, too small)
+        except ValueError as exc:
+            raise ValidationError("--sizes", f"{item!r}: {exc}") from None
+        sizes.append(size)
+    if not sizes:
+        raise ValidationError("--sizes", f"needs at least one size in messages, got {text!r}")
+    return tuple(sizes)
+
+
 @dataclass
 class BenchOptions:
     """What the CLI was asked (see ``memory-core bench --help``)."""
@@ -147,12 +174,20 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
     Returns:
         0 when everything ran; 1 when a result failed, a raw driver's answers
         differed from the adapter's or a whole target failed; 2 for bad
-        options (unknown workload, unwritable ``out``).
+        options (unknown workload, a storage URL no installed adapter
+        handles, unwritable ``out``), before anything starts.
     """
     unknown = [w for w in options.workloads if w not in WORKLOADS]
     if unknown:
         console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}[/]")
         return 2
+    # A storage URL no installed adapter handles is a typo, not a result.
+    for text in options.storage:
+        try:
+            storage_class(parse_target(text)[1])
+        except ValidationError as exc:
+            console.print(f"[red]error: --storage {escape(text)}: {escape(exc.reason)}[/]", soft_wrap=True)
+            return 2
     # Before anything starts: an unwritable --out must not waste a long run.
     try:
         options.out.mkdir(parents=True, exist_ok=True)

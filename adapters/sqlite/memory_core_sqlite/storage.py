@@ -12,6 +12,7 @@ JSON text written by :mod:`memory_core.codec`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sqlite3
@@ -163,7 +164,13 @@ class SQLiteStorage(BaseStorage):
             # would keep the interpreter from exiting. A daemon loses nothing:
             # every acknowledged write was committed by its own job.
             connection._thread.daemon = True
-            db = await connection
+            try:
+                db = await connection
+            except BaseException:
+                # aiosqlite stops its worker without waiting; the worker would
+                # then report to an event loop that may be closed by now.
+                await asyncio.to_thread(connection._thread.join, 5)
+                raise
             self._db = db
             try:
                 self.journal_mode = await self._run(
