@@ -48,6 +48,18 @@ T = TypeVar("T")
 _FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
+def _missing_dirs(folder: str) -> list[str]:
+    """The folders of ``folder``'s path that do not exist yet, deepest first."""
+    missing = []
+    while folder and not os.path.exists(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return missing
+
+
 def _no_sync(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous = OFF")
 
@@ -95,6 +107,7 @@ class SQLiteStorage(BaseStorage):
         self.settings = SQLiteSettings(namespaced_path(os.fspath(path), namespace), **options)
         self.journal_mode: str | None = None
         self._db: aiosqlite.Connection | None = None
+        self._made_dirs: list[str] = []  # folders open() created, removed again by destroy()
 
     @classmethod
     def from_url(
@@ -157,6 +170,7 @@ class SQLiteStorage(BaseStorage):
     async def _open(self) -> None:
         settings = self.settings
         if not settings.in_memory:
+            self._made_dirs = _missing_dirs(os.path.dirname(settings.path))
             os.makedirs(os.path.dirname(settings.path), exist_ok=True)
         async with self._file_lock():
             connection = aiosqlite.connect(settings.path, isolation_level=None, timeout=settings.timeout)
@@ -196,6 +210,9 @@ class SQLiteStorage(BaseStorage):
         for suffix in _FILE_SUFFIXES:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.settings.path + suffix)
+        for folder in self._made_dirs:  # deepest first; only what open() created, only if empty
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
 
     # ------------------------------------------------------------------ threads
 

@@ -219,3 +219,21 @@ def test_an_unclosed_store_does_not_keep_the_process_alive(tmp_path: Path) -> No
 
     [kept] = anyio.run(read_back)
     assert kept.content == "kept"
+
+
+def test_destroy_removes_the_folders_open_created(tmp_path: Path) -> None:
+    """destroy() leaves nothing behind: not the file, nor folders open() made
+    for it (a folder that held other files stays)."""
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "other.txt").write_text("x")
+
+    async def use_and_destroy(path: Path) -> None:
+        store = SQLiteStorage(path)
+        await store.open()
+        await store.save_thread(Thread("t1", "r1"))
+        await store.destroy()
+
+    for path in (tmp_path / "new" / "deeper" / "x.db", tmp_path / "kept" / "y.db"):
+        anyio.run(use_and_destroy, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["other.txt"]
