@@ -16,7 +16,7 @@ from itertools import count
 from typing import Any
 
 from memory_core.clock import Clock, bump_us, from_us, to_us
-from memory_core.errors import StaleStateError
+from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, message_key
@@ -42,9 +42,14 @@ class InMemoryStorage(BaseStorage):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryStorage:
-        """Build from ``memory://`` (the rest of the URL is ignored). Options:
-        ``clock``; ``namespace`` is accepted and ignored (every instance is its
-        own namespace)."""
+        """Build from ``memory://`` exactly. Options: ``clock``; ``namespace``
+        is accepted and ignored (every instance is its own namespace).
+
+        Raises:
+            ValidationError: the URL has a path or query (nothing to configure).
+        """
+        if url.rstrip("/") != "memory:":
+            raise ValidationError("url", f"memory:// takes no path or options, got {url!r}")
         options.pop("namespace", None)
         return cls(**options)
 

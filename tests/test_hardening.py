@@ -499,3 +499,11 @@ async def test_demo_marks_the_found_messages() -> None:
     assert target_rows[0].split("│")[3].strip() == lines[include_step].split("'")[1]
     hit_ranks = sorted(int(m.group(1)) for line in lines[recall_step:] if (m := rank.match(line)))
     assert hit_ranks == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("url", ["memory://?x=1", "memory://somewhere", "memory://a/b"])
+async def test_memory_url_with_a_path_or_options_is_rejected(url: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        await connect(url)
+    assert raised.value.field == "url"
