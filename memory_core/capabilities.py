@@ -41,12 +41,14 @@ OPTIONAL_CAPABILITIES: frozenset[Capability] = frozenset(Capability)
 """Every capability an adapter may declare."""
 
 
-def declared_capabilities(storage_class: type, /) -> frozenset[Capability]:
-    """The capabilities a storage class declares, as :class:`Capability` members.
+def declared_capabilities(storage_class: type | object, /) -> frozenset[Capability]:
+    """The capabilities a storage class (or one store) declares, as
+    :class:`Capability` members.
 
     Args:
-        storage_class: a :class:`~memory_core.storage.BaseStorage` subclass (or
-            any class with a ``capabilities`` attribute of strings).
+        storage_class: a :class:`~memory_core.storage.BaseStorage` subclass or
+            instance (or anything with a ``capabilities`` attribute of
+            strings); an instance may declare fewer than its class.
 
     Returns:
         The declared capabilities; an empty set when none are declared.
@@ -63,6 +65,7 @@ def declared_capabilities(storage_class: type, /) -> frozenset[Capability]:
         except ValueError:
             known = ", ".join(sorted(c.value for c in Capability))
             raise ValueError(
-                f"{storage_class.__name__}.capabilities declares unknown capability {name!r} (known: {known})"
+                f"{getattr(storage_class, '__name__', type(storage_class).__name__)}.capabilities declares "
+                f"unknown capability {name!r} (known: {known})"
             ) from None
     return frozenset(found)

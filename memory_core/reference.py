@@ -48,8 +48,9 @@ class InMemoryStorage(BaseStorage):
         Raises:
             ValidationError: the URL has a path or query (nothing to configure).
         """
-        if url.rstrip("/") != "memory:":
-            raise ValidationError("url", f"memory:// takes no path or options, got {url!r}")
+        scheme, _, rest = url.partition("://")
+        if not scheme or rest.strip("/"):
+            raise ValidationError("url", f"{scheme or 'memory'}:// takes no path or options, got {url!r}")
         options.pop("namespace", None)
         return cls(**options)
 

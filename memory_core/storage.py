@@ -157,11 +157,13 @@ class BaseStorage(ABC):
     Class attributes for adapters:
         backend_name: short name used in errors (``"sqlite"``).
         capabilities: optional capabilities the conformance suite may test
-            (:class:`memory_core.capabilities.Capability` members).
+            (:class:`memory_core.capabilities.Capability` members); an
+            instance may narrow them (an in-memory SQLite database is not
+            persistent).
     """
 
     backend_name: ClassVar[str] = "base"
-    capabilities: ClassVar[frozenset[str]] = frozenset()
+    capabilities: frozenset[str] = frozenset()
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock if clock is not None else system_clock

@@ -119,11 +119,12 @@ class FollowerClock:
 
 
 def capabilities_of(factory: StorageFactory) -> frozenset[Capability]:
-    """The optional capabilities the factory's adapter class declares.
+    """The optional capabilities the factory's stores declare.
 
-    Builds one store (no I/O) to learn its class, then discards it.
+    Builds one store (no I/O) to read them (an instance may narrow its
+    class's), then discards it.
     """
-    return declared_capabilities(type(factory(None)))
+    return declared_capabilities(factory(None))
 
 
 @asynccontextmanager

@@ -187,7 +187,7 @@ class RedisStorage(BaseStorage):
     """
 
     backend_name: ClassVar[str] = "redis"
-    capabilities: ClassVar[frozenset[str]] = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
 
     def __init__(
         self,

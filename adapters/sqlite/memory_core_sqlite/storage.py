@@ -105,6 +105,8 @@ class SQLiteStorage(BaseStorage):
         super().__init__(clock=clock)
         options = check_options({"timeout": timeout, "synchronous": synchronous})
         self.settings = SQLiteSettings(namespaced_path(os.fspath(path), namespace), **options)
+        if self.settings.in_memory:  # private to this connection: gone on close, unseen by others
+            self.capabilities = frozenset()
         self.journal_mode: str | None = None
         self._db: aiosqlite.Connection | None = None
         self._made_dirs: list[str] = []  # folders open() created, removed again by destroy()

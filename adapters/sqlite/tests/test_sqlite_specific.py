@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from memory_core import BackendError, Message, Thread
+from memory_core.capabilities import Capability, declared_capabilities
 from memory_core.clock import to_us
 from memory_core.errors import StaleStateError
 
@@ -237,3 +238,11 @@ def test_destroy_removes_the_folders_open_created(tmp_path: Path) -> None:
         anyio.run(use_and_destroy, path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
     assert [p.name for p in (tmp_path / "kept").iterdir()] == ["other.txt"]
+
+
+def test_an_in_memory_database_declares_no_persistence(tmp_path: Path) -> None:
+    """`memory-core check sqlite://:memory:` must not run the reopen tests: the
+    database is private to its connection and gone on close."""
+    assert declared_capabilities(SQLiteStorage(":memory:")) == frozenset()
+    on_disk = declared_capabilities(SQLiteStorage(tmp_path / "x.db"))
+    assert on_disk == {Capability.PERSISTENT, Capability.SHARED_NAMESPACE}
