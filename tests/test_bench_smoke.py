@@ -301,6 +301,9 @@ def test_an_interrupted_run_stops_its_servers(sig: signal.Signals, tmp_path: Pat
          "--duration", "100000", "--min-ops", "1000000", "--max-ops", "1000000", "--max-seconds", "100000",
          "--out", str(tmp_path / "out")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"},
+        # A test run started in the background by a shell inherits SIGINT
+        # ignored; the child must see Ctrl-C as a user at a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
     pids: list[int] = []
     lines: list[str] = []

@@ -312,6 +312,9 @@ async def _block(entry: _Entry, ops: int) -> None:
         elapsed = time.perf_counter_ns() - t0
         entry.latencies.append(elapsed)
         entry.seconds += elapsed / 1e9
+    # A store that never suspends (memory://) would otherwise never let the
+    # event loop run: Ctrl-C's cancellation could not land.
+    await asyncio.sleep(0)
 
 
 async def _concurrent(entry: _Entry, config: BenchConfig) -> None:
