@@ -457,7 +457,9 @@ class MiniLMEmbedder:
             ValidationError: ``texts`` is not a sequence of str.
             ImportError: the packages are missing.
         """
-        items = _check_texts(texts)
+        return self._encode(_check_texts(texts))
+
+    def _encode(self, items: list[str]) -> Matrix:
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
         limit = self.max_input_chars * 4  # the model reads ~256 word pieces; more is wasted work
@@ -479,9 +481,9 @@ class MiniLMEmbedder:
             ImportError: the packages are missing.
         """
         items = _check_texts(texts)
-        if not items:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return await asyncio.to_thread(self.embed_sync, items)
+        if not items:  # no thread hop for nothing
+            return self._encode(items)
+        return await asyncio.to_thread(self._encode, items)
 
 
 def _quietly(load: Callable[[], Any]) -> Any:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.errors import BackendError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import (
     DateRange,
     Include,
@@ -427,8 +427,6 @@ class Memory:
         source = await self.storage.get_thread(source_id)
         if source is None:
             raise NotFoundError(f"thread {source_id!r} does not exist")
-        if await self.storage.get_thread(new_id) is not None:
-            raise ConflictError(f"thread {new_id!r} already exists; clone_thread never overwrites")
         flt = (
             None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
         )

@@ -21,11 +21,13 @@ ordering is exact at microsecond resolution (a double score could not hold
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
     "Layout",
     "canon",
+    "filter_fields",
     "escape",
     "message_member",
     "seq_text",
@@ -118,3 +120,14 @@ class Layout:
     def resource(self, resource_id: str) -> str:
         """Base of the keys of one resource (one slot): ``{P:R}:``."""
         return self.store[:-2] + ":" + escape(resource_id) + "}:"
+
+
+def filter_fields(metadata: Mapping[str, Any]) -> list[str]:
+    """Flat ``["~key", form, ...]`` filter fields of a whole metadata object
+    (:func:`canon` forms; lists and dicts get none)."""
+    out: list[str] = []
+    for key, value in metadata.items():
+        form = canon(value)
+        if form is not None:
+            out += ("~" + key, form)
+    return out

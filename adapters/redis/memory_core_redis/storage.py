@@ -25,7 +25,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 
-from memory_core_redis._keys import Layout, canon, message_member, seq_text, thread_member, time_key
+from memory_core_redis._keys import Layout, canon, filter_fields, message_member, seq_text, thread_member, time_key
 from memory_core_redis._scripts import Scripts
 from memory_core_redis._url import DEFAULT_PREFIX, parse_url
 
@@ -58,16 +58,6 @@ _RETRYABLE = (
 Snapshot = tuple[str, str, str, str, str, str, list[str]]
 """(thread id, resource id, state "l"/"d", version, created key, updated key,
 filter field pairs): what the store slot learns about a changed thread."""
-
-
-def _fields(metadata: Mapping[str, Any]) -> list[str]:
-    """Flat ``["~key", form, ...]`` filter fields of a whole metadata object."""
-    out: list[str] = []
-    for key, value in metadata.items():
-        form = canon(value)
-        if form is not None:
-            out += ("~" + key, form)
-    return out
 
 
 def _field_ops(patch: Mapping[str, Any]) -> list[str]:
@@ -367,7 +357,7 @@ class RedisStorage(BaseStorage):
         if reply[0] == "conflict":
             raise StaleStateError(f"thread {thread.id!r} belongs to resource {reply[3]!r}, not {rid!r}")
         floors = reply[2]
-        fields = _fields(thread.metadata)
+        fields = filter_fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
         version = await self._run(
             "put_thread", self._slot(rid),
@@ -484,7 +474,7 @@ class RedisStorage(BaseStorage):
             member = message_member(created, seq, m.id) if m.sequence is None else ""
             groups[m.resource_id].append(
                 (m.id, m.thread_id, m.role, m.type, dumps(m.content), dumps(m.metadata), created,
-                 member, seq, *_counted(_fields(m.metadata)))
+                 member, seq, *_counted(filter_fields(m.metadata)))
             )
         replies = await self._gather(
             self._run(

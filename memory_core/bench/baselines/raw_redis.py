@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from memory_core_redis._keys import Layout, canon, time_key
+from memory_core_redis._keys import Layout, canon, filter_fields, time_key
 from redis.asyncio import Redis
 
 from memory_core import codec
@@ -197,15 +197,6 @@ def make(adapter: AdapterSubject) -> RawRedis | None:
     return RawRedis(adapter, prefix)
 
 
-def _fields(metadata: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for key, value in metadata.items():
-        form = canon(value)
-        if form is not None:
-            out += ("~" + key, form)
-    return out
-
-
 def _decode(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Message rows {id, t, o, y, x, d, c, s} with JSON decoded, ints parsed."""
     return [
@@ -279,7 +270,7 @@ class RawRedis(Subject):
         for resource_id, batch in by_resource.items():
             args: list[Any] = [resource_id, now, len(batch)]
             for m in batch:
-                fields = _fields(m.metadata)
+                fields = filter_fields(m.metadata)
                 args += (m.id, m.thread_id, m.role, "v2", codec.dumps(m.content), codec.dumps(m.metadata),
                          m.created_at_us, time_key(m.created_at_us), len(fields) // 2, *fields)
             reply = await self._run("save", resource_id, args, [self.layout.store])
