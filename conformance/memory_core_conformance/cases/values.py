@@ -302,7 +302,7 @@ class ValueRules(SuiteBase):
 
     async def test_r_size_rejects_threads_and_resources_over_15_mib(self, store: BaseStorage) -> None:
         """Threads and resources have the messages' 15 MiB limit, so no backend
-        (a MongoDB document holds 16 MiB) accepts what another refuses."""
+        (a document store may cap a record near 16 MiB) accepts what another refuses."""
         await store.save_thread(thread("t1"))
         await store.update_resource("r1", working_memory="wm")
         big = {"pad": "x" * MAX_MESSAGE_BYTES}
