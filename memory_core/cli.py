@@ -187,10 +187,23 @@ def bench(
             raise typer.Exit(2)
         limits[name] = int(value.replace("_", ""))
     options = BenchOptions(
-        storage=list(storage or []), vector=list(vector or []), sizes=size_list, huge=huge,
-        workloads=[w.strip() for w in workloads.split(",") if w.strip()], servers=servers, raw=raw, peers=peers,
-        duration=duration, min_ops=min_ops, max_ops=max_ops, max_seconds=max_seconds, concurrency=concurrency,
-        seed=seed, out=out, plots=plots, limits=limits,
+        storage=list(storage or []),
+        vector=list(vector or []),
+        sizes=size_list,
+        huge=huge,
+        workloads=[w.strip() for w in workloads.split(",") if w.strip()],
+        servers=servers,
+        raw=raw,
+        peers=peers,
+        duration=duration,
+        min_ops=min_ops,
+        max_ops=max_ops,
+        max_seconds=max_seconds,
+        concurrency=concurrency,
+        seed=seed,
+        out=out,
+        plots=plots,
+        limits=limits,
     )
     with _user_errors():
         code = run_command(options, console)

@@ -128,9 +128,7 @@ class BackendGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
             return
         raise BackendError(

@@ -770,10 +770,7 @@ def _validate_schema(text: str, schema: dict[str, Any]) -> None:
     except Exception as exc:
         # The value is plain JSON, so a failure here is the schema's own (an
         # unresolvable $ref, say): report it as such, not as a raw jsonschema error.
-        raise ValidationError(
-            "working_memory.schema", f"cannot be applied: {type(exc).__name__}: {exc}"
-        ) from None
+        raise ValidationError("working_memory.schema", f"cannot be applied: {type(exc).__name__}: {exc}") from None
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
         raise ValidationError("working_memory", f"does not match the schema at {where}: {error.message}")
-

@@ -139,8 +139,6 @@ class Storage(Protocol):
     async def close(self) -> None: ...
 
 
-
-
 class BaseStorage(ABC):
     """Base class of every storage adapter (and of the reference store).
 
@@ -675,7 +673,6 @@ class BaseStorage(ABC):
         if page != 0:
             raise ValidationError("cursor", "cannot be combined with page > 0", "R-CURSOR")
         return decode_cursor(cursor, identity, types)
-
 
     # ------------------------------------------------------------------ resources
 

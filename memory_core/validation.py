@@ -416,9 +416,7 @@ def check_search_text(value: Any, field: str = "vector_search_string") -> str:
     most :data:`MAX_SEARCH_CHARS` characters."""
     text = check_text(value, field)
     if len(text) > MAX_SEARCH_CHARS:
-        raise ValidationError(
-            field, f"is {len(text)} characters, over the limit of {MAX_SEARCH_CHARS}", "R-RECALL"
-        )
+        raise ValidationError(field, f"is {len(text)} characters, over the limit of {MAX_SEARCH_CHARS}", "R-RECALL")
     return text
 
 

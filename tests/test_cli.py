@@ -137,8 +137,10 @@ def _turn(text: object = "hi") -> dict[str, Any]:
 
 def _conversation(**changes: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "speaker_a": "A", "speaker_b": "B",
-        "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": [_turn()],
+        "speaker_a": "A",
+        "speaker_b": "B",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [_turn()],
     }
     data.update(changes)
     return data
@@ -151,8 +153,10 @@ def _conversation(**changes: Any) -> dict[str, Any]:
         ("[]", "bad.json: must be a JSON object (one LoCoMo conversation), got list"),
         ("{}", "bad.json: speaker_a: must be a JSON string, got nothing"),
         (json.dumps(_conversation(session_1=[_turn(None)])), "bad.json: session_1[0].text: must be a JSON string"),
-        (json.dumps(_conversation(session_1_date_time="yesterday")),
-         "bad.json: session_1_date_time: must look like '1:56 pm on 8 May, 2023', got 'yesterday'"),
+        (
+            json.dumps(_conversation(session_1_date_time="yesterday")),
+            "bad.json: session_1_date_time: must look like '1:56 pm on 8 May, 2023', got 'yesterday'",
+        ),
         (json.dumps(_conversation(session_1=[])), "bad.json: holds no session_<N> list with a message"),
         (json.dumps(_conversation(qa=[{"answer": "x"}])), "bad.json: qa[0].question: must be a JSON string"),
     ],

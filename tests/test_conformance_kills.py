@@ -29,7 +29,8 @@ def _broken_names() -> list[str]:
     spec.loader.exec_module(module)
     return list(module.BROKEN)
 
-_PLUGIN = '''
+
+_PLUGIN = """
 import importlib.util
 import json
 import os
@@ -68,9 +69,9 @@ def pytest_runtest_makereport(item, call):
 def pytest_sessionfinish(session):
     with open(os.environ["MEMORY_CORE_KILL_RESULTS"], "w", encoding="utf-8") as out:
         json.dump(_stats, out)
-'''
+"""
 
-_MODULE = '''
+_MODULE = """
 import importlib.util
 import sys
 
@@ -101,7 +102,7 @@ for _name, _cls in _broken.BROKEN.items():
     globals()[f"TestKill_{{_name}}"] = type(
         f"TestKill_{{_name}}", (StorageConformance,), {{"storage_factory": _factory_fixture(_cls)}}
     )
-'''
+"""
 
 
 def test_every_broken_adapter_fails_the_suite(tmp_path: Path) -> None:
@@ -113,9 +114,27 @@ def test_every_broken_adapter_fails_the_suite(tmp_path: Path) -> None:
     results = tmp_path / "results.json"
     env = dict(os.environ, MEMORY_CORE_HYPOTHESIS_PROFILE="kill", MEMORY_CORE_KILL_RESULTS=str(results))
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         "-c", str(tmp_path / "pytest.ini"), "-W", "ignore::pytest.PytestUnraisableExceptionWarning"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200, check=False,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(tmp_path),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            str(tmp_path / "pytest.ini"),
+            "-W",
+            "ignore::pytest.PytestUnraisableExceptionWarning",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
     )
     assert results.exists(), f"the generated suite did not run:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     stats = json.loads(results.read_text(encoding="utf-8"))
@@ -128,8 +147,9 @@ def test_every_broken_adapter_fails_the_suite(tmp_path: Path) -> None:
     killed = {name: stats.get(f"TestKill_{name}", {}).get("failed", []) for name in names}
     survivors = sorted(name for name, failures in killed.items() if not failures)
     rate = (len(names) - len(survivors)) / len(names)
-    report = "\n".join(f"  {name:30} killed by {failures[0] if failures else '-- SURVIVED --'}"
-                       for name, failures in killed.items())
+    report = "\n".join(
+        f"  {name:30} killed by {failures[0] if failures else '-- SURVIVED --'}" for name, failures in killed.items()
+    )
     print(f"conformance kill rate: {rate:.0%} ({len(names) - len(survivors)}/{len(names)})\n{report}")
     assert len(names) >= 10
     assert not survivors, f"broken adapters that pass the suite: {survivors}\n{report}"

@@ -159,8 +159,9 @@ async def test_create_thread_generates_an_id_only_for_none(memory: Memory) -> No
 
 
 async def test_recall_rejects_an_oversized_or_invalid_query(memory: Memory) -> None:
-    await rejected(memory, memory.recall("t1", "r1", vector_search_string="a" * (MAX_SEARCH_CHARS + 1)),
-                   "vector_search_string")
+    await rejected(
+        memory, memory.recall("t1", "r1", vector_search_string="a" * (MAX_SEARCH_CHARS + 1)), "vector_search_string"
+    )
     await rejected(memory, memory.recall("t1", "r1", vector_search_string="lone \ud800"), "vector_search_string")
 
 
@@ -270,7 +271,7 @@ def _b64(text: str) -> str:
         _b64('[1,"abc",[1,2],3]'),
         _b64('[1,"abc",[' + "9" * 5000 + ",1]]"),
         "!!!!",
-        base64.urlsafe_b64encode("[1,\"é\",[1,1]]".encode()).decode(),
+        base64.urlsafe_b64encode('[1,"é",[1,1]]'.encode()).decode(),
         "",
     ],
 )
@@ -295,8 +296,9 @@ async def test_top_k_out_of_range_is_rejected(memory: Memory, top_k: Any) -> Non
     with pytest.raises(ValidationError) as info:
         SemanticRecall(top_k=top_k)
     assert info.value.field == "semantic_recall.top_k"
-    await rejected(memory, memory.recall("t1", "r1", thread_config={"semantic_recall": {"topK": top_k}}),
-                   "semantic_recall.top_k")
+    await rejected(
+        memory, memory.recall("t1", "r1", thread_config={"semantic_recall": {"topK": top_k}}), "semantic_recall.top_k"
+    )
     assert SemanticRecall(top_k=MAX_TOP_K).top_k == MAX_TOP_K
 
 

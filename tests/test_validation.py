@@ -88,8 +88,17 @@ def test_check_json_object_accepts_odd_keys_and_edges() -> None:
 @pytest.mark.parametrize(
     ("page", "per_page"),
     [
-        (-1, 10), (True, 10), (0, True), (0, -1), (0, 2.5), (0, "3"), (1, False), ("0", 10), (2**62, 4),
-        (0, MAX_PER_PAGE + 1), (0, 2**63 - 1),
+        (-1, 10),
+        (True, 10),
+        (0, True),
+        (0, -1),
+        (0, 2.5),
+        (0, "3"),
+        (1, False),
+        ("0", 10),
+        (2**62, 4),
+        (0, MAX_PER_PAGE + 1),
+        (0, 2**63 - 1),
     ],
 )
 def test_check_page_rejects(page: object, per_page: object) -> None:
@@ -168,10 +177,15 @@ def test_date_range_exclusive_bounds_move_one_microsecond() -> None:
 
 
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(st.characters(exclude_categories=("Cs",))),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

@@ -162,11 +162,20 @@ def run_check(
         module.write_text(_MODULE.format(url=url), encoding="utf-8")
         (folder / "pytest.ini").write_text("[pytest]\naddopts = --import-mode=importlib\n", encoding="utf-8")
         args: list[Any] = [
-            str(folder), "-q", "--tb=short", "-p", "no:cacheprovider", "--rootdir", str(folder),
-            "-c", str(folder / "pytest.ini"),
+            str(folder),
+            "-q",
+            "--tb=short",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(folder),
+            "-c",
+            str(folder / "pytest.ini"),
             # The plugin is imported before pytest starts, so pytest cannot
             # rewrite its asserts (they still run, with plain messages).
-            "-W", "ignore::pytest.PytestAssertRewriteWarning", *pytest_args,
+            "-W",
+            "ignore::pytest.PytestAssertRewriteWarning",
+            *pytest_args,
         ]
         code = pytest.main(args, plugins=[recorder])
     rows = summarize(recorder.outcomes.values())

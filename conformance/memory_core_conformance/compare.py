@@ -161,8 +161,11 @@ def first_difference(actual: Any, expected: Any, path: str = "answer") -> tuple[
             if (found := first_difference(a, b, where)) is not None:
                 return found
         index = min(len(actual), len(expected))
-        return (f"{path}[{index}]", actual[index] if index < len(actual) else ABSENT,
-                expected[index] if index < len(expected) else ABSENT)
+        return (
+            f"{path}[{index}]",
+            actual[index] if index < len(actual) else ABSENT,
+            expected[index] if index < len(expected) else ABSENT,
+        )
     if isinstance(actual, dict) and isinstance(expected, dict):
         for key in sorted(actual.keys() | expected.keys(), key=repr):
             where = f"{path}[{key!r}]"
@@ -245,8 +248,11 @@ def describe_difference(
         return []
     path, a, b = found
     width = max(map(len, sides)) + 1
-    lines = [f"first difference at {path}:", f"  {sides[0] + ':':<{width}} {brief(a)}",
-             f"  {sides[1] + ':':<{width}} {brief(b)}"]
+    lines = [
+        f"first difference at {path}:",
+        f"  {sides[0] + ':':<{width}} {brief(a)}",
+        f"  {sides[1] + ':':<{width}} {brief(b)}",
+    ]
     record = _same_dataclass(actual, expected)  # a Page, a record, a snapshot ...
     parts = [("items", actual, expected)]
     if record:

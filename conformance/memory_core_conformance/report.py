@@ -141,12 +141,14 @@ def render(rows: list[RuleRow], console: Console, *, title: str = "memory-core c
     styles = {"pass": "green", "FAIL": "bold red", "skipped": "yellow"}
     for row in rows:
         status = f"[{styles[row.status]}]{row.status}[/]"
-        table.add_row(row.rule, row.title, status, str(row.passed), str(row.failed), str(row.skipped),
-                      "\n".join(row.notes[:3]))
+        table.add_row(
+            row.rule, row.title, status, str(row.passed), str(row.failed), str(row.skipped), "\n".join(row.notes[:3])
+        )
     console.print(table)
     failed = sum(r.failed for r in rows)
     if failed:
-        console.print(f"[bold red]NOT CONFORMANT[/]: {failed} failing test(s) in "
-                      f"{sum(1 for r in rows if r.failed)} rule(s)")
+        console.print(
+            f"[bold red]NOT CONFORMANT[/]: {failed} failing test(s) in {sum(1 for r in rows if r.failed)} rule(s)"
+        )
     else:
         console.print("[bold green]CONFORMANT[/]: every test that ran passed")

@@ -53,135 +53,248 @@ class Rule:
 
 
 _RULE_LIST = [
-    Rule("R-ID", "ids: exact, 1-256 chars, global message ids",
-         "Thread, message and resource ids are str of 1-256 characters, not all whitespace, without NUL; anything "
-         "else is a ValidationError. Ids compare exactly (case and spaces count) and message ids are unique in the "
-         "whole store, not per thread."),
-    Rule("R-TIME", "datetimes: aware UTC, microseconds, 1900-2199",
-         "Datetimes come back timezone-aware UTC with their microseconds, exactly as saved: aware input is converted "
-         "to UTC, naive input and ISO-8601 strings are read as UTC, and the host's TZ never matters. Only "
-         "1900-01-01..2199-12-31 UTC is accepted (else ValidationError)."),
-    Rule("R-JSON", "JSON round-trips with types kept",
-         "Metadata and structured content are JSON objects (any string keys, any nesting) that round-trip with "
-         "Python types kept: 1, 1.0 and True stay int, float and bool. NaN/inf, ints outside signed 64-bit, non-JSON "
-         "types and lone surrogates are a ValidationError naming the message, and nothing of the call is written."),
-    Rule("R-SIZE", "15 MiB messages, never truncated",
-         "A message of up to 15 MiB serialised is stored and returned intact, in listings too (never cut by a "
-         "driver's page or document size); a larger one is a ValidationError."),
-    Rule("R-ORDER", "(created_at, insertion sequence) order",
-         "Messages are ordered by (created_at, sequence): the sequence is a store-wide counter given when an id is "
-         "first saved (list order within a batch) and kept on upsert and move, so equal times keep their save order, "
-         "reversed exactly in DESC. Threads are ordered by their order field, then id."),
-    Rule("R-CLOCK", "assigned times strictly increasing",
-         "A message saved without created_at gets the store clock's now, each assigned time at least 1 µs after the "
-         "previous one, so a batch without times keeps its order."),
-    Rule("R-BUMP", "updated_at bumps, strictly later",
-         "Thread and resource updates and every message write (save, update, move, delete) set the touched "
-         "records' updated_at to now, strictly later than before (previous + 1 µs when the clock stands still); "
-         "created_at never changes, and concurrent updates never revert each other."),
-    Rule("R-PAGE", "page / per_page bounds, total, has_more",
-         "page is an int >= 0 and per_page an int >= 0 or False (everything, page 0 only); bools, floats, strings, "
-         "negatives and offsets beyond int64 are a ValidationError naming R-PAGE. A page is the window "
-         "[page*per_page, +per_page) of the matches, total counts every match (per_page=0 too), and has_more says "
-         "whether matches lie beyond the window."),
-    Rule("R-CURSOR", "keyset cursors, no gaps or repeats",
-         "Every page carries next_cursor (None at the end); passing it back returns the rest of the same query "
-         "with no gaps or repeats while others write, whatever the new per_page. A cursor of another query, a "
-         "malformed one, or a cursor with page > 0 is a ValidationError naming R-CURSOR."),
-    Rule("R-DATE", "date ranges, inclusive / exclusive, to the µs",
-         "filter.date_range(start, end, start_exclusive, end_exclusive) selects on created_at; bounds are optional, "
-         "inclusive unless marked exclusive, compared to the microsecond, and apply to total as well."),
-    Rule("R-META", "typed metadata equality filters",
-         "A metadata filter maps top-level keys (identifier-like, <= 128 chars, not __proto__/constructor/prototype) "
-         "to scalars, ANDed; a value matches only an equal stored value of the same JSON type (5 matches 5.0, true "
-         "never matches 1, \"5\" never matches 5, None only an explicit null). Lists, dicts, operator objects like "
-         "{\"$ne\": \"\"} and bad keys are a ValidationError; {} means no filter."),
-    Rule("R-SORT", "order_by fields and directions",
-         "order_by takes an allowed field (messages: created_at; threads: created_at or updated_at; camelCase "
-         "accepted) and ASC/DESC in any case; anything else is a ValidationError. Defaults: messages created_at ASC, "
-         "threads created_at DESC."),
-    Rule("R-INCLUDE", "include windows from the message's own thread",
-         "Each include adds the message and up to with_previous / with_next neighbours from its own thread in "
-         "R-ORDER (only resource_id's messages when given; unknown ids skipped; filters ignored). Windows and page "
-         "are merged without duplicates in the requested order and never count in total."),
-    Rule("R-OWN", "resource ownership and conflicts",
-         "A message belongs to its thread's resource: another resource_id is an OwnershipError, an existing id under "
-         "another resource a ConflictError, a missing thread a NotFoundError, all before any write. get_thread and "
-         "listings given a resource_id see only that resource's records."),
-    Rule("R-RECALL", "Memory.recall composition",
-         "Memory.recall returns the newest per_page messages oldest-first (page 1 is the next older block); the "
-         "thread must belong to the given resource (OwnershipError) and exist unless the scope is resource, and "
-         "semantic hits become include windows of message_range."),
-    Rule("R-VEC", "vectors kept in step with messages",
-         "The vector store holds exactly one point set per stored message with text (content string or text parts; "
-         "empty text has none): re-saving replaces, and updates, moves, deletes and delete_thread are reflected "
-         "when the call returns."),
-    Rule("OPS", "storage operations",
-         "Each storage operation does what its docstring says: save_thread replaces the whole record, updates are "
-         "partial (metadata and content merged one level), deletes ignore unknown ids, get_messages returns found "
-         "ids in R-ORDER once each, and writes racing each other cannot break ownership or existence checks."),
-    Rule("LIFECYCLE", "open / close / destroy",
-         "open and close are idempotent, a store opens itself on first use, and every call after close or destroy "
-         "raises AdapterClosedError."),
-    Rule("MODEL", "state machine: adapter == reference store",
-         "Random sequences of every operation (writes, listings with filters, orders, pages, includes, cursors, "
-         "and bad input) get the same answer from the adapter as from the reference store, step by step."),
-    Rule("C01", "equal timestamps in one batch",
-         "Eleven messages saved in one batch at the same created_at (or none) list in save order ASC and exactly "
-         "reversed DESC, with total 11 and has_more on a page of 10."),
-    Rule("C02", "user / assistant / tool in one instant",
-         "A user, an assistant and a tool message saved in three calls at the same instant list in save order "
-         "(reversed DESC), include windows too."),
-    Rule("C03", "saved out of order",
-         "Messages saved out of time order list by time: the newest page and an include window around an old "
-         "message are right, total 10."),
-    Rule("C04", "threads by updated_at, ties across pages",
-         "Threads order by updated_at after an update; five threads with identical times, paged two at a time, "
-         "show each id exactly once (ties by id) with total 5 on every page, the same on a second run."),
-    Rule("C05", '"last N" is the newest N',
-         "The last N messages are the newest N, returned oldest-first (page 1 the next older block), and DESC "
-         "pages walk back in blocks of N."),
-    Rule("C06", "per_page=False means all",
-         "per_page=False returns all 150 messages or threads: total 150, has_more false, per_page False, page 0."),
-    Rule("C07", "bad page bounds rejected alike",
-         "per_page -1, 2.5, \"3\", True, page -1, page True and per_page False with page 1 are each a "
-         "ValidationError that changes nothing; per_page 0 and pages past the end keep total and has_more right."),
-    Rule("C08", "big messages never truncated",
-         "Forty 50 KB messages and one of 3,000,000 characters come back whole, in full and paged listings and "
-         "by id."),
-    Rule("C09", "many threads",
-         "1,200 threads of one resource list in full and in pages of 100 (page 12 empty, total kept), and another "
-         "resource's threads never mix in."),
-    Rule("C10", '5 vs "5", true vs 1, null vs missing',
-         "Metadata filters keep JSON types apart on threads and messages alike: 5 vs \"5\", true vs 1 and \"true\", "
-         "0 vs false; 5 matches 5.0, and null matches an explicit null only."),
-    Rule("C11", "operator objects and odd keys",
-         "Operator objects ({\"$ne\": \"\"}, {\"$regex\": ...}), dotted, quoted and dashed keys and injected order_by "
-         "fields or directions are a ValidationError before any query, and the data stays intact."),
-    Rule("C12", "many openers and writers",
-         "Eight instances open one new namespace at once and each saves 20 messages into its own thread while all "
-         "read in a loop: no error, every message there (needs SHARED_NAMESPACE)."),
-    Rule("C13", "zones, naive input, exclusive bounds",
-         "With TZ=America/Los_Angeles a +02:00 time reads back in UTC with its microseconds, a naive time is "
-         "stored as UTC, and an exclusive start bound excludes a message at exactly that time."),
-    Rule("C14", "updated_at bumps",
-         "Under an injected clock, message saves, thread updates and message updates move their threads' "
-         "updated_at (updated_at DESC order after each step), and created_at never changes."),
-    Rule("C15", "deletes reach the vectors",
-         "A deleted message is never recalled, and a thread deleted and created again under its old id recalls "
-         "and lists only its new messages."),
-    Rule("C16", "vector scope",
-         "Semantic recall with scope thread hits only that thread's messages, with scope resource only that "
-         "resource's, never another resource's."),
-    Rule("C17", "unicode",
-         "Emoji, RTL text, zero-width joiners, tabs and newlines round-trip exactly in content, titles and "
-         "metadata; a lone surrogate is a ValidationError naming the message, and nothing is written."),
-    Rule(f"CAP:{Capability.PERSISTENT.value}", f"optional capability {Capability.PERSISTENT.value}",
-         "Declared PERSISTENT: data saved through one instance is read back unchanged by a new instance on the same "
-         "namespace after the first is closed (R-ORDER sequences continue), and destroy() leaves nothing behind."),
-    Rule(f"CAP:{Capability.SHARED_NAMESPACE.value}", f"optional capability {Capability.SHARED_NAMESPACE.value}",
-         "Declared SHARED_NAMESPACE: several open instances on one namespace see each other's writes at once, and "
-         "concurrent writers through different instances raise no error and break no ownership check."),
+    Rule(
+        "R-ID",
+        "ids: exact, 1-256 chars, global message ids",
+        "Thread, message and resource ids are str of 1-256 characters, not all whitespace, without NUL; anything "
+        "else is a ValidationError. Ids compare exactly (case and spaces count) and message ids are unique in the "
+        "whole store, not per thread.",
+    ),
+    Rule(
+        "R-TIME",
+        "datetimes: aware UTC, microseconds, 1900-2199",
+        "Datetimes come back timezone-aware UTC with their microseconds, exactly as saved: aware input is converted "
+        "to UTC, naive input and ISO-8601 strings are read as UTC, and the host's TZ never matters. Only "
+        "1900-01-01..2199-12-31 UTC is accepted (else ValidationError).",
+    ),
+    Rule(
+        "R-JSON",
+        "JSON round-trips with types kept",
+        "Metadata and structured content are JSON objects (any string keys, any nesting) that round-trip with "
+        "Python types kept: 1, 1.0 and True stay int, float and bool. NaN/inf, ints outside signed 64-bit, non-JSON "
+        "types and lone surrogates are a ValidationError naming the message, and nothing of the call is written.",
+    ),
+    Rule(
+        "R-SIZE",
+        "15 MiB messages, never truncated",
+        "A message of up to 15 MiB serialised is stored and returned intact, in listings too (never cut by a "
+        "driver's page or document size); a larger one is a ValidationError.",
+    ),
+    Rule(
+        "R-ORDER",
+        "(created_at, insertion sequence) order",
+        "Messages are ordered by (created_at, sequence): the sequence is a store-wide counter given when an id is "
+        "first saved (list order within a batch) and kept on upsert and move, so equal times keep their save order, "
+        "reversed exactly in DESC. Threads are ordered by their order field, then id.",
+    ),
+    Rule(
+        "R-CLOCK",
+        "assigned times strictly increasing",
+        "A message saved without created_at gets the store clock's now, each assigned time at least 1 µs after the "
+        "previous one, so a batch without times keeps its order.",
+    ),
+    Rule(
+        "R-BUMP",
+        "updated_at bumps, strictly later",
+        "Thread and resource updates and every message write (save, update, move, delete) set the touched "
+        "records' updated_at to now, strictly later than before (previous + 1 µs when the clock stands still); "
+        "created_at never changes, and concurrent updates never revert each other.",
+    ),
+    Rule(
+        "R-PAGE",
+        "page / per_page bounds, total, has_more",
+        "page is an int >= 0 and per_page an int >= 0 or False (everything, page 0 only); bools, floats, strings, "
+        "negatives and offsets beyond int64 are a ValidationError naming R-PAGE. A page is the window "
+        "[page*per_page, +per_page) of the matches, total counts every match (per_page=0 too), and has_more says "
+        "whether matches lie beyond the window.",
+    ),
+    Rule(
+        "R-CURSOR",
+        "keyset cursors, no gaps or repeats",
+        "Every page carries next_cursor (None at the end); passing it back returns the rest of the same query "
+        "with no gaps or repeats while others write, whatever the new per_page. A cursor of another query, a "
+        "malformed one, or a cursor with page > 0 is a ValidationError naming R-CURSOR.",
+    ),
+    Rule(
+        "R-DATE",
+        "date ranges, inclusive / exclusive, to the µs",
+        "filter.date_range(start, end, start_exclusive, end_exclusive) selects on created_at; bounds are optional, "
+        "inclusive unless marked exclusive, compared to the microsecond, and apply to total as well.",
+    ),
+    Rule(
+        "R-META",
+        "typed metadata equality filters",
+        "A metadata filter maps top-level keys (identifier-like, <= 128 chars, not __proto__/constructor/prototype) "
+        "to scalars, ANDed; a value matches only an equal stored value of the same JSON type (5 matches 5.0, true "
+        'never matches 1, "5" never matches 5, None only an explicit null). Lists, dicts, operator objects like '
+        '{"$ne": ""} and bad keys are a ValidationError; {} means no filter.',
+    ),
+    Rule(
+        "R-SORT",
+        "order_by fields and directions",
+        "order_by takes an allowed field (messages: created_at; threads: created_at or updated_at; camelCase "
+        "accepted) and ASC/DESC in any case; anything else is a ValidationError. Defaults: messages created_at ASC, "
+        "threads created_at DESC.",
+    ),
+    Rule(
+        "R-INCLUDE",
+        "include windows from the message's own thread",
+        "Each include adds the message and up to with_previous / with_next neighbours from its own thread in "
+        "R-ORDER (only resource_id's messages when given; unknown ids skipped; filters ignored). Windows and page "
+        "are merged without duplicates in the requested order and never count in total.",
+    ),
+    Rule(
+        "R-OWN",
+        "resource ownership and conflicts",
+        "A message belongs to its thread's resource: another resource_id is an OwnershipError, an existing id under "
+        "another resource a ConflictError, a missing thread a NotFoundError, all before any write. get_thread and "
+        "listings given a resource_id see only that resource's records.",
+    ),
+    Rule(
+        "R-RECALL",
+        "Memory.recall composition",
+        "Memory.recall returns the newest per_page messages oldest-first (page 1 is the next older block); the "
+        "thread must belong to the given resource (OwnershipError) and exist unless the scope is resource, and "
+        "semantic hits become include windows of message_range.",
+    ),
+    Rule(
+        "R-VEC",
+        "vectors kept in step with messages",
+        "The vector store holds exactly one point set per stored message with text (content string or text parts; "
+        "empty text has none): re-saving replaces, and updates, moves, deletes and delete_thread are reflected "
+        "when the call returns.",
+    ),
+    Rule(
+        "OPS",
+        "storage operations",
+        "Each storage operation does what its docstring says: save_thread replaces the whole record, updates are "
+        "partial (metadata and content merged one level), deletes ignore unknown ids, get_messages returns found "
+        "ids in R-ORDER once each, and writes racing each other cannot break ownership or existence checks.",
+    ),
+    Rule(
+        "LIFECYCLE",
+        "open / close / destroy",
+        "open and close are idempotent, a store opens itself on first use, and every call after close or destroy "
+        "raises AdapterClosedError.",
+    ),
+    Rule(
+        "MODEL",
+        "state machine: adapter == reference store",
+        "Random sequences of every operation (writes, listings with filters, orders, pages, includes, cursors, "
+        "and bad input) get the same answer from the adapter as from the reference store, step by step.",
+    ),
+    Rule(
+        "C01",
+        "equal timestamps in one batch",
+        "Eleven messages saved in one batch at the same created_at (or none) list in save order ASC and exactly "
+        "reversed DESC, with total 11 and has_more on a page of 10.",
+    ),
+    Rule(
+        "C02",
+        "user / assistant / tool in one instant",
+        "A user, an assistant and a tool message saved in three calls at the same instant list in save order "
+        "(reversed DESC), include windows too.",
+    ),
+    Rule(
+        "C03",
+        "saved out of order",
+        "Messages saved out of time order list by time: the newest page and an include window around an old "
+        "message are right, total 10.",
+    ),
+    Rule(
+        "C04",
+        "threads by updated_at, ties across pages",
+        "Threads order by updated_at after an update; five threads with identical times, paged two at a time, "
+        "show each id exactly once (ties by id) with total 5 on every page, the same on a second run.",
+    ),
+    Rule(
+        "C05",
+        '"last N" is the newest N',
+        "The last N messages are the newest N, returned oldest-first (page 1 the next older block), and DESC "
+        "pages walk back in blocks of N.",
+    ),
+    Rule(
+        "C06",
+        "per_page=False means all",
+        "per_page=False returns all 150 messages or threads: total 150, has_more false, per_page False, page 0.",
+    ),
+    Rule(
+        "C07",
+        "bad page bounds rejected alike",
+        'per_page -1, 2.5, "3", True, page -1, page True and per_page False with page 1 are each a '
+        "ValidationError that changes nothing; per_page 0 and pages past the end keep total and has_more right.",
+    ),
+    Rule(
+        "C08",
+        "big messages never truncated",
+        "Forty 50 KB messages and one of 3,000,000 characters come back whole, in full and paged listings and by id.",
+    ),
+    Rule(
+        "C09",
+        "many threads",
+        "1,200 threads of one resource list in full and in pages of 100 (page 12 empty, total kept), and another "
+        "resource's threads never mix in.",
+    ),
+    Rule(
+        "C10",
+        '5 vs "5", true vs 1, null vs missing',
+        'Metadata filters keep JSON types apart on threads and messages alike: 5 vs "5", true vs 1 and "true", '
+        "0 vs false; 5 matches 5.0, and null matches an explicit null only.",
+    ),
+    Rule(
+        "C11",
+        "operator objects and odd keys",
+        'Operator objects ({"$ne": ""}, {"$regex": ...}), dotted, quoted and dashed keys and injected order_by '
+        "fields or directions are a ValidationError before any query, and the data stays intact.",
+    ),
+    Rule(
+        "C12",
+        "many openers and writers",
+        "Eight instances open one new namespace at once and each saves 20 messages into its own thread while all "
+        "read in a loop: no error, every message there (needs SHARED_NAMESPACE).",
+    ),
+    Rule(
+        "C13",
+        "zones, naive input, exclusive bounds",
+        "With TZ=America/Los_Angeles a +02:00 time reads back in UTC with its microseconds, a naive time is "
+        "stored as UTC, and an exclusive start bound excludes a message at exactly that time.",
+    ),
+    Rule(
+        "C14",
+        "updated_at bumps",
+        "Under an injected clock, message saves, thread updates and message updates move their threads' "
+        "updated_at (updated_at DESC order after each step), and created_at never changes.",
+    ),
+    Rule(
+        "C15",
+        "deletes reach the vectors",
+        "A deleted message is never recalled, and a thread deleted and created again under its old id recalls "
+        "and lists only its new messages.",
+    ),
+    Rule(
+        "C16",
+        "vector scope",
+        "Semantic recall with scope thread hits only that thread's messages, with scope resource only that "
+        "resource's, never another resource's.",
+    ),
+    Rule(
+        "C17",
+        "unicode",
+        "Emoji, RTL text, zero-width joiners, tabs and newlines round-trip exactly in content, titles and "
+        "metadata; a lone surrogate is a ValidationError naming the message, and nothing is written.",
+    ),
+    Rule(
+        f"CAP:{Capability.PERSISTENT.value}",
+        f"optional capability {Capability.PERSISTENT.value}",
+        "Declared PERSISTENT: data saved through one instance is read back unchanged by a new instance on the same "
+        "namespace after the first is closed (R-ORDER sequences continue), and destroy() leaves nothing behind.",
+    ),
+    Rule(
+        f"CAP:{Capability.SHARED_NAMESPACE.value}",
+        f"optional capability {Capability.SHARED_NAMESPACE.value}",
+        "Declared SHARED_NAMESPACE: several open instances on one namespace see each other's writes at once, and "
+        "concurrent writers through different instances raise no error and break no ownership check.",
+    ),
 ]
 
 RULES: dict[str, Rule] = {rule.id: rule for rule in _RULE_LIST}
@@ -240,8 +353,9 @@ def suite_test_names() -> list[str]:
     from memory_core_conformance.suite import StorageConformance
     from memory_core_conformance.vector import VectorConformance
 
-    return sorted({name for cls in (StorageConformance, VectorConformance) for name in dir(cls)
-                   if name.startswith("test_")})
+    return sorted(
+        {name for cls in (StorageConformance, VectorConformance) for name in dir(cls) if name.startswith("test_")}
+    )
 
 
 def rule_table(test_names: Iterable[str] | None = None) -> str:

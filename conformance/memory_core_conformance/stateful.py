@@ -56,8 +56,15 @@ MESSAGE_IDS = ("m0", "m1", "m2", "m3", "m4", "m5", "m6", "m7", "M0")
 """Message ids the machine uses; a small pool, so upserts and moves are common."""
 
 _TIMES = st.sampled_from(
-    [T0, T0, T0, T0 + timedelta(microseconds=1), T0 + timedelta(microseconds=999), T0 + timedelta(seconds=1),
-     T0 - timedelta(seconds=1)]
+    [
+        T0,
+        T0,
+        T0,
+        T0 + timedelta(microseconds=1),
+        T0 + timedelta(microseconds=999),
+        T0 + timedelta(seconds=1),
+        T0 - timedelta(seconds=1),
+    ]
 )
 """Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common."""
 META_KEYS = ("a", "b")
@@ -76,9 +83,11 @@ _resource_ids = st.sampled_from(RESOURCE_IDS)
 _message_ids = st.sampled_from(MESSAGE_IDS)
 _contents = st.one_of(
     st.sampled_from(["", "hi", "héllo 👋🏽", "a\u200db"]),
-    st.builds(lambda t, extra: {"format": 2, "parts": [{"type": "text", "text": t}], **extra},
-              st.sampled_from(["x", "y"]),
-              st.dictionaries(st.sampled_from(["tool", "n"]), mst.json_scalars(), max_size=1)),
+    st.builds(
+        lambda t, extra: {"format": 2, "parts": [{"type": "text", "text": t}], **extra},
+        st.sampled_from(["x", "y"]),
+        st.dictionaries(st.sampled_from(["tool", "n"]), mst.json_scalars(), max_size=1),
+    ),
 )
 _messages = st.builds(
     Message,
@@ -262,13 +271,15 @@ class StorageStateMachine(RuleBasedStateMachine):
     def save_thread(self, item: Thread) -> None:
         self._both("save_thread", item)
 
-    @rule(thread_id=_thread_ids, title=st.none() | st.sampled_from(["", "new", "🧵"]),
-          metadata=st.none() | _metadata)
+    @rule(thread_id=_thread_ids, title=st.none() | st.sampled_from(["", "new", "🧵"]), metadata=st.none() | _metadata)
     def update_thread(self, thread_id: str, title: str | None, metadata: dict[str, Any] | None) -> None:
         self._both("update_thread", thread_id, title=title, metadata=metadata)
 
-    @rule(flt=st.none() | st.builds(ThreadFilter, st.none() | _resource_ids, _meta_filters),
-          bounds=_bounds, order=_thread_orders)
+    @rule(
+        flt=st.none() | st.builds(ThreadFilter, st.none() | _resource_ids, _meta_filters),
+        bounds=_bounds,
+        order=_thread_orders,
+    )
     def list_threads(self, flt: ThreadFilter | None, bounds: tuple[int, Any], order: Any) -> None:
         kwargs = {"filter": flt, "page": bounds[0], "per_page": bounds[1], "order_by": order}
         actual, expected = self._both("list_threads", **kwargs)
@@ -293,9 +304,13 @@ class StorageStateMachine(RuleBasedStateMachine):
     def update_messages(self, updates: list[dict[str, Any]]) -> None:
         self._both("update_messages", updates)
 
-    @rule(what=st.one_of(st.tuples(st.just("delete_thread"), _thread_ids),
-                         st.tuples(st.just("delete_messages"), st.lists(_message_ids, max_size=2))),
-          recreate=st.none() | _threads)
+    @rule(
+        what=st.one_of(
+            st.tuples(st.just("delete_thread"), _thread_ids),
+            st.tuples(st.just("delete_messages"), st.lists(_message_ids, max_size=2)),
+        ),
+        recreate=st.none() | _threads,
+    )
     def delete(self, what: tuple[str, Any], recreate: Thread | None) -> None:
         """``delete_thread`` or ``delete_messages`` (one rule: deletes empty the
         store, and the interesting states need messages). A deleted thread is
@@ -305,27 +320,62 @@ class StorageStateMachine(RuleBasedStateMachine):
         if what[0] == "delete_thread" and recreate is not None:
             self._both("save_thread", replace(recreate, id=what[1]))
 
-    @rule(thread_id=_busy_thread_ids | st.lists(_thread_ids, min_size=1, max_size=3),
-          resource_id=st.none() | _resource_ids,
-          include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
-    def list_messages(self, thread_id: Any, resource_id: str | None, include: list[Include] | None,
-                      flt: MessageFilter | None, bounds: tuple[int, Any], order: Any) -> None:
-        kwargs = {"thread_id": thread_id, "resource_id": resource_id, "include": include, "filter": flt,
-                  "page": bounds[0], "per_page": bounds[1], "order_by": order}
+    @rule(
+        thread_id=_busy_thread_ids | st.lists(_thread_ids, min_size=1, max_size=3),
+        resource_id=st.none() | _resource_ids,
+        include=_includes,
+        flt=_message_filters,
+        bounds=_bounds,
+        order=_message_orders,
+    )
+    def list_messages(
+        self,
+        thread_id: Any,
+        resource_id: str | None,
+        include: list[Include] | None,
+        flt: MessageFilter | None,
+        bounds: tuple[int, Any],
+        order: Any,
+    ) -> None:
+        kwargs = {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "include": include,
+            "filter": flt,
+            "page": bounds[0],
+            "per_page": bounds[1],
+            "order_by": order,
+        }
         actual, expected = self._both("list_messages", **kwargs)
         self._remember("list_messages", kwargs, actual, expected)
 
     @rule(resource_id=_resource_ids, include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
-    def list_messages_by_resource(self, resource_id: str, include: list[Include] | None, flt: MessageFilter | None,
-                                  bounds: tuple[int, Any], order: Any) -> None:
-        kwargs = {"resource_id": resource_id, "include": include, "filter": flt, "page": bounds[0],
-                  "per_page": bounds[1], "order_by": order}
+    def list_messages_by_resource(
+        self,
+        resource_id: str,
+        include: list[Include] | None,
+        flt: MessageFilter | None,
+        bounds: tuple[int, Any],
+        order: Any,
+    ) -> None:
+        kwargs = {
+            "resource_id": resource_id,
+            "include": include,
+            "filter": flt,
+            "page": bounds[0],
+            "per_page": bounds[1],
+            "order_by": order,
+        }
         actual, expected = self._both("list_messages_by_resource", **kwargs)
         self._remember("list_messages_by_resource", kwargs, actual, expected)
 
     @precondition(lambda self: bool(self.walks))
-    @rule(index=st.integers(0, 3), per_page=st.integers(0, 4) | st.just(False), pages=st.integers(1, 4),
-          tamper=st.sampled_from([False, False, False, True]))
+    @rule(
+        index=st.integers(0, 3),
+        per_page=st.integers(0, 4) | st.just(False),
+        pages=st.integers(1, 4),
+        tamper=st.sampled_from([False, False, False, True]),
+    )
     def follow_cursor(self, index: int, per_page: Any, pages: int, tamper: bool) -> None:
         """Fetch up to ``pages`` next pages of an earlier listing by cursor (after
         whatever writes happened since); with ``tamper``, under another order
@@ -350,10 +400,13 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ resources
 
-    @rule(update=st.tuples(_resource_ids, st.sampled_from([NOT_GIVEN, None, "", "# wm", "🧠"]),
-                           st.none() | _metadata),
-          replacement=st.none() | st.builds(Resource, _resource_ids, st.none() | st.just("wm"), _metadata,
-                                            st.none() | _TIMES, st.none() | _TIMES))
+    @rule(
+        update=st.tuples(_resource_ids, st.sampled_from([NOT_GIVEN, None, "", "# wm", "🧠"]), st.none() | _metadata),
+        replacement=st.none()
+        | st.builds(
+            Resource, _resource_ids, st.none() | st.just("wm"), _metadata, st.none() | _TIMES, st.none() | _TIMES
+        ),
+    )
     def write_resource(self, update: tuple[str, Any, dict[str, Any] | None], replacement: Resource | None) -> None:
         """``update_resource`` (partial), or ``save_resource`` when a replacement is drawn."""
         if replacement is not None:
@@ -363,11 +416,13 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ reads
 
-    @rule(read=st.one_of(
-        st.tuples(st.just("get_thread"), _thread_ids, st.none() | _resource_ids),
-        st.tuples(st.just("get_messages"), st.lists(_message_ids, max_size=4)),
-        st.tuples(st.just("get_resource"), _resource_ids),
-    ))
+    @rule(
+        read=st.one_of(
+            st.tuples(st.just("get_thread"), _thread_ids, st.none() | _resource_ids),
+            st.tuples(st.just("get_messages"), st.lists(_message_ids, max_size=4)),
+            st.tuples(st.just("get_resource"), _resource_ids),
+        )
+    )
     def get_record(self, read: tuple[Any, ...]) -> None:
         """``get_thread``, ``get_messages`` or ``get_resource``."""
         self._both(read[0], *read[1:])
@@ -431,4 +486,3 @@ def run_storage_machine(factory: StorageFactory, *, machine_settings: settings |
     machine = type("StorageStateMachineRun", (StorageStateMachine,), {"factory": staticmethod(factory)})
     with shrink_time_limit(profile.shrink_seconds):
         run_state_machine_as_test(machine, settings=machine_settings or profile.stateful_settings())
-

@@ -139,9 +139,7 @@ def ids() -> st.SearchStrategy[str]:
 
 def bad_ids() -> st.SearchStrategy[Any]:
     """Values R-ID rejects: empty, blank, NUL, too long, lone surrogate, not a str."""
-    return st.sampled_from(
-        ["", " ", "\t\n", "a\x00b", "x" * (MAX_ID_LENGTH + 1), "bad \ud83d id", 5, None, b"t1", 5.0]
-    )
+    return st.sampled_from(["", " ", "\t\n", "a\x00b", "x" * (MAX_ID_LENGTH + 1), "bad \ud83d id", 5, None, b"t1", 5.0])
 
 
 def texts(*, min_size: int = 0, max_size: int = 64, long: bool = False) -> st.SearchStrategy[str]:
@@ -160,8 +158,11 @@ def texts(*, min_size: int = 0, max_size: int = 64, long: bool = False) -> st.Se
     ]
     if long:
         choices.append(
-            st.builds(lambda piece, times: piece * times, st.sampled_from(["ab ", "👋🏽", "مرحبا ", "x"]),
-                      st.integers(1_000, 50_000))
+            st.builds(
+                lambda piece, times: piece * times,
+                st.sampled_from(["ab ", "👋🏽", "مرحبا ", "x"]),
+                st.integers(1_000, 50_000),
+            )
         )
     return st.one_of(choices)
 
@@ -230,8 +231,12 @@ def bad_json_values() -> st.SearchStrategy[Any]:
 def contents() -> st.SearchStrategy[Any]:
     """Message content: text, or a structured object like Mastra's v2 format."""
     structured = st.builds(
-        lambda parts, text, extra: {"format": 2, "parts": [{"type": "text", "text": p} for p in parts],
-                                    "content": text, **extra},
+        lambda parts, text, extra: {
+            "format": 2,
+            "parts": [{"type": "text", "text": p} for p in parts],
+            "content": text,
+            **extra,
+        },
         st.lists(texts(max_size=20), max_size=3),
         texts(max_size=20),
         st.dictionaries(st.sampled_from(["tool", "x", "$y", "a.b"]), json_values(max_leaves=4), max_size=2),
@@ -331,7 +336,27 @@ FILTER_KEYS: tuple[str, ...] = ("n", "b", "s", "tag", "_x", "K", "nul")
 """Metadata keys used when filters should match generated metadata."""
 
 FILTER_VALUES: tuple[Any, ...] = (
-    0, 1, 5, -1, 1.0, 5.0, 1.5, 0.0, -0.0, True, False, None, "", "5", "1", "true", "a", "A", "é", INT64_MAX, INT64_MIN,
+    0,
+    1,
+    5,
+    -1,
+    1.0,
+    5.0,
+    1.5,
+    0.0,
+    -0.0,
+    True,
+    False,
+    None,
+    "",
+    "5",
+    "1",
+    "true",
+    "a",
+    "A",
+    "é",
+    INT64_MAX,
+    INT64_MIN,
 )
 """Scalar values whose JSON types collide (5 / 5.0 / "5", true / 1, "" / None)."""
 
@@ -358,8 +383,11 @@ def meta_filters(*, pool: bool = True) -> st.SearchStrategy[dict[str, Any] | Non
             lambda k: k not in ("__proto__", "constructor", "prototype")
         )
         values = st.one_of(
-            st.none(), st.booleans(), st.integers(INT64_MIN, INT64_MAX),
-            st.floats(allow_nan=False, allow_infinity=False), texts(max_size=16),
+            st.none(),
+            st.booleans(),
+            st.integers(INT64_MIN, INT64_MAX),
+            st.floats(allow_nan=False, allow_infinity=False),
+            texts(max_size=16),
         )
     return st.one_of(st.none(), st.dictionaries(keys, values, max_size=3))
 
@@ -588,8 +616,14 @@ def datasets(draw: st.DrawFn, *, max_threads: int = 4, max_messages: int = 12) -
     count = draw(st.integers(1, max_threads))
     owners = draw(st.lists(st.sampled_from(["r1", "r2"]), min_size=count, max_size=count))
     threads = [
-        Thread(f"t{i + 1}", owners[i], draw(st.sampled_from(["", "x", "🧵"])), draw(filter_metadata()),
-               draw(st.none() | pooled_times()), draw(st.none() | pooled_times()))
+        Thread(
+            f"t{i + 1}",
+            owners[i],
+            draw(st.sampled_from(["", "x", "🧵"])),
+            draw(filter_metadata()),
+            draw(st.none() | pooled_times()),
+            draw(st.none() | pooled_times()),
+        )
         for i in range(count)
     ]
     home: dict[str, str] = {}
@@ -601,9 +635,12 @@ def datasets(draw: st.DrawFn, *, max_threads: int = 4, max_messages: int = 12) -
         home.setdefault(mid, target.resource_id)
         messages.append(
             Message(
-                mid, target.id, draw(st.sampled_from(["user", "assistant", "tool"])),
+                mid,
+                target.id,
+                draw(st.sampled_from(["user", "assistant", "tool"])),
                 draw(st.sampled_from(["", "hi", "👋🏽"])) or {"format": 2, "parts": []},
-                metadata=draw(filter_metadata()), created_at=draw(st.none() | pooled_times()),
+                metadata=draw(filter_metadata()),
+                created_at=draw(st.none() | pooled_times()),
             )
         )
     cuts = sorted(set(draw(st.lists(st.integers(0, len(messages)), max_size=3))))

@@ -82,4 +82,3 @@ def test_check_reports_an_unknown_scheme() -> None:
     console, out = _console()
     assert run_check("nosuchdb://x", console=console) == 2
     assert "nosuchdb" in out.getvalue()
-

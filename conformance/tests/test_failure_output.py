@@ -34,13 +34,26 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def _message(message_id: str, **fields: object) -> Message:
-    return Message(id=message_id, thread_id="t1", role="user", content=f"{message_id} " + "x" * 200,
-                   resource_id="r1", created_at=T0, **fields)  # type: ignore[arg-type]
+    return Message(
+        id=message_id,
+        thread_id="t1",
+        role="user",
+        content=f"{message_id} " + "x" * 200,
+        resource_id="r1",
+        created_at=T0,
+        **fields,
+    )  # type: ignore[arg-type]
 
 
 def _page(items: list[Message], **fields: object) -> Page[Message]:
-    values: dict[str, object] = {"total": len(items), "page": 0, "per_page": False, "has_more": False,
-                                 "next_cursor": None, **fields}
+    values: dict[str, object] = {
+        "total": len(items),
+        "page": 0,
+        "per_page": False,
+        "has_more": False,
+        "next_cursor": None,
+        **fields,
+    }
     return Page(items=items, **values)  # type: ignore[arg-type]
 
 
@@ -67,13 +80,19 @@ def test_a_listing_difference_gives_counts_ids_and_every_differing_field() -> No
     with pytest.raises(AssertionError) as raised:
         assert_same(adapter, _page(items, per_page=25), "list")
     lines = str(raised.value).splitlines()
-    assert lines[1:4] == ["  first difference at answer.items[2].id:", "    adapter:         'm03'",
-                          "    reference store: 'm02'"]
-    assert lines[4] == ("  items: adapter 19 ['m00', 'm01', 'm03', 'm04', 'm05', 'm06', 'm07', 'm08', 'm09', 'm10', "
-                        "'m11', 'm12'] +7 more; reference store 20 ['m00', 'm01', 'm02', 'm03', 'm04', 'm05', 'm06', "
-                        "'m07', 'm08', 'm09', 'm10', 'm11'] +8 more")
-    assert lines[5] == ("  fields that differ (adapter / reference store): items, total 19 / 20, "
-                        "next_cursor a cursor / None")
+    assert lines[1:4] == [
+        "  first difference at answer.items[2].id:",
+        "    adapter:         'm03'",
+        "    reference store: 'm02'",
+    ]
+    assert lines[4] == (
+        "  items: adapter 19 ['m00', 'm01', 'm03', 'm04', 'm05', 'm06', 'm07', 'm08', 'm09', 'm10', "
+        "'m11', 'm12'] +7 more; reference store 20 ['m00', 'm01', 'm02', 'm03', 'm04', 'm05', 'm06', "
+        "'m07', 'm08', 'm09', 'm10', 'm11'] +8 more"
+    )
+    assert lines[5] == (
+        "  fields that differ (adapter / reference store): items, total 19 / 20, next_cursor a cursor / None"
+    )
     assert len(lines) == 6
 
 
@@ -168,7 +187,8 @@ def test_a_failing_state_machine_run_reads_as_a_script(monkeypatch: pytest.Monke
 
 def test_a_failing_suite_test_states_its_rule(tmp_path: Path) -> None:
     module = tmp_path / "test_rule_section.py"
-    module.write_text(textwrap.dedent('''
+    module.write_text(
+        textwrap.dedent("""
         import pytest
         from memory_core.query import MessageQuery
         from memory_core.reference import InMemoryStorage
@@ -185,7 +205,9 @@ def test_a_failing_suite_test_states_its_rule(tmp_path: Path) -> None:
 
         def test_not_in_the_suite():
             assert False
-    '''), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     sections: dict[str, list[tuple[str, str]]] = {}
 
     class Recorder:
@@ -193,8 +215,19 @@ def test_a_failing_suite_test_states_its_rule(tmp_path: Path) -> None:
             if report.when == "call":
                 sections[report.nodeid.rsplit("::", 1)[-1]] = report.sections
 
-    pytest.main([str(module), "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                 "-k", "per_page_false_means_all or per_page_zero or not_in_the_suite"], plugins=[Recorder()])
+    pytest.main(
+        [
+            str(module),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            "-k",
+            "per_page_false_means_all or per_page_zero or not_in_the_suite",
+        ],
+        plugins=[Recorder()],
+    )
     rule = [text for title, text in sections["test_r_page_per_page_false_means_all"] if title == RULE_SECTION]
     assert len(rule) == 1 and rule[0].startswith("R-PAGE (page / per_page bounds, total, has_more): page is an int")
     assert sections["test_r_page_per_page_zero_counts_total"] == []  # passed

@@ -202,6 +202,10 @@ def test_bash_block_other_commands_are_known() -> None:
 def test_readme_and_package_name_no_file_they_do_not_ship() -> None:
     texts = {README: README.read_text(encoding="utf-8")}
     texts.update({path: path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py")})
-    found = [f"{path.relative_to(CONFORMANCE)}: {name}" for path, text in texts.items()
-             for name in ("SPEC.md", "CASES.md", "DESIGN.md") if name in text]
+    found = [
+        f"{path.relative_to(CONFORMANCE)}: {name}"
+        for path, text in texts.items()
+        for name in ("SPEC.md", "CASES.md", "DESIGN.md")
+        if name in text
+    ]
     assert found == []

@@ -205,8 +205,9 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(options: BenchOptions, console: Console, argv: Sequence[str] | None, work: Path,
-         started: list[RunningServer]) -> int:
+def _run(
+    options: BenchOptions, console: Console, argv: Sequence[str] | None, work: Path, started: list[RunningServer]
+) -> int:
     """The run itself, with the ``started`` servers up: targets, live run,
     files; returns the exit code."""
     storage: list[StorageTarget] = []
@@ -215,14 +216,21 @@ def _run(options: BenchOptions, console: Console, argv: Sequence[str] | None, wo
         target = StorageTarget(url, backend=name)
         storage.append(StorageTarget(url, backend=name, max_size=options.limits.get(target.name)))
     for server in started:
-        storage.append(StorageTarget(server.url, backend=server.backend, server_pid=server.pid,
-                                     note=f"{server.name} {server.version} started by the benchmark",
-                                     max_size=options.limits.get(server.backend)))
+        storage.append(
+            StorageTarget(
+                server.url,
+                backend=server.backend,
+                server_pid=server.pid,
+                note=f"{server.name} {server.version} started by the benchmark",
+                max_size=options.limits.get(server.backend),
+            )
+        )
     vectors: list[VectorTarget] = []
     for text in options.vector or _default_vectors():
         name, url = parse_target(text)
-        vectors.append(VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none"
-                                                                                      else "")))
+        vectors.append(
+            VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none" else ""))
+        )
     sizes = tuple(sorted(set(options.sizes) | ({HUGE_SIZE} if options.huge else set())))
     config = BenchConfig(
         storage=storage,
@@ -270,8 +278,14 @@ def _print_targets(report: BenchReport, console: Console) -> None:
     for column in ("target", "backend", "workload", "size", "measured", "met"):
         table.add_column(column)
     for check in targets(report):
-        table.add_row(check.target, check.backend, check.workload, f"{check.size:,}", f"{check.measured:.2f}",
-                      "[green]yes[/]" if check.met else "[red]no[/]")
+        table.add_row(
+            check.target,
+            check.backend,
+            check.workload,
+            f"{check.size:,}",
+            f"{check.measured:.2f}",
+            "[green]yes[/]" if check.met else "[red]no[/]",
+        )
     _print_wide(console, table)
 
 
@@ -304,10 +318,17 @@ def print_comparison(a_path: Path, b_path: Path, console: Console) -> int:
         table.add_column(column, justify="right" if column[0] in "ps" and column != "subject" else "left")
     for row in rows:
         colour = "green" if row.p50_ratio < 0.95 else "red" if row.p50_ratio > 1.05 else "white"
-        table.add_row(row.backend, row.subject, row.workload, f"{row.size:,}", f"{row.p50_a_us:,.0f}",
-                      f"{row.p50_b_us:,.0f}", f"[{colour}]{row.p50_ratio:.2f}[/]", f"{row.ops_ratio:.2f}")
+        table.add_row(
+            row.backend,
+            row.subject,
+            row.workload,
+            f"{row.size:,}",
+            f"{row.p50_a_us:,.0f}",
+            f"{row.p50_b_us:,.0f}",
+            f"[{colour}]{row.p50_ratio:.2f}[/]",
+            f"{row.ops_ratio:.2f}",
+        )
     _print_wide(console, table)
     if not rows:
         console.print("[yellow]no measurement appears in both files[/]")
     return 0
-

@@ -63,7 +63,7 @@ def _latency_figure(plt: Any, title: str, series: dict[str, dict[str, list[Resul
     colours = {label: f"C{k % 10}" for k, label in enumerate(labels)}
     rows, cols = _grid(len(workloads))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.3 * rows), squeeze=False)
-    for ax in axes.flat[len(workloads):]:
+    for ax in axes.flat[len(workloads) :]:
         ax.set_visible(False)
     for ax, workload in zip(axes.flat, workloads, strict=False):
         for label, results in sorted(series[workload].items()):
@@ -105,8 +105,10 @@ def _throughput_figure(plt: Any, report: BenchReport, size: int, path: Path) -> 
     from matplotlib.ticker import FuncFormatter, NullFormatter
 
     results = [r for r in report.results if r.size == size and r.error is None]
-    groups = [("writes (messages/s; agent loop: turns/s)", [w for w in _WRITES]),
-              ("reads (ops/s)", [w for w in WORKLOADS if w not in _WRITES])]
+    groups = [
+        ("writes (messages/s; agent loop: turns/s)", [w for w in _WRITES]),
+        ("reads (ops/s)", [w for w in WORKLOADS if w not in _WRITES]),
+    ]
     labels = list(dict.fromkeys(f"{r.backend} · {r.subject}" for r in results))
     fig, axes = plt.subplots(2, 1, figsize=(max(8.0, 1.1 * len(WORKLOADS) * max(1, len(labels)) / 3), 8.5))
     for ax, (title, workloads) in zip(axes, groups, strict=True):

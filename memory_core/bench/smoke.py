@@ -102,8 +102,9 @@ def _result_problems(r: Result) -> list[str]:
 
 def _found(report: BenchReport, backend: str, workload: str, kind: str) -> list[Result]:
     """Results of ``kind`` subjects of ``backend`` that ran ``workload``."""
-    return [r for r in report.results
-            if (r.backend, r.kind, r.workload) == (backend, kind, workload) and r.error is None]
+    return [
+        r for r in report.results if (r.backend, r.kind, r.workload) == (backend, kind, workload) and r.error is None
+    ]
 
 
 def smoke_problems(
@@ -163,8 +164,9 @@ def smoke_problems(
         if not any(r.verified and r.returned > 0 for r in _found(report, backend, Semantic.name, "adapter")):
             problems.append(f"{backend}: the adapter did not run {Semantic.name} with numpy's answers")
     for backend in raw_vector_backends:
-        if not any(r.verified and not r.subject.startswith(NUMPY_PREFIX)
-                   for r in _found(report, backend, Semantic.name, "raw")):
+        if not any(
+            r.verified and not r.subject.startswith(NUMPY_PREFIX) for r in _found(report, backend, Semantic.name, "raw")
+        ):
             problems.append(f"{backend}: no raw engine ran {Semantic.name} with numpy's answers")
     for size in report.sizes():
         if not any(p.size == size for p in report.populate):

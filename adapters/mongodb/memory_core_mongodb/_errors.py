@@ -26,23 +26,25 @@ __all__ = ["RETRYABLE_CODES", "RETRYABLE_LABELS", "is_transient"]
 RETRYABLE_LABELS = ("RetryableWriteError", "TransientTransactionError", "UnknownTransactionCommitResult")
 """Server error labels that mean "the same call may succeed if repeated"."""
 
-RETRYABLE_CODES = frozenset({
-    6,  # HostUnreachable
-    7,  # HostNotFound
-    50,  # MaxTimeMSExpired
-    89,  # NetworkTimeout
-    91,  # ShutdownInProgress
-    112,  # WriteConflict
-    189,  # PrimarySteppedDown
-    262,  # ExceededTimeLimit
-    9001,  # SocketException
-    10107,  # NotWritablePrimary
-    11600,  # InterruptedAtShutdown
-    11602,  # InterruptedDueToReplStateChange
-    13435,  # NotPrimaryNoSecondaryOk
-    13436,  # NotPrimaryOrSecondary
-    64,  # WriteConcernFailed (wtimeout)
-})
+RETRYABLE_CODES = frozenset(
+    {
+        6,  # HostUnreachable
+        7,  # HostNotFound
+        50,  # MaxTimeMSExpired
+        89,  # NetworkTimeout
+        91,  # ShutdownInProgress
+        112,  # WriteConflict
+        189,  # PrimarySteppedDown
+        262,  # ExceededTimeLimit
+        9001,  # SocketException
+        10107,  # NotWritablePrimary
+        11600,  # InterruptedAtShutdown
+        11602,  # InterruptedDueToReplStateChange
+        13435,  # NotPrimaryNoSecondaryOk
+        13436,  # NotPrimaryOrSecondary
+        64,  # WriteConcernFailed (wtimeout)
+    }
+)
 """Server error codes of transient conditions (elections, shutdowns, conflicts, time limits)."""
 
 

@@ -78,12 +78,14 @@ INDEXES: dict[str, list[IndexModel]] = {
 
 # Server codes of races between processes creating the same things at once.
 _NAMESPACE_EXISTS = 48
-_RACE_CODES = frozenset({
-    _NAMESPACE_EXISTS,  # the collection appeared meanwhile (implicit create by an index build)
-    67,  # CannotCreateIndex while a concurrent create of the collection finishes
-    276,  # IndexBuildAborted: a concurrent identical build won
-    11000,  # DuplicateKey on the catalog when two creators collide
-})
+_RACE_CODES = frozenset(
+    {
+        _NAMESPACE_EXISTS,  # the collection appeared meanwhile (implicit create by an index build)
+        67,  # CannotCreateIndex while a concurrent create of the collection finishes
+        276,  # IndexBuildAborted: a concurrent identical build won
+        11000,  # DuplicateKey on the catalog when two creators collide
+    }
+)
 _ATTEMPTS = 5
 
 

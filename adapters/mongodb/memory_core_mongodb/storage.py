@@ -471,4 +471,3 @@ class MongoStorage(BaseStorage):
         )
         assert doc is not None
         return resource_from_doc(doc)
-

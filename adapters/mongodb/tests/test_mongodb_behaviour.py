@@ -201,8 +201,16 @@ async def test_ids_taken_behind_the_cores_back_make_the_batch_stale_and_write_no
     await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
     [old] = await store.save_messages([Message("old", "t1", "user", "before", created_at=T0)])
     before = await store.get_thread("t1")
-    clash = {"_id": "clash", "resource_id": "r2", "thread_id": "tX", "role": "user", "content": "x", "meta": [],
-             "created_at": 0, "seq": 0}
+    clash = {
+        "_id": "clash",
+        "resource_id": "r2",
+        "thread_id": "tX",
+        "role": "user",
+        "content": "x",
+        "meta": [],
+        "created_at": 0,
+        "seq": 0,
+    }
     await raw_client[store.database_name]["messages"].insert_one(clash)
     batch = [
         Message("new1", "t1", "user", "one", resource_id="r1", created_at=T0 + timedelta(seconds=1)),

@@ -99,8 +99,15 @@ def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
 def _message(resource_id: str, rec: Sequence[str]) -> Message:
     mid, tid, role, kind, content, meta, created, seq = rec
     return Message(
-        mid, tid, role, loads(content), resource_id, kind, loads(meta),  # type: ignore[arg-type]
-        from_us(int(created)), int(seq),
+        mid,
+        tid,
+        role,
+        loads(content),
+        resource_id,
+        kind,
+        loads(meta),  # type: ignore[arg-type]
+        from_us(int(created)),
+        int(seq),
     )
 
 
@@ -270,9 +277,7 @@ class RedisStorage(BaseStorage):
 
     async def _locate(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> tuple[list[Any], list[Any]]:
         """Ask the directory (store slot) where ids live; caches the answers."""
-        threads, messages = await self._run(
-            "locate", self._keys.store, [len(thread_ids), *thread_ids, *message_ids]
-        )
+        threads, messages = await self._run("locate", self._keys.store, [len(thread_ids), *thread_ids, *message_ids])
         for tid, rid in zip(thread_ids, threads, strict=True):
             if rid is not None:
                 self._thread_at.put(tid, rid)
@@ -360,7 +365,8 @@ class RedisStorage(BaseStorage):
         fields = filter_fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
         version = await self._run(
-            "put_thread", self._slot(rid),
+            "put_thread",
+            self._slot(rid),
             [mode, thread.id, floors[0], thread.title, dumps(thread.metadata), created, updated, *_counted(fields)],
         )
         if version == "exists":
@@ -373,8 +379,12 @@ class RedisStorage(BaseStorage):
     ) -> Thread | None:
         patch = metadata or {}
         args = [
-            thread_id, now_us, "0" if title is None else "1", title or "",
-            *_counted(_members(patch)), *_counted(_field_ops(patch)),
+            thread_id,
+            now_us,
+            "0" if title is None else "1",
+            title or "",
+            *_counted(_members(patch)),
+            *_counted(_field_ops(patch)),
         ]
 
         async def update(rid: str) -> tuple[str, Any] | None:
@@ -408,8 +418,17 @@ class RedisStorage(BaseStorage):
         limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
         conds = _conditions(query.metadata)
         scope, base = ("g", self._keys.store) if query.resource_id is None else ("r", self._slot(query.resource_id))
-        args = [mode, scope, index, lo, hi, "1" if query.descending else "0", min(query.offset, _MAX_WINDOW), limit,
-                *_counted(conds)]
+        args = [
+            mode,
+            scope,
+            index,
+            lo,
+            hi,
+            "1" if query.descending else "0",
+            min(query.offset, _MAX_WINDOW),
+            limit,
+            *_counted(conds),
+        ]
         return await self._run("threads", base, args)
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
@@ -473,12 +492,23 @@ class RedisStorage(BaseStorage):
             created = to_us(m.created_at)
             member = message_member(created, seq, m.id) if m.sequence is None else ""
             groups[m.resource_id].append(
-                (m.id, m.thread_id, m.role, m.type, dumps(m.content), dumps(m.metadata), created,
-                 member, seq, *_counted(filter_fields(m.metadata)))
+                (
+                    m.id,
+                    m.thread_id,
+                    m.role,
+                    m.type,
+                    dumps(m.content),
+                    dumps(m.metadata),
+                    created,
+                    member,
+                    seq,
+                    *_counted(filter_fields(m.metadata)),
+                )
             )
         replies = await self._gather(
             self._run(
-                "save_messages", self._slot(rid),
+                "save_messages",
+                self._slot(rid),
                 [now_us, len(batch), *(part for row in batch for part in row), len(bump), *bump],
             )
             for rid, batch in groups.items()
@@ -616,9 +646,15 @@ class RedisStorage(BaseStorage):
         assert resource.created_at is not None and resource.updated_at is not None
         wm = resource.working_memory
         await self._run(
-            "put_resource", self._slot(resource.id),
-            ["0" if wm is None else "1", wm or "", dumps(resource.metadata),
-             to_us(resource.created_at), to_us(resource.updated_at)],
+            "put_resource",
+            self._slot(resource.id),
+            [
+                "0" if wm is None else "1",
+                wm or "",
+                dumps(resource.metadata),
+                to_us(resource.created_at),
+                to_us(resource.updated_at),
+            ],
         )
 
     async def _patch_resource(

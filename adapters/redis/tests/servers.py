@@ -84,8 +84,22 @@ class Server:
 
 def _launch(port: int, workdir: str, *extra: str) -> subprocess.Popen[bytes]:
     args = [
-        str(valkey_binary()), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-        "--dir", workdir, "--daemonize", "no", "--loglevel", "warning", *extra,
+        str(valkey_binary()),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        workdir,
+        "--daemonize",
+        "no",
+        "--loglevel",
+        "warning",
+        *extra,
     ]
     log = open(os.path.join(workdir, f"valkey-{port}.log"), "wb")  # noqa: SIM115 - handed to the process
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -134,8 +148,16 @@ def start_cluster() -> Server:
     try:
         for port in ports:
             server.processes.append(
-                _launch(port, workdir, "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
-                        "--cluster-node-timeout", "5000")
+                _launch(
+                    port,
+                    workdir,
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    f"nodes-{port}.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                )
             )
         deadline = time.monotonic() + 30
         for port, proc in zip(ports, server.processes, strict=True):

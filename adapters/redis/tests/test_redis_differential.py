@@ -43,8 +43,10 @@ def _filter(rng: random.Random) -> dict[str, Any] | None:
         out["metadata"] = {rng.choice(["a", "b", "c"]): rng.choice(SCALARS)}
     if rng.random() < 0.4:
         out["date_range"] = {
-            "start": rng.choice([None, *TIMES]), "end": rng.choice([None, *TIMES]),
-            "start_exclusive": rng.random() < 0.5, "end_exclusive": rng.random() < 0.5,
+            "start": rng.choice([None, *TIMES]),
+            "end": rng.choice([None, *TIMES]),
+            "start_exclusive": rng.random() < 0.5,
+            "end_exclusive": rng.random() < 0.5,
         }
     return out
 
@@ -63,28 +65,52 @@ def _paging(rng: random.Random) -> dict[str, Any]:
 
 def _operation(rng: random.Random) -> tuple[str, dict[str, Any]]:
     kind = rng.choices(
-        ["save_thread", "update_thread", "delete_thread", "save_messages", "update_messages", "delete_messages",
-         "get_messages", "list_messages", "list_by_resource", "list_threads", "get_thread", "update_resource",
-         "save_resource", "get_resource"],
+        [
+            "save_thread",
+            "update_thread",
+            "delete_thread",
+            "save_messages",
+            "update_messages",
+            "delete_messages",
+            "get_messages",
+            "list_messages",
+            "list_by_resource",
+            "list_threads",
+            "get_thread",
+            "update_resource",
+            "save_resource",
+            "get_resource",
+        ],
         weights=[6, 3, 1, 10, 4, 2, 2, 8, 3, 6, 2, 2, 1, 1],
     )[0]
     if kind == "save_thread":
-        return kind, {"thread": {
-            "id": rng.choice(THREADS), "resource_id": rng.choice(RESOURCES), "title": rng.choice(["", "x"]),
-            "metadata": _metadata(rng), "created_at": rng.choice([None, *TIMES]),
-            "updated_at": rng.choice([None, *TIMES]),
-        }}
+        return kind, {
+            "thread": {
+                "id": rng.choice(THREADS),
+                "resource_id": rng.choice(RESOURCES),
+                "title": rng.choice(["", "x"]),
+                "metadata": _metadata(rng),
+                "created_at": rng.choice([None, *TIMES]),
+                "updated_at": rng.choice([None, *TIMES]),
+            }
+        }
     if kind == "update_thread":
-        return kind, {"thread_id": rng.choice(THREADS), "title": rng.choice([None, "new"]),
-                      "metadata": rng.choice([None, _metadata(rng)])}
+        return kind, {
+            "thread_id": rng.choice(THREADS),
+            "title": rng.choice([None, "new"]),
+            "metadata": rng.choice([None, _metadata(rng)]),
+        }
     if kind == "delete_thread":
         return kind, {"thread_id": rng.choice(THREADS)}
     if kind == "save_messages":
         batch = []
         for _ in range(rng.randint(1, 5)):
             message: dict[str, Any] = {
-                "id": rng.choice(MESSAGES), "thread_id": rng.choice(THREADS), "role": rng.choice(["user", "tool"]),
-                "content": rng.choice(["hi", {"format": 2, "parts": [], "n": 1.0}]), "metadata": _metadata(rng),
+                "id": rng.choice(MESSAGES),
+                "thread_id": rng.choice(THREADS),
+                "role": rng.choice(["user", "tool"]),
+                "content": rng.choice(["hi", {"format": 2, "parts": [], "n": 1.0}]),
+                "metadata": _metadata(rng),
                 "created_at": rng.choice([None, None, *TIMES]),
             }
             batch.append(message)
@@ -107,13 +133,25 @@ def _operation(rng: random.Random) -> tuple[str, dict[str, Any]]:
         return kind, {"ids": rng.sample(MESSAGES, rng.randint(1, 4))}
     if kind == "list_messages":
         threads: Any = rng.choice(THREADS) if rng.random() < 0.6 else rng.sample(THREADS, rng.randint(1, 4))
-        include = [{"id": rng.choice(MESSAGES), "with_previous": rng.randint(0, 2), "with_next": rng.randint(0, 2)}
-                   for _ in range(rng.choice([0, 0, 1, 2]))]
-        return kind, {"thread_id": threads, "resource_id": rng.choice([None, *RESOURCES]), "include": include,
-                      "filter": _filter(rng), "order_by": _order(rng, ["created_at"]), **_paging(rng)}
+        include = [
+            {"id": rng.choice(MESSAGES), "with_previous": rng.randint(0, 2), "with_next": rng.randint(0, 2)}
+            for _ in range(rng.choice([0, 0, 1, 2]))
+        ]
+        return kind, {
+            "thread_id": threads,
+            "resource_id": rng.choice([None, *RESOURCES]),
+            "include": include,
+            "filter": _filter(rng),
+            "order_by": _order(rng, ["created_at"]),
+            **_paging(rng),
+        }
     if kind == "list_by_resource":
-        return kind, {"resource_id": rng.choice(RESOURCES), "filter": _filter(rng),
-                      "order_by": _order(rng, ["created_at"]), **_paging(rng)}
+        return kind, {
+            "resource_id": rng.choice(RESOURCES),
+            "filter": _filter(rng),
+            "order_by": _order(rng, ["created_at"]),
+            **_paging(rng),
+        }
     if kind == "list_threads":
         flt: dict[str, Any] = {}
         if rng.random() < 0.6:
@@ -129,8 +167,13 @@ def _operation(rng: random.Random) -> tuple[str, dict[str, Any]]:
             args["working_memory"] = rng.choice([None, "", "notes"])
         return kind, args
     if kind == "save_resource":
-        return kind, {"resource": {"id": rng.choice(RESOURCES), "working_memory": rng.choice([None, "w"]),
-                                   "metadata": _metadata(rng)}}
+        return kind, {
+            "resource": {
+                "id": rng.choice(RESOURCES),
+                "working_memory": rng.choice([None, "w"]),
+                "metadata": _metadata(rng),
+            }
+        }
     return kind, {"resource_id": rng.choice(RESOURCES)}
 
 
@@ -138,8 +181,15 @@ def _strip(value: Any) -> Any:
     """Comparable form: pages without cursor text (sequence numbers differ
     between stores), messages with their R-ORDER fields."""
     if isinstance(value, Page):
-        return ("page", _strip(value.items), value.total, value.page, value.per_page, value.has_more,
-                value.next_cursor is None)
+        return (
+            "page",
+            _strip(value.items),
+            value.total,
+            value.page,
+            value.per_page,
+            value.has_more,
+            value.next_cursor is None,
+        )
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value

@@ -39,9 +39,7 @@ def test_time_key_orders_like_the_integers(a: int, b: int) -> None:
 
 
 @given(times, st.integers(1, 2**62), ids, times, st.integers(1, 2**62), ids)
-def test_message_members_sort_by_created_then_sequence(
-    c1: int, s1: int, m1: str, c2: int, s2: int, m2: str
-) -> None:
+def test_message_members_sort_by_created_then_sequence(c1: int, s1: int, m1: str, c2: int, s2: int, m2: str) -> None:
     if s1 == s2:
         return  # sequence numbers are unique in a store
     a, b = message_member(c1, s1, m1), message_member(c2, s2, m2)
@@ -59,8 +57,11 @@ def test_thread_members_sort_by_time_then_id_code_points(t1: int, i1: str, t2: i
 
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
     st.sampled_from([0, 1, 5, 5.0, -0.0, 0.0, 1.5, "5", "1", True, False, 2**53 + 1, float(2**53), 1e16]),
 )
 

@@ -24,11 +24,15 @@ text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8) | st.sample
     ['"', "\\", '\\"', "{", "}", "[", "]", ",", ":", '","', '"}', "\u2028", "é", "👋🏽", ""]
 )
 scalars = (
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False) | text
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | text
 )
-values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
-                      max_leaves=12)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=12
+)
 objects = st.dictionaries(text, values, max_size=6)
 
 

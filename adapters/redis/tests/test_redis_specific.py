@@ -42,8 +42,14 @@ async def seed(store: RedisStorage, resource: str = "r1", thread: str = "t1", n:
     await store.save_thread({"id": thread, "resource_id": resource, "metadata": {"k": 1}})
     return await store.save_messages(
         [
-            {"id": f"{thread}-m{i}", "thread_id": thread, "role": "user", "content": f"m{i}",
-             "created_at": T0 + timedelta(seconds=i), "metadata": {"i": i}}
+            {
+                "id": f"{thread}-m{i}",
+                "thread_id": thread,
+                "role": "user",
+                "content": f"m{i}",
+                "created_at": T0 + timedelta(seconds=i),
+                "metadata": {"i": i},
+            }
             for i in range(n)
         ]
     )
@@ -319,8 +325,10 @@ async def test_times_across_the_supported_range_order_and_filter_exactly(make_st
         thread = await store.get_thread("t")
         assert thread is not None and (thread.created_at, thread.updated_at) == (times[0], times[-1])
         await store.save_messages(
-            [{"id": f"m{i}", "thread_id": "t", "role": "user", "content": "x", "created_at": at}
-             for i, at in reversed(list(enumerate(times)))]
+            [
+                {"id": f"m{i}", "thread_id": "t", "role": "user", "content": "x", "created_at": at}
+                for i, at in reversed(list(enumerate(times)))
+            ]
         )
         page = await store.list_messages("t", per_page=False)
         assert [m.created_at for m in page.items] == times
@@ -334,8 +342,9 @@ async def test_fifteen_mib_message_round_trips_and_merges_intact(make_store: Mak
     big = "é" * (7 * 1024 * 1024) + "|end"  # ~14 MiB of UTF-8
     async with store:
         await store.save_thread({"id": "t", "resource_id": "r"})
-        await store.save_messages([{"id": "big", "thread_id": "t", "role": "user",
-                                    "content": {"format": 2, "content": big}}])
+        await store.save_messages(
+            [{"id": "big", "thread_id": "t", "role": "user", "content": {"format": 2, "content": big}}]
+        )
         await store.update_messages([{"id": "big", "content": {"format": 3}}])
         (message,) = await store.get_messages(["big"])
         assert message.content == {"format": 3, "content": big}
@@ -358,8 +367,9 @@ async def test_huge_offsets_and_windows_reach_lua_as_exact_integers(make_store: 
         ):
             page = await listing
             assert page.items == [] and page.page == huge
-        window = await store.list_messages("t1", per_page=0, include=[{"id": "t1-m1", "with_previous": 2**62,
-                                                                       "with_next": 2**62}])
+        window = await store.list_messages(
+            "t1", per_page=0, include=[{"id": "t1-m1", "with_previous": 2**62, "with_next": 2**62}]
+        )
         assert [m.id for m in window.items] == ["t1-m0", "t1-m1", "t1-m2"]
         await store.destroy()
 

@@ -55,8 +55,14 @@ async def _fill(store: RedisStorage, size: int) -> None:
     for start in range(0, size, batch):
         await store.save_messages(
             [
-                {"id": f"m{i}", "thread_id": "t", "role": "user", "content": f"message {i} " + "x" * 100,
-                 "created_at": T0 + timedelta(seconds=i), "metadata": {"tag": i % 100, "even": i % 2 == 0}}
+                {
+                    "id": f"m{i}",
+                    "thread_id": "t",
+                    "role": "user",
+                    "content": f"message {i} " + "x" * 100,
+                    "created_at": T0 + timedelta(seconds=i),
+                    "metadata": {"tag": i % 100, "even": i % 2 == 0},
+                }
                 for i in range(start, min(size, start + batch))
             ]
         )
@@ -100,8 +106,13 @@ async def measure(url: str, sizes: list[int], repeat: int) -> list[tuple[str, in
         async with store:
             start = time.perf_counter()
             await _fill(store, size)
-            rows.append(("fill: save_messages in batches of 1000, per message", size,
-                         (time.perf_counter() - start) * 1000 / size))
+            rows.append(
+                (
+                    "fill: save_messages in batches of 1000, per message",
+                    size,
+                    (time.perf_counter() - start) * 1000 / size,
+                )
+            )
             for name, call in _operations(store, size).items():
                 rows.append((name, size, await _median_ms(call, repeat)))
             start = time.perf_counter()

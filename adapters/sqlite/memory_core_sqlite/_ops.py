@@ -205,9 +205,7 @@ def _owners(conn: sqlite3.Connection, table: str, ids: Iterable[str]) -> dict[st
     return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
 
 
-def save_messages(
-    conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int
-) -> list[int]:
+def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
     """Upsert a batch in one transaction; returns the stored sequences.
 
     The core's reads are verified first (StaleStateError, nothing written):

@@ -102,10 +102,7 @@ def list_threads(query: ThreadQuery) -> tuple[str, Params]:
         params.extend(query.after)
     direction = "DESC" if query.descending else "ASC"
     paging, values = _paging(query.offset, query.limit)
-    sql = (
-        f"SELECT {THREAD_COLUMNS} FROM threads{_where(clauses)}"
-        f" ORDER BY {column} {direction}, id {direction}{paging}"
-    )
+    sql = f"SELECT {THREAD_COLUMNS} FROM threads{_where(clauses)} ORDER BY {column} {direction}, id {direction}{paging}"
     return sql, params + values
 
 

@@ -80,21 +80,37 @@ def _page_args(rng: random.Random) -> dict[str, Any]:
 def _operation(rng: random.Random, warm_up: bool = False) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """One random public call: (method name, args, kwargs); saves only while
     ``warm_up``."""
-    kind = "save_messages" if warm_up else rng.choices(
-        [
-            "save_thread", "save_messages", "update_messages", "delete_messages", "delete_thread",
-            "update_thread", "update_resource", "save_resource", "list_messages", "list_by_resource",
-            "list_threads", "get_messages", "get_thread",
-        ],
-        weights=[3, 16, 5, 3, 1, 3, 2, 1, 14, 5, 8, 3, 2],
-    )[0]
+    kind = (
+        "save_messages"
+        if warm_up
+        else rng.choices(
+            [
+                "save_thread",
+                "save_messages",
+                "update_messages",
+                "delete_messages",
+                "delete_thread",
+                "update_thread",
+                "update_resource",
+                "save_resource",
+                "list_messages",
+                "list_by_resource",
+                "list_threads",
+                "get_messages",
+                "get_thread",
+            ],
+            weights=[3, 16, 5, 3, 1, 3, 2, 1, 14, 5, 8, 3, 2],
+        )[0]
+    )
     if kind == "save_thread":
         thread_id = rng.choice(THREADS)
         thread = {
             "id": thread_id,
             "resource_id": HOME[thread_id] if rng.random() < 0.9 else rng.choice(RESOURCES),
             "title": rng.choice(["", "a", "🧵"]),
-            "metadata": _metadata(rng), "created_at": _time(rng), "updated_at": _time(rng),
+            "metadata": _metadata(rng),
+            "created_at": _time(rng),
+            "updated_at": _time(rng),
         }
         return kind, (thread,), {}
     if kind == "save_messages":
@@ -103,12 +119,16 @@ def _operation(rng: random.Random, warm_up: bool = False) -> tuple[str, tuple[An
         own = RESOURCES.index(HOME[home]) * PER_RESOURCE  # mostly ids of the thread's resource (few conflicts)
         for _ in range(rng.randint(1, 4)):
             message_id = MESSAGES[own + rng.randrange(PER_RESOURCE)] if rng.random() < 0.9 else rng.choice(MESSAGES)
-            batch.append({
-                "id": message_id,
-                "thread_id": home if rng.random() < 0.8 else rng.choice(THREADS),
-                "role": rng.choice(["user", "assistant", "tool"]),
-                "content": _content(rng, message_id), "metadata": _metadata(rng), "created_at": _time(rng),
-            })
+            batch.append(
+                {
+                    "id": message_id,
+                    "thread_id": home if rng.random() < 0.8 else rng.choice(THREADS),
+                    "role": rng.choice(["user", "assistant", "tool"]),
+                    "content": _content(rng, message_id),
+                    "metadata": _metadata(rng),
+                    "created_at": _time(rng),
+                }
+            )
         return kind, (batch,), {}
     if kind == "update_messages":
         updates = []

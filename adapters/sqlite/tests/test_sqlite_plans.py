@@ -34,7 +34,13 @@ MESSAGE_QUERIES = {
 
 THREAD_QUERIES = {
     f"{scope} {field} {'desc' if descending else 'asc'}{' after' if after else ''}": ThreadQuery(
-        resource, (), field, descending, 0, 10, (5, "t9") if after else None  # type: ignore[arg-type]
+        resource,
+        (),
+        field,
+        descending,
+        0,
+        10,
+        (5, "t9") if after else None,  # type: ignore[arg-type]
     )
     for scope, resource in (("resource", "r1"), ("all", None))
     for field in ("created_at", "updated_at")

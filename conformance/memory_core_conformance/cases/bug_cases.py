@@ -62,9 +62,7 @@ class BugCases(SuiteBase):
         await store.save_messages([message("aa-tool", role="tool", created_at=T0)])
         assert ids(await store.list_messages("t1", per_page=False)) == ["zz-user", "mm-asst", "aa-tool"]
         assert ids(await store.list_messages("t1", per_page=False, order_by=DESC)) == ["aa-tool", "mm-asst", "zz-user"]
-        page = await store.list_messages(
-            "t1", per_page=1, order_by=DESC, include=[Include("mm-asst", with_previous=1)]
-        )
+        page = await store.list_messages("t1", per_page=1, order_by=DESC, include=[Include("mm-asst", with_previous=1)])
         assert ids(page) == ["aa-tool", "mm-asst", "zz-user"]
         assert page.total == 3 and not page.has_more
 
@@ -132,8 +130,9 @@ class BugCases(SuiteBase):
         await store.save_messages([message(f"m{n}", created_at=at(n)) for n in range(1, 6)])
         bounds: list[tuple[Any, Any]] = [(0, -1), (0, 2.5), (0, "3"), (0, True), (-1, 40), (True, 40), (1, False)]
         for page, per_page in bounds:
-            await unchanged_after(store, partial(store.list_messages, "t1", page=page, per_page=per_page),
-                                  ValidationError)
+            await unchanged_after(
+                store, partial(store.list_messages, "t1", page=page, per_page=per_page), ValidationError
+            )
         zero = await store.list_messages("t1", per_page=0)
         assert zero.items == [] and zero.total == 5 and zero.has_more
         two = await store.list_messages("t1", per_page=2, page=2)
@@ -180,10 +179,21 @@ class BugCases(SuiteBase):
         await store.save_thread(thread("tM", "r1"))
         await store.save_messages([message("mA", "tM", metadata=a_meta), message("mB", "tM", metadata=b_meta)])
         expectations: list[tuple[dict[str, object], list[str]]] = [
-            ({"n": 5}, ["A"]), ({"n": "5"}, ["B"]), ({"n": 5.0}, ["A"]), ({"b": True}, ["A"]),
-            ({"b": "true"}, ["B"]), ({"b": 1}, []), ({"one": 1}, ["A"]), ({"one": True}, ["B"]),
-            ({"s": "5"}, ["A"]), ({"f": 1.5}, ["A"]), ({"z": 0}, ["A"]), ({"z": False}, ["B"]),
-            ({"n": 5, "b": True}, ["A"]), ({"missing": 1}, []), ({"nul": None}, ["A"]),
+            ({"n": 5}, ["A"]),
+            ({"n": "5"}, ["B"]),
+            ({"n": 5.0}, ["A"]),
+            ({"b": True}, ["A"]),
+            ({"b": "true"}, ["B"]),
+            ({"b": 1}, []),
+            ({"one": 1}, ["A"]),
+            ({"one": True}, ["B"]),
+            ({"s": "5"}, ["A"]),
+            ({"f": 1.5}, ["A"]),
+            ({"z": 0}, ["A"]),
+            ({"z": False}, ["B"]),
+            ({"n": 5, "b": True}, ["A"]),
+            ({"missing": 1}, []),
+            ({"nul": None}, ["A"]),
         ]
         for condition, expected in expectations:
             threads = await store.list_threads(ThreadFilter(resource_id="r1", metadata=condition), per_page=False)
@@ -328,8 +338,9 @@ class BugCases(SuiteBase):
         meta = {"emoji": "🔥", "clé": "välue"}
         await store.save_thread(thread("t1", title="🧵 plan", metadata=meta))
         await store.save_messages([message("m1", content=text1, metadata=meta), message("m2", content=text2)])
-        error = await unchanged_after(store, lambda: store.save_messages([message("m3", content="bad \ud83d end")]),
-                                      ValidationError)
+        error = await unchanged_after(
+            store, lambda: store.save_messages([message("m3", content="bad \ud83d end")]), ValidationError
+        )
         assert "m3" in str(error)
         await store.save_messages([message("m4", content="after")])
         page = await store.list_messages("t1", per_page=False)

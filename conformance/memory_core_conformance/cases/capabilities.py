@@ -35,8 +35,12 @@ class CapabilityCases(SuiteBase):
             await first.close()
             second = storage_reopener(first, clock)
             await second.open()
-            assert_same(await snapshot(second, ["r1"]), before, "everything read after reopening",
-                        sides=("reopened store", "store before closing"))
+            assert_same(
+                await snapshot(second, ["r1"]),
+                before,
+                "everything read after reopening",
+                sides=("reopened store", "store before closing"),
+            )
             await second.save_messages([message("late", created_at=at(0))])
             page = await second.list_messages("t1", per_page=False)
             assert ids(page) == ["m0", "m1", "m2", "m3", "m4", "late"], "R-ORDER sequence must continue after reopen"

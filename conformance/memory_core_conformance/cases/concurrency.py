@@ -51,9 +51,7 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
     for n in range(ROUNDS):
         # One thread id claimed by two resources at once: exactly one wins.
         tid = f"t{n}"
-        outcomes = await _race(
-            partial(a.save_thread, thread(tid, "r1")), partial(b.save_thread, thread(tid, "r2"))
-        )
+        outcomes = await _race(partial(a.save_thread, thread(tid, "r1")), partial(b.save_thread, thread(tid, "r2")))
         stored = await a.get_thread(tid)
         assert stored is not None, f"round {n}: thread {tid!r} was not stored"
         winner = "r1" if outcomes[0] == "ok" else "r2"
@@ -88,9 +86,7 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
         # A thread deleted while a message is saved into it: no orphan.
         victim = f"v{n}"
         await a.save_thread(thread(victim, "r1"))
-        outcomes = await _race(
-            partial(a.delete_thread, victim), partial(b.save_messages, [message(f"o{n}", victim)])
-        )
+        outcomes = await _race(partial(a.delete_thread, victim), partial(b.save_messages, [message(f"o{n}", victim)]))
         assert outcomes[0] == "ok" and outcomes[1] in ("ok", "NotFoundError"), f"round {n}: {outcomes}"
         assert await a.get_thread(victim) is None
         assert await a.get_messages([f"o{n}"]) == [], f"round {n}: message o{n} outlived its deleted thread"

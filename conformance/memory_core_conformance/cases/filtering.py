@@ -22,26 +22,79 @@ __all__ = ["FilterRules"]
 DESC = OrderBy("created_at", "DESC")
 
 BAD_META: list[Any] = [
-    {"owner": {"$ne": ""}}, {"$where": "1"}, {"tag": {"$regex": ".*"}}, {"a.b": 1}, {"k') OR 1=1 --": "x"},
-    {'k"]': 1}, {"user-id": 1}, {"": 1}, {"1a": 1}, {"__proto__": 1}, {"constructor": 1}, {"prototype": 1},
-    {"x" * 129: 1}, {"k": [1]}, {"k": {}}, {"k": float("nan")}, {"k": float("inf")}, {"k": INT64_MAX + 1},
-    {"k": b"x"}, {"k": "\ud800"}, {1: 1}, [("k", 1)], "k=1",
+    {"owner": {"$ne": ""}},
+    {"$where": "1"},
+    {"tag": {"$regex": ".*"}},
+    {"a.b": 1},
+    {"k') OR 1=1 --": "x"},
+    {'k"]': 1},
+    {"user-id": 1},
+    {"": 1},
+    {"1a": 1},
+    {"__proto__": 1},
+    {"constructor": 1},
+    {"prototype": 1},
+    {"x" * 129: 1},
+    {"k": [1]},
+    {"k": {}},
+    {"k": float("nan")},
+    {"k": float("inf")},
+    {"k": INT64_MAX + 1},
+    {"k": b"x"},
+    {"k": "\ud800"},
+    {1: 1},
+    [("k", 1)],
+    "k=1",
 ]
 BAD_META_NAMES = [
-    "op-ne", "op-where", "op-regex", "dotted", "sql-quote", "json-path", "dash", "empty-key", "digit-first",
-    "__proto__", "constructor", "prototype", "129-chars", "list", "dict", "nan", "inf", "int64-overflow",
-    "bytes", "lone-surrogate", "int-key", "pairs", "str",
+    "op-ne",
+    "op-where",
+    "op-regex",
+    "dotted",
+    "sql-quote",
+    "json-path",
+    "dash",
+    "empty-key",
+    "digit-first",
+    "__proto__",
+    "constructor",
+    "prototype",
+    "129-chars",
+    "list",
+    "dict",
+    "nan",
+    "inf",
+    "int64-overflow",
+    "bytes",
+    "lone-surrogate",
+    "int-key",
+    "pairs",
+    "str",
 ]
 
 BAD_ORDERS: list[Any] = [
-    OrderBy("id", "ASC"), OrderBy("created_at; DROP TABLE threads", "ASC"), OrderBy("CREATED_AT", "ASC"),
-    OrderBy("", "ASC"), OrderBy("created_at", "ASC, 1"), OrderBy("created_at", "ascending"),
-    OrderBy("created_at", ""), OrderBy("created_at", None),  # type: ignore[arg-type]
-    {"field": "created_at", "direction": "ASC", "nulls": "first"}, "created_at",
+    OrderBy("id", "ASC"),
+    OrderBy("created_at; DROP TABLE threads", "ASC"),
+    OrderBy("CREATED_AT", "ASC"),
+    OrderBy("", "ASC"),
+    OrderBy("created_at", "ASC, 1"),
+    OrderBy("created_at", "ascending"),
+    OrderBy("created_at", ""),
+    OrderBy("created_at", None),  # type: ignore[arg-type]
+    {"field": "created_at", "direction": "ASC", "nulls": "first"},
+    "created_at",
 ]
 BAD_ORDER_NAMES = [
-    "id", "injected-field", "upper-field", "empty-field", "injected-direction", "ascending", "empty-direction",
-    "none-direction", "extra-key", "bare-str",
+    "id",
+    "injected-field",
+    "upper-field",
+    "empty-field",
+    "injected-direction",
+    "ascending",
+    "empty-direction",
+    "none-direction",
+    "extra-key",
+    "bare-str",
 ]
 
 
@@ -79,8 +132,11 @@ class FilterRules(SuiteBase):
     async def test_r_date_compares_to_the_microsecond(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await store.save_messages(
-            [message("before", created_at=at(0, us=999)), message("ms", created_at=at(0, us=1000)),
-             message("after", created_at=at(0, us=1001))]
+            [
+                message("before", created_at=at(0, us=999)),
+                message("ms", created_at=at(0, us=1000)),
+                message("after", created_at=at(0, us=1001)),
+            ]
         )
         exclusive = MessageFilter(date_range=DateRange(start=at(0, us=1000), start_exclusive=True))
         assert ids(await store.list_messages("t1", filter=exclusive)) == ["after"]
@@ -110,8 +166,11 @@ class FilterRules(SuiteBase):
         page = await store.list_threads(ThreadFilter(metadata={"k": None}), per_page=False)
         assert ids(page) == ["t-null"] and page.total == 1
         await store.save_messages(
-            [message("m-null", "t-null", metadata={"k": None}), message("m-missing", "t-null", metadata={}),
-             message("m-zero", "t-null", metadata={"k": 0})]
+            [
+                message("m-null", "t-null", metadata={"k": None}),
+                message("m-missing", "t-null", metadata={}),
+                message("m-zero", "t-null", metadata={"k": 0}),
+            ]
         )
         msgs = await store.list_messages("t-null", filter=MessageFilter(metadata={"k": None}))
         assert ids(msgs) == ["m-null"] and msgs.total == 1
@@ -231,9 +290,14 @@ class FilterRules(SuiteBase):
     async def test_r_include_clamped_unknown_skipped_and_deduplicated(self, store: BaseStorage) -> None:
         await self._two_threads(store)
         page = await store.list_messages(
-            "t1", per_page=2,
-            include=[Include("a1", with_previous=5, with_next=1), Include("nope", 3, 3), Include("a6", 1, 9),
-                     Include("a2", 0, 0)],
+            "t1",
+            per_page=2,
+            include=[
+                Include("a1", with_previous=5, with_next=1),
+                Include("nope", 3, 3),
+                Include("a6", 1, 9),
+                Include("a2", 0, 0),
+            ],
         )
         assert ids(page) == ["a1", "a2", "a5", "a6"] and page.total == 6 and page.has_more
         mastra = await store.list_messages(
@@ -288,19 +352,20 @@ class FilterRules(SuiteBase):
         await store.save_thread(thread("t1", "r1"))
         await store.save_thread(thread("t3", "r2"))
         await store.save_messages([message("m1", "t1")])
-        await unchanged_after(store, lambda: store.save_messages([message("m0", "t3"), message("m1", "t3")]),
-                              ConflictError)
+        await unchanged_after(
+            store, lambda: store.save_messages([message("m0", "t3"), message("m1", "t3")]), ConflictError
+        )
         await unchanged_after(store, lambda: store.update_messages([{"id": "m1", "thread_id": "t3"}]), ConflictError)
         (m1,) = await store.get_messages(["m1"])
         assert m1.thread_id == "t1" and m1.resource_id == "r1"
 
     async def test_r_own_missing_thread_is_not_found(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
-        await unchanged_after(store, lambda: store.save_messages([message("m1"), message("m2", "ghost")]),
-                              NotFoundError)
+        await unchanged_after(
+            store, lambda: store.save_messages([message("m1"), message("m2", "ghost")]), NotFoundError
+        )
         await store.save_messages([message("m1")])
-        await unchanged_after(store, lambda: store.update_messages([{"id": "m1", "thread_id": "ghost"}]),
-                              NotFoundError)
+        await unchanged_after(store, lambda: store.update_messages([{"id": "m1", "thread_id": "ghost"}]), NotFoundError)
         await unchanged_after(store, lambda: store.update_thread("ghost", title="x"), NotFoundError)
 
     async def test_r_own_listings_are_scoped_by_resource(self, store: BaseStorage) -> None:

@@ -63,8 +63,12 @@ class OperationCases(SuiteBase):
         await store.save_thread(thread("t1"))
         await store.save_messages(
             [
-                message("d", content={"format": 2, "parts": [{"type": "text", "text": "a"}], "meta": {"x": 1}},
-                        metadata={"a": {"x": 1}, "b": 1}, created_at=at(1)),
+                message(
+                    "d",
+                    content={"format": 2, "parts": [{"type": "text", "text": "a"}], "meta": {"x": 1}},
+                    metadata={"a": {"x": 1}, "b": 1},
+                    created_at=at(1),
+                ),
                 message("s", content="plain", created_at=at(2)),
             ]
         )
@@ -170,8 +174,13 @@ class OperationCases(SuiteBase):
     async def test_ops_get_messages_in_order_without_duplicates(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await store.save_thread(thread("t2"))
-        await store.save_messages([message("b", "t2", created_at=at(2)), message("a", "t1", created_at=at(2)),
-                                   message("c", "t1", created_at=at(1))])
+        await store.save_messages(
+            [
+                message("b", "t2", created_at=at(2)),
+                message("a", "t1", created_at=at(2)),
+                message("c", "t1", created_at=at(1)),
+            ]
+        )
         assert ids(await store.get_messages(["a", "ghost", "b", "c", "a"])) == ["c", "b", "a"]
         assert await store.get_messages([]) == []
 

@@ -56,8 +56,11 @@ class OrderingRules(SuiteBase):
     async def test_r_order_same_id_twice_in_a_batch_last_wins_at_first_place(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         saved = await store.save_messages(
-            [message("x", content="one", created_at=at(0)), message("y", created_at=at(0)),
-             message("x", content="two", created_at=at(0))]
+            [
+                message("x", content="one", created_at=at(0)),
+                message("y", created_at=at(0)),
+                message("x", content="two", created_at=at(0)),
+            ]
         )
         assert [(m.id, m.content) for m in saved] == [("x", "two"), ("y", "y text")]
         page = await store.list_messages("t1", per_page=False)

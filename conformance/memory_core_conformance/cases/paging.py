@@ -16,13 +16,36 @@ from memory_core_conformance.harness import at, message, thread
 __all__ = ["PagingRules"]
 
 BAD_BOUNDS: list[tuple[Any, Any]] = [
-    (True, 2), (False, 2), (-1, 2), (1.0, 2), ("1", 2), (None, 2),
-    (0, True), (0, -1), (0, 2.5), (0, "3"), (0, None), (1, False), (2**62, 4), (0, INT64_MAX + 1),
+    (True, 2),
+    (False, 2),
+    (-1, 2),
+    (1.0, 2),
+    ("1", 2),
+    (None, 2),
+    (0, True),
+    (0, -1),
+    (0, 2.5),
+    (0, "3"),
+    (0, None),
+    (1, False),
+    (2**62, 4),
+    (0, INT64_MAX + 1),
 ]
 BAD_BOUND_NAMES = [
-    "bool-page", "false-page", "negative-page", "float-page", "str-page", "none-page",
-    "true-per-page", "negative-per-page", "float-per-page", "str-per-page", "none-per-page",
-    "all-with-page-1", "offset-overflow", "per-page-overflow",
+    "bool-page",
+    "false-page",
+    "negative-page",
+    "float-page",
+    "str-page",
+    "none-page",
+    "true-per-page",
+    "negative-per-page",
+    "float-per-page",
+    "str-per-page",
+    "none-per-page",
+    "all-with-page-1",
+    "offset-overflow",
+    "per-page-overflow",
 ]
 
 DESC = OrderBy("created_at", "DESC")
@@ -106,11 +129,17 @@ class PagingRules(SuiteBase):
         for _ in range(200):
             page: Page[Any]
             if "filter_threads" in query:
-                page = await store.list_threads(query["filter_threads"], per_page=per_page,
-                                                order_by=query.get("order_by"), cursor=cursor)
+                page = await store.list_threads(
+                    query["filter_threads"], per_page=per_page, order_by=query.get("order_by"), cursor=cursor
+                )
             else:
-                page = await store.list_messages(query.get("thread_id", "t1"), filter=query.get("filter"),
-                                                 per_page=per_page, order_by=query.get("order_by"), cursor=cursor)
+                page = await store.list_messages(
+                    query.get("thread_id", "t1"),
+                    filter=query.get("filter"),
+                    per_page=per_page,
+                    order_by=query.get("order_by"),
+                    cursor=cursor,
+                )
             pages.append(page)
             seen += ids(page)
             cursor = page.next_cursor

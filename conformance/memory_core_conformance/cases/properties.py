@@ -77,8 +77,13 @@ class PropertyCases(SuiteBase):
 
     @pytest.mark.conformance_property
     def test_r_json_round_trip_property(self, storage_factory: StorageFactory) -> None:
-        strategy = st.tuples(mst.json_objects(), mst.contents(), mst.texts(long=True),
-                             st.none() | mst.texts(long=True), mst.json_objects())
+        strategy = st.tuples(
+            mst.json_objects(),
+            mst.contents(),
+            mst.texts(long=True),
+            st.none() | mst.texts(long=True),
+            mst.json_objects(),
+        )
         run_examples("r_json", partial(self._json_round_trip, storage_factory), strategy)
 
     @staticmethod
@@ -86,8 +91,9 @@ class PropertyCases(SuiteBase):
         metadata, content, title, working_memory, other = example
         async with open_store(factory, ManualClock(T0)) as store:
             await store.save_thread(thread("t1", title=title, metadata=metadata))
-            await store.save_messages([message("m1", content=content, metadata=metadata),
-                                       message("m2", content=title, metadata=other)])
+            await store.save_messages(
+                [message("m1", content=content, metadata=metadata), message("m2", content=title, metadata=other)]
+            )
             await store.save_resource(Resource("r1", working_memory, metadata))
             got = await store.get_thread("t1")
             assert got is not None and got.title == title and json_identical(got.metadata, metadata)
@@ -190,17 +196,34 @@ class PropertyCases(SuiteBase):
             for date_range in ranges:
                 flt = MessageFilter(date_range=date_range)
                 await _compare(adapter, reference, "list_messages", every, filter=flt, per_page=False)
-                await _compare(adapter, reference, "list_messages_by_resource", "r2", filter=flt, per_page=3,
-                               order_by={"direction": "DESC"})
+                await _compare(
+                    adapter,
+                    reference,
+                    "list_messages_by_resource",
+                    "r2",
+                    filter=flt,
+                    per_page=3,
+                    order_by={"direction": "DESC"},
+                )
 
     @pytest.mark.conformance_property
     def test_r_page_and_r_sort_match_reference_property(self, storage_factory: StorageFactory) -> None:
         strategy = st.tuples(
             mst.datasets(),
-            st.lists(st.tuples(_bounds_or_bad, _orders_or_bad, mst.message_filters(mst.pooled_times())),
-                     min_size=1, max_size=4),
-            st.lists(st.tuples(_bounds_or_bad, st.one_of(mst.orders(("created_at", "updated_at")), mst.bad_orders()),
-                               mst.thread_filters(st.sampled_from(["r1", "r2"]))), min_size=1, max_size=3),
+            st.lists(
+                st.tuples(_bounds_or_bad, _orders_or_bad, mst.message_filters(mst.pooled_times())),
+                min_size=1,
+                max_size=4,
+            ),
+            st.lists(
+                st.tuples(
+                    _bounds_or_bad,
+                    st.one_of(mst.orders(("created_at", "updated_at")), mst.bad_orders()),
+                    mst.thread_filters(st.sampled_from(["r1", "r2"])),
+                ),
+                min_size=1,
+                max_size=3,
+            ),
         )
         run_examples("r_page", partial(self._pages, storage_factory), strategy)
 
@@ -223,9 +246,17 @@ class PropertyCases(SuiteBase):
         message_ids = st.sampled_from([f"m{i}" for i in range(13)])
         strategy = st.tuples(
             mst.datasets(),
-            st.lists(st.tuples(mst.includes(message_ids), st.none() | st.sampled_from(["r1", "r2"]),
-                               mst.page_bounds(max_page=2, max_per_page=3), mst.orders(),
-                               mst.message_filters(mst.pooled_times())), min_size=1, max_size=3),
+            st.lists(
+                st.tuples(
+                    mst.includes(message_ids),
+                    st.none() | st.sampled_from(["r1", "r2"]),
+                    mst.page_bounds(max_page=2, max_per_page=3),
+                    mst.orders(),
+                    mst.message_filters(mst.pooled_times()),
+                ),
+                min_size=1,
+                max_size=3,
+            ),
         )
         run_examples("r_include", partial(self._includes, storage_factory), strategy)
 
@@ -236,14 +267,25 @@ class PropertyCases(SuiteBase):
             await load_dataset((adapter, reference), dataset, leader)
             for include, owner, (page, per_page), order, flt in queries:
                 for thread_id in dataset.thread_ids[:2]:
-                    kwargs = {"resource_id": owner, "include": include, "filter": flt, "page": page,
-                              "per_page": per_page, "order_by": order}
+                    kwargs = {
+                        "resource_id": owner,
+                        "include": include,
+                        "filter": flt,
+                        "page": page,
+                        "per_page": per_page,
+                        "order_by": order,
+                    }
                     await _compare(adapter, reference, "list_messages", thread_id, **kwargs)
 
     @pytest.mark.conformance_property
     def test_r_cursor_walk_property(self, storage_factory: StorageFactory) -> None:
-        strategy = st.tuples(mst.datasets(), mst.message_filters(mst.pooled_times()), mst.orders(),
-                             st.integers(1, 4), mst.orders(("created_at", "updated_at")))
+        strategy = st.tuples(
+            mst.datasets(),
+            mst.message_filters(mst.pooled_times()),
+            mst.orders(),
+            st.integers(1, 4),
+            mst.orders(("created_at", "updated_at")),
+        )
         run_examples("r_cursor", partial(self._cursor_walk, storage_factory), strategy)
 
     @staticmethod
@@ -252,8 +294,9 @@ class PropertyCases(SuiteBase):
         async with paired_stores(factory) as (adapter, reference, leader):
             await load_dataset((adapter, reference), dataset, leader)
             every = dataset.thread_ids
-            full = await _compare(adapter, reference, "list_messages", every, filter=flt, per_page=False,
-                                  order_by=order)
+            full = await _compare(
+                adapter, reference, "list_messages", every, filter=flt, per_page=False, order_by=order
+            )
             seen: list[Message] = []
             cursor = None
             for _ in range(100):
@@ -299,28 +342,45 @@ class PropertyCases(SuiteBase):
             before = await snapshot(store, ["r1"])
             calls: list[Callable[[], Awaitable[Any]]]
             if kind == "page":
-                calls = [lambda: store.list_messages("t1", page=bad[0], per_page=bad[1]),
-                         lambda: store.list_threads(page=bad[0], per_page=bad[1])]
+                calls = [
+                    lambda: store.list_messages("t1", page=bad[0], per_page=bad[1]),
+                    lambda: store.list_threads(page=bad[0], per_page=bad[1]),
+                ]
             elif kind == "metadata":
-                calls = [lambda: store.list_messages("t1", filter={"metadata": bad}),
-                         lambda: store.list_threads({"metadata": bad})]
+                calls = [
+                    lambda: store.list_messages("t1", filter={"metadata": bad}),
+                    lambda: store.list_threads({"metadata": bad}),
+                ]
             elif kind == "order":
-                calls = [lambda: store.list_messages_by_resource("r1", order_by=bad),
-                         lambda: store.list_threads(order_by=bad)]
+                calls = [
+                    lambda: store.list_messages_by_resource("r1", order_by=bad),
+                    lambda: store.list_threads(order_by=bad),
+                ]
             elif kind == "date_range":
                 calls = [lambda: store.list_messages("t1", filter={"date_range": bad})]
             elif kind == "json":
-                calls = [lambda: store.save_messages([message("m2"), message("m3", metadata={"a": [bad]})]),
-                         lambda: store.update_thread("t1", metadata={"k": bad}),
-                         lambda: store.update_resource("r1", metadata={"": {"x": bad}})]
+                calls = [
+                    lambda: store.save_messages([message("m2"), message("m3", metadata={"a": [bad]})]),
+                    lambda: store.update_thread("t1", metadata={"k": bad}),
+                    lambda: store.update_resource("r1", metadata={"": {"x": bad}}),
+                ]
             elif kind == "id":
-                calls = [lambda: store.save_messages([message("m2"), message(bad)]),
-                         lambda: store.list_messages(bad), lambda: store.get_thread(bad)]
+                calls = [
+                    lambda: store.save_messages([message("m2"), message(bad)]),
+                    lambda: store.list_messages(bad),
+                    lambda: store.get_thread(bad),
+                ]
             else:
-                calls = [lambda: store.save_thread(thread("t2", created_at=bad)),
-                         lambda: store.save_messages([message("m2", created_at=bad)])]
+                calls = [
+                    lambda: store.save_thread(thread("t2", created_at=bad)),
+                    lambda: store.save_messages([message("m2", created_at=bad)]),
+                ]
             for call in calls:
                 with pytest.raises(ValidationError):
                     await call()
-            assert_same(await snapshot(store, ["r1"]), before, f"rejected {kind} calls",
-                        sides=("store after them", "store before"))
+            assert_same(
+                await snapshot(store, ["r1"]),
+                before,
+                f"rejected {kind} calls",
+                sides=("store after them", "store before"),
+            )

@@ -26,12 +26,34 @@ BAD_IDS: list[Any] = ["", " ", "\t\n", "a\x00b", "x" * 257, "bad \ud83d id", 5, 
 BAD_ID_NAMES = ["empty", "space", "blank", "nul", "257-chars", "lone-surrogate", "int", "none"]
 
 BAD_JSON: list[Any] = [
-    math.nan, math.inf, -math.inf, INT64_MAX + 1, INT64_MIN - 1, (1, 2), {1, 2}, b"x", Decimal("1.5"),
-    datetime(2025, 1, 1, tzinfo=UTC), "lone \ud800", {"deep": [math.nan]}, {1: "int key"},
+    math.nan,
+    math.inf,
+    -math.inf,
+    INT64_MAX + 1,
+    INT64_MIN - 1,
+    (1, 2),
+    {1, 2},
+    b"x",
+    Decimal("1.5"),
+    datetime(2025, 1, 1, tzinfo=UTC),
+    "lone \ud800",
+    {"deep": [math.nan]},
+    {1: "int key"},
 ]
 BAD_JSON_NAMES = [
-    "nan", "inf", "-inf", "int64-max+1", "int64-min-1", "tuple", "set", "bytes", "decimal", "datetime",
-    "lone-surrogate", "nested-nan", "int-key",
+    "nan",
+    "inf",
+    "-inf",
+    "int64-max+1",
+    "int64-min-1",
+    "tuple",
+    "set",
+    "bytes",
+    "decimal",
+    "datetime",
+    "lone-surrogate",
+    "nested-nan",
+    "int-key",
 ]
 
 EXACT_JSON: dict[str, Any] = {
@@ -229,8 +251,11 @@ class ValueRules(SuiteBase):
         await store.save_thread(thread("t1", metadata=EXACT_JSON))
         await store.save_messages(
             [
-                message("m1", content={"format": 2, "parts": [{"type": "text", "text": "hi"}], **EXACT_JSON},
-                        metadata=EXACT_JSON),
+                message(
+                    "m1",
+                    content={"format": 2, "parts": [{"type": "text", "text": "hi"}], **EXACT_JSON},
+                    metadata=EXACT_JSON,
+                ),
                 message("m2", content="plain", metadata={"one": 1, "one_f": 1.0, "yes": True}),
             ]
         )

@@ -82,8 +82,12 @@ class ToyFileStorage(InMemoryStorage):
     async def _close(self) -> None:
         if self._destroyed:  # destroy() closes too, and must leave no file behind
             return
-        state = {"threads": self._threads, "messages": self._messages, "resources": self._resources,
-                 "next_sequence": next(self._sequence)}
+        state = {
+            "threads": self._threads,
+            "messages": self._messages,
+            "resources": self._resources,
+            "next_sequence": next(self._sequence),
+        }
         await anyio.Path(self.folder).mkdir(parents=True, exist_ok=True)
         await anyio.Path(self.path).write_bytes(pickle.dumps(state))
 

@@ -80,18 +80,27 @@ class LangGraphSqliteStore(Subject):
 
     async def create_threads(self, threads: Sequence[ThreadSpec]) -> None:
         """One ``abatch`` of thread items."""
-        await self.store.abatch([
-            PutOp(("threads", t.resource_id), t.id,
-                  {"title": t.title, "metadata": t.metadata, "created_at": t.created_at_us}, index=False)
-            for t in threads
-        ])
+        await self.store.abatch(
+            [
+                PutOp(
+                    ("threads", t.resource_id),
+                    t.id,
+                    {"title": t.title, "metadata": t.metadata, "created_at": t.created_at_us},
+                    index=False,
+                )
+                for t in threads
+            ]
+        )
 
     def prepare(self, messages: list[BenchMessage]) -> list[PutOp]:
         """One ``PutOp`` per message."""
         return [
-            PutOp(_ns(m.resource_id, m.thread_id), m.id,
-                  {"role": m.role, "content": m.content, "metadata": m.metadata, "created_at": m.created_at_us},
-                  index=False)
+            PutOp(
+                _ns(m.resource_id, m.thread_id),
+                m.id,
+                {"role": m.role, "content": m.content, "metadata": m.metadata, "created_at": m.created_at_us},
+                index=False,
+            )
             for m in messages
         ]
 

@@ -79,8 +79,14 @@ class OpenAIAgentsSession(Subject):
         grouped: dict[str, list[dict[str, Any]]] = {}
         for m in messages:
             grouped.setdefault(m.thread_id, []).append(
-                {"type": "message", "id": m.id, "role": m.role, "content": m.content, "metadata": m.metadata,
-                 "created_at": m.created_at_us}
+                {
+                    "type": "message",
+                    "id": m.id,
+                    "role": m.role,
+                    "content": m.content,
+                    "metadata": m.metadata,
+                    "created_at": m.created_at_us,
+                }
             )
         return list(grouped.items())
 

@@ -52,8 +52,16 @@ def _entries(obj: Mapping[str, Any]) -> list[Doc]:
 
 def _decode(doc: Mapping[str, Any]) -> tuple[Any, ...]:
     meta = {e["k"]: e.get("v") for e in doc.get("meta", ())}
-    return (doc["_id"], doc["thread_id"], doc["resource_id"], doc["role"], doc["content"], meta,
-            int(doc["created_at"]), int(doc["seq"]))
+    return (
+        doc["_id"],
+        doc["thread_id"],
+        doc["resource_id"],
+        doc["role"],
+        doc["content"],
+        meta,
+        int(doc["created_at"]),
+        int(doc["seq"]),
+    )
 
 
 class RawMongo(Subject):
@@ -106,7 +114,9 @@ class RawMongo(Subject):
         owners_docs, counter = await asyncio.gather(
             owners_cursor.to_list(None),
             self._coll("counters").find_one_and_update(
-                {"_id": "message_sequence"}, {"$inc": {"value": Int64(len(messages))}}, upsert=True,
+                {"_id": "message_sequence"},
+                {"$inc": {"value": Int64(len(messages))}},
+                upsert=True,
                 return_document=ReturnDocument.AFTER,
             ),
         )
@@ -119,8 +129,13 @@ class RawMongo(Subject):
             UpdateOne(
                 {"_id": m.id, "resource_id": m.resource_id},
                 {
-                    "$set": {"thread_id": m.thread_id, "role": m.role, "type": "v2", "content": m.content,
-                             "meta": _entries(m.metadata)},
+                    "$set": {
+                        "thread_id": m.thread_id,
+                        "role": m.role,
+                        "type": "v2",
+                        "content": m.content,
+                        "meta": _entries(m.metadata),
+                    },
                     "$setOnInsert": {"created_at": Int64(m.created_at_us), "seq": Int64(first + k)},
                 },
                 upsert=True,
@@ -157,11 +172,9 @@ class RawMongo(Subject):
         rows = [_decode(d) for d in reversed(docs)]
         return Answer(int(total), tuple(r[0] for r in rows))
 
-    async def _page(self, flt: Doc, count_hint: str, skip: int, limit: int, count_filter: Doc | None = None
-                    ) -> Answer:
+    async def _page(self, flt: Doc, count_hint: str, skip: int, limit: int, count_filter: Doc | None = None) -> Answer:
         total, docs = await asyncio.gather(
-            self._coll("messages").count_documents(count_filter if count_filter is not None else flt,
-                                                   hint=count_hint),
+            self._coll("messages").count_documents(count_filter if count_filter is not None else flt, hint=count_hint),
             self._find(flt, [("created_at", 1), ("seq", 1)], _ORDER, skip, limit),
         )
         rows = [_decode(d) for d in docs]
@@ -204,10 +217,20 @@ class RawMongo(Subject):
         scope = {"thread_id": doc["thread_id"], "resource_id": resource_id}
         at, seq = doc["created_at"], doc["seq"]
         prev, nxt = await asyncio.gather(
-            self._find({**scope, "created_at": {"$lte": at}, "$nor": [{"created_at": at, "seq": {"$gte": seq}}]},
-                       [("created_at", -1), ("seq", -1)], _ORDER, 0, before),
-            self._find({**scope, "created_at": {"$gte": at}, "$nor": [{"created_at": at, "seq": {"$lte": seq}}]},
-                       [("created_at", 1), ("seq", 1)], _ORDER, 0, after),
+            self._find(
+                {**scope, "created_at": {"$lte": at}, "$nor": [{"created_at": at, "seq": {"$gte": seq}}]},
+                [("created_at", -1), ("seq", -1)],
+                _ORDER,
+                0,
+                before,
+            ),
+            self._find(
+                {**scope, "created_at": {"$gte": at}, "$nor": [{"created_at": at, "seq": {"$lte": seq}}]},
+                [("created_at", 1), ("seq", 1)],
+                _ORDER,
+                0,
+                after,
+            ),
         )
         return [*prev, doc, *nxt]
 
@@ -233,11 +256,25 @@ class RawMongo(Subject):
     async def list_threads(self, resource_id: str, page: int, per_page: int) -> Answer:
         """Count and page of a resource's threads concurrently."""
         threads = self._coll("threads")
-        cursor = threads.find({"resource_id": resource_id}).sort([("created_at", -1), ("_id", -1)]).hint(
-            _THREADS_ORDER).skip(page * per_page).limit(per_page)
+        cursor = (
+            threads.find({"resource_id": resource_id})
+            .sort([("created_at", -1), ("_id", -1)])
+            .hint(_THREADS_ORDER)
+            .skip(page * per_page)
+            .limit(per_page)
+        )
         total, docs = await asyncio.gather(
             threads.count_documents({"resource_id": resource_id}, hint=_THREADS_ORDER), cursor.to_list(None)
         )
-        rows = [(d["_id"], d["resource_id"], d["title"], {e["k"]: e.get("v") for e in d.get("meta", ())},
-                 int(d["created_at"]), int(d["updated_at"])) for d in docs]
+        rows = [
+            (
+                d["_id"],
+                d["resource_id"],
+                d["title"],
+                {e["k"]: e.get("v") for e in d.get("meta", ())},
+                int(d["created_at"]),
+                int(d["updated_at"]),
+            )
+            for d in docs
+        ]
         return Answer(int(total), tuple(r[0] for r in rows))

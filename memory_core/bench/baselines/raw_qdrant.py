@@ -79,8 +79,9 @@ class RawQdrantEdge(VectorSubject):
             config = shard_config(dimension, wal_enabled=False if self.in_memory else None)
             shard = await asyncio.to_thread(qe.EdgeShard.create, str(where), config)
             for field in ("message_id", "thread_id", "resource_id"):
-                schema = qe.KeywordIndexParams(is_tenant=True) if field == "resource_id" else \
-                    qe.PayloadSchemaType.Keyword
+                schema = (
+                    qe.KeywordIndexParams(is_tenant=True) if field == "resource_id" else qe.PayloadSchemaType.Keyword
+                )
                 await asyncio.to_thread(shard.update, qe.UpdateOperation.create_field_index(field, schema))
             self._shard = shard
         return self._shard
@@ -94,8 +95,13 @@ class RawQdrantEdge(VectorSubject):
                 qe.Point(
                     uuid.UUID(point_id(m.id, 0)),
                     rows[start + k],
-                    {"message_id": m.id, "thread_id": m.thread_id, "resource_id": m.resource_id,
-                     "created_at": m.created_at_us, "chunk": 0},
+                    {
+                        "message_id": m.id,
+                        "thread_id": m.thread_id,
+                        "resource_id": m.resource_id,
+                        "created_at": m.created_at_us,
+                        "chunk": 0,
+                    },
                 )
                 for k, m in enumerate(messages[start : start + _BATCH])
             ]

@@ -58,16 +58,21 @@ end
 """
 
 # ARGV: thread id, n. -> {total, rows oldest first} or false (not in this resource).
-_RECALL = _LIB + r"""
+_RECALL = (
+    _LIB
+    + r"""
 local tid, n = ARGV[1], tonumber(ARGV[2])
 if redis.call('EXISTS', R .. 't:' .. tid) == 0 then return false end
 local idx = R .. 'tm:' .. tid
 return {redis.call('ZCARD', idx), rows(redis.call('ZREVRANGEBYLEX', idx, '+', '-', 'LIMIT', 0, n), true)}
 """
+)
 
 # ARGV: thread id, count lo, count hi, page lo, page hi, offset, limit, field, form ("" = no filter).
 # -> {total, rows}. Filtered: one pass over the thread's index.
-_PAGE = _LIB + r"""
+_PAGE = (
+    _LIB
+    + r"""
 local tid, clo, chi, lo, hi = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local offset, limit, field, form = tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], ARGV[9]
 local idx = R .. 'tm:' .. tid
@@ -89,9 +94,12 @@ while true do
 end
 return {total, rows(picked)}
 """
+)
 
 # ARGV: thread id, n, before, after, targets... -> {total, newest rows, window rows...} or false.
-_INCLUDE = _LIB + r"""
+_INCLUDE = (
+    _LIB
+    + r"""
 local tid, n, before, after = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if redis.call('EXISTS', R .. 't:' .. tid) == 0 then return false end
 local idx = R .. 'tm:' .. tid
@@ -110,9 +118,12 @@ for i = 5, #ARGV do
 end
 return out
 """
+)
 
 # ARGV: offset, limit. -> {total, thread rows newest first}.
-_THREADS = _LIB + r"""
+_THREADS = (
+    _LIB
+    + r"""
 local offset, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out = {}
 for _, m in ipairs(redis.call('ZREVRANGEBYLEX', R .. 'tc', '+', '-', 'LIMIT', offset, limit)) do
@@ -122,11 +133,14 @@ for _, m in ipairs(redis.call('ZREVRANGEBYLEX', R .. 'tc', '+', '-', 'LIMIT', of
 end
 return {redis.call('ZCARD', R .. 'tc'), out}
 """
+)
 
 # KEYS: resource slot base, store slot base.
 # ARGV: resource id, now us, n, then per message: id, thread id, role, type, content json,
 #       metadata json, created us, created key, n fields, field pairs.
-_SAVE = _LIB + r"""
+_SAVE = (
+    _LIB
+    + r"""
 local S = KEYS[2]
 local rid, now, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local msgs, i = {}, 4
@@ -187,6 +201,7 @@ for _, tid in ipairs(order) do
 end
 return {'ok', fmt(first)}
 """
+)
 
 
 def make(adapter: AdapterSubject) -> RawRedis | None:
@@ -199,9 +214,7 @@ def make(adapter: AdapterSubject) -> RawRedis | None:
 
 def _decode(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Message rows {id, t, o, y, x, d, c, s} with JSON decoded, ints parsed."""
-    return [
-        (r[0], r[1], r[2], r[3], codec.loads(r[4]), codec.loads(r[5]), int(r[6]), int(r[7])) for r in rows if r
-    ]
+    return [(r[0], r[1], r[2], r[3], codec.loads(r[4]), codec.loads(r[5]), int(r[6]), int(r[7])) for r in rows if r]
 
 
 class RawRedis(Subject):
@@ -237,8 +250,13 @@ class RawRedis(Subject):
     async def open(self) -> None:
         """Connect (``decode_responses``) and load the scripts."""
         self._client = Redis.from_url(self.adapter.url, decode_responses=True)
-        for name, text in (("recall", _RECALL), ("page", _PAGE), ("include", _INCLUDE), ("threads", _THREADS),
-                           ("save", _SAVE)):
+        for name, text in (
+            ("recall", _RECALL),
+            ("page", _PAGE),
+            ("include", _INCLUDE),
+            ("threads", _THREADS),
+            ("save", _SAVE),
+        ):
             script = self._client.register_script(text)
             await self._client.script_load(text)
             self._scripts[name] = script
@@ -271,8 +289,18 @@ class RawRedis(Subject):
             args: list[Any] = [resource_id, now, len(batch)]
             for m in batch:
                 fields = filter_fields(m.metadata)
-                args += (m.id, m.thread_id, m.role, "v2", codec.dumps(m.content), codec.dumps(m.metadata),
-                         m.created_at_us, time_key(m.created_at_us), len(fields) // 2, *fields)
+                args += (
+                    m.id,
+                    m.thread_id,
+                    m.role,
+                    "v2",
+                    codec.dumps(m.content),
+                    codec.dumps(m.metadata),
+                    m.created_at_us,
+                    time_key(m.created_at_us),
+                    len(fields) // 2,
+                    *fields,
+                )
             reply = await self._run("save", resource_id, args, [self.layout.store])
             if reply[0] != "ok":
                 raise LookupError(f"raw save refused: {reply}")
@@ -284,8 +312,16 @@ class RawRedis(Subject):
             raise PermissionError("thread not in this resource")
         return Answer(int(reply[0]), tuple(r[0] for r in _decode(reply[1])))
 
-    async def _page(self, thread: ThreadSpec, count_range: tuple[str, str], page_range: tuple[str, str],
-                    offset: int, limit: int, field: str = "", form: str = "") -> Answer:
+    async def _page(
+        self,
+        thread: ThreadSpec,
+        count_range: tuple[str, str],
+        page_range: tuple[str, str],
+        offset: int,
+        limit: int,
+        field: str = "",
+        form: str = "",
+    ) -> Answer:
         reply = await self._run(
             "page", thread.resource_id, [thread.id, *count_range, *page_range, offset, limit, field, form]
         )
@@ -299,8 +335,9 @@ class RawRedis(Subject):
         """The index member at position ``depth - 1`` (the keyset position)."""
         if depth <= 0:
             return None
-        members = await self.client.zrange(self.layout.resource(thread.resource_id) + "tm:" + thread.id,
-                                           depth - 1, depth - 1)
+        members = await self.client.zrange(
+            self.layout.resource(thread.resource_id) + "tm:" + thread.id, depth - 1, depth - 1
+        )
         return str(members[0])
 
     async def page_cursor(self, thread: ThreadSpec, cursor: Any, per_page: int) -> Answer:

@@ -95,8 +95,17 @@ def _save(conn: sqlite3.Connection, messages: list[BenchMessage], now_us: int) -
         conn.executemany(
             _UPSERT,
             [
-                (m.id, first + k, m.thread_id, m.resource_id, m.role, "v2", codec.dumps(m.content),
-                 codec.dumps(m.metadata), m.created_at_us)
+                (
+                    m.id,
+                    first + k,
+                    m.thread_id,
+                    m.resource_id,
+                    m.role,
+                    "v2",
+                    codec.dumps(m.content),
+                    codec.dumps(m.metadata),
+                    m.created_at_us,
+                )
                 for k, m in enumerate(messages)
             ],
         )
@@ -152,8 +161,10 @@ class RawSQLite(Subject):
         await self.db.execute("BEGIN IMMEDIATE")
         await self.db.executemany(
             "INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [(t.id, t.resource_id, t.title, codec.dumps(t.metadata), t.created_at_us, t.created_at_us)
-             for t in threads],
+            [
+                (t.id, t.resource_id, t.title, codec.dumps(t.metadata), t.created_at_us, t.created_at_us)
+                for t in threads
+            ],
         )
         await self.db.execute("COMMIT")
 
@@ -193,8 +204,9 @@ class RawSQLite(Subject):
         rows.reverse()
         return Answer(int(header[2]), tuple(r[0] for r in rows))
 
-    async def _thread_page(self, thread_id: str, where: str, params: Sequence[Any], order: str, limit: int,
-                           offset: int = 0) -> Answer:
+    async def _thread_page(
+        self, thread_id: str, where: str, params: Sequence[Any], order: str, limit: int, offset: int = 0
+    ) -> Answer:
         header, rows = await self._header_page(
             f"SELECT NULL, NULL, (SELECT COUNT(*) FROM messages WHERE thread_id = ?1{where}), {_PAD}",
             f"SELECT {_COLS} FROM messages WHERE thread_id = ?1{where} ORDER BY {order} LIMIT {int(limit)}"
