@@ -1,0 +1,160 @@
+"""Thread operations every integration shares: ids, ownership-checked reads,
+create-on-first-write saves and an atomic pop of the newest message.
+
+Built only on public :class:`~memory_core.Memory` and storage calls, so every
+backend gets the same semantics.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from typing import Any
+
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.memory import Memory
+from memory_core.models import Message, Thread
+from memory_core.validation import check_id
+
+__all__ = [
+    "POP_CLAIMS_RESOURCE",
+    "context_resource",
+    "delete_conversation",
+    "new_message_id",
+    "newest_messages",
+    "owner_of",
+    "pop_newest",
+    "save_to",
+]
+
+POP_CLAIMS_RESOURCE = "memory-core:pop-claims"
+"""Resource that owns pop claims (empty marker threads, see :func:`pop_newest`)."""
+
+_CLAIM_PREFIX = "pop:"
+
+
+def new_message_id() -> str:
+    """A new message id: 16 hex digits of wall-clock nanoseconds, then 16
+    random hex digits, so ids sort by creation time and never collide."""
+    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
+
+
+async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
+    """The newest ``limit`` messages of a thread (all when None), oldest first.
+
+    One storage read when the thread has messages: the page is filtered by
+    ``resource_id``, so every message returned is the owner's. Only an empty
+    page costs a second read, telling "no thread" (``[]``) from "another
+    resource's thread".
+
+    Raises:
+        OwnershipError: the thread belongs to another resource.
+        ValidationError: bad ids or limit.
+    """
+    per_page: int | bool = False if limit is None else limit
+    page = await memory.storage.page_messages(
+        (thread_id,), resource_id, None, None, 0, per_page, None, None, newest=True
+    )
+    if not page.items:
+        await _check_owner(memory, thread_id, resource_id)
+    return page.items
+
+
+async def _check_owner(memory: Memory, thread_id: str, resource_id: str) -> Thread | None:
+    thread = await memory.storage.get_thread(thread_id)
+    if thread is not None and thread.resource_id != resource_id:
+        raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
+    return thread
+
+
+async def save_to(
+    memory: Memory,
+    thread_id: str,
+    resource_id: str,
+    messages: Sequence[Message],
+    *,
+    metadata: Mapping[str, Any] | None = None,
+) -> list[Message]:
+    """Save messages into a thread, creating the thread (owned by
+    ``resource_id``, with ``metadata``) on first write; one write when it
+    exists. Vectors are indexed through :meth:`Memory.save_messages`.
+
+    Raises:
+        OwnershipError: the thread belongs to another resource.
+        ValidationError: a bad message; nothing is written.
+    """
+    if not messages:
+        return []
+    try:
+        return await memory.save_messages(messages)
+    except NotFoundError:
+        pass
+    with suppress(ConflictError):  # created meanwhile by a concurrent writer: save into it
+        await memory.storage.insert_thread(Thread(thread_id, resource_id, metadata=dict(metadata or {})))
+    return await memory.save_messages(messages)
+
+
+async def pop_newest(memory: Memory, thread_id: str, resource_id: str) -> Message | None:
+    """Remove and return the thread's newest message; None when empty.
+
+    Atomic under concurrent poppers on every backend, built on the one
+    create-if-absent primitive every store has (``insert_thread``): a popper
+    claims the newest message by inserting the marker thread
+    ``pop:<message id>`` (owned by :data:`POP_CLAIMS_RESOURCE`); exactly one
+    claim succeeds, and only its popper returns the message. A popper whose
+    claim fails deletes the message too (helping, so a popper that died after
+    its claim never leaves the message stuck) and reads again. Markers stay,
+    one small empty thread per pop, so a popper holding a stale read can
+    never claim the same message again (not even after ``clear``).
+
+    Raises:
+        OwnershipError: the thread belongs to another resource.
+    """
+    while True:
+        newest = await newest_messages(memory, thread_id, resource_id, 1)
+        if not newest:
+            return None
+        message = newest[0]
+        marker = Thread(_CLAIM_PREFIX + message.id, POP_CLAIMS_RESOURCE, metadata={"thread_id": thread_id})
+        try:
+            await memory.storage.insert_thread(marker)
+        except ConflictError:
+            await memory.delete_messages([message.id])
+            continue
+        await memory.delete_messages([message.id])
+        return message
+
+
+async def delete_conversation(memory: Memory, thread_id: str, resource_id: str) -> None:
+    """Delete a thread with its messages and their vectors (missing: no-op).
+
+    Raises:
+        OwnershipError: the thread belongs to another resource.
+    """
+    if await _check_owner(memory, thread_id, resource_id) is not None:
+        await memory.delete_thread(thread_id)
+
+
+def context_resource(context: Any, key: str = "resource_id") -> str | None:
+    """The resource id a framework's run context carries: ``context[key]``
+    for a mapping, else attribute ``key``; None when absent."""
+    if context is None:
+        return None
+    value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
+    return None if value is None else check_id(value, f"context.{key}")
+
+
+def owner_of(explicit: str | None, context: Any) -> str:
+    """The run context's resource id, else the one given at construction.
+
+    Raises:
+        ValidationError: neither gives one.
+    """
+    owner = context_resource(context)
+    if owner is not None:
+        return owner
+    if explicit is None:
+        raise ValidationError("resource_id", "give one at construction or in the run context ('resource_id')")
+    return explicit

@@ -1,0 +1,214 @@
+"""OpenAI Agents SDK integration: a ``Session`` backed by any memory-core
+storage, and recall / working-memory tools (``pip install
+"memory-core[openai-agents]"``).
+
+Mapping: ``session_id`` = thread id; the owner = the thread's resource, taken
+from the run context (``context.resource_id`` or ``context["resource_id"]``,
+passed by the SDK's runner as ``wrapper``) or else given at construction.
+Each input item is one message: ``type`` is :data:`ITEM_TYPE`, ``content`` is
+``{"item": <the item, exactly>, "content": <its text>}`` (the text is what
+semantic recall embeds), and ``role`` follows :func:`item_role`. Batch order
+is kept (R-ORDER); ids come from
+:func:`memory_core.integrations._threads.new_message_id`.
+
+The SDK's own ``SQLiteSession`` is the reference this session is tested
+against (``memory_core_conformance.integrations.openai_agents``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents import FunctionTool, RunContextWrapper, function_tool
+from agents.items import TResponseInputItem
+from agents.memory import SessionSettings
+from agents.memory.session_settings import resolve_session_limit
+
+from memory_core.errors import ValidationError
+from memory_core.memory import Memory
+from memory_core.models import Message, Role
+from memory_core.validation import check_id
+
+from ._threads import delete_conversation, new_message_id, newest_messages, owner_of, pop_newest, save_to
+from ._tools import read_working_memory, recall_texts, write_working_memory
+
+__all__ = ["ITEM_TYPE", "MemoryCoreSession", "item_role", "item_text", "memory_tools"]
+
+ITEM_TYPE = "openai-agents/item"
+"""``Message.type`` of a stored Agents SDK input item."""
+
+_MESSAGE_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+
+
+def item_role(item: Mapping[str, Any]) -> Role:
+    """The memory-core role of an input item.
+
+    A ``role`` field maps as itself (``developer`` -> ``system``). Items
+    without a role: tool results (a ``type`` ending in ``_output``, such as
+    ``function_call_output``) -> ``tool``; ``mcp_approval_response`` (the
+    user's answer) -> ``user``; everything the model emits (``function_call``,
+    ``reasoning``, ``computer_call``, ``item_reference`` ...) -> ``assistant``.
+    """
+    role = item.get("role")
+    if isinstance(role, str) and role in _MESSAGE_ROLES:
+        return _MESSAGE_ROLES[role]
+    kind = item.get("type")
+    if isinstance(kind, str) and kind.endswith("_output"):
+        return "tool"
+    if kind == "mcp_approval_response":
+        return "user"
+    return "assistant"
+
+
+def item_text(item: Mapping[str, Any]) -> str:
+    """The text semantic recall embeds for an item: a message's text parts, a
+    tool output string, or a reasoning summary; ``""`` otherwise."""
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[Any] = []
+    if isinstance(content, list):
+        parts = content
+    elif isinstance(item.get("output"), str):
+        return str(item["output"])
+    elif isinstance(item.get("summary"), list):
+        parts = item["summary"]
+    texts = [
+        p["text"]
+        for p in parts
+        if isinstance(p, Mapping) and (p.get("type") in _TEXT_PARTS or p.get("type") == "summary_text")
+        if isinstance(p.get("text"), str)
+    ]
+    return "\n".join(texts)
+
+
+class MemoryCoreSession:
+    """An Agents SDK ``Session`` over a :class:`~memory_core.Memory`.
+
+    Args:
+        session_id: the thread id (R-ID).
+        memory: storage (and optional vector store) to keep items in; shared,
+            not closed by the session.
+        resource_id: the owner when the run context names none (R-ID).
+        session_settings: the SDK's settings; ``limit`` is the default of
+            :meth:`get_items` (None: every item).
+
+    Every method accepts the SDK's run-context ``wrapper`` keyword, so the
+    runner passes it and the owner can come from ``wrapper.context``.
+
+    Raises:
+        ValidationError: a bad id (at construction); a method without any
+            owner (neither context nor ``resource_id``).
+        OwnershipError: the session's thread belongs to another resource.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        memory: Memory,
+        *,
+        resource_id: str | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        self.session_id = check_id(session_id, "session_id")
+        self.memory = memory
+        self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
+        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
+
+    def owner(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
+        """The resource this call acts for (see the class docstring)."""
+        return owner_of(self.resource_id, None if wrapper is None else wrapper.context)
+
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[TResponseInputItem]:
+        """The newest ``limit`` items, oldest first (``session_settings.limit``
+        when None; every item when that is None too). As the SDK's
+        ``SQLiteSession``: 0 gives ``[]``, a negative limit every item."""
+        effective = resolve_session_limit(limit, self.session_settings)
+        if effective is not None and (isinstance(effective, bool) or not isinstance(effective, int)):
+            raise ValidationError("limit", f"must be an int or None, got {type(effective).__name__}")
+        if effective is not None and effective < 0:
+            effective = None
+        messages = await newest_messages(self.memory, self.session_id, self.owner(wrapper), effective)
+        return [m.content["item"] for m in messages if isinstance(m.content, dict)]
+
+    async def add_items(
+        self, items: Sequence[TResponseInputItem], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
+        """Append items in order, in one batch (all or nothing).
+
+        Raises:
+            ValidationError: an item that is not a JSON object (R-JSON),
+                before anything is written.
+        """
+        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+            raise ValidationError("items", "must be a list of input items (dicts)")
+        owner = self.owner(wrapper)
+        messages = []
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise ValidationError(f"items[{index}]", f"must be a dict, got {type(item).__name__}", "R-JSON")
+            record = {"item": dict(item), "content": item_text(item)}
+            messages.append(Message(new_message_id(), self.session_id, item_role(item), record, owner, ITEM_TYPE))
+        await save_to(self.memory, self.session_id, owner, messages)
+
+    async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> TResponseInputItem | None:
+        """Remove and return the newest item (None when empty); atomic under
+        concurrent poppers (see :func:`~memory_core.integrations._threads.pop_newest`)."""
+        message = await pop_newest(self.memory, self.session_id, self.owner(wrapper))
+        if message is None or not isinstance(message.content, dict):
+            return None
+        item: TResponseInputItem = message.content["item"]
+        return item
+
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
+        """Delete every item of the session and their vectors."""
+        await delete_conversation(self.memory, self.session_id, self.owner(wrapper))
+
+
+def memory_tools(session: MemoryCoreSession, *, top_k: int = 4) -> list[FunctionTool]:
+    """Agent tools over the session's memory, acting for the run's owner.
+
+    ``get_working_memory`` and ``update_working_memory`` read and replace the
+    owner's working memory (``Resource.working_memory``). With a vector store
+    in ``session.memory``, ``recall_memory(query)`` also returns the
+    ``top_k`` (1-1000, default 4) most similar messages across the owner's
+    threads (semantic recall, resource scope).
+
+    Raises:
+        ValidationError: ``top_k`` out of range.
+    """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+        raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
+
+    @function_tool
+    async def get_working_memory(ctx: RunContextWrapper[Any]) -> str:
+        """Read the notes kept about this user (empty when none)."""
+        return await read_working_memory(session.memory, session.owner(ctx))
+
+    @function_tool
+    async def update_working_memory(ctx: RunContextWrapper[Any], notes: str) -> str:
+        """Replace the notes kept about this user with `notes`.
+
+        Args:
+            notes: the complete new notes (Markdown).
+        """
+        return await write_working_memory(session.memory, session.owner(ctx), notes)
+
+    tools = [get_working_memory, update_working_memory]
+    if session.memory.vector is not None:
+
+        @function_tool
+        async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> list[dict[str, Any]]:
+            """Search this user's past conversations for messages about `query`.
+
+            Args:
+                query: what to look for.
+            """
+            return await recall_texts(session.memory, session.session_id, session.owner(ctx), query, top_k)
+
+        tools.append(recall_memory)
+    return tools
