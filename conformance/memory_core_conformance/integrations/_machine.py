@@ -19,10 +19,10 @@ __all__ = ["DifferentialMachine", "Outcome", "integration_settings", "run_machin
 
 S = TypeVar("S")
 
-MAX_RUNS = 25
+MAX_RUNS = 15
 """Sequences per run at most (a framework's reference is slower than the
 reference store; the storage machine covers the storage itself)."""
-MAX_STEPS = 30
+MAX_STEPS = 25
 
 
 def integration_settings() -> settings:

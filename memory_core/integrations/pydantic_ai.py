@@ -1,0 +1,161 @@
+"""Pydantic AI integration: a message-history store keyed by conversation,
+plus recall and working-memory tools (``pip install "memory-core[pydantic-ai]"``).
+
+Use: ``history = await store.load(conversation_id)`` before a run, pass it as
+``message_history``, then ``await store.append(conversation_id,
+result.new_messages())``.
+
+Mapping: conversation = thread, owned by the store's ``resource_id``. Each
+``ModelMessage`` is one message: ``type`` is :data:`MESSAGE_TYPE`, ``content``
+is ``{"message": <the framework's own JSON of it>, "content": <its text>}``
+(Pydantic AI's ``ModelMessagesTypeAdapter``, so the round trip is lossless);
+``role`` follows :func:`message_role`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai import Tool
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
+
+from memory_core.errors import ValidationError
+from memory_core.memory import Memory
+from memory_core.models import Message, Role
+from memory_core.validation import check_id
+
+from ._threads import delete_conversation, new_message_id, newest_messages, save_to
+from ._tools import read_working_memory, recall_texts, write_working_memory
+
+__all__ = ["MESSAGE_TYPE", "MessageHistory", "message_role", "message_text"]
+
+MESSAGE_TYPE = "pydantic-ai/message"
+"""``Message.type`` of a stored Pydantic AI ``ModelMessage``."""
+
+_TEXT_PARTS = frozenset({"user-prompt", "text", "tool-return", "system-prompt", "thinking"})
+
+
+def message_role(message: ModelMessage) -> Role:
+    """``ModelResponse`` -> ``assistant``; a ``ModelRequest`` -> ``tool`` when
+    it carries only tool returns or retry prompts, ``system`` when only system
+    prompts, else ``user``."""
+    if not isinstance(message, ModelRequest):
+        return "assistant"
+    kinds = {part.part_kind for part in message.parts}
+    if kinds and kinds <= {"tool-return", "retry-prompt"}:
+        return "tool"
+    if kinds == {"system-prompt"}:
+        return "system"
+    return "user"
+
+
+def message_text(message: ModelMessage) -> str:
+    """The text semantic recall embeds: the message's text parts (user
+    prompts, model text, tool returns, system prompts), newline-joined."""
+    texts = []
+    for part in message.parts:
+        content = getattr(part, "content", None)
+        if part.part_kind in _TEXT_PARTS and isinstance(content, str):
+            texts.append(content)
+    return "\n".join(texts)
+
+
+class MessageHistory:
+    """Conversation histories of one resource (a user) in a :class:`~memory_core.Memory`.
+
+    Args:
+        memory: storage (and optional vector store); shared, not closed here.
+        resource_id: the owner of every conversation this store touches (R-ID).
+
+    Raises:
+        ValidationError: a bad id.
+        OwnershipError: a conversation belongs to another resource.
+    """
+
+    def __init__(self, memory: Memory, resource_id: str) -> None:
+        self.memory = memory
+        self.resource_id = check_id(resource_id, "resource_id")
+
+    async def load(self, conversation_id: str, *, limit: int | None = None) -> list[ModelMessage]:
+        """The conversation's messages, oldest first: every one, or the newest
+        ``limit`` (an int >= 0). ``[]`` for a new conversation.
+
+        A window may start inside a tool exchange; pass ``limit=None`` (or
+        trim with a history processor) when the model needs whole exchanges.
+        """
+        check_id(conversation_id, "conversation_id")
+        stored = await newest_messages(self.memory, conversation_id, self.resource_id, limit)
+        return ModelMessagesTypeAdapter.validate_python(
+            [m.content["message"] for m in stored if isinstance(m.content, dict)]
+        )
+
+    async def append(self, conversation_id: str, messages: Sequence[ModelMessage]) -> None:
+        """Append messages (``result.new_messages()``) in order, in one batch.
+
+        Raises:
+            ValidationError: not a list of ModelMessage, before any write.
+        """
+        check_id(conversation_id, "conversation_id")
+        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+            raise ValidationError("messages", "must be a list of ModelMessage (result.new_messages())")
+        for index, message in enumerate(messages):
+            if not isinstance(message, ModelRequest | ModelResponse):
+                raise ValidationError(f"messages[{index}]", f"must be a ModelMessage, got {type(message).__name__}")
+        encoded = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        records = [
+            Message(
+                new_message_id(),
+                conversation_id,
+                message_role(message),
+                {"message": data, "content": message_text(message)},
+                self.resource_id,
+                MESSAGE_TYPE,
+            )
+            for message, data in zip(messages, encoded, strict=True)
+        ]
+        await save_to(self.memory, conversation_id, self.resource_id, records)
+
+    async def clear(self, conversation_id: str) -> None:
+        """Delete the conversation, its messages and their vectors."""
+        check_id(conversation_id, "conversation_id")
+        await delete_conversation(self.memory, conversation_id, self.resource_id)
+
+    def tools(self, conversation_id: str, *, top_k: int = 4) -> list[Tool[Any]]:
+        """Agent tools for this resource: ``get_working_memory``,
+        ``update_working_memory(notes)`` and, with a vector store,
+        ``recall_memory(query)`` (the ``top_k`` nearest messages across the
+        resource's conversations).
+
+        Raises:
+            ValidationError: ``top_k`` is not an int from 1 to 1000.
+        """
+        check_id(conversation_id, "conversation_id")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
+        memory, owner = self.memory, self.resource_id
+
+        async def get_working_memory() -> str:
+            """Read the notes kept about this user (empty when none)."""
+            return await read_working_memory(memory, owner)
+
+        async def update_working_memory(notes: str) -> str:
+            """Replace the notes kept about this user.
+
+            Args:
+                notes: the complete new notes (Markdown).
+            """
+            return await write_working_memory(memory, owner, notes)
+
+        async def recall_memory(query: str) -> list[dict[str, Any]]:
+            """Search this user's past conversations for messages about `query`.
+
+            Args:
+                query: what to look for.
+            """
+            return await recall_texts(memory, conversation_id, owner, query, top_k)
+
+        tools: list[Tool[Any]] = [Tool(get_working_memory), Tool(update_working_memory)]
+        if memory.vector is not None:
+            tools.append(Tool(recall_memory))
+        return tools
