@@ -101,11 +101,11 @@ def _message(resource_id: str, rec: Sequence[str]) -> Message:
     return Message(
         mid,
         tid,
-        role,
+        role,  # type: ignore[arg-type]  # a stored role is always one of ROLES
         loads(content),
         resource_id,
         kind,
-        loads(meta),  # type: ignore[arg-type]
+        loads(meta),
         from_us(int(created)),
         int(seq),
     )
