@@ -1,6 +1,7 @@
-"""memory-core benchmarks: workloads, runner, raw-driver baselines, reports.
+"""memory-core-bench: workloads, runner, raw-driver baselines, reports.
 
-``memory-core bench`` (see :mod:`memory_core_bench.command`) runs the named
+``memory-core bench`` (registered through the ``memory_core.cli`` entry-point
+group by :mod:`memory_core_bench.cli`; see :mod:`memory_core_bench.command`) runs the named
 workloads of :mod:`memory_core_bench.workloads` on any storage URL (and
 vector URL) at several store sizes, beside the raw driver doing the same work
 on the adapter's own schema and, where installed, peer libraries; it reports
