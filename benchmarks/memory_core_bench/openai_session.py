@@ -6,7 +6,7 @@ taking turns call by call, the script times ``get_items(limit=20)`` (ours
 also checks the owner) and ``add_items`` of one turn (user message, function
 call, its output, assistant message). Prints p50/p95 in microseconds. Run::
 
-    python -m benchmarks.openai_session [--history 200] [--calls 400]
+    python -m memory_core_bench.openai_session [--history 200] [--calls 400]
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from agents import SQLiteSession
-
 import memory_core
+from agents import SQLiteSession
 from memory_core import Memory
 from memory_core.integrations.openai_agents import MemoryCoreSession
 
