@@ -32,12 +32,12 @@ from memory_core import (
     WorkingMemory,
     connect,
 )
-from memory_core.cli import app
+from memory_core.cli import app, build_app
+from memory_core.cli.demo import print_banner, run_session
+from memory_core.cli.locomo import load_sample
 from memory_core.clock import TIME_MAX, TIME_MAX_US, TIME_MIN_US, bump_us, from_us
 from memory_core.cursor import MAX_CURSOR_CHARS, encode_cursor
-from memory_core.demo import print_banner, run_session
 from memory_core.embedders import LEXICAL_INLINE_CHARS, LexicalHashEmbedder
-from memory_core.locomo import load_sample
 from memory_core.memory import MAX_CLONE_ID_LENGTH
 from memory_core.validation import MAX_MESSAGE_BYTES, MAX_PER_PAGE, MAX_SEARCH_CHARS, MAX_TOP_K, message_size
 
@@ -463,7 +463,9 @@ def test_cli_check_without_the_conformance_package_names_it(monkeypatch: pytest.
     # a cached submodule would be found behind a hidden parent.
     monkeypatch.setitem(sys.modules, "memory_core_conformance", None)
     monkeypatch.setitem(sys.modules, "memory_core_conformance.check", None)
-    result = CliRunner().invoke(app, ["check", "memory://"])
+    monkeypatch.setitem(sys.modules, "memory_core_conformance.cli", None)
+    # A fresh app: its `check` entry point now fails to load.
+    result = CliRunner().invoke(build_app(), ["check", "memory://"])
     assert result.exit_code == 2
     assert "memory-core-conformance package is not installed" in result.output
     assert "pip install -e ./conformance" in result.output

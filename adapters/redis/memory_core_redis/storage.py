@@ -96,7 +96,7 @@ def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
     return Thread(tid, resource_id, title, loads(meta), from_us(int(created)), from_us(int(updated)))
 
 
-def _message(resource_id: str, rec: Sequence[str]) -> Message:
+def _message(resource_id: str, rec: Sequence[Any]) -> Message:
     mid, tid, role, kind, content, meta, created, seq = rec
     return Message(
         mid,
