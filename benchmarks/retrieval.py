@@ -581,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("path", type=Path, help="the LoCoMo folder (e.g. ../shared/data/locomo10)")
+    parser.add_argument("path", type=Path, help="the LoCoMo folder (one conversation JSON per file)")
     parser.add_argument("--embedder", action="append", help="lexical | minilm (repeat; default both)")
     parser.add_argument("--backend", action="append", help="edge | local | a vector URL (repeat; default edge, local)")
     parser.add_argument("--k", action="append", type=int, help=f"recall cut-off (repeat; default {DEFAULT_KS})")

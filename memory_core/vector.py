@@ -1,4 +1,4 @@
-"""The vector-store contract for semantic recall (SPEC R-VEC).
+"""The vector-store contract for semantic recall (rule R-VEC).
 
 A vector store keeps one point per (message, chunk) in the collection
 ``memory_messages_<dim>``; the point id is the UUIDv5 of the message id and

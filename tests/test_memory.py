@@ -1,4 +1,4 @@
-"""The Memory facade (SPEC §6) on every installed embedded storage:
+"""The Memory facade (R-RECALL, R-VEC) on every installed embedded storage:
 recall windows, ownership, config overrides, working memory, titles, clones."""
 
 from __future__ import annotations

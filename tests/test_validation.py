@@ -1,4 +1,4 @@
-"""Unit tests of input validation in the core (SPEC R-ID, R-TIME, R-JSON,
+"""Unit tests of input validation in the core (rules R-ID, R-TIME, R-JSON,
 R-PAGE, R-META, R-SORT, R-DATE): pure functions, no store involved."""
 
 from __future__ import annotations
