@@ -6,8 +6,8 @@ conformance package (``memory_core_conformance.rules`` and the table in
 ``conformance/README.md``); these tests scan every tracked text file so a
 dangling reference cannot come back:
 
-- every Markdown file name mentioned (``README.md``, ``../../README.md``,
-  ``conformance/README.md`` ...) exists, relative to the mentioning file's
+- every Markdown file name mentioned (``README.md``, ``conformance/README.md``,
+  a relative one going up ...) exists, relative to the mentioning file's
   folder, one of its parent folders, or the repository root;
 - every path spelled from a top-level folder (``memory_core/...``,
   ``adapters/...``, ``conformance/...``, ``tests/...``, ``benchmarks/...``)
@@ -27,7 +27,7 @@ TEXT_SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg", ".ini", ".yml", ".yaml",
 TOP_LEVEL = ("memory_core", "adapters", "conformance", "tests", "benchmarks")
 
 # A Markdown file name, optionally with a relative folder in front; not the
-# tail of a longer word or path (the look-behind), so ``x/y.md`` is one hit.
+# tail of a longer word or path (the look-behind): a folder/name pair is one hit.
 _MARKDOWN = re.compile(r"(?<![\w/.\-])((?:\.\.?/)*[\w][\w.\-/]*\.md)\b")
 # A path from a top-level folder with at least one more component.
 _ROOTED = re.compile(rf"(?<![\w/.\-])((?:{'|'.join(TOP_LEVEL)})/[\w.\-/]*\w)")
@@ -83,9 +83,15 @@ def test_the_scan_catches_a_dangling_reference(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("# top\n")
     (tmp_path / "memory_core").mkdir()
     source = tmp_path / "memory_core" / "thing.py"
-    missing = "PLAN" + ".md"  # spelled apart, so this file does not cite it
-    source.write_text(f'"""See {missing}, ../README.md, README.md, memory_core/thing.py and memory_core/gone.py."""\n')
+    # Spelled apart, so this file cites none of them itself.
+    missing, up, here, gone = (
+        "PLAN" + ".md",
+        "../" + "README.md",
+        "memory_core/" + "thing.py",
+        "memory_core/" + "gone.py",
+    )
+    source.write_text(f'"""See {missing}, {up}, README.md, {here} and {gone}."""\n')
     assert dangling_references(tmp_path, [source]) == [
-        f"memory_core/thing.py: {missing}",
-        "memory_core/thing.py: memory_core/gone.py",
+        f"{here}: {missing}",
+        f"{here}: {gone}",
     ]
