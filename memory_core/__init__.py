@@ -1,7 +1,8 @@
 """memory-core: one async storage API for agent conversation memory.
 
 Threads, messages, resources with working memory and semantic recall, over
-interchangeable backends that behave exactly alike (SPEC.md). Start with
+interchangeable backends that behave exactly alike (the rules in
+``memory_core_conformance.rules``). Start with
 :func:`connect` and :class:`Memory`.
 """
 
@@ -21,6 +22,7 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     Page,
     RecallResult,
@@ -49,6 +51,7 @@ __all__ = [
     "MemoryCoreError",
     "Message",
     "MessageFilter",
+    "MessagePageRequest",
     "NotFoundError",
     "OrderBy",
     "OwnershipError",

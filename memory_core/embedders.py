@@ -1,4 +1,4 @@
-"""Embedders: text in, unit vectors out (semantic recall, SPEC R-VEC).
+"""Embedders: text in, unit vectors out (semantic recall, rule R-VEC).
 
 An :class:`Embedder` turns a batch of texts into a float32 matrix of shape
 ``(len(texts), dimension)`` whose rows have L2 norm 1, so the cosine

@@ -1,7 +1,8 @@
 """The ``Memory`` facade: threads, messages, recall and working memory.
 
-``Memory`` composes a storage (any :class:`~memory_core.storage.BaseStorage`)
-with an optional vector store and embedder for semantic recall (SPEC.md §6).
+``Memory`` composes a storage (any :class:`~memory_core.storage.Storage`)
+with an optional vector store and embedder for semantic recall (R-RECALL,
+R-VEC).
 It follows the public Mastra memory API (``recall()``, ``listThreads()``),
 with snake_case names.
 """
@@ -25,6 +26,7 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
@@ -32,7 +34,7 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
-from memory_core.storage import BaseStorage
+from memory_core.storage import Storage
 from memory_core.validation import (
     MAX_ID_LENGTH,
     MAX_PER_PAGE,
@@ -158,7 +160,7 @@ class WorkingMemory:
 
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
-    """Memory behaviour (SPEC §6); per-call ``thread_config`` overrides it.
+    """Memory behaviour (R-RECALL, R-VEC); per-call ``thread_config`` overrides it.
 
     Attributes:
         last_messages: default history page size for :meth:`Memory.recall`
@@ -260,7 +262,7 @@ class Memory:
 
     def __init__(
         self,
-        storage: BaseStorage,
+        storage: Storage,
         vector: VectorStore | None = None,
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,
@@ -435,7 +437,7 @@ class Memory:
             originals = page.items
         else:
             page = await self.storage.page_messages(
-                (source_id,), None, None, flt, 0, message_limit, None, None, newest=True
+                MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
             )
             originals = page.items
         clone = Thread(
@@ -604,7 +606,7 @@ class Memory:
         4. With ``vector_search_string`` and semantic recall on, the ``top_k``
            nearest messages (in the thread, or across the resource) become
            includes with ``message_range`` context around each.
-        5. Everything is merged and de-duplicated (§5).
+        5. Everything is merged and de-duplicated (R-INCLUDE).
 
         Returns:
             RecallResult; ``semantic_hits`` lists hit message ids, best first.
@@ -627,6 +629,17 @@ class Memory:
         if per_page is None:
             per_page = 0 if config.last_messages is False else config.last_messages
         searching = bool(vector_search_string and vector_search_string.strip()) and semantic is not None
+        listing = MessagePageRequest(
+            thread_ids=(thread_id,),
+            resource_id=resource_id,
+            include=includes,
+            filter=filter,
+            page=page,
+            per_page=per_page,
+            order_by=order_by,
+            cursor=cursor,
+            newest=True,
+        )
         hits: list[str] = []
         if searching and semantic is not None and self.vector is not None:
             thread = await self.storage.get_thread(thread_id)
@@ -634,18 +647,14 @@ class Memory:
             assert vector_search_string is not None
             hits = await self._semantic_hits(vector_search_string, semantic, thread_id, owner)
             before, after = semantic.window()
-            includes += [Include(hit, before, after) for hit in hits]
-            result = await self.storage.page_messages(
-                (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
-            )
+            windows = [Include(hit, before, after) for hit in hits]
+            result = await self.storage.page_messages(replace(listing, include=[*includes, *windows]))
         else:
             # Two independent reads: run together (one event-loop wait for both);
             # the page is dropped when the ownership check fails.
             thread, result = await asyncio.gather(
                 self.storage.get_thread(thread_id),
-                self.storage.page_messages(
-                    (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
-                ),
+                self.storage.page_messages(listing),
             )
             self._recall_owner(thread, thread_id, resource_id, semantic)
         return RecallResult(

@@ -1,4 +1,4 @@
-"""Typed records and results (SPEC.md §2, §4, §6).
+"""Typed records, requests and results.
 
 All models are frozen, slotted dataclasses. Datetimes on stored records are
 aware UTC with microsecond precision. ``metadata`` and dict ``content`` are
@@ -10,6 +10,7 @@ Mastra-style camelCase keys accepted where an interface takes them
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -22,6 +23,7 @@ __all__ = [
     "Message",
     "MessageContent",
     "MessageFilter",
+    "MessagePageRequest",
     "OrderBy",
     "Page",
     "PerPage",
@@ -156,9 +158,41 @@ class Include:
     thread_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessagePageRequest:
+    """One request for a page of messages, as one object (keywords only).
+
+    The arguments of ``list_messages`` / ``list_messages_by_resource`` and of
+    ``Memory.recall``'s listing, for
+    :meth:`~memory_core.storage.BaseStorage.page_messages`. Nothing is checked
+    here: ``page_messages`` validates every field (R-ID, R-DATE, R-META,
+    R-PAGE, R-SORT, R-INCLUDE, R-CURSOR) before any I/O.
+    """
+
+    thread_ids: Sequence[str] | None = None
+    """The threads to read (at least one); None: every thread of ``resource_id``."""
+    resource_id: str | None = None
+    """Only this resource's messages count (R-OWN); required when ``thread_ids`` is None."""
+    include: Sequence[Include | Mapping[str, Any]] | None = None
+    """Context windows merged into the page (R-INCLUDE); they never count in ``total``."""
+    filter: MessageFilter | Mapping[str, Any] | None = None
+    """Date range and metadata equality, ANDed (R-DATE, R-META)."""
+    page: int = 0
+    """Page number from 0 (R-PAGE); 0 when ``cursor`` is given."""
+    per_page: PerPage = 40
+    """Messages per page, or ``False`` for all (R-PAGE)."""
+    order_by: OrderBy | Mapping[str, Any] | None = None
+    """``created_at`` ASC (the default) or DESC, ties by insertion sequence (R-SORT, R-ORDER)."""
+    cursor: str | None = None
+    """A previous page's ``next_cursor`` (R-CURSOR)."""
+    newest: bool = False
+    """With no ``order_by``: page 0 is the newest ``per_page`` messages, page 1
+    the next older block, each returned oldest first (R-RECALL step 3)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
-    """One page of a listing (§4).
+    """One page of a listing (R-PAGE, R-CURSOR).
 
     Attributes:
         items: the window in the requested order (plus included messages).

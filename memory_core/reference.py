@@ -1,4 +1,4 @@
-"""The reference store (``memory://``): SPEC.md in plain Python, in memory.
+"""The reference store (``memory://``): the contract in plain Python, in memory.
 
 Every primitive is the most direct reading of its contract in
 :class:`~memory_core.storage.BaseStorage`, using the reference predicates of

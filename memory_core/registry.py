@@ -17,6 +17,8 @@ from typing import Any
 
 from memory_core.clock import Clock
 from memory_core.errors import ValidationError
+from memory_core.storage import Storage
+from memory_core.vector import VectorStore
 
 __all__ = [
     "STORAGE_GROUP",
@@ -119,11 +121,12 @@ def storage_class(url: str) -> Any:
     return _load(STORAGE_GROUP, url)
 
 
-async def connect(url: str, **options: Any) -> Any:
+async def connect(url: str, **options: Any) -> Storage:
     """Open the storage for ``url`` (``memory://``, ``sqlite:///path``,
     ``mongodb://``, ``redis://`` ...). Returns an opened
-    :class:`~memory_core.storage.BaseStorage`; close it with ``close()`` or use
-    it as an async context manager.
+    :class:`~memory_core.storage.Storage` (in practice a
+    :class:`~memory_core.storage.BaseStorage` subclass); close it with
+    ``close()`` or use it as an async context manager.
 
     Args:
         url: the storage URL; its scheme picks the adapter.
@@ -136,12 +139,12 @@ async def connect(url: str, **options: Any) -> Any:
             accept or a bad value (the field names the option).
         BackendError: the backend could not be reached.
     """
-    storage = _build(STORAGE_GROUP, url, options)
+    storage: Storage = _build(STORAGE_GROUP, url, options)
     await storage.open()
     return storage
 
 
-async def connect_vector(url: str, **options: Any) -> Any:
+async def connect_vector(url: str, **options: Any) -> VectorStore:
     """Open the vector store for ``url`` (``qdrant::memory:``,
     ``qdrant+path:///dir``, ``qdrant://host:6333`` ...).
 
@@ -149,6 +152,6 @@ async def connect_vector(url: str, **options: Any) -> Any:
         ValidationError: as for :func:`connect`.
         BackendError: the backend could not be reached.
     """
-    store = _build(VECTOR_GROUP, url, options)
+    store: VectorStore = _build(VECTOR_GROUP, url, options)
     await store.open()
     return store

@@ -1,11 +1,12 @@
 """The storage contract: a Protocol for callers and a base class for adapters.
 
-Adapters implement primitives; the core composes semantics (DESIGN.md).
+Adapters implement primitives; the core composes semantics.
 :class:`BaseStorage`'s public async methods validate every input once
 (:mod:`memory_core.validation`), resolve defaults, ownership and conflicts,
 and then call small underscore primitives that an adapter writes for its
 backend. Merging ``include`` windows, de-duplication, final ordering,
-``has_more`` arithmetic and cursors live here, once (SPEC.md §3-5).
+``has_more`` arithmetic and cursors live here, once (R-PAGE, R-CURSOR,
+R-INCLUDE; the rules are stated in ``memory_core_conformance.rules``).
 
 An adapter subclasses :class:`BaseStorage`, sets ``backend_name``, and
 implements the abstract ``_`` methods below. Each primitive's docstring is
@@ -38,6 +39,7 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
@@ -88,9 +90,17 @@ def message_key(message: Message) -> MessageKey:
 class Storage(Protocol):
     """What callers type against: every memory-core storage has these.
 
-    See :class:`BaseStorage` for each method's full contract.
+    :func:`memory_core.connect` returns one, :class:`~memory_core.Memory` takes
+    one, and every :class:`BaseStorage` subclass (the reference store and
+    each adapter) satisfies it structurally. See :class:`BaseStorage` for each
+    method's full contract.
     """
 
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+    async def open(self) -> None: ...
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
@@ -131,12 +141,14 @@ class Storage(Protocol):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Message]: ...
+    async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
     async def get_resource(self, resource_id: str) -> Resource | None: ...
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource: ...
     async def update_resource(
         self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
     ) -> Resource: ...
     async def close(self) -> None: ...
+    async def destroy(self) -> None: ...
 
 
 class BaseStorage(ABC):
@@ -342,7 +354,7 @@ class BaseStorage(ABC):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Thread]:
-        """A page of threads (§4), default order ``created_at DESC``, ties by id.
+        """A page of threads (R-PAGE), default order ``created_at DESC``, ties by id.
 
         Returns:
             ``Page[Thread]`` with ``total`` counted under the filter.
@@ -564,7 +576,7 @@ class BaseStorage(ABC):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Message]:
-        """A page of one or more threads' messages (§4, §5).
+        """A page of one or more threads' messages (R-PAGE, R-INCLUDE).
 
         Order: ``created_at ASC`` by default, ties by insertion sequence
         (R-ORDER). With ``resource_id`` only that resource's messages count
@@ -575,14 +587,20 @@ class BaseStorage(ABC):
             ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
                 order, include or cursor.
         """
-        thread_ids: tuple[str, ...]
-        if isinstance(thread_id, str):
-            thread_ids = (check_id(thread_id, "thread_id"),)
-        else:
-            thread_ids = tuple(check_id_list(thread_id, "thread_id"))
-            if not thread_ids:
-                raise ValidationError("thread_id", "must name at least one thread", "R-ID")
-        return await self.page_messages(thread_ids, resource_id, include, filter, page, per_page, order_by, cursor)
+        # The public field is ``thread_id``: check it here, so errors name it.
+        thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else _thread_ids(thread_id)
+        return await self.page_messages(
+            MessagePageRequest(
+                thread_ids=thread_ids,
+                resource_id=resource_id,
+                include=include,
+                filter=filter,
+                page=page,
+                per_page=per_page,
+                order_by=order_by,
+                cursor=cursor,
+            )
+        )
 
     async def list_messages_by_resource(
         self,
@@ -596,33 +614,51 @@ class BaseStorage(ABC):
     ) -> Page[Message]:
         """Like :meth:`list_messages`, across every thread of one resource."""
         check_id(resource_id, "resource_id")
-        return await self.page_messages(None, resource_id, include, filter, page, per_page, order_by, cursor)
+        return await self.page_messages(
+            MessagePageRequest(
+                resource_id=resource_id,
+                include=include,
+                filter=filter,
+                page=page,
+                per_page=per_page,
+                order_by=order_by,
+                cursor=cursor,
+            )
+        )
 
-    async def page_messages(
-        self,
-        thread_ids: tuple[str, ...] | None,
-        resource_id: str | None,
-        include: Sequence[Include | Mapping[str, Any]] | None,
-        filter: MessageFilter | Mapping[str, Any] | None,
-        page: int,
-        per_page: PerPage,
-        order_by: OrderBy | Mapping[str, Any] | None,
-        cursor: str | None,
-        *,
-        newest: bool = False,
-    ) -> Page[Message]:
+    async def page_messages(self, request: MessagePageRequest) -> Page[Message]:
         """The shared message-page composition behind every listing.
 
-        With ``newest=True`` and no ``order_by`` (``Memory.recall``), the window
-        is the newest ``per_page`` messages (page 1 = the next older block),
-        returned oldest first (R-RECALL step 3).
+        ``list_messages``, ``list_messages_by_resource`` and ``Memory.recall``
+        all come here. With ``request.newest`` and no ``order_by``
+        (``Memory.recall``), the window is the newest ``per_page`` messages
+        (page 1 = the next older block), returned oldest first (R-RECALL
+        step 3).
+
+        Returns:
+            a :class:`~memory_core.models.Page` of messages, as for
+            :meth:`list_messages`.
+
+        Raises:
+            ValidationError: ``request`` is not a
+                :class:`~memory_core.models.MessagePageRequest`; ``thread_ids``
+                empty, a bare str or with a bad id; neither ``thread_ids`` nor
+                ``resource_id`` given; or any field that
+                :meth:`list_messages` refuses.
         """
+        if not isinstance(request, MessagePageRequest):
+            raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
+        thread_ids = None if request.thread_ids is None else _thread_ids(request.thread_ids)
+        resource_id, filter, page, per_page = request.resource_id, request.filter, request.page, request.per_page
+        order_by, cursor = request.order_by, request.cursor
         if resource_id is not None:
             check_id(resource_id, "resource_id")
+        elif thread_ids is None:
+            raise ValidationError("thread_ids", "give thread_ids or resource_id", "R-OWN")
         created_from, created_to, conditions = check_message_filter(filter)
         page, per_page, offset = check_page(page, per_page)
-        includes = check_includes(include)
-        latest = newest and order_by is None
+        includes = check_includes(request.include)
+        latest = request.newest and order_by is None
         if latest:
             descending, output_descending = True, False
         else:
@@ -865,6 +901,14 @@ CONCURRENT_READS = 8
 """How many primitive reads one composite default runs at once: enough to
 overlap round trips, few enough not to drain a driver's connection pool
 (a 1,000-hit recall must not open 1,000 connections)."""
+
+
+def _thread_ids(value: Any) -> tuple[str, ...]:
+    """A non-empty list of thread ids (R-ID), as a tuple."""
+    thread_ids = tuple(check_id_list(value, "thread_id"))
+    if not thread_ids:
+        raise ValidationError("thread_id", "must name at least one thread", "R-ID")
+    return thread_ids
 
 
 async def _bounded_gather(calls: list[Awaitable[T]]) -> list[T]:

@@ -1,9 +1,9 @@
 """Validation and normalisation of every public input, done once, in the core.
 
 Each function raises :class:`~memory_core.errors.ValidationError` naming the
-field and the SPEC rule before anything is written or queried. Rules come
-from SPEC.md: R-ID, R-TIME, R-JSON, R-SIZE, R-PAGE, R-DATE, R-META, R-SORT,
-R-INCLUDE. Mappings are accepted wherever a model is, with Mastra's camelCase
+field and the rule before anything is written or queried: R-ID, R-TIME,
+R-JSON, R-SIZE, R-PAGE, R-DATE, R-META, R-SORT, R-INCLUDE (each stated in
+``memory_core_conformance.rules``). Mappings are accepted wherever a model is, with Mastra's camelCase
 keys as aliases (``threadId`` ...).
 """
 

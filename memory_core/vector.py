@@ -1,4 +1,4 @@
-"""The vector-store contract for semantic recall (SPEC R-VEC).
+"""The vector-store contract for semantic recall (rule R-VEC).
 
 A vector store keeps one point per (message, chunk) in the collection
 ``memory_messages_<dim>``; the point id is the UUIDv5 of the message id and
@@ -13,7 +13,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -127,6 +128,14 @@ class VectorStore(Protocol):
     it returns, searches see the change. Driver errors are raised as
     :class:`~memory_core.errors.BackendError`.
     """
+
+    async def __aenter__(self) -> Self:
+        """Open and return the store (``async with await connect_vector(url)``)."""
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the store."""
 
     async def open(self) -> None:
         """Connect (idempotent). Collections are created lazily per dimension."""

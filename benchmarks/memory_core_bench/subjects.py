@@ -25,7 +25,7 @@ from memory_core.clock import from_us
 from memory_core.memory import Memory
 from memory_core.models import DateRange, Include, Message, MessageFilter, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
-from memory_core.storage import BaseStorage
+from memory_core.storage import Storage
 from memory_core.vector import VectorPoint, VectorStore
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
@@ -187,11 +187,11 @@ class AdapterSubject(Subject):
         self.url = url
         self.namespace = namespace
         self._server_pid = server_pid
-        self._storage: BaseStorage | None = None
+        self._storage: Storage | None = None
         self._memory: Memory | None = None
 
     @property
-    def storage(self) -> BaseStorage:
+    def storage(self) -> Storage:
         """The opened storage (after :meth:`open`)."""
         assert self._storage is not None, "open() first"
         return self._storage

@@ -1,4 +1,4 @@
-"""The named benchmark workloads (issue 7, DESIGN.md "Benchmarks").
+"""The named benchmark workloads (issue 7).
 
 A workload is one kind of call an agent makes, run the same way on every
 subject. The runner creates one :class:`Workload` object per subject, awaits

@@ -174,8 +174,8 @@ def test_targets_and_markdown(report: BenchReport) -> None:
     assert "## Targets" in text
     for backend in report.backends():
         assert f"## {backend}, 200 messages" in text
-    for workload in WORKLOADS:
-        assert f"| {workload} |" in text
+    for workload_name in WORKLOADS:
+        assert f"| {workload_name} |" in text
 
 
 def test_json_round_trip(report: BenchReport, tmp_path: Path) -> None:

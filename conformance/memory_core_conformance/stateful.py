@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -44,6 +44,8 @@ __all__ = [
     "META_VALUES",
     "RESOURCE_IDS",
     "THREAD_IDS",
+    "WIDE_KEY",
+    "WIDE_VALUES",
     "StorageStateMachine",
     "run_storage_machine",
 ]
@@ -62,18 +64,53 @@ _TIMES = st.sampled_from(
         T0,
         T0 + timedelta(microseconds=1),
         T0 + timedelta(microseconds=999),
+        T0 + timedelta(microseconds=999_999),
         T0 + timedelta(seconds=1),
         T0 - timedelta(seconds=1),
+        datetime(1960, 5, 5, tzinfo=UTC),
     ]
 )
-"""Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common."""
+"""Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common;
+one before the Unix epoch (negative timestamps)."""
 META_KEYS = ("a", "b")
 """Metadata keys the machine uses (two, so filters and data collide often)."""
 META_VALUES: tuple[Any, ...] = (0, 1, 1.0, True, False, None, "1", "")
 """Metadata values whose JSON types collide (1 / 1.0 / true / "1", 0 / false / null / "")."""
-_metadata = st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2)
+WIDE_KEY = "w"
+"""A third metadata key, present in about half the records, holding :data:`WIDE_VALUES`."""
+WIDE_VALUES: tuple[Any, ...] = (
+    5,
+    5.0,
+    "5",
+    -0.0,
+    1.5,
+    2**63 - 1,
+    -(2**63),
+    "x",
+    "X",
+    "x\x00y",
+    "é",
+    [1, "a"],
+    {"k": None},
+    {"nested": {"deep": None}},
+)
+"""Values a backend's encoding can get wrong: 5 / 5.0 / "5", -0.0 (which equals 0),
+the signed 64-bit ends, a NUL inside a string beside its prefix, case,
+non-ASCII text, and list / object values (stored whole, matched by no filter)."""
+_WIDE_SCALARS = tuple(v for v in WIDE_VALUES if not isinstance(v, list | dict))
+_metadata = st.builds(
+    lambda narrow, wide: {**narrow, **wide},
+    st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2),
+    st.fixed_dictionaries({}, optional={WIDE_KEY: st.sampled_from(WIDE_VALUES)}),
+)
 _meta_filters = st.one_of(
-    st.none(), st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), min_size=1, max_size=2)
+    st.none(),
+    st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), min_size=1, max_size=2),
+    st.builds(
+        lambda narrow, wide: {**narrow, WIDE_KEY: wide},
+        st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=1),
+        st.sampled_from(_WIDE_SCALARS),
+    ),
 )
 _thread_ids = st.sampled_from(THREAD_IDS)
 _busy_thread_ids = st.sampled_from(("t1", "t1", "t1", "t2", "t3", "T1"))

@@ -41,8 +41,8 @@ def _message(message_id: str, **fields: object) -> Message:
         content=f"{message_id} " + "x" * 200,
         resource_id="r1",
         created_at=T0,
-        **fields,
-    )  # type: ignore[arg-type]
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def _page(items: list[Message], **fields: object) -> Page[Message]:

@@ -2,7 +2,7 @@
 
 The LoCoMo benchmark ("Evaluating Very Long-Term Conversational Memory of LLM
 Agents", ACL 2024) stores one two-person conversation per JSON file; its
-README (``shared/data/locomo10/README.md``) gives the mapping used here:
+data set's README gives the mapping used here:
 
 - one conversation = one resource (``locomo-<file stem>``);
 - one session K = one thread (``<resource>:s<K>``), created at the session's

@@ -15,7 +15,7 @@ from typing import Any
 
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.memory import Memory
-from memory_core.models import Message, Thread
+from memory_core.models import Message, MessagePageRequest, PerPage, Thread
 from memory_core.validation import check_id
 
 __all__ = [
@@ -53,9 +53,9 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
         OwnershipError: the thread belongs to another resource.
         ValidationError: bad ids or limit.
     """
-    per_page: int | bool = False if limit is None else limit
+    per_page: PerPage = False if limit is None else limit
     page = await memory.storage.page_messages(
-        (thread_id,), resource_id, None, None, 0, per_page, None, None, newest=True
+        MessagePageRequest(thread_ids=(thread_id,), resource_id=resource_id, per_page=per_page, newest=True)
     )
     if not page.items:
         await _check_owner(memory, thread_id, resource_id)

@@ -1,4 +1,4 @@
-"""memory-core vector store on Qdrant (semantic recall, SPEC R-VEC).
+"""memory-core vector store on Qdrant (semantic recall, rule R-VEC).
 
 Registered under the entry-point group ``memory_core.vector``, so
 ``await memory_core.connect_vector(url)`` finds it:

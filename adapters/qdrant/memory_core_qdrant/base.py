@@ -161,7 +161,7 @@ def _unit(vector: Any, field: str) -> Matrix:
 
 
 class QdrantVectorStore(ABC):
-    """The memory-core vector store on Qdrant (SPEC R-VEC).
+    """The memory-core vector store on Qdrant (rule R-VEC).
 
     Use :meth:`from_url` (``memory_core.connect_vector(url)`` does): it picks the
     in-process engine for ``qdrant::memory:`` / ``qdrant+path:///dir`` and the

@@ -6,6 +6,7 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -47,6 +48,7 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         await store.delete_messages(["m3"])
     assert sorted(os.listdir(where)) == ["memory_messages_16", "memory_messages_8"]
     async with await connect_vector(url_of(where)) as again:
+        assert isinstance(again, QdrantVectorStore)  # dimensions() and destroy() are Qdrant's own
         assert await again.dimensions() == [8, 16]
         assert await again.count() == 4
         hits = await again.search(vec(0.0, 1.0), 5, resource_id="r1")
@@ -54,6 +56,7 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         assert hits[1].score == pytest.approx(float(np.sqrt(0.5)), abs=1e-5)
         await again.delete_thread("t1")
     async with await connect_vector(url_of(where)) as third:
+        assert isinstance(third, QdrantVectorStore)
         assert await third.count() == 2
         await third.destroy()
     assert os.listdir(where) == []
@@ -122,6 +125,7 @@ async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
         await connect_vector(url_of(tmp_path), namespace="b") as second,
         await connect_vector(url_of(tmp_path)) as plain,
     ):
+        assert isinstance(plain, QdrantVectorStore)
         await first.upsert(points())
         await second.upsert(points()[:1])
         await plain.upsert(points()[:2])
@@ -178,7 +182,7 @@ def test_from_url_options() -> None:
         ("qdrant::memory:", {"unknown": 1}),
     ],
 )
-def test_bad_urls_and_options_are_rejected(url: str, options: dict[str, object]) -> None:
+def test_bad_urls_and_options_are_rejected(url: str, options: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         QdrantVectorStore.from_url(url, **options)
 

@@ -1,4 +1,4 @@
-"""CASES.md C15 and C16 through :class:`memory_core.Memory` on every mode,
+"""Bug cases C15 and C16 (``memory_core_conformance.rules``) through :class:`memory_core.Memory` on every mode,
 with the reference storage and the lexical embedder."""
 
 from __future__ import annotations

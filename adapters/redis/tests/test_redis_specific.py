@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from memory_core import BackendError, ManualClock, Message, connect
+from memory_core import BackendError, ManualClock, Message, Storage, connect
 from memory_core.errors import ConflictError, StaleStateError
 from redis.asyncio.cluster import RedisCluster
 
@@ -38,7 +38,7 @@ async def all_keys(store: RedisStorage) -> list[str]:
     return [key async for key in store.client.scan_iter(match=store._keys.pattern, count=1000)]
 
 
-async def seed(store: RedisStorage, resource: str = "r1", thread: str = "t1", n: int = 5) -> list[Message]:
+async def seed(store: Storage, resource: str = "r1", thread: str = "t1", n: int = 5) -> list[Message]:
     await store.save_thread({"id": thread, "resource_id": resource, "metadata": {"k": 1}})
     return await store.save_messages(
         [

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+
 from memory_core.embedders import (
     CallableEmbedder,
     Embedder,
