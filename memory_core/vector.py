@@ -52,6 +52,7 @@ __all__ = [
     "BaseVectorStore",
     "PointFilter",
     "RawHit",
+    "Vector",
     "VectorHit",
     "VectorPoint",
     "VectorStore",
@@ -70,6 +71,7 @@ POINT_NAMESPACE = uuid.UUID("6f1c1f4e-4a8e-5d0b-9a44-6d656d6f7279")
 would orphan every stored point)."""
 
 Vector = npt.NDArray[np.float32]
+"""A float32 numpy vector, shape ``(dim,)`` (or a matrix of them, one per row)."""
 
 
 def collection_name(dimension: int) -> str:
