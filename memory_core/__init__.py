@@ -32,18 +32,22 @@ from memory_core.models import (
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
+from memory_core.reference_vector import InMemoryVectorStore
 from memory_core.registry import connect, connect_vector, register_storage, register_vector
 from memory_core.storage import BaseStorage, Storage
+from memory_core.vector import BaseVectorStore, VectorStore
 
 __all__ = [
     "NOT_GIVEN",
     "AdapterClosedError",
     "BackendError",
     "BaseStorage",
+    "BaseVectorStore",
     "Clock",
     "ConflictError",
     "DateRange",
     "InMemoryStorage",
+    "InMemoryVectorStore",
     "Include",
     "Memory",
     "MemoryConfig",
@@ -64,6 +68,7 @@ __all__ = [
     "Thread",
     "ThreadFilter",
     "ValidationError",
+    "VectorStore",
     "WorkingMemory",
     "connect",
     "connect_vector",

@@ -2,9 +2,12 @@
 
 Adapters register a class under the entry-point group ``memory_core.storage``
 (or ``memory_core.vector``) keyed by scheme, e.g. ``sqlite =
-memory_core_sqlite:SQLiteStorage``. The class provides ``from_url(url,
-**options)``. ``register_storage()``/``register_vector()`` add one at run
-time (tests, third parties without packaging).
+memory_core_sqlite:SQLiteStorage``. What an entry point names provides
+``from_url(url, **options)``: usually the class; a module whose ``from_url``
+picks the class when several share a scheme (``qdrant = memory_core_qdrant``
+serves both ``qdrant::memory:`` and ``qdrant://host``).
+``register_storage()``/``register_vector()`` add one at run time (tests,
+third parties without packaging).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ _INSTALL_HINTS = {
     "unix": "memory-core-redis",
     "qdrant": "memory-core-qdrant",
     "qdrant+path": "memory-core-qdrant",
-    "qdrant+edge": "memory-core-qdrant",
+    "qdrant+http": "memory-core-qdrant",
+    "qdrant+https": "memory-core-qdrant",
 }
 
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
@@ -145,8 +149,9 @@ async def connect(url: str, **options: Any) -> Storage:
 
 
 async def connect_vector(url: str, **options: Any) -> VectorStore:
-    """Open the vector store for ``url`` (``qdrant::memory:``,
-    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...).
+    """Open the vector store for ``url`` (``memory://``, ``qdrant::memory:``,
+    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...). Returns an opened
+    :class:`~memory_core.vector.BaseVectorStore`.
 
     Raises:
         ValidationError: as for :func:`connect`.

@@ -94,6 +94,13 @@ class VectorConformance:
 
     @staticmethod
     async def _count(memory: Memory, **scope: Any) -> int:
+        """Points (chunks) stored under ``scope``."""
+        assert memory.vector is not None
+        return await memory.vector.count_points(**scope)
+
+    @staticmethod
+    async def _messages(memory: Memory, **scope: Any) -> int:
+        """Distinct messages with points under ``scope``."""
         assert memory.vector is not None
         return await memory.vector.count(**scope)
 
@@ -153,6 +160,7 @@ class VectorConformance:
         (longer,) = await memory.update_messages([{"id": "m1", "content": long_text}])
         assert self._points(memory, longer) > 1
         assert await self._count(memory, thread_id="t1") == self._points(memory, longer)
+        assert await self._messages(memory, thread_id="t1") == 1 == await self._messages(memory, resource_id="r1")
         (short,) = await memory.update_messages([{"id": "m1", "content": "tea again"}])
         assert await self._count(memory, thread_id="t1") == 1 == self._points(memory, short)
         result = await memory.recall("t1", "r1", "tea", thread_config=_semantic(5, "thread"))
@@ -178,9 +186,9 @@ class VectorConformance:
         await memory.save_messages(
             [message(f"m{n}", "t1" if n % 2 else "t2", f"note {n} about rivers", created_at=at(n)) for n in range(6)]
         )
-        assert await self._count(memory, resource_id="r1") == 6
+        assert await self._count(memory, resource_id="r1") == 6 == await self._messages(memory)
         await memory.delete_messages(["m1", "ghost"])
-        assert await self._count(memory, thread_id="t1") == 2
+        assert await self._count(memory, thread_id="t1") == 2 == await self._messages(memory, thread_id="t1")
         await memory.update_messages([{"id": "m3", "thread_id": "t2"}])
         assert await self._count(memory, thread_id="t1") == 1 and await self._count(memory, thread_id="t2") == 4
         moved = await memory.recall("t2", "r1", "note 3 rivers", thread_config=_semantic(1, "thread"))

@@ -13,14 +13,14 @@ from memory_core.vector import VectorPoint
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from memory_core_qdrant import QdrantServerStore, QdrantVectorStore
+from memory_core_qdrant import QdrantServerStore, from_url
 from memory_core_qdrant._errors import is_transient
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_unreachable_server_raises_a_retryable_backend_error() -> None:
-    store = QdrantVectorStore.from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2")
+    store = from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2")
     with pytest.raises(BackendError) as caught:
         await store.open()
     error = caught.value
