@@ -15,7 +15,7 @@ from memory_core.errors import (
     OwnershipError,
     ValidationError,
 )
-from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
+from memory_core.memory import IndexStatus, Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
     Include,
@@ -24,6 +24,7 @@ from memory_core.models import (
     OrderBy,
     Page,
     RecallResult,
+    RecallSource,
     Resource,
     Thread,
     ThreadFilter,
@@ -32,6 +33,7 @@ from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.registry import connect, connect_vector, register_storage, register_vector
 from memory_core.storage import BaseStorage, Storage
+from memory_core.tokens import EstimateTokenCounter, TokenCounter
 
 __all__ = [
     "NOT_GIVEN",
@@ -41,8 +43,10 @@ __all__ = [
     "Clock",
     "ConflictError",
     "DateRange",
+    "EstimateTokenCounter",
     "InMemoryStorage",
     "Include",
+    "IndexStatus",
     "Memory",
     "MemoryConfig",
     "ManualClock",
@@ -54,12 +58,14 @@ __all__ = [
     "OwnershipError",
     "Page",
     "RecallResult",
+    "RecallSource",
     "Resource",
     "SemanticRecall",
     "Storage",
     "SystemClock",
     "Thread",
     "ThreadFilter",
+    "TokenCounter",
     "ValidationError",
     "WorkingMemory",
     "connect",

@@ -47,20 +47,23 @@ def packaged_model_path() -> Path | None:
     return path if (path / "model.safetensors").is_file() else None
 
 
-def _erf(x: Matrix) -> Matrix:
-    """erf by Abramowitz & Stegun 7.1.26 in float64 (numpy has no erf):
-    absolute error at most 1.5e-7, about float32's resolution, so GELU
-    matches torch's exact (erf) ``gelu``."""
-    z = np.abs(x.astype(np.float64))
-    t = 1.0 / (1.0 + 0.3275911 * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    y = 1.0 - poly * np.exp(-z * z)
-    result: Matrix = (np.sign(x) * y).astype(np.float32)
+def _gelu(x: Matrix) -> Matrix:
+    """Exact (erf) GELU as BERT uses it, ``0.5 x (1 + erf(x / sqrt 2))``, with
+    erf by Abramowitz & Stegun 7.1.26 (numpy has no erf): absolute error at
+    most 1.5e-7, about float32's resolution. Computed in float32 with few
+    temporaries, since it is a large share of the forward pass."""
+    z = np.abs(x) * np.float32(1.0 / np.sqrt(2.0))
+    t = np.float32(1.0) / (np.float32(1.0) + np.float32(0.3275911) * z)
+    poly = t * (_A1 + t * (_A2 + t * (_A3 + t * (_A4 + t * _A5))))
+    np.multiply(z, z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    erf_abs = np.float32(1.0) - poly * z
+    result: Matrix = np.float32(0.5) * x * (np.float32(1.0) + np.copysign(erf_abs, x))
     return result
 
 
-def _gelu(x: Matrix) -> Matrix:
-    return (0.5 * x * (1.0 + _erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32)
+_A1, _A2, _A3, _A4, _A5 = (np.float32(c) for c in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429))
 
 
 def _layer_norm(x: Matrix, weight: Matrix, bias: Matrix, eps: float) -> Matrix:
