@@ -16,7 +16,7 @@ from memory_core.errors import (
     OwnershipError,
     ValidationError,
 )
-from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
+from memory_core.memory import IndexStatus, Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
     Include,
@@ -26,6 +26,7 @@ from memory_core.models import (
     OrderBy,
     Page,
     RecallResult,
+    RecallSource,
     Resource,
     Thread,
     ThreadFilter,
@@ -35,6 +36,7 @@ from memory_core.reference import InMemoryStorage
 from memory_core.reference_vector import InMemoryVectorStore
 from memory_core.registry import connect, connect_vector, register_storage, register_vector
 from memory_core.storage import BaseStorage, Storage
+from memory_core.tokens import EstimateTokenCounter, TokenCounter
 from memory_core.vector import BaseVectorStore, VectorStore
 
 __all__ = [
@@ -46,9 +48,11 @@ __all__ = [
     "Clock",
     "ConflictError",
     "DateRange",
+    "EstimateTokenCounter",
     "InMemoryStorage",
     "InMemoryVectorStore",
     "Include",
+    "IndexStatus",
     "Memory",
     "MemoryConfig",
     "ManualClock",
@@ -61,12 +65,14 @@ __all__ = [
     "OwnershipError",
     "Page",
     "RecallResult",
+    "RecallSource",
     "Resource",
     "SemanticRecall",
     "Storage",
     "SystemClock",
     "Thread",
     "ThreadFilter",
+    "TokenCounter",
     "ValidationError",
     "VectorStore",
     "WorkingMemory",

@@ -10,6 +10,7 @@ with snake_case names.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import uuid
@@ -31,10 +32,12 @@ from memory_core.models import (
     Page,
     PerPage,
     RecallResult,
+    RecallSource,
     Thread,
     ThreadFilter,
 )
-from memory_core.storage import Storage
+from memory_core.storage import MessageParts, Storage, message_key
+from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
     MAX_ID_LENGTH,
     MAX_PER_PAGE,
@@ -57,7 +60,15 @@ from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_tex
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
 
-__all__ = ["MAX_CLONE_ID_LENGTH", "Memory", "MemoryConfig", "SemanticRecall", "TitleGenerator", "WorkingMemory"]
+__all__ = [
+    "MAX_CLONE_ID_LENGTH",
+    "IndexStatus",
+    "Memory",
+    "MemoryConfig",
+    "SemanticRecall",
+    "TitleGenerator",
+    "WorkingMemory",
+]
 
 log = logging.getLogger("memory_core")
 
@@ -88,6 +99,12 @@ class SemanticRecall:
             Default 2.
         scope: ``"resource"`` searches every thread of the resource (needs a
             ``resource_id``); ``"thread"`` only the current thread.
+        exclude_recent: when True, the ``top_k`` hits are the best messages
+            outside the recall's history page (the search asks for ``top_k``
+            plus the page's size, capped at ``MAX_TOP_K``, and drops hits in
+            the page), so no slot is spent on a message the prompt already
+            has. Default False: Mastra's behaviour (R-RECALL step 4), where a
+            hit may be a recent message.
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
@@ -97,6 +114,7 @@ class SemanticRecall:
     top_k: int = 4
     message_range: int | tuple[int, int] = 2
     scope: Scope = "resource"
+    exclude_recent: bool = False
 
     def __post_init__(self) -> None:
         top_k = self.top_k
@@ -106,6 +124,7 @@ class SemanticRecall:
             )
         object.__setattr__(self, "message_range", _message_range(self.message_range))
         _check_scope(self.scope, "semantic_recall.scope")
+        check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""
@@ -245,12 +264,24 @@ class Memory:
 
     Args:
         storage: any opened or unopened storage (``await memory_core.connect(url)``).
-        vector: optional vector store for semantic recall (R-VEC).
-        embedder: turns text into vectors; defaults to the lexical hashing
-            embedder when a vector store is given.
+        vector: optional vector store for semantic recall (R-VEC). Pair a
+            persistent storage with a persistent vector store
+            (``qdrant+path:///dir``, a server): an in-memory one starts empty
+            after a restart (:meth:`check_index` tells, :meth:`reindex` repairs).
+        embedder: turns text into vectors; with a vector store and no
+            embedder, :func:`~memory_core.embedders.default_embedder` (MiniLM
+            when installed, else the lexical hashing embedder).
         config: defaults for recall and working memory.
+        token_counter: counts tokens for ``recall(max_tokens=...)``; default
+            :class:`~memory_core.tokens.EstimateTokenCounter`.
         owns_stores: close ``storage`` and ``vector`` on :meth:`close` (default
             True; pass False when they are shared).
+
+    Raises:
+        ValidationError: ``config`` is not a MemoryConfig; semantic recall is on
+            without a vector store (field ``config.semantic_recall``); an
+            embedder without a vector store (field ``embedder``); a bad
+            ``token_counter``. Checked here, before any I/O.
 
     With a vector store, ``save_messages``, ``update_messages``,
     ``delete_messages`` and ``delete_thread`` keep the vectors in step
@@ -267,18 +298,30 @@ class Memory:
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,
         *,
+        token_counter: TokenCounter | None = None,
         owns_stores: bool = True,
     ) -> None:
-        self.storage = storage
-        self.vector = vector
-        if vector is not None and embedder is None:
-            from memory_core.embedders import LexicalHashEmbedder
-
-            embedder = LexicalHashEmbedder()
-        self.embedder = embedder
         if config is not None and not isinstance(config, MemoryConfig):
             raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
         self.config = config if config is not None else MemoryConfig()
+        if vector is None:
+            if embedder is not None:
+                raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
+            if self.config.semantic() is not None:
+                raise ValidationError(
+                    "config.semantic_recall",
+                    "semantic recall is on but Memory has no vector store: pass "
+                    "vector=await memory_core.connect_vector(url), or turn semantic_recall off",
+                    "R-RECALL",
+                )
+        elif embedder is None:
+            from memory_core.embedders import default_embedder
+
+            embedder = default_embedder()
+        self.storage = storage
+        self.vector = vector
+        self.embedder = embedder
+        self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
 
     async def __aenter__(self) -> Self:
@@ -594,6 +637,7 @@ class Memory:
         order_by: OrderBy | Mapping[str, Any] | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        max_tokens: int | None = None,
     ) -> RecallResult:
         """The messages an agent should see for its next turn (R-RECALL).
 
@@ -603,18 +647,36 @@ class Memory:
            ``per_page``: no history page, only recalled context).
         3. Without ``order_by`` the page is the newest ``per_page`` messages
            (page 1 = the next older block), returned oldest first.
-        4. With ``vector_search_string`` and semantic recall on, the ``top_k``
-           nearest messages (in the thread, or across the resource) become
-           includes with ``message_range`` context around each.
-        5. Everything is merged and de-duplicated (R-INCLUDE).
+        4. With ``vector_search_string`` (semantic recall must be on), the
+           ``top_k`` nearest messages (in the thread, or across the resource;
+           outside the page with ``exclude_recent``) become includes with
+           ``message_range`` context around each. A blank string searches
+           nothing.
+        5. Everything is merged and de-duplicated (R-INCLUDE); each message is
+           marked with its source and the gaps between non-contiguous
+           neighbours are listed (R-SOURCE).
+        6. With ``max_tokens``, only the newest messages whose tokens (counted
+           by the Memory's ``token_counter``) add up to at most ``max_tokens``
+           are kept; a tool call and its results are kept or dropped together
+           (R-BUDGET).
+
+        When the search finds nothing while storage holds messages in its
+        scope, the vector index is empty or behind: ``warnings`` says so and
+        names the repair (:meth:`reindex`); the same is logged.
+
+        Args:
+            max_tokens: a token budget (int >= 0), or None (default) for none.
 
         Returns:
-            RecallResult; ``semantic_hits`` lists hit message ids, best first.
+            RecallResult; ``semantic_hits`` lists hit message ids, best first;
+            ``sources`` and ``gaps`` describe ``messages``.
 
         Raises:
             ValidationError: bad arguments (``vector_search_string`` longer than
                 :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
-                characters, included); resource scope without a resource.
+                characters, included); ``vector_search_string`` while semantic
+                recall is off, or on (through ``thread_config``) without a vector
+                store; resource scope without a resource. All before any I/O.
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
@@ -622,17 +684,33 @@ class Memory:
         check_id(thread_id, "thread_id")
         if resource_id is not None:
             check_id(resource_id, "resource_id")
+        semantic = config.semantic()
         if vector_search_string is not None:
             check_search_text(vector_search_string)
+            if semantic is None:
+                raise ValidationError(
+                    "vector_search_string",
+                    "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
+                    "or pass no vector_search_string",
+                    "R-RECALL",
+                )
+        if max_tokens is not None:
+            check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
         includes = check_includes(include)
-        semantic = config.semantic()
         if per_page is None:
             per_page = 0 if config.last_messages is False else config.last_messages
-        searching = bool(vector_search_string and vector_search_string.strip()) and semantic is not None
+        searching = semantic is not None and bool(vector_search_string and vector_search_string.strip())
+        if searching and self.vector is None:
+            raise ValidationError(
+                "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
+            )
+        # Windows are read one message wider on each side: the extra neighbour
+        # tells whether two runs of the result touch (no gap) and is cut off again.
+        wide = [Include(i.id, i.with_previous + 1, i.with_next + 1) for i in includes]
         listing = MessagePageRequest(
             thread_ids=(thread_id,),
             resource_id=resource_id,
-            include=includes,
+            include=wide,
             filter=filter,
             page=page,
             per_page=per_page,
@@ -641,25 +719,157 @@ class Memory:
             newest=True,
         )
         hits: list[str] = []
-        if searching and semantic is not None and self.vector is not None:
-            thread = await self.storage.get_thread(thread_id)
-            owner = self._recall_owner(thread, thread_id, resource_id, semantic)
-            assert vector_search_string is not None
-            hits = await self._semantic_hits(vector_search_string, semantic, thread_id, owner)
-            before, after = semantic.window()
-            windows = [Include(hit, before, after) for hit in hits]
-            result = await self.storage.page_messages(replace(listing, include=[*includes, *windows]))
-        else:
-            # Two independent reads: run together (one event-loop wait for both);
-            # the page is dropped when the ownership check fails.
-            thread, result = await asyncio.gather(
-                self.storage.get_thread(thread_id),
-                self.storage.page_messages(listing),
+        hit_windows: list[list[Message]] = []
+        warnings: list[str] = []
+        if not searching:
+            thread, parts = await asyncio.gather(
+                self.storage.get_thread(thread_id), self.storage.message_parts(listing)
             )
             self._recall_owner(thread, thread_id, resource_id, semantic)
-        return RecallResult(
-            result.items, result.total, result.page, result.per_page, result.has_more, result.next_cursor, hits
+        else:
+            assert semantic is not None and vector_search_string is not None
+            before, after = semantic.window()
+            if semantic.exclude_recent:
+                thread, parts = await asyncio.gather(
+                    self.storage.get_thread(thread_id), self.storage.message_parts(listing)
+                )
+                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+                recent = {m.id for m in parts.main}
+                extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
+                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
+                hits = [hit for hit in found if hit not in recent][: semantic.top_k]
+                hit_windows = await self.storage.include_windows(
+                    [Include(hit, before + 1, after + 1) for hit in hits], resource_id
+                )
+            else:
+                thread = await self.storage.get_thread(thread_id)
+                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
+                hits = found
+                hit_includes = [Include(hit, before + 1, after + 1) for hit in hits]
+                parts = await self.storage.message_parts(replace(listing, include=wide + hit_includes))
+                hit_windows = parts.windows[len(wide) :]
+            if not found:
+                warnings += await self._index_warnings(semantic, thread_id, owner)
+        return self._compose(
+            parts, includes, parts.windows[: len(wide)], hits, hit_windows, semantic, max_tokens, warnings
         )
+
+    def _compose(
+        self,
+        parts: MessageParts,
+        includes: list[Include],
+        include_windows: list[list[Message]],
+        hits: list[str],
+        hit_windows: list[list[Message]],
+        semantic: SemanticRecall | None,
+        max_tokens: int | None,
+        warnings: list[str],
+    ) -> RecallResult:
+        """Merge the history page and the windows, mark sources, apply the
+        token budget and find the gaps (R-SOURCE, R-BUDGET)."""
+        adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
+        query = parts.query
+        if query.created_from_us is None and query.created_to_us is None and not query.metadata:
+            ordered = sorted(parts.main, key=message_key)  # unfiltered: the page is a run of its thread
+            adjacent.update((a.id, b.id) for a, b in itertools.pairwise(ordered))
+        before, after = semantic.window() if semantic is not None else (0, 0)
+        shown_includes = [
+            _cut(w, i.id, i.with_previous, i.with_next, adjacent)
+            for i, w in zip(includes, include_windows, strict=True)
+        ]
+        shown_hits = [_cut(w, hit, before, after, adjacent) for hit, w in zip(hits, hit_windows, strict=True)]
+        merged = parts.merge(shown_includes + shown_hits)
+        messages = merged.items
+        tokens: int | None = None
+        dropped = 0
+        if max_tokens is not None:
+            kept, tokens = newest_within(sorted(messages, key=message_key), max_tokens, self.token_counter)
+            dropped = len(messages) - len(kept)
+            messages = [m for m in messages if m.id in kept]
+        recent = {m.id for m in parts.main}
+        semantic_ids = set(hits)
+        included = {m.id for window in shown_includes for m in window}
+        sources: list[RecallSource] = []
+        for message in messages:
+            if message.id in recent:
+                sources.append("recent")
+            elif message.id in semantic_ids:
+                sources.append("semantic")
+            elif message.id in included:
+                sources.append("include")
+            else:
+                sources.append("context")
+        gaps = [
+            (a.id, b.id)
+            for a, b in itertools.pairwise(messages)
+            if a.thread_id != b.thread_id or ((a.id, b.id) not in adjacent and (b.id, a.id) not in adjacent)
+        ]
+        for warning in warnings:
+            log.warning("%s", warning)
+        return RecallResult(
+            messages,
+            merged.total,
+            merged.page,
+            merged.per_page,
+            merged.has_more,
+            merged.next_cursor,
+            hits,
+            sources,
+            gaps,
+            warnings,
+            tokens,
+            dropped,
+        )
+
+    async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
+        """A warning when the search found nothing but storage holds messages
+        in its scope (a vector index that is empty or behind)."""
+        if semantic.scope == "thread":
+            stored, scope = (await self.storage.list_messages(thread_id, per_page=0)).total, f"thread {thread_id!r}"
+            repair = f"reindex(thread_id={thread_id!r})"
+        else:
+            assert owner is not None
+            stored = (await self.storage.list_messages_by_resource(owner, per_page=0)).total
+            scope, repair = f"resource {owner!r}", f"reindex(resource_id={owner!r})"
+        if not stored:
+            return []
+        return [
+            f"the vector index has no vectors for {scope} while storage holds {stored} messages there: "
+            f"it is empty or behind its storage (an in-memory vector store after a restart?); "
+            f"repair with await memory.{repair}"
+        ]
+
+    async def check_index(self, *, thread_id: str | None = None, resource_id: str | None = None) -> IndexStatus:
+        """Compare the vector index with storage for one thread or one resource.
+
+        Reads every message of the scope (a diagnostic, not for each turn) and
+        counts the vectors of the scope.
+
+        Returns:
+            :class:`IndexStatus`; ``behind`` is True when the index holds
+            fewer vectors than storage has messages with text (repair:
+            :meth:`reindex` with the same argument).
+
+        Raises:
+            ValidationError: neither or both of ``thread_id``/``resource_id``;
+                Memory has no vector store.
+        """
+        if (thread_id is None) == (resource_id is None):
+            raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
+        if self.vector is None or self.embedder is None:
+            raise ValidationError("vector", "Memory has no vector store to check")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+            listing = await self.storage.list_messages(thread_id, per_page=False)
+            indexed = await self.vector.count(thread_id=thread_id)
+        else:
+            assert resource_id is not None
+            check_id(resource_id, "resource_id")
+            listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
+            indexed = await self.vector.count(resource_id=resource_id)
+        embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
+        return IndexStatus(thread_id, resource_id, listing.total, embeddable, indexed)
 
     @staticmethod
     def _recall_owner(
@@ -679,16 +889,18 @@ class Memory:
         return resource_id if resource_id is not None else (thread.resource_id if thread else None)
 
     async def _semantic_hits(
-        self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None
+        self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
     ) -> list[str]:
+        """The ids of the ``top_k + extra`` nearest messages in the scope, best first."""
         assert self.vector is not None and self.embedder is not None
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
         query = await self.embedder.embed([text])
+        k = semantic.top_k + extra
         if semantic.scope == "thread":
-            found = await self.vector.search(query[0], semantic.top_k, thread_id=thread_id)
+            found = await self.vector.search(query[0], k, thread_id=thread_id)
         else:
-            found = await self.vector.search(query[0], semantic.top_k, resource_id=resource_id)
+            found = await self.vector.search(query[0], k, resource_id=resource_id)
         return [hit.message_id for hit in found]
 
     # ------------------------------------------------------------------ working memory
@@ -755,6 +967,48 @@ class Memory:
         if resource_id is not None and thread.resource_id != resource_id:
             raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
         return thread
+
+
+def _cut(window: list[Message], center: str, before: int, after: int, adjacent: set[tuple[str, str]]) -> list[Message]:
+    """The asked part of a window read one wider on each side: up to
+    ``before`` messages before ``center`` and ``after`` after it. Records every
+    neighbouring pair of the whole window in ``adjacent``."""
+    adjacent.update((a.id, b.id) for a, b in itertools.pairwise(window))
+    index = next((n for n, m in enumerate(window) if m.id == center), None)
+    if index is None:
+        return []
+    return window[max(0, index - before) : index + after + 1]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What :meth:`Memory.check_index` found for one thread or resource.
+
+    Attributes:
+        thread_id: the thread checked, or None.
+        resource_id: the resource checked, or None.
+        stored: messages in storage.
+        embeddable: stored messages with text (empty text gets no vector, R-VEC).
+        indexed: what the vector store counts for the scope (``count()``).
+    """
+
+    thread_id: str | None
+    resource_id: str | None
+    stored: int
+    embeddable: int
+    indexed: int
+
+    @property
+    def behind(self) -> bool:
+        """True when messages with text have no vectors: run :attr:`repair`."""
+        return self.indexed < self.embeddable
+
+    @property
+    def repair(self) -> str:
+        """The call that rebuilds this scope's vectors."""
+        if self.thread_id is not None:
+            return f"await memory.reindex(thread_id={self.thread_id!r})"
+        return f"await memory.reindex(resource_id={self.resource_id!r})"
 
 
 def _reject_constant(name: str) -> Any:

@@ -28,6 +28,7 @@ __all__ = [
     "Page",
     "PerPage",
     "RecallResult",
+    "RecallSource",
     "Resource",
     "Role",
     "Thread",
@@ -211,13 +212,37 @@ class Page(Generic[T]):
     next_cursor: str | None = None
 
 
+RecallSource = Literal["recent", "semantic", "context", "include"]
+"""Why a message is in a recall result: ``"recent"`` (the history page),
+``"semantic"`` (a vector-search hit), ``"context"`` (in the
+``message_range`` window around a hit) or ``"include"`` (asked for through
+``include``). A message that is several is marked by the first of recent,
+semantic, include, context."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecallResult:
-    """What :meth:`memory_core.Memory.recall` returns (R-RECALL).
+    """What :meth:`memory_core.Memory.recall` returns (R-RECALL, R-SOURCE, R-BUDGET).
 
-    ``messages`` are in the requested order (oldest first by default).
-    ``semantic_hits`` lists the message ids the vector search matched, best
-    first (empty without semantic recall).
+    Attributes:
+        messages: in the requested order (oldest first by default).
+        total: messages of the history query (filters applied).
+        page: echoed page number.
+        per_page: echoed page size.
+        has_more: more history beyond this page.
+        next_cursor: keyset cursor of the next history page, or None.
+        semantic_hits: message ids the vector search matched, best first
+            (empty without semantic recall).
+        sources: one :data:`RecallSource` per message, aligned with
+            ``messages``.
+        gaps: ``(before_id, after_id)`` for each pair of neighbours in
+            ``messages`` between which the conversation is not contiguous:
+            they are from different threads, or their thread has messages
+            between them that were not returned.
+        warnings: problems recall noticed but did not raise, e.g. an empty
+            vector index while storage holds messages (repair: ``reindex``).
+        tokens: tokens of ``messages`` when ``max_tokens`` was given, else None.
+        dropped: messages left out to fit ``max_tokens`` (0 without a budget).
     """
 
     messages: list[Message]
@@ -227,3 +252,8 @@ class RecallResult:
     has_more: bool
     next_cursor: str | None = None
     semantic_hits: list[str] = field(default_factory=list)
+    sources: list[RecallSource] = field(default_factory=list)
+    gaps: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tokens: int | None = None
+    dropped: int = 0

@@ -67,7 +67,7 @@ from memory_core.validation import (
     message_size,
 )
 
-__all__ = ["BaseStorage", "Storage", "message_key"]
+__all__ = ["BaseStorage", "MessageParts", "Storage", "message_key"]
 
 T = TypeVar("T")
 Q = TypeVar("Q", ThreadQuery, MessageQuery)
@@ -142,6 +142,10 @@ class Storage(Protocol):
         cursor: str | None = None,
     ) -> Page[Message]: ...
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
+    async def message_parts(self, request: MessagePageRequest) -> MessageParts: ...
+    async def include_windows(
+        self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
+    ) -> list[list[Message]]: ...
     async def get_resource(self, resource_id: str) -> Resource | None: ...
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource: ...
     async def update_resource(
@@ -646,6 +650,17 @@ class BaseStorage(ABC):
                 ``resource_id`` given; or any field that
                 :meth:`list_messages` refuses.
         """
+        parts = await self.message_parts(request)
+        return parts.merge(parts.windows)
+
+    async def message_parts(self, request: MessagePageRequest) -> MessageParts:
+        """:meth:`page_messages` before the merge: the main page and each
+        include's window apart (one read, as ``page_messages``), for callers
+        that need to know where each message came from (``Memory.recall``).
+
+        Raises:
+            ValidationError: as :meth:`page_messages`.
+        """
         if not isinstance(request, MessagePageRequest):
             raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
         thread_ids = None if request.thread_ids is None else _thread_ids(request.thread_ids)
@@ -680,26 +695,38 @@ class BaseStorage(ABC):
         with self._guard("list_messages"):
             paged = self._page_messages(replace(query, offset=window.offset, limit=window.limit, after=after))
             if includes:  # tasks cost event-loop turns: only when there is something to overlap
-                (total, found), extra = await asyncio.gather(paged, self._include_windows(includes, resource_id))
+                (total, found), windows = await asyncio.gather(paged, self._include_windows(includes, resource_id))
             else:
-                (total, found), extra = await paged, []
+                (total, found), windows = await paged, []
         main, has_more = window.cut(found, total)
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
-        merged = {m.id: m for m in main}
-        for message in extra:
-            merged.setdefault(message.id, message)
-        items = sorted(merged.values(), key=message_key, reverse=output_descending)
-        if has_more and extra and sum(1 for m in items if query.matches(m)) >= total:
-            has_more = False  # every main-query match is already in items
-        return Page(items, total, page, per_page, has_more, next_cursor)
+        return MessageParts(main, total, page, per_page, has_more, next_cursor, windows, query, output_descending)
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
+    async def include_windows(
+        self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
+    ) -> list[list[Message]]:
+        """Each include's window (R-INCLUDE), in the includes' order: the
+        message and its neighbours in its own thread, R-ORDER ascending;
+        ``[]`` for an unknown id or, with ``resource_id``, another resource's
+        message.
+
+        Raises:
+            ValidationError: a bad include or ``resource_id``.
+        """
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        includes = check_includes(include)
+        if not includes:
+            return []
+        await self._ready()
+        with self._guard("list_messages"):
+            return await self._include_windows(includes, resource_id)
+
+    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
         windows = await self._message_windows([(inc.id, inc.with_previous, inc.with_next) for inc in includes])
         return [
-            message
+            window if resource_id is None or not window or window[0].resource_id == resource_id else []
             for window in windows
-            if resource_id is None or not window or window[0].resource_id == resource_id
-            for message in window
         ]
 
     @staticmethod
@@ -932,6 +959,50 @@ async def _count_and_list(
         return await count(unpaged), []
     total, items = await asyncio.gather(count(unpaged), fetch(query))
     return total, items
+
+
+@dataclass(frozen=True, slots=True)
+class MessageParts:
+    """A message page with its include windows not yet merged (see
+    :meth:`BaseStorage.message_parts`).
+
+    Attributes:
+        main: the main query's window, in the query's order.
+        total: main-query matches (R-PAGE).
+        page: echoed page number.
+        per_page: echoed page size.
+        has_more: before includes are merged (see :meth:`merge`).
+        next_cursor: as :attr:`Page.next_cursor`.
+        windows: one list per include, R-ORDER ascending (``[]`` when skipped).
+        query: the normalised main query (its filter decides ``has_more``).
+        descending: output order of the merged items.
+    """
+
+    main: list[Message]
+    total: int
+    page: int
+    per_page: PerPage
+    has_more: bool
+    next_cursor: str | None
+    windows: list[list[Message]]
+    query: MessageQuery
+    descending: bool
+
+    def merge(self, windows: Sequence[Sequence[Message]]) -> Page[Message]:
+        """The page: :attr:`main` plus these windows, de-duplicated by id and
+        sorted in the output order (R-INCLUDE); ``has_more`` turns False when
+        every main-query match is already among the items."""
+        merged = {m.id: m for m in self.main}
+        extra = False
+        for window in windows:
+            for message in window:
+                extra = True
+                merged.setdefault(message.id, message)
+        items = sorted(merged.values(), key=message_key, reverse=self.descending)
+        has_more = self.has_more
+        if has_more and extra and sum(1 for m in items if self.query.matches(m)) >= self.total:
+            has_more = False  # every main-query match is already in items
+        return Page(items, self.total, self.page, self.per_page, has_more, self.next_cursor)
 
 
 @dataclass(frozen=True, slots=True)

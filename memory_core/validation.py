@@ -103,6 +103,7 @@ _ALIASES = {
     "endExclusive": "end_exclusive",
     "topK": "top_k",
     "messageRange": "message_range",
+    "excludeRecent": "exclude_recent",
 }
 
 M = TypeVar("M")

@@ -144,7 +144,7 @@ class IncludeIgnoresResourceStorage(InMemoryStorage):
     """Breaks R-INCLUDE/R-OWN: include windows are fetched without the
     caller's ``resource_id`` scope (another user's messages leak in)."""
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
+    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
         return await super()._include_windows(includes, None)
 
 

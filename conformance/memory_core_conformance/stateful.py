@@ -2,7 +2,8 @@
 
 :class:`StorageStateMachine` drives every storage operation (threads,
 messages, resources; listings with random filters, orders, pages, includes
-and cursors; partial updates and moves) against the adapter and
+and cursors; partial updates and moves), and ``Memory.recall`` over each
+store (sources, gaps, token budgets), against the adapter and
 :class:`~memory_core.reference.InMemoryStorage` side by side, and compares
 every answer in full (exceptions by type). Both stores follow one
 :class:`~memory_core.clock.ManualClock`, so their timestamps agree. Each
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from memory_core.clock import ManualClock
+from memory_core.memory import Memory
 from memory_core.models import Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
@@ -187,19 +189,21 @@ class _Step:
     store.list_messages(thread_id='t1', ...)``); the text is built only when
     Hypothesis prints it, not on every step of every run."""
 
-    __slots__ = ("args", "kwargs", "operation")
+    __slots__ = ("args", "kwargs", "operation", "target")
 
-    def __init__(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any], target: str = "store") -> None:
         self.operation = operation
         self.args = args
         self.kwargs = kwargs
+        self.target = target
 
     def __repr__(self) -> str:
         shown = ", ".join([*(repr(a) for a in self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
-        return f"await store.{self.operation}({shown})"
+        return f"await {self.target}.{self.operation}({shown})"
 
-    async def run(self, store: BaseStorage, side: int) -> Any:
-        """The answer of ``store`` (0: adapter, 1: reference) or :class:`Failed`."""
+    async def run(self, store: BaseStorage | Memory, side: int) -> Any:
+        """The answer of ``store`` (or a Memory over it; 0: adapter, 1:
+        reference) or :class:`Failed`."""
         args = tuple(a.values[side] if isinstance(a, _PerStore) else a for a in self.args)
         kwargs = {k: v.values[side] if isinstance(v, _PerStore) else v for k, v in self.kwargs.items()}
         return await capture(getattr(store, self.operation)(*args, **kwargs))
@@ -257,6 +261,8 @@ class StorageStateMachine(RuleBasedStateMachine):
             self._portal_cm.__exit__(None, None, None)
             raise
         self.walks: list[_Walk] = []
+        # Recall is composed in the core over storage reads: a Memory over each store.
+        self.memories = (Memory(adapter, owns_stores=False), Memory(self.reference, owns_stores=False))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -274,7 +280,9 @@ class StorageStateMachine(RuleBasedStateMachine):
         return actual, expected
 
     @staticmethod
-    async def _call_both(adapter: BaseStorage, reference: BaseStorage, call: _Step) -> tuple[Any, Any]:
+    async def _call_both(
+        adapter: BaseStorage | Memory, reference: BaseStorage | Memory, call: _Step
+    ) -> tuple[Any, Any]:
         """Both stores' answers in one trip to the event loop (adapter first)."""
         return await call.run(adapter, 0), await call.run(reference, 1)
 
@@ -385,6 +393,39 @@ class StorageStateMachine(RuleBasedStateMachine):
         }
         actual, expected = self._both("list_messages", **kwargs)
         self._remember("list_messages", kwargs, actual, expected)
+
+    @rule(
+        thread_id=_busy_thread_ids,
+        resource_id=st.none() | _resource_ids,
+        include=_includes,
+        per_page=st.integers(0, 5),
+        page=st.integers(0, 1),
+        max_tokens=st.none() | st.integers(0, 60),
+    )
+    def recall(
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        include: list[Include] | None,
+        per_page: int,
+        page: int,
+        max_tokens: int | None,
+    ) -> None:
+        """Memory.recall over both stores: sources, gaps and the token budget
+        (R-SOURCE, R-BUDGET) must agree too."""
+        kwargs = {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "include": include,
+            "per_page": per_page,
+            "page": page,
+            "max_tokens": max_tokens,
+        }
+        call = _Step("recall", (), kwargs, target="memory")
+        note(call)
+        actual, expected = self.portal.call(self._call_both, *self.memories, call)
+        note(_Answer(expected))
+        assert_same(actual, expected, call)
 
     @rule(resource_id=_resource_ids, include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
     def list_messages_by_resource(

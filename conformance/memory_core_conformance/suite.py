@@ -31,6 +31,7 @@ from memory_core_conformance.cases import (
     OrderingRules,
     PagingRules,
     PropertyCases,
+    RecallCases,
     StatefulCases,
     ValueRules,
 )
@@ -42,6 +43,7 @@ __all__ = ["StorageConformance"]
 class StorageConformance(  # pytest runs the last base's tests first: cheap layers last here
     StatefulCases,
     PropertyCases,
+    RecallCases,
     CapabilityCases,
     ConcurrencyCases,
     BugCases,

@@ -354,7 +354,7 @@ def demo(
     vector: Annotated[
         str | None, typer.Option(help="Vector URL (default: the in-process Qdrant engine next to --db); 'none' = off.")
     ] = None,
-    embedder: Annotated[str, typer.Option(help="lexical | minilm")] = "lexical",
+    embedder: Annotated[str, typer.Option(help="lexical | minilm | minilm-torch")] = "lexical",
     keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
 ) -> None:
     """Load conversations into the embedded default and show a session of use."""
@@ -384,7 +384,8 @@ async def _demo(
     vectors = await connect_vector(vector_url) if vector_url else None
     config = MemoryConfig(
         last_messages=10,
-        semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource"),
+        # Semantic recall needs a vector store (Memory refuses it otherwise).
+        semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource") if vectors else False,
         working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
     )
     async with Memory(store, vectors, embedder, config) as memory:

@@ -9,6 +9,7 @@ from memory_core_conformance.cases.operations import OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
 from memory_core_conformance.cases.paging import PagingRules
 from memory_core_conformance.cases.properties import PropertyCases
+from memory_core_conformance.cases.recall import RecallCases
 from memory_core_conformance.cases.stateful_case import StatefulCases
 from memory_core_conformance.cases.values import ValueRules
 
@@ -21,6 +22,7 @@ __all__ = [
     "OrderingRules",
     "PagingRules",
     "PropertyCases",
+    "RecallCases",
     "StatefulCases",
     "ValueRules",
 ]
