@@ -15,6 +15,7 @@ from memory_core.errors import (
     OwnershipError,
     ValidationError,
 )
+from memory_core.ids import new_message_id
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
@@ -25,8 +26,10 @@ from memory_core.models import (
     Page,
     RecallResult,
     Resource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
+    WorkingMemoryState,
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
@@ -55,6 +58,7 @@ __all__ = [
     "Page",
     "RecallResult",
     "Resource",
+    "ResourceErasure",
     "SemanticRecall",
     "Storage",
     "SystemClock",
@@ -62,8 +66,10 @@ __all__ = [
     "ThreadFilter",
     "ValidationError",
     "WorkingMemory",
+    "WorkingMemoryState",
     "connect",
     "connect_vector",
+    "new_message_id",
     "register_storage",
     "register_vector",
     "system_clock",

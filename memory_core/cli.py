@@ -34,7 +34,7 @@ USER_ERROR = 2
 """Exit code for a mistake in the command line (bad URL, scheme, path, option
 value, missing package): one red line, no traceback."""
 
-CONFORMANCE_HINT = "pip install memory-core-conformance (from a checkout: pip install -e ./conformance)"
+CONFORMANCE_HINT = "pip install -e ./conformance (from a clone of memory-core; it is not on PyPI)"
 
 
 @contextmanager

@@ -4,7 +4,7 @@
 package, a MongoDB-wire-compatible server on WiredTiger) on a free loopback
 port with in-memory storage, yields its URL, and stops it. Nothing here is
 imported by the adapter itself; ``secantusdb`` is only needed when this is
-called (``pip install memory-core-mongodb[test]``).
+called (``pip install -e './adapters/mongodb[test]'``).
 """
 
 from __future__ import annotations

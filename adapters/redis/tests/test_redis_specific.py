@@ -69,9 +69,9 @@ async def test_keys_carry_resource_and_store_hash_tags(make_store: MakeStore) ->
     assert tags == {prefix, f"{prefix}:{escape(odd)}", f"{prefix}:r2"}
     # thread, its messages and the resource's indexes share one slot
     resource_keys = {k[len(prefix) + len(escape(odd)) + 4 :] for k in keys if tag_of(k) == f"{prefix}:{escape(odd)}"}
-    assert {"r", "rm", "tc", "tu", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
+    assert {"r", "rm", "tc", "tu", "tla", "tld", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
     store_keys = {k[len(prefix) + 3 :] for k in keys if tag_of(k) == prefix}
-    assert {"seq", "msg", "tc", "tu", "g:t{a}:b", "g:t2"} == store_keys
+    assert {"seq", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2"} == store_keys
 
 
 async def _command_calls(client: Any) -> dict[str, int]:
@@ -233,7 +233,7 @@ async def test_late_global_update_never_resurrects_or_reverts(make_store: MakeSt
         assert old[0] is not None
         clock.advance(5)
         await store.update_thread("t1", title="new")
-        stale: Snapshot = ("t1", rid, "l", "1", "", "", [])  # version 1: older than anything applied since
+        stale: Snapshot = ("t1", rid, "l", "1", "", "", "", [])  # version 1: older than anything applied since
         await store._apply([stale])
         page = await store.list_threads(order_by={"field": "updated_at", "direction": "DESC"})
         assert [t.title for t in page.items] == ["new"]
