@@ -60,6 +60,8 @@ _CHAT_ROLES: dict[str, Role] = {
     "function": "tool",
 }
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_ITEM_ROLES = frozenset({"system", "developer", "user", "assistant"})
+"""Roles of a Responses message item (tool results are their own item type)."""
 
 
 def _texts(content: Any) -> list[str]:
@@ -149,8 +151,8 @@ def from_responses_items(
             raise ValidationError(f"{where}.type", f"must be a str, got {type(kind).__name__}")
         if kind == "message":
             role_name = original.get("role")
-            if not isinstance(role_name, str) or role_name not in _CHAT_ROLES or role_name == "function":
-                raise ValidationError(f"{where}.role", f"must be a message role, got {role_name!r}")
+            if not isinstance(role_name, str) or role_name not in _ITEM_ROLES:
+                raise ValidationError(f"{where}.role", f"must be one of {sorted(_ITEM_ROLES)}, got {role_name!r}")
             role = _CHAT_ROLES[role_name]
             texts = _texts(original.get("content"))
         elif kind == "function_call_output":
