@@ -557,7 +557,9 @@ class Memory:
 
     # ------------------------------------------------------------------ messages
 
-    async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+    async def save_messages(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, persist_system: bool = False
+    ) -> list[Message]:
         """Save messages (see :meth:`BaseStorage.save_messages`), then embed them
         into the vector store and run the ``generate_title`` hook.
 
@@ -570,8 +572,9 @@ class Memory:
 
         System messages (role ``system``) are validated but not persisted:
         they are instructions for one model call, not conversation (Mastra's
-        memory does not store them either). Save them through the storage
-        when you do want them kept. Returns the stored messages only.
+        memory does not store them either). Pass ``persist_system=True``
+        (a session that must store items exactly does) to keep them. Returns
+        the stored messages only.
 
         Raises:
             ValidationError: any bad message (nothing is written).
@@ -582,12 +585,13 @@ class Memory:
         """
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
             raise ValidationError("messages", "must be a list of Message or mappings")
+        check_bool(persist_system, "persist_system")
         batch: list[Message] = []
         for index, raw in enumerate(messages):
             if isinstance(raw, Mapping) and raw.get("id") is None:
                 raw = {**raw, "id": new_message_id()}
             message = check_message(raw, f"messages[{index}]")
-            if message.role != "system":
+            if persist_system or message.role != "system":
                 batch.append(message)
         saved = await self.storage.save_messages(batch) if batch else []
         await self._index(saved)
