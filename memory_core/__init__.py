@@ -16,6 +16,7 @@ from memory_core.errors import (
     OwnershipError,
     ValidationError,
 )
+from memory_core.ids import new_message_id
 from memory_core.memory import IndexStatus, Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
@@ -28,8 +29,10 @@ from memory_core.models import (
     RecallResult,
     RecallSource,
     Resource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
+    WorkingMemoryState,
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
@@ -67,6 +70,7 @@ __all__ = [
     "RecallResult",
     "RecallSource",
     "Resource",
+    "ResourceErasure",
     "SemanticRecall",
     "Storage",
     "SystemClock",
@@ -76,8 +80,10 @@ __all__ = [
     "ValidationError",
     "VectorStore",
     "WorkingMemory",
+    "WorkingMemoryState",
     "connect",
     "connect_vector",
+    "new_message_id",
     "register_storage",
     "register_vector",
     "system_clock",

@@ -10,6 +10,7 @@ with snake_case names.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import json
 import logging
@@ -21,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.errors import BackendError, NotFoundError, OwnershipError, ValidationError
+from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.ids import new_message_id
 from memory_core.models import (
     DateRange,
     Include,
@@ -33,9 +35,12 @@ from memory_core.models import (
     PerPage,
     RecallResult,
     RecallSource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
+    WorkingMemoryState,
 )
+from memory_core.query import NOT_GIVEN
 from memory_core.storage import MessageParts, Storage, message_key
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
@@ -61,6 +66,7 @@ if TYPE_CHECKING:
     from memory_core.embedders import Embedder
 
 __all__ = [
+    "APPEND_ATTEMPTS",
     "MAX_CLONE_ID_LENGTH",
     "IndexStatus",
     "Memory",
@@ -68,6 +74,7 @@ __all__ = [
     "SemanticRecall",
     "TitleGenerator",
     "WorkingMemory",
+    "working_memory_version",
 ]
 
 log = logging.getLogger("memory_core")
@@ -81,8 +88,26 @@ MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
 """The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
 named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
 
+APPEND_ATTEMPTS = 100
+"""Compare-and-set rounds :meth:`Memory.append_working_memory` tries before
+giving up with a ConflictError: each round one of the racing writers wins, so
+100 concurrent appends to one working memory all land."""
+
 _SCOPES = ("resource", "thread")
 _RANGE_KEYS = frozenset({"before", "after"})
+_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
+
+
+def working_memory_version(text: str | None) -> str | None:
+    """The version (an etag) of a stored working memory: the first 32 hex
+    digits of the SHA-256 of its UTF-8 text; None when nothing is stored.
+
+    Equal texts have equal versions, so a compare-and-set by version never
+    loses an update: a write succeeds only while the text it was computed
+    from is still the stored one."""
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +147,7 @@ class SemanticRecall:
             raise ValidationError(
                 "semantic_recall.top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL"
             )
+        object.__setattr__(self, "top_k", int(top_k))  # an IntEnum becomes a plain int
         object.__setattr__(self, "message_range", _message_range(self.message_range))
         _check_scope(self.scope, "semantic_recall.scope")
         check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
@@ -374,8 +400,9 @@ class Memory:
         thread_id: str | None = None,
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Thread:
-        """Create (or replace) a thread.
+        """Create a thread.
 
         Args:
             resource_id: the owner (R-ID).
@@ -383,15 +410,59 @@ class Memory:
                 is an error like any other bad id).
             title: a str.
             metadata: a JSON object (R-JSON).
+            replace: False (default): an existing ``thread_id`` is a
+                ConflictError and nothing changes. True: an existing thread of
+                the same resource is replaced, title, metadata and
+                ``created_at`` reset (its messages stay; Mastra's
+                ``saveThread``). See :meth:`get_or_create_thread` to reuse one.
 
         Raises:
             ValidationError: bad id, title or metadata; nothing is written.
-            ConflictError: ``thread_id`` belongs to another resource.
+            ConflictError: ``thread_id`` exists (``replace=False``), or
+                belongs to another resource.
         """
         check_id(resource_id, "resource_id")
         new_id = str(uuid.uuid4()) if thread_id is None else check_id(thread_id, "thread_id")
+        check_bool(replace, "replace")
         thread = Thread(new_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        return await self.storage.save_thread(thread)
+        if replace:
+            return await self.storage.save_thread(thread)
+        return await self.storage.insert_thread(thread)
+
+    async def get_or_create_thread(
+        self,
+        resource_id: str,
+        thread_id: str,
+        *,
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[Thread, bool]:
+        """The thread ``thread_id`` of ``resource_id``, created with ``title``
+        and ``metadata`` if it does not exist (an existing one is returned
+        unchanged). Safe under races: of two concurrent calls, one creates
+        and both return the same thread.
+
+        Returns:
+            ``(thread, created)``.
+
+        Raises:
+            ValidationError: bad id, title or metadata.
+            OwnershipError: the thread belongs to another resource.
+        """
+        check_id(resource_id, "resource_id")
+        check_id(thread_id, "thread_id")
+        thread = Thread(thread_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
+        for _ in range(2):
+            found = await self.storage.get_thread(thread_id)
+            if found is not None:
+                if found.resource_id != resource_id:
+                    raise OwnershipError(f"thread {thread_id!r} belongs to another resource")
+                return found, False
+            try:
+                return await self.storage.insert_thread(thread), True
+            except ConflictError:
+                continue  # created meanwhile (or deleted again): read it
+        raise ConflictError(f"thread {thread_id!r} is being created and deleted concurrently")
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
         """See :meth:`BaseStorage.get_thread`."""
@@ -408,6 +479,25 @@ class Memory:
         await self.storage.delete_thread(thread_id)
         if self.vector is not None:
             await self.vector.delete_thread(thread_id)
+
+    async def delete_resource(self, resource_id: str) -> ResourceErasure:
+        """Forget a resource (a user): its threads, their messages and vectors,
+        and its working memory. No id stays reserved; an unknown id is no
+        error. Resumable: if a backend fails half-way, calling again finishes
+        the erasure (see :meth:`BaseStorage.delete_resource`).
+
+        Returns:
+            :class:`ResourceErasure`: what was removed.
+
+        Raises:
+            ValidationError: bad id (before any I/O).
+            BackendError: a store failed (call again to finish).
+        """
+        erased = await self.storage.delete_resource(resource_id)
+        if self.vector is not None:
+            for thread_id in erased.thread_ids:
+                await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
+        return erased
 
     async def list_threads(
         self,
@@ -438,7 +528,9 @@ class Memory:
         every copy's id fits R-ID. ``message_limit`` keeps only the newest N;
         ``date_range`` only messages inside it. The clone's metadata is the
         source's, updated with ``metadata``, plus ``cloned_from`` naming the
-        source; ``title`` (a str) replaces the source's. Every input and every
+        source; its title is ``title`` (a str) when given, else ``"Clone of
+        <source title>"`` (Mastra's ``cloneThread``; ``""`` for an untitled
+        source). Every input and every
         copy is checked before anything is written. Returns ``(thread,
         messages)``.
 
@@ -486,7 +578,7 @@ class Memory:
         clone = Thread(
             new_id,
             source.resource_id,
-            source.title if title is None else title,
+            (f"Clone of {source.title}" if source.title else "") if title is None else title,
             {**source.metadata, **extra, "cloned_from": source_id},
         )
         copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
@@ -503,19 +595,93 @@ class Memory:
 
     # ------------------------------------------------------------------ messages
 
-    async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+    async def save_messages(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, persist_system: bool = False
+    ) -> list[Message]:
         """Save messages (see :meth:`BaseStorage.save_messages`), then embed them
         into the vector store and run the ``generate_title`` hook.
 
+        Message ids are global in a store (R-ID): saving an id that exists
+        updates that message, and a new ``thread_id`` (same resource) MOVES it
+        there. So never reuse ids across threads: a mapping without ``id``
+        (or with ``id`` None) gets a new time-ordered id
+        (:func:`memory_core.ids.new_message_id`, a UUIDv7), and
+        :meth:`append_messages` takes plain role/content pairs.
+
+        System messages (role ``system``) are validated but not persisted:
+        they are instructions for one model call, not conversation (Mastra's
+        memory does not store them either). Pass ``persist_system=True``
+        (a session that must store items exactly does) to keep them. Returns
+        the stored messages only.
+
         Raises:
+            ValidationError: any bad message (nothing is written).
+            NotFoundError / OwnershipError / ConflictError: as for
+                :meth:`BaseStorage.save_messages`.
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
         """
-        saved = await self.storage.save_messages(messages)
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            raise ValidationError("messages", "must be a list of Message or mappings")
+        check_bool(persist_system, "persist_system")
+        batch: list[Message] = []
+        for index, raw in enumerate(messages):
+            if isinstance(raw, Mapping) and raw.get("id") is None:
+                raw = {**raw, "id": new_message_id()}
+            message = check_message(raw, f"messages[{index}]")
+            if persist_system or message.role != "system":
+                batch.append(message)
+        saved = await self.storage.save_messages(batch) if batch else []
         await self._index(saved)
         if self.config.generate_title is not None and saved:
             await self._generate_titles(saved)
         return saved
+
+    async def append_messages(
+        self,
+        thread_id: str,
+        turns: Sequence[tuple[str, Any] | Mapping[str, Any]],
+        *,
+        resource_id: str | None = None,
+    ) -> list[Message]:
+        """Append turns to a thread, in order, with new time-ordered ids and
+        "now" as ``created_at`` (R-CLOCK keeps their order).
+
+        Args:
+            thread_id: the thread (it must exist; see :meth:`get_or_create_thread`).
+            turns: ``(role, content)`` pairs or mappings with ``role``,
+                ``content`` and optionally ``metadata``, ``type``, ``id``,
+                ``created_at``. Roles: ``user``, ``assistant``, ``tool``
+                (``system`` turns are not persisted, as in :meth:`save_messages`).
+            resource_id: when given, must own the thread (else OwnershipError).
+
+        Returns:
+            The stored messages, in order.
+
+        Raises:
+            ValidationError: a malformed turn (named by index), nothing written.
+            NotFoundError: no such thread. OwnershipError: another resource's thread.
+        """
+        check_id(thread_id, "thread_id")
+        if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
+            raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
+        batch: list[dict[str, Any]] = []
+        for index, turn in enumerate(turns):
+            field = f"turns[{index}]"
+            if isinstance(turn, Mapping):
+                unknown = sorted(map(str, set(turn) - _TURN_KEYS))
+                if unknown:
+                    raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
+                item = dict(turn)
+            elif isinstance(turn, tuple | list) and len(turn) == 2:
+                item = {"role": turn[0], "content": turn[1]}
+            else:
+                raise ValidationError(field, "must be a (role, content) pair or a mapping")
+            item["thread_id"] = thread_id
+            if resource_id is not None:
+                item["resource_id"] = resource_id
+            batch.append(item)
+        return await self.save_messages(batch)
 
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
@@ -561,10 +727,15 @@ class Memory:
         of messages indexed.
 
         Raises:
-            ValidationError: neither or both of ``thread_id``/``resource_id``.
+            ValidationError: neither or both of ``thread_id``/``resource_id``,
+                or a bad id (before any I/O).
         """
         if (thread_id is None) == (resource_id is None):
             raise ValidationError("reindex", "give exactly one of thread_id or resource_id")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
         if thread_id is not None:
             page = await self.storage.list_messages(thread_id, per_page=False)
             if self.vector is not None:
@@ -905,44 +1076,73 @@ class Memory:
 
     # ------------------------------------------------------------------ working memory
 
+    async def read_working_memory(
+        self,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+    ) -> WorkingMemoryState:
+        """The working memory, whether it is stored, and its version.
+
+        Scope ``resource``: ``Resource.working_memory`` of ``resource_id``, or
+        of the thread's resource when only ``thread_id`` is given (no thread
+        is needed to read a user's memory by user id). Scope ``thread``:
+        ``thread.metadata["working_memory"]`` of ``thread_id``.
+
+        Returns:
+            :class:`WorkingMemoryState`: ``text`` (the stored value, or the
+            template while nothing is stored), ``stored`` and ``version``.
+
+        Raises:
+            ValidationError: working memory not enabled; neither id given (or
+                no ``thread_id`` with thread scope); a bad id.
+            NotFoundError: ``thread_id`` names no thread.
+            OwnershipError: the thread belongs to another resource.
+        """
+        config = self._config(thread_config).working_memory
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        value = await self._stored_memory(scope, key)
+        if value is None:
+            return WorkingMemoryState(config.template, False, None)
+        return WorkingMemoryState(value, True, working_memory_version(value))
+
     async def get_working_memory(
         self,
-        thread_id: str,
+        thread_id: str | None = None,
         resource_id: str | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
     ) -> str | None:
-        """The stored working memory (or the template while none is stored).
-
-        Scope ``resource`` reads ``Resource.working_memory`` of the thread's
-        resource; scope ``thread`` reads ``thread.metadata["working_memory"]``.
+        """The stored working memory, or the template while none is stored
+        (:meth:`read_working_memory` tells the two apart).
 
         Raises:
-            ValidationError: working memory is not enabled.
-            NotFoundError / OwnershipError: as for :meth:`recall`.
+            As :meth:`read_working_memory`.
         """
-        config = self._config(thread_config).working_memory
-        thread = await self._owned_thread(thread_id, resource_id, config)
-        if config.scope == "thread":
-            value = thread.metadata.get("working_memory")
-        else:
-            resource = await self.storage.get_resource(thread.resource_id)
-            value = None if resource is None else resource.working_memory
-        return value if isinstance(value, str) else config.template
+        return (await self.read_working_memory(thread_id, resource_id, thread_config)).text
 
     async def update_working_memory(
         self,
-        thread_id: str,
+        thread_id: str | None,
         working_memory: str | Mapping[str, Any],
         resource_id: str | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+        *,
+        if_version: str | None = NOT_GIVEN,
     ) -> str:
         """Replace the working memory atomically; returns the stored text.
 
+        ``thread_id`` may be None with resource scope and a ``resource_id``.
         With a schema, ``working_memory`` is a dict or JSON text that must
-        validate against it (nothing is written otherwise).
+        validate against it (nothing is written otherwise). ``if_version``
+        makes it a compare-and-set: write only if the stored version is still
+        this one (a version from :meth:`read_working_memory`; None: only if
+        nothing is stored). Omitted: the write is unconditional.
 
         Raises:
-            ValidationError: not enabled, bad type, or schema violation.
+            ValidationError: not enabled, bad type, schema violation, bad ids.
+            NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
+            ConflictError: ``if_version`` given and the stored version differs
+                (nothing written).
         """
         config = self._config(thread_config).working_memory
         if isinstance(working_memory, Mapping):
@@ -951,16 +1151,91 @@ class Memory:
             text = check_text(working_memory, "working_memory")
         if config.schema is not None:
             _validate_schema(text, config.schema)
-        thread = await self._owned_thread(thread_id, resource_id, config)
-        if config.scope == "thread":
-            await self.storage.update_thread(thread_id, metadata={"working_memory": text})
-        else:
-            await self.storage.update_resource(thread.resource_id, working_memory=text)
+        if if_version is not NOT_GIVEN and if_version is not None:
+            check_text(if_version, "if_version")
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        if if_version is NOT_GIVEN:
+            if scope == "thread":
+                await self.storage.update_thread(key, metadata={"working_memory": text})
+            else:
+                await self.storage.update_resource(key, working_memory=text)
+            return text
+        current = await self._stored_memory(scope, key)
+        if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
+            raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 
-    async def _owned_thread(self, thread_id: str, resource_id: str | None, config: WorkingMemory) -> Thread:
+    async def append_working_memory(
+        self,
+        thread_id: str | None,
+        text: str,
+        resource_id: str | None = None,
+        thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+        *,
+        separator: str = "\n",
+    ) -> str:
+        """Append ``text`` to the working memory atomically (``separator``
+        between the old value and ``text``; nothing stored: ``text`` alone).
+        Concurrent appends all land: each is a compare-and-set, retried until
+        it wins (at most :data:`APPEND_ATTEMPTS` rounds). Returns the new
+        stored value.
+
+        Raises:
+            ValidationError: not enabled; a schema is set (JSON cannot be
+                appended to); ``text``/``separator`` not str; bad ids.
+            NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
+            ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
+        """
+        config = self._config(thread_config).working_memory
+        check_text(text, "text")
+        check_text(separator, "separator")
+        if config.schema is not None:
+            raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        for _ in range(APPEND_ATTEMPTS):
+            current = await self._stored_memory(scope, key)
+            value = text if current is None else current + separator + text
+            if await self._swap_memory(scope, key, current, value):
+                return value
+        raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
+
+    async def _memory_target(
+        self, thread_id: str | None, resource_id: str | None, config: WorkingMemory
+    ) -> tuple[Scope, str]:
+        """Where the working memory lives: ``("thread", thread id)`` or
+        ``("resource", resource id)``; validates, then reads the thread only
+        when one is named."""
         if not config.enabled:
             raise ValidationError("working_memory.enabled", "working memory is not enabled in the config")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        if thread_id is None:
+            if config.scope == "thread":
+                raise ValidationError("thread_id", "working memory with thread scope needs a thread_id")
+            if resource_id is None:
+                raise ValidationError("resource_id", "give a thread_id or a resource_id")
+            return "resource", resource_id
+        thread = await self._owned_thread(thread_id, resource_id)
+        return ("thread", thread.id) if config.scope == "thread" else ("resource", thread.resource_id)
+
+    async def _stored_memory(self, scope: Scope, key: str) -> str | None:
+        if scope == "thread":
+            thread = await self.storage.get_thread(key)
+            if thread is None:
+                raise NotFoundError(f"thread {key!r} does not exist")
+            value = thread.metadata.get("working_memory")
+            return value if isinstance(value, str) else None
+        resource = await self.storage.get_resource(key)
+        return None if resource is None else resource.working_memory
+
+    async def _swap_memory(self, scope: Scope, key: str, expected: str | None, value: str) -> bool:
+        if scope == "thread":
+            return await self.storage.swap_thread_working_memory(key, expected, value)
+        return await self.storage.swap_working_memory(key, expected, value)
+
+    async def _owned_thread(self, thread_id: str, resource_id: str | None) -> Thread:
         thread = await self.storage.get_thread(thread_id)
         if thread is None:
             raise NotFoundError(f"thread {thread_id!r} does not exist")

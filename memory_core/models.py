@@ -30,9 +30,11 @@ __all__ = [
     "RecallResult",
     "RecallSource",
     "Resource",
+    "ResourceErasure",
     "Role",
     "Thread",
     "ThreadFilter",
+    "WorkingMemoryState",
 ]
 
 JSONObject = dict[str, Any]
@@ -57,6 +59,9 @@ class Thread:
 
     ``created_at``/``updated_at`` are None only on input, meaning "now";
     every thread a store returns has both set (aware UTC).
+    ``last_message_at`` is kept by the store, never set by callers (ignored
+    on input): the largest ``created_at`` among the thread's messages, or
+    None while it has none; exact through saves, moves and deletes.
     """
 
     id: str
@@ -65,6 +70,7 @@ class Thread:
     metadata: JSONObject = field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    last_message_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +111,44 @@ class Resource:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkingMemoryState:
+    """What :meth:`memory_core.Memory.read_working_memory` returns.
+
+    Attributes:
+        text: the stored working memory, or the configured template (possibly
+            None) while nothing is stored.
+        stored: whether ``text`` is a stored value (False: the template).
+        version: the stored value's version
+            (:func:`memory_core.memory.working_memory_version`), None while
+            nothing is stored; pass it as ``if_version`` to update only if
+            nobody wrote in between.
+    """
+
+    text: str | None
+    stored: bool
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceErasure:
+    """What :meth:`~memory_core.storage.BaseStorage.delete_resource` removed.
+
+    Attributes:
+        resource_id: the erased resource.
+        thread_ids: the ids of its threads that were deleted (with their
+            messages and working memory), sorted.
+        messages: how many messages were deleted with them.
+        resource: whether a resource record (working memory, metadata) was
+            deleted.
+    """
+
+    resource_id: str
+    thread_ids: list[str] = field(default_factory=list)
+    messages: int = 0
+    resource: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DateRange:
     """Bounds on ``created_at`` (R-DATE): both optional, inclusive unless the
     ``*_exclusive`` flag is set, compared to the microsecond. Datetimes or
@@ -136,12 +180,14 @@ class ThreadFilter:
 
 @dataclass(frozen=True, slots=True)
 class OrderBy:
-    """Sort order (R-SORT). ``field``: ``created_at`` (messages, threads) or
-    ``updated_at`` (threads); camelCase spellings are accepted. ``direction``:
-    ``ASC`` or ``DESC``, case-insensitive."""
+    """Sort order (R-SORT). ``field``: ``created_at`` (messages, threads),
+    ``updated_at`` or ``last_message_at`` (threads); camelCase spellings are
+    accepted. ``direction``: ``ASC`` or ``DESC``, case-insensitive; None (the
+    default) takes the listing's default direction: threads ``DESC``,
+    messages ``ASC``."""
 
     field: str = "created_at"
-    direction: str = "ASC"
+    direction: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

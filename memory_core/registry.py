@@ -38,18 +38,23 @@ __all__ = [
 STORAGE_GROUP = "memory_core.storage"
 VECTOR_GROUP = "memory_core.vector"
 
-# Which distribution to install for our own schemes (for the error message).
+# Which adapter folder of this repository serves our own schemes (for the
+# error message): the adapters are not on PyPI, so the hint is an editable
+# install from a clone.
 _INSTALL_HINTS = {
-    "sqlite": "memory-core-sqlite",
-    "mongodb": "memory-core-mongodb",
-    "mongodb+srv": "memory-core-mongodb",
-    "redis": "memory-core-redis",
-    "rediss": "memory-core-redis",
-    "unix": "memory-core-redis",
-    "qdrant": "memory-core-qdrant",
-    "qdrant+path": "memory-core-qdrant",
-    "qdrant+http": "memory-core-qdrant",
-    "qdrant+https": "memory-core-qdrant",
+    "sqlite": "sqlite",
+    "mongodb": "mongodb",
+    "mongodb+srv": "mongodb",
+    "redis": "redis",
+    "rediss": "redis",
+    "redis+cluster": "redis",
+    "unix": "redis",
+    "qdrant": "qdrant",
+    "qdrant+path": "qdrant",
+    "qdrant+http": "qdrant",
+    "qdrant+https": "qdrant",
+    "postgresql": "postgres",
+    "postgres": "postgres",
 }
 
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
@@ -90,9 +95,17 @@ def _load(group: str, url: str) -> Any:
     for name in candidates:
         if name in eps:
             return eps[name].load()
-    hint = _INSTALL_HINTS.get(scheme)
-    advice = f"install it with: pip install {hint}" if hint else "no installed adapter registers it"
     kind = "storage" if group == STORAGE_GROUP else "vector store"
+    other = VECTOR_GROUP if group == STORAGE_GROUP else STORAGE_GROUP
+    if any(name in _runtime[other] or name in known_schemes(other) for name in candidates):
+        what, call = ("a vector store", "connect_vector()") if group == STORAGE_GROUP else ("a storage", "connect()")
+        raise ValidationError("url", f"{scheme!r} is {what} URL, not a {kind} URL: open it with {call}")
+    folder = _INSTALL_HINTS.get(scheme)
+    advice = (
+        f"install memory-core-{folder} from a clone of memory-core: pip install -e ./adapters/{folder}"
+        if folder
+        else "no installed adapter registers it"
+    )
     raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {sorted(eps)})")
 
 

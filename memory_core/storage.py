@@ -44,6 +44,7 @@ from memory_core.models import (
     Page,
     PerPage,
     Resource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
 )
@@ -151,6 +152,9 @@ class Storage(Protocol):
     async def update_resource(
         self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
     ) -> Resource: ...
+    async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool: ...
+    async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool: ...
+    async def delete_resource(self, resource_id: str) -> ResourceErasure: ...
     async def close(self) -> None: ...
     async def destroy(self) -> None: ...
 
@@ -277,8 +281,10 @@ class BaseStorage(ABC):
         """Upsert a whole thread (every field replaced); returns it as stored.
 
         ``created_at``/``updated_at`` None mean now; ``updated_at`` is stored as
-        given otherwise. A thread id saved again under another resource is a
-        ConflictError (its messages belong to the first resource).
+        given otherwise. ``last_message_at`` is the store's (ignored on input;
+        the returned thread carries the value read before the write). A thread
+        id saved again under another resource is a ConflictError (its messages
+        belong to the first resource).
 
         Raises:
             ValidationError: bad field (R-ID, R-JSON, R-TIME).
@@ -288,12 +294,14 @@ class BaseStorage(ABC):
 
         async def attempt() -> Thread:
             existing = await self._get_thread(stored.id)
-            if existing is not None and existing.resource_id != stored.resource_id:
-                raise ConflictError(
-                    f"thread {stored.id!r} belongs to resource {existing.resource_id!r}, not {stored.resource_id!r}"
-                )
+            if existing is None:
+                await self._put_thread(stored)
+                return stored
+            if existing.resource_id != stored.resource_id:
+                # Never name the other tenant's resource (issue 12, point 14).
+                raise ConflictError(f"thread {stored.id!r} belongs to another resource")
             await self._put_thread(stored)
-            return stored
+            return replace(stored, last_message_at=existing.last_message_at)
 
         return await self._optimistic("save_thread", attempt)
 
@@ -359,6 +367,10 @@ class BaseStorage(ABC):
         cursor: str | None = None,
     ) -> Page[Thread]:
         """A page of threads (R-PAGE), default order ``created_at DESC``, ties by id.
+
+        ``order_by`` fields: ``created_at``, ``updated_at``, ``last_message_at``
+        (threads without messages come last in either direction); a field
+        without a direction is sorted DESC (R-SORT).
 
         Returns:
             ``Page[Thread]`` with ``total`` counted under the filter.
@@ -426,15 +438,13 @@ class BaseStorage(ABC):
             owner = threads[message.thread_id].resource_id
             if message.resource_id is not None and message.resource_id != owner:
                 raise OwnershipError(
-                    f"message {message.id!r}: resource_id {message.resource_id!r} is not the owner "
-                    f"of thread {message.thread_id!r} ({owner!r})"
+                    f"message {message.id!r}: thread {message.thread_id!r} belongs to another resource, "
+                    f"not {message.resource_id!r}"
                 )
             old = existing.get(message.id)
             if old is not None:
                 if old.resource_id != owner:
-                    raise ConflictError(
-                        f"message {message.id!r} is stored under resource {old.resource_id!r}, not {owner!r}"
-                    )
+                    raise ConflictError(f"message {message.id!r} belongs to another resource")
                 bump[old.thread_id] = None
             bump[message.thread_id] = None
         # Times are assigned only after the whole batch passed every check.
@@ -777,6 +787,78 @@ class BaseStorage(ABC):
         with self._guard("update_resource"):
             return await self._patch_resource(resource_id, working_memory, patch, to_us(self.clock.now()))
 
+    async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool:
+        """Compare-and-set of a resource's working memory: set it to ``value``
+        only if it is ``expected`` now (None: nothing stored, or no resource);
+        atomic on every backend. A missing resource is created. Bumps
+        ``updated_at`` when it writes.
+
+        Returns:
+            True if it wrote, False if the stored value was not ``expected``
+            (nothing written).
+
+        Raises:
+            ValidationError: bad id, ``expected`` not str/None, ``value`` not a
+                str, or a record over R-SIZE.
+        """
+        check_id(resource_id, "resource_id")
+        if expected is not None:
+            check_text(expected, "expected")
+        check_text(value, "working_memory")
+        check_record_size("resource update", {"working_memory": value})
+        await self._ready()
+        with self._guard("swap_working_memory"):
+            return await self._swap_resource_memory(resource_id, expected, value, to_us(self.clock.now()))
+
+    async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool:
+        """Compare-and-set of a thread's working memory
+        (``metadata["working_memory"]``): set it to ``value`` only if it is
+        ``expected`` now (None: the key is absent or not a str); atomic on
+        every backend; other metadata keys are kept. Bumps ``updated_at`` when
+        it writes.
+
+        Returns:
+            True if it wrote, False if the stored value was not ``expected``.
+
+        Raises:
+            ValidationError: bad id or values, or a record over R-SIZE.
+            NotFoundError: no such thread.
+        """
+        check_id(thread_id, "thread_id")
+        if expected is not None:
+            check_text(expected, "expected")
+        check_text(value, "working_memory")
+        check_record_size("thread update", {"metadata": {"working_memory": value}})
+        await self._ready()
+        with self._guard("swap_thread_working_memory"):
+            swapped = await self._swap_thread_memory(thread_id, expected, value, to_us(self.clock.now()))
+        if swapped is None:
+            raise NotFoundError(f"thread {thread_id!r} does not exist")
+        return swapped
+
+    async def delete_resource(self, resource_id: str) -> ResourceErasure:
+        """Erase a resource: every thread it owns, their messages, and its
+        record (working memory, metadata). No id stays reserved: the resource,
+        thread and message ids can all be used again, by any resource. An
+        unknown id is no error (an empty :class:`ResourceErasure`).
+
+        Not a single transaction on every backend, but resumable: a call that
+        fails half-way leaves a state that a repeated call erases to
+        completion. Vectors are removed by :meth:`memory_core.Memory.delete_resource`.
+
+        Returns:
+            :class:`ResourceErasure`: the deleted thread ids, the number of
+            messages deleted, whether a resource record existed.
+
+        Raises:
+            ValidationError: bad id (R-ID).
+        """
+        check_id(resource_id, "resource_id")
+        await self._ready()
+        with self._guard("delete_resource"):
+            thread_ids, messages, existed = await self._delete_resource(resource_id)
+        return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
+
     # ------------------------------------------------------------------ primitives
 
     async def _open(self) -> None:
@@ -792,20 +874,30 @@ class BaseStorage(ABC):
 
     @abstractmethod
     async def _get_thread(self, thread_id: str) -> Thread | None:
-        """The stored thread or None."""
+        """The stored thread or None, ``last_message_at`` filled.
+
+        ``last_message_at`` (every primitive returning threads fills it): the
+        largest ``created_at`` of the thread's messages, or None when it has
+        none. An adapter stores it with the thread and sets it in the same
+        transaction as every write that changes a thread's set of messages
+        (``_save_messages``, ``_patch_messages``, ``_delete_messages``: the
+        threads in their ``bump`` lists are exactly those), or computes it
+        when reading; either way it is exact after every write."""
 
     @abstractmethod
     async def _put_thread(self, thread: Thread) -> None:
-        """Insert or wholly replace a thread (all fields set). Messages of a
-        replaced thread are kept. If the id is stored under another
-        resource, raise :class:`~memory_core.errors.StaleStateError` and write
-        nothing (checked atomically with the write)."""
+        """Insert or wholly replace a thread (all fields set but
+        ``last_message_at``, which is ignored). Messages of a replaced thread
+        are kept, and so is its ``last_message_at``. If the id is stored under
+        another resource, raise :class:`~memory_core.errors.StaleStateError`
+        and write nothing (checked atomically with the write)."""
 
     @abstractmethod
     async def _insert_thread(self, thread: Thread) -> None:
-        """Insert a thread (all fields set) only if no thread has its id;
-        otherwise raise :class:`~memory_core.errors.StaleStateError` and write
-        nothing (checked atomically with the write)."""
+        """Insert a thread (all fields set; ``last_message_at`` None) only if no
+        thread has its id; otherwise raise
+        :class:`~memory_core.errors.StaleStateError` and write nothing
+        (checked atomically with the write)."""
 
     @abstractmethod
     async def _patch_thread(
@@ -824,8 +916,11 @@ class BaseStorage(ABC):
     @abstractmethod
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         """Threads matching ``query`` (resource, metadata), ordered by
-        (order_field, id) in its direction, strictly after ``query.after`` if
-        set, skipping ``offset``, at most ``limit`` (None = all)."""
+        ``query.key`` (order_field µs, id) in its direction, strictly after
+        ``query.after`` if set, skipping ``offset``, at most ``limit`` (None =
+        all). For ``last_message_at`` a thread without messages sorts at
+        :data:`~memory_core.query.NO_MESSAGE_ASC_US` (ASC) or
+        :data:`~memory_core.query.NO_MESSAGE_DESC_US` (DESC), i.e. last."""
 
     @abstractmethod
     async def _count_threads(self, query: ThreadQuery) -> int:
@@ -913,6 +1008,45 @@ class BaseStorage(ABC):
     @abstractmethod
     async def _put_resource(self, resource: Resource) -> None:
         """Insert or wholly replace a resource."""
+
+    @abstractmethod
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        """Compare-and-set of a resource's working memory, atomically: if the
+        stored ``working_memory`` equals ``expected`` (None: the resource is
+        missing or its working memory is None), set it to ``value`` and bump
+        ``updated_at`` as :meth:`_patch_resource` does (a missing resource is
+        created with created_at = updated_at = now_us) and return True;
+        otherwise write nothing and return False."""
+
+    @abstractmethod
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        """Compare-and-set of ``metadata["working_memory"]`` of a thread,
+        atomically: if its current value equals ``expected`` (None: the key is
+        absent or holds a non-str), set the key to ``value`` (other metadata
+        keys unchanged) and bump ``updated_at`` as :meth:`_patch_thread` does,
+        returning True; otherwise write nothing and return False. None: no
+        such thread."""
+
+    @abstractmethod
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        """Delete the resource record (working memory, metadata) only; True if
+        it existed. Threads and messages are not touched."""
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        """Delete every thread of the resource with its messages, then its
+        record; returns ``(deleted thread ids, deleted message count, record
+        existed)``. Must be all-or-nothing or resumable (a repeat after a
+        failure finishes the job) and must leave no id reserved.
+
+        The default composes :meth:`_count_messages`, :meth:`_list_threads`,
+        :meth:`_delete_thread` and :meth:`_delete_resource_record` (resumable:
+        each step is idempotent); an adapter may override it with one
+        transaction."""
+        messages = await self._count_messages(MessageQuery(None, resource_id))
+        threads = await self._list_threads(ThreadQuery(resource_id))
+        await _bounded_gather([self._delete_thread(thread.id) for thread in threads])
+        existed = await self._delete_resource_record(resource_id)
+        return [thread.id for thread in threads], messages, existed
 
     @abstractmethod
     async def _patch_resource(

@@ -132,9 +132,31 @@ _RULE_LIST = [
     Rule(
         "R-SORT",
         "order_by fields and directions",
-        "order_by takes an allowed field (messages: created_at; threads: created_at or updated_at; camelCase "
-        "accepted) and ASC/DESC in any case; anything else is a ValidationError. Defaults: messages created_at ASC, "
-        "threads created_at DESC.",
+        "order_by takes an allowed field (messages: created_at; threads: created_at, updated_at or "
+        "last_message_at; camelCase accepted) and ASC/DESC in any case; anything else is a ValidationError. "
+        "Defaults: messages created_at ASC, threads created_at DESC; a field without a direction takes its kind's "
+        "default direction (threads DESC, messages ASC).",
+    ),
+    Rule(
+        "R-LAST",
+        "last_message_at of threads",
+        "Thread.last_message_at is the largest created_at among the thread's messages, or None; exact through "
+        "saves, moves (both threads), deletes and thread replacement. list_threads orders by it (ties by id), "
+        "threads with no message last in either direction, by page and by cursor.",
+    ),
+    Rule(
+        "R-ERASE",
+        "delete_resource erases a resource",
+        "delete_resource removes the resource's threads, their messages and its record (working memory), returns "
+        "what it removed (thread ids, message count, whether a record existed), leaves every id free for reuse by "
+        "any resource and other resources untouched; an unknown id is no error; a bad id is a ValidationError.",
+    ),
+    Rule(
+        "R-WM",
+        "working memory compare-and-set",
+        "swap_working_memory / swap_thread_working_memory write only over the expected value (None: nothing "
+        "stored), atomically; concurrent Memory.append_working_memory calls all land and of two updates from one "
+        "version exactly one wins.",
     ),
     Rule(
         "R-INCLUDE",

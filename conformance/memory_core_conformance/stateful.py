@@ -164,7 +164,7 @@ _message_filters = st.one_of(
 )
 _includes = st.none() | mst.includes(_message_ids)
 _message_orders = mst.orders()
-_thread_orders = mst.orders(("created_at", "updated_at"))
+_thread_orders = mst.orders(("created_at", "updated_at", "last_message_at"))
 _bounds = st.one_of(st.tuples(st.just(0), st.integers(1, 3)), mst.page_bounds(max_page=3, max_per_page=4))
 _bad = st.one_of(
     st.tuples(st.just("page"), mst.bad_page_bounds()),
@@ -462,8 +462,10 @@ class StorageStateMachine(RuleBasedStateMachine):
         kwargs = dict(walk.kwargs, page=0, per_page=per_page)
         if tamper:
             old = kwargs.get("order_by")
-            direction = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
-            field = "updated_at" if walk.operation == "list_threads" else "created_at"
+            given = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
+            threads = walk.operation == "list_threads"
+            direction = given or ("DESC" if threads else "ASC")  # R-SORT: the kind's default
+            field = "updated_at" if threads else "created_at"
             kwargs["order_by"] = OrderBy(field, "ASC" if direction.upper() == "DESC" else "DESC")
         note(f"# continue {walk.operation} by cursor")
         for _ in range(pages):
@@ -491,6 +493,24 @@ class StorageStateMachine(RuleBasedStateMachine):
             self._both("save_resource", replacement)
         else:
             self._both("update_resource", update[0], working_memory=update[1], metadata=update[2])
+
+    @rule(
+        where=st.one_of(
+            st.tuples(st.just("swap_working_memory"), _resource_ids),
+            st.tuples(st.just("swap_thread_working_memory"), _thread_ids),
+        ),
+        expected=st.sampled_from([None, "", "# wm", "🧠"]),
+        value=st.sampled_from(["", "# wm", "🧠"]),
+    )
+    def swap_working_memory(self, where: tuple[str, str], expected: str | None, value: str) -> None:
+        """Compare-and-set of a resource's or a thread's working memory."""
+        self._both(where[0], where[1], expected, value)
+
+    @rule(resource_id=_resource_ids)
+    def delete_resource(self, resource_id: str) -> None:
+        """Erase a resource: its threads, their messages, its record (the
+        answers list what went, and must agree)."""
+        self._both("delete_resource", resource_id)
 
     # ------------------------------------------------------------------ reads
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core_conformance.cases import (
+    ActivityRules,
     BugCases,
     CapabilityCases,
     ConcurrencyCases,
@@ -47,6 +48,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     CapabilityCases,
     ConcurrencyCases,
     BugCases,
+    ActivityRules,
     OperationCases,
     FilterRules,
     PagingRules,

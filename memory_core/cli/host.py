@@ -64,8 +64,9 @@ def fail(message: str) -> None:
 
 def _install_hint(name: str, distribution: str | None) -> str:
     dist, folder = PROVIDERS.get(name, (distribution or "the package that provides it", ""))
-    hint = f"pip install {dist}"
-    return f"{hint} (from a checkout: pip install -e {folder})" if folder else hint
+    if folder:  # ours: not on PyPI, installed from a clone
+        return f"pip install -e {folder} ({dist}, from a clone of memory-core; it is not on PyPI)"
+    return f"pip install {dist}"
 
 
 def _unavailable(reason: str) -> Callable[..., None]:

@@ -6,7 +6,7 @@ port with in-memory storage; :func:`secantus_server` does the same for the
 duration of a ``with`` block. The adapter's tests, the conformance examples
 and ``memory-core bench --servers`` all start it here. Nothing here is
 imported by the adapter itself; ``secantusdb`` is only needed when this is
-called (``pip install memory-core-mongodb[test]``).
+called (``pip install -e './adapters/mongodb[test]'``).
 """
 
 from __future__ import annotations
