@@ -9,7 +9,6 @@ with snake_case names.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import json
@@ -893,18 +892,14 @@ class Memory:
         hit_windows: list[list[Message]] = []
         warnings: list[str] = []
         if not searching:
-            thread, parts = await asyncio.gather(
-                self.storage.get_thread(thread_id), self.storage.message_parts(listing)
-            )
-            self._recall_owner(thread, thread_id, resource_id, semantic)
+            parts = await self.storage.message_parts(listing, threads=(thread_id,))
+            self._recall_owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
         else:
             assert semantic is not None and vector_search_string is not None
             before, after = semantic.window()
             if semantic.exclude_recent:
-                thread, parts = await asyncio.gather(
-                    self.storage.get_thread(thread_id), self.storage.message_parts(listing)
-                )
-                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+                parts = await self.storage.message_parts(listing, threads=(thread_id,))
+                owner = self._recall_owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
                 recent = {m.id for m in parts.main}
                 extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
                 found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
@@ -1100,8 +1095,7 @@ class Memory:
             OwnershipError: the thread belongs to another resource.
         """
         config = self._config(thread_config).working_memory
-        scope, key = await self._memory_target(thread_id, resource_id, config)
-        value = await self._stored_memory(scope, key)
+        _, _, value = await self._memory_state(thread_id, resource_id, config)
         if value is None:
             return WorkingMemoryState(config.template, False, None)
         return WorkingMemoryState(value, True, working_memory_version(value))
@@ -1153,14 +1147,13 @@ class Memory:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
             check_text(if_version, "if_version")
-        scope, key = await self._memory_target(thread_id, resource_id, config)
+        scope, key, current = await self._memory_state(thread_id, resource_id, config)
         if if_version is NOT_GIVEN:
             if scope == "thread":
                 await self.storage.update_thread(key, metadata={"working_memory": text})
             else:
                 await self.storage.update_resource(key, working_memory=text)
             return text
-        current = await self._stored_memory(scope, key)
         if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
             raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
@@ -1191,20 +1184,20 @@ class Memory:
         check_text(separator, "separator")
         if config.schema is not None:
             raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
-        scope, key = await self._memory_target(thread_id, resource_id, config)
+        scope, key, current = await self._memory_state(thread_id, resource_id, config)
         for _ in range(APPEND_ATTEMPTS):
-            current = await self._stored_memory(scope, key)
             value = text if current is None else current + separator + text
             if await self._swap_memory(scope, key, current, value):
                 return value
+            current = await self._stored_memory(scope, key)
         raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
 
-    async def _memory_target(
+    async def _memory_state(
         self, thread_id: str | None, resource_id: str | None, config: WorkingMemory
-    ) -> tuple[Scope, str]:
-        """Where the working memory lives: ``("thread", thread id)`` or
-        ``("resource", resource id)``; validates, then reads the thread only
-        when one is named."""
+    ) -> tuple[Scope, str, str | None]:
+        """Where the working memory lives (``("thread", thread id)`` or
+        ``("resource", resource id)``) and its stored value; validates, then
+        reads once (the thread, with its owner's record for resource scope)."""
         if not config.enabled:
             raise ValidationError("working_memory.enabled", "working memory is not enabled in the config")
         if thread_id is not None:
@@ -1216,17 +1209,20 @@ class Memory:
                 raise ValidationError("thread_id", "working memory with thread scope needs a thread_id")
             if resource_id is None:
                 raise ValidationError("resource_id", "give a thread_id or a resource_id")
-            return "resource", resource_id
-        thread = await self._owned_thread(thread_id, resource_id)
-        return ("thread", thread.id) if config.scope == "thread" else ("resource", thread.resource_id)
+            return "resource", resource_id, await self._stored_memory("resource", resource_id)
+        if config.scope == "thread":
+            thread = _owned(await self.storage.get_thread(thread_id), thread_id, resource_id)
+            return "thread", thread.id, _thread_memory(thread)
+        found, owner = await self.storage.get_thread_with_owner(thread_id)
+        thread = _owned(found, thread_id, resource_id)
+        return "resource", thread.resource_id, None if owner is None else owner.working_memory
 
     async def _stored_memory(self, scope: Scope, key: str) -> str | None:
         if scope == "thread":
             thread = await self.storage.get_thread(key)
             if thread is None:
                 raise NotFoundError(f"thread {key!r} does not exist")
-            value = thread.metadata.get("working_memory")
-            return value if isinstance(value, str) else None
+            return _thread_memory(thread)
         resource = await self.storage.get_resource(key)
         return None if resource is None else resource.working_memory
 
@@ -1235,13 +1231,20 @@ class Memory:
             return await self.storage.swap_thread_working_memory(key, expected, value)
         return await self.storage.swap_working_memory(key, expected, value)
 
-    async def _owned_thread(self, thread_id: str, resource_id: str | None) -> Thread:
-        thread = await self.storage.get_thread(thread_id)
-        if thread is None:
-            raise NotFoundError(f"thread {thread_id!r} does not exist")
-        if resource_id is not None and thread.resource_id != resource_id:
-            raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
-        return thread
+
+def _owned(thread: Thread | None, thread_id: str, resource_id: str | None) -> Thread:
+    """The thread, checked to exist and (with ``resource_id``) to be that resource's."""
+    if thread is None:
+        raise NotFoundError(f"thread {thread_id!r} does not exist")
+    if resource_id is not None and thread.resource_id != resource_id:
+        raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
+    return thread
+
+
+def _thread_memory(thread: Thread) -> str | None:
+    """A thread's working memory: ``metadata["working_memory"]`` when a str."""
+    value = thread.metadata.get("working_memory")
+    return value if isinstance(value, str) else None
 
 
 def _cut(window: list[Message], center: str, before: int, after: int, adjacent: set[tuple[str, str]]) -> list[Message]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
@@ -48,6 +48,7 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
+from memory_core.plan import ReadParts, ReadPlan, Window
 from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
@@ -103,6 +104,7 @@ class Storage(Protocol):
     ) -> None: ...
     async def open(self) -> None: ...
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
+    async def get_thread_with_owner(self, thread_id: str) -> tuple[Thread | None, Resource | None]: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def update_thread(
@@ -143,7 +145,7 @@ class Storage(Protocol):
         cursor: str | None = None,
     ) -> Page[Message]: ...
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
-    async def message_parts(self, request: MessagePageRequest) -> MessageParts: ...
+    async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts: ...
     async def include_windows(
         self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
     ) -> list[list[Message]]: ...
@@ -277,6 +279,21 @@ class BaseStorage(ABC):
             return None
         return thread
 
+    async def get_thread_with_owner(self, thread_id: str) -> tuple[Thread | None, Resource | None]:
+        """The thread and the resource record owning it, read in one round
+        trip: ``(None, None)`` if the thread is missing, ``(thread, None)``
+        if its resource has no record (no working memory or metadata saved).
+
+        Raises:
+            ValidationError: bad id (R-ID).
+        """
+        check_id(thread_id, "thread_id")
+        await self._ready()
+        with self._guard("get_thread"):
+            parts = await self._read(ReadPlan(threads=(thread_id,), owner_resources=True))
+        thread = parts.threads.get(thread_id)
+        return thread, None if thread is None else parts.resources.get(thread.resource_id)
+
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread:
         """Upsert a whole thread (every field replaced); returns it as stored.
 
@@ -391,10 +408,10 @@ class BaseStorage(ABC):
         await self._ready()
         with self._guard("list_threads"):
             windowed = replace(query, offset=window.offset, limit=window.limit, after=after)
-            total, found = await self._page_threads(windowed)
-        items, has_more = window.cut(found, total)
+            parts = await self._read(ReadPlan(thread_page=windowed))
+        items, has_more = window.cut(parts.thread_items, parts.thread_total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
-        return Page(items, total, page, per_page, has_more, next_cursor)
+        return Page(items, parts.thread_total, page, per_page, has_more, next_cursor)
 
     # ------------------------------------------------------------------ messages
 
@@ -663,16 +680,22 @@ class BaseStorage(ABC):
         parts = await self.message_parts(request)
         return parts.merge(parts.windows)
 
-    async def message_parts(self, request: MessagePageRequest) -> MessageParts:
+    async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts:
         """:meth:`page_messages` before the merge: the main page and each
         include's window apart (one read, as ``page_messages``), for callers
         that need to know where each message came from (``Memory.recall``).
 
+        Args:
+            request: the page, as for :meth:`page_messages`.
+            threads: thread ids to read in the same round trip (an ownership
+                check); found ones come back in :attr:`MessageParts.threads`.
+
         Raises:
-            ValidationError: as :meth:`page_messages`.
+            ValidationError: as :meth:`page_messages`; a bad id in ``threads``.
         """
         if not isinstance(request, MessagePageRequest):
             raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
+        fetched = tuple(check_id_list(threads, "threads"))
         thread_ids = None if request.thread_ids is None else _thread_ids(request.thread_ids)
         resource_id, filter, page, per_page = request.resource_id, request.filter, request.page, request.per_page
         order_by, cursor = request.order_by, request.cursor
@@ -701,16 +724,28 @@ class BaseStorage(ABC):
         )
         after = self._cursor_position(cursor, page, identity, (int, int))
         window = _Window.of(offset, per_page, after)
+        plan = ReadPlan(
+            threads=fetched,
+            messages=replace(query, offset=window.offset, limit=window.limit, after=after),
+            windows=_windows(includes),
+        )
         await self._ready()
         with self._guard("list_messages"):
-            paged = self._page_messages(replace(query, offset=window.offset, limit=window.limit, after=after))
-            if includes:  # tasks cost event-loop turns: only when there is something to overlap
-                (total, found), windows = await asyncio.gather(paged, self._include_windows(includes, resource_id))
-            else:
-                (total, found), windows = await paged, []
-        main, has_more = window.cut(found, total)
+            parts = await self._read(plan)
+        main, has_more = window.cut(parts.messages, parts.message_total)
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
-        return MessageParts(main, total, page, per_page, has_more, next_cursor, windows, query, output_descending)
+        return MessageParts(
+            main,
+            parts.message_total,
+            page,
+            per_page,
+            has_more,
+            next_cursor,
+            self._owned_windows(parts.windows, resource_id),
+            query,
+            output_descending,
+            parts.threads,
+        )
 
     async def include_windows(
         self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
@@ -730,14 +765,15 @@ class BaseStorage(ABC):
             return []
         await self._ready()
         with self._guard("list_messages"):
-            return await self._include_windows(includes, resource_id)
+            parts = await self._read(ReadPlan(windows=_windows(includes)))
+        return self._owned_windows(parts.windows, resource_id)
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
-        windows = await self._message_windows([(inc.id, inc.with_previous, inc.with_next) for inc in includes])
-        return [
-            window if resource_id is None or not window or window[0].resource_id == resource_id else []
-            for window in windows
-        ]
+    @staticmethod
+    def _owned_windows(windows: list[list[Message]], resource_id: str | None) -> list[list[Message]]:
+        """Windows with those of another resource's message emptied (R-OWN)."""
+        if resource_id is None:
+            return windows
+        return [window if not window or window[0].resource_id == resource_id else [] for window in windows]
 
     @staticmethod
     def _cursor_position(cursor: Any, page: int, identity: str, types: tuple[type, ...]) -> Any:
@@ -975,7 +1011,50 @@ class BaseStorage(ABC):
         ``[]`` if the id is unknown."""
 
     # Composite reads. The defaults run the primitives above concurrently; an
-    # adapter may override one to answer it in a single round trip.
+    # adapter overrides them to answer each in a single round trip.
+
+    async def _read(self, plan: ReadPlan) -> ReadParts:
+        """Answer every part of ``plan`` (see :class:`~memory_core.plan.ReadPlan`
+        for each part's contract), ideally in one backend call and from one
+        snapshot. Return raw parts: no ownership checks, merging or paging
+        arithmetic (the core does those).
+
+        The default runs the simple primitives (:meth:`_get_thread`,
+        :meth:`_get_resource`, :meth:`_count_messages`, :meth:`_list_messages`,
+        :meth:`_count_threads`, :meth:`_list_threads`, :meth:`_message_window`)
+        concurrently, at most :data:`CONCURRENT_READS` at a time per part, so
+        an adapter implementing only those keeps working."""
+
+        calls: dict[str, Awaitable[Any]] = {}
+        if plan.threads:
+            calls["threads"] = _bounded_gather([self._get_thread(thread_id) for thread_id in plan.threads])
+        if plan.resources:
+            calls["resources"] = _bounded_gather([self._get_resource(rid) for rid in plan.resources])
+        if plan.messages is not None:
+            calls["messages"] = _count_and_list(self._count_messages, self._list_messages, plan.messages)
+        if plan.thread_page is not None:
+            calls["thread_page"] = _count_and_list(self._count_threads, self._list_threads, plan.thread_page)
+        if plan.windows:
+            calls["windows"] = _bounded_gather([self._message_window(*target) for target in plan.windows])
+        # Tasks cost event-loop turns: gather only when there is something to overlap.
+        if len(calls) == 1:
+            name, call = calls.popitem()
+            results = {name: await call}
+        else:
+            results = dict(zip(calls, await asyncio.gather(*calls.values()), strict=True))
+        threads = results.get("threads", [])
+        resources = results.get("resources", [])
+        messages, thread_page, windows = results.get("messages"), results.get("thread_page"), results.get("windows", [])
+        found = {t.id: t for t in threads if t is not None}
+        stored = {r.id: r for r in resources if r is not None}
+        if plan.owner_resources:
+            owners = dict.fromkeys(t.resource_id for t in found.values() if t.resource_id not in stored)
+            for resource in await _bounded_gather([self._get_resource(rid) for rid in owners]):
+                if resource is not None:
+                    stored[resource.id] = resource
+        message_total, message_items = messages if messages is not None else (0, [])
+        thread_total, thread_items = thread_page if thread_page is not None else (0, [])
+        return ReadParts(found, stored, message_total, message_items, thread_total, thread_items, windows)
 
     async def _read_state(
         self, thread_ids: Sequence[str], message_ids: Sequence[str]
@@ -986,20 +1065,6 @@ class BaseStorage(ABC):
             _bounded_gather([self._get_thread(thread_id) for thread_id in thread_ids]), self._get_messages(message_ids)
         )
         return {t.id: t for t in threads if t is not None}, messages
-
-    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
-        """``(count of query's filter, _list_threads(query))``; no list when
-        ``query.limit`` is 0."""
-        return await _count_and_list(self._count_threads, self._list_threads, query)
-
-    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
-        """``(count of query's filter, _list_messages(query))``; no list when
-        ``query.limit`` is 0."""
-        return await _count_and_list(self._count_messages, self._list_messages, query)
-
-    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
-        """:meth:`_message_window` for each ``(id, before, after)``, in order."""
-        return await _bounded_gather([self._message_window(*target) for target in targets])
 
     @abstractmethod
     async def _get_resource(self, resource_id: str) -> Resource | None:
@@ -1095,6 +1160,11 @@ async def _count_and_list(
     return total, items
 
 
+def _windows(includes: Sequence[Include]) -> tuple[Window, ...]:
+    """The plan's windows of validated includes."""
+    return tuple((inc.id, inc.with_previous, inc.with_next) for inc in includes)
+
+
 @dataclass(frozen=True, slots=True)
 class MessageParts:
     """A message page with its include windows not yet merged (see
@@ -1110,6 +1180,8 @@ class MessageParts:
         windows: one list per include, R-ORDER ascending (``[]`` when skipped).
         query: the normalised main query (its filter decides ``has_more``).
         descending: output order of the merged items.
+        threads: the threads asked for with ``message_parts(threads=...)``,
+            found ones by id, read in the same round trip.
     """
 
     main: list[Message]
@@ -1121,6 +1193,7 @@ class MessageParts:
     windows: list[list[Message]]
     query: MessageQuery
     descending: bool
+    threads: dict[str, Thread] = field(default_factory=dict)
 
     def merge(self, windows: Sequence[Sequence[Message]]) -> Page[Message]:
         """The page: :attr:`main` plus these windows, de-duplicated by id and

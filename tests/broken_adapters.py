@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.models import Include, Message, MessagePageRequest, Page, Resource, Thread
+from memory_core.models import Message, MessagePageRequest, Page, Resource, Thread
 from memory_core.query import MessageQuery, MetaCondition, ThreadQuery, meta_kind
 from memory_core.reference import InMemoryStorage
 from memory_core.storage import message_key
@@ -144,8 +144,9 @@ class IncludeIgnoresResourceStorage(InMemoryStorage):
     """Breaks R-INCLUDE/R-OWN: include windows are fetched without the
     caller's ``resource_id`` scope (another user's messages leak in)."""
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
-        return await super()._include_windows(includes, None)
+    @staticmethod
+    def _owned_windows(windows: list[list[Message]], resource_id: str | None) -> list[list[Message]]:
+        return windows
 
 
 def _ms(value: datetime | None) -> datetime | None:

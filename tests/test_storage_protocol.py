@@ -83,3 +83,30 @@ async def test_page_messages_takes_one_request_object() -> None:
             await store.page_messages(MessagePageRequest(thread_ids=[]))
         with pytest.raises(ValidationError, match="thread_id"):
             await store.page_messages(MessagePageRequest(thread_ids="t1"))
+
+
+@pytest.mark.anyio
+async def test_the_default_read_plan_runs_on_simple_primitives() -> None:
+    """The reference store implements only the simple primitives: the core's
+    default ``_read`` answers every part of a plan from them."""
+    async with InMemoryStorage() as store:
+        await store.save_thread({"id": "t1", "resource_id": "r1"})
+        await store.save_thread({"id": "t2", "resource_id": "r2"})
+        await store.update_resource("r1", working_memory="notes")
+        await store.save_messages(
+            [{"id": f"m{n}", "thread_id": "t1", "role": "user", "content": "x"} for n in range(5)]
+        )
+        parts = await store.message_parts(
+            MessagePageRequest(thread_ids=["t1"], per_page=2, include=[{"id": "m0", "with_next": 1}]),
+            threads=["t1", "t2", "gone"],
+        )
+        assert set(parts.threads) == {"t1", "t2"} and parts.total == 5
+        assert [m.id for m in parts.main] == ["m0", "m1"] and [[m.id for m in w] for w in parts.windows] == [
+            ["m0", "m1"]
+        ]
+        thread, owner = await store.get_thread_with_owner("t1")
+        assert thread is not None and owner is not None and owner.working_memory == "notes"
+        assert await store.get_thread_with_owner("t2") == (await store.get_thread("t2"), None)
+        assert await store.get_thread_with_owner("gone") == (None, None)
+        with pytest.raises(ValidationError, match="threads"):
+            await store.message_parts(MessagePageRequest(thread_ids=["t1"]), threads=[""])

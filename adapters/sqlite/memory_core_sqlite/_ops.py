@@ -20,6 +20,7 @@ from memory_core import codec
 from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 
 from memory_core_sqlite import _sql
@@ -38,9 +39,6 @@ __all__ = [
     "list_messages",
     "list_threads",
     "message_window",
-    "message_windows",
-    "page_messages",
-    "page_threads",
     "patch_messages",
     "patch_resource",
     "patch_resource_in",
@@ -48,6 +46,7 @@ __all__ = [
     "patch_thread_in",
     "put_resource",
     "put_thread",
+    "read",
     "read_state",
     "save_messages",
     "snapshot",
@@ -341,24 +340,30 @@ def read_state(
         return threads, get_messages(conn, message_ids)
 
 
-def page_threads(conn: sqlite3.Connection, query: ThreadQuery) -> tuple[int, list[Thread]]:
-    """(count, window) of ``query`` from one snapshot; no rows when limit is 0."""
+def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
+    """Every part of ``plan`` from one snapshot, in this one job."""
     with snapshot(conn):
-        total = count_threads(conn, replace(query, offset=0, limit=None, after=None))
-        return total, list_threads(conn, query) if query.limit != 0 else []
-
-
-def page_messages(conn: sqlite3.Connection, query: MessageQuery) -> tuple[int, list[Message]]:
-    """(count, window) of ``query`` from one snapshot; no rows when limit is 0."""
-    with snapshot(conn):
-        total = count_messages(conn, replace(query, offset=0, limit=None, after=None))
-        return total, list_messages(conn, query) if query.limit != 0 else []
-
-
-def message_windows(conn: sqlite3.Connection, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
-    """:func:`message_window` for each ``(id, before, after)``, from one snapshot."""
-    with snapshot(conn):
-        return [message_window(conn, *target) for target in targets]
+        threads: dict[str, Thread] = {}
+        if plan.threads:
+            sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
+            threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(plan.threads),))}
+        wanted = list(plan.resources)
+        if plan.owner_resources:
+            wanted += (t.resource_id for t in threads.values())
+        resources: dict[str, Resource] = {}
+        if wanted:
+            sql = f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id {_BY_IDS}"
+            resources = {row[0]: _resource(row) for row in conn.execute(sql, (_sql.id_list(wanted),))}
+        message_total, messages = 0, []
+        if plan.messages is not None:
+            message_total = count_messages(conn, replace(plan.messages, offset=0, limit=None, after=None))
+            messages = list_messages(conn, plan.messages) if plan.messages.limit != 0 else []
+        thread_total, thread_items = 0, []
+        if plan.thread_page is not None:
+            thread_total = count_threads(conn, replace(plan.thread_page, offset=0, limit=None, after=None))
+            thread_items = list_threads(conn, plan.thread_page) if plan.thread_page.limit != 0 else []
+        windows = [message_window(conn, *target) for target in plan.windows]
+        return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
 
 
 # ---------------------------------------------------------------------- resources

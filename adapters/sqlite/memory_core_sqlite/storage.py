@@ -24,6 +24,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import Clock, to_us
 from memory_core.errors import AdapterClosedError
 from memory_core.models import Message, Resource, Thread
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage
 
@@ -271,14 +272,8 @@ class SQLiteStorage(BaseStorage):
     ) -> tuple[dict[str, Thread], list[Message]]:
         return await self._run(_ops.read_state, thread_ids, message_ids)
 
-    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
-        return await self._run(_ops.page_threads, query)
-
-    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
-        return await self._run(_ops.page_messages, query)
-
-    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
-        return await self._run(_ops.message_windows, targets)
+    async def _read(self, plan: ReadPlan) -> ReadParts:
+        return await self._run(_ops.read, plan)
 
     # ------------------------------------------------------------------ resources
 

@@ -1,0 +1,94 @@
+"""One aiosqlite job per read operation (issue 14, item 1).
+
+The count is taken at aiosqlite's job queue (``Connection._execute``, the
+one door every call to the worker thread goes through) on a real database
+file: each job is one hop to the worker thread and back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_core import Memory, MemoryConfig, Message, WorkingMemory
+from memory_core.models import MessagePageRequest
+
+from memory_core_sqlite import SQLiteStorage
+
+pytestmark = pytest.mark.anyio
+
+
+class JobCounter:
+    """Counts the jobs a store hands its aiosqlite worker thread."""
+
+    def __init__(self, store: SQLiteStorage) -> None:
+        assert store._db is not None
+        self.jobs = 0
+        db = store._db
+        execute = db._execute
+
+        async def counted(fn: Callable[[], Any]) -> Any:
+            self.jobs += 1
+            return await execute(fn)
+
+        db._execute = counted  # type: ignore[method-assign]
+
+    def take(self) -> int:
+        jobs, self.jobs = self.jobs, 0
+        return jobs
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[tuple[Memory, JobCounter]]:
+    store = SQLiteStorage(tmp_path / "trips.db")
+    async with Memory(store) as memory:
+        await memory.create_thread("r1", thread_id="t1")
+        await memory.create_thread("r1", thread_id="t2")
+        await memory.save_messages([Message(f"m{n}", "t1" if n % 2 else "t2", "user", f"text {n}") for n in range(60)])
+        yield memory, JobCounter(store)
+
+
+async def test_recall_with_ownership_and_includes_is_one_job(memory: tuple[Memory, JobCounter]) -> None:
+    mem, counter = memory
+    result = await mem.recall("t1", "r1", per_page=20, include=[{"id": "m2", "with_previous": 1}])
+    assert len(result.messages) == 22 and result.total == 30
+    assert counter.take() == 1
+
+
+async def test_listings_are_one_job_each(memory: tuple[Memory, JobCounter]) -> None:
+    mem, counter = memory
+    page = await mem.list_messages("t1", "r1", include=[{"id": "m2", "with_next": 2}], per_page=5)
+    assert page.total == 30 and page.has_more
+    assert counter.take() == 1
+    threads = await mem.list_threads({"resource_id": "r1"}, per_page=1)
+    assert threads.total == 2 and threads.has_more
+    assert counter.take() == 1
+    parts = await mem.storage.message_parts(MessagePageRequest(thread_ids=("t2",)), threads=("t1", "t2", "zz"))
+    assert set(parts.threads) == {"t1", "t2"} and parts.total == 30
+    assert counter.take() == 1
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_working_memory_read_is_one_job(memory: tuple[Memory, JobCounter], scope: Any) -> None:
+    mem, counter = memory
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope=scope, template="tpl"))
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "tpl"
+    assert counter.take() == 1
+    await mem.update_working_memory("t1", "notes", "r1", thread_config=config)
+    counter.take()
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "notes"
+    assert counter.take() == 1
+
+
+async def test_thread_with_owner_is_one_job(memory: tuple[Memory, JobCounter]) -> None:
+    mem, counter = memory
+    assert await mem.storage.get_thread_with_owner("nope") == (None, None)
+    thread, owner = await mem.storage.get_thread_with_owner("t1")
+    assert thread is not None and thread.resource_id == "r1" and owner is None
+    await mem.storage.update_resource("r1", working_memory="w")
+    counter.take()
+    thread, owner = await mem.storage.get_thread_with_owner("t1")
+    assert owner is not None and owner.working_memory == "w"
+    assert counter.take() == 1
