@@ -1,7 +1,8 @@
 """The Lua scripts, loaded once per client and called by SHA (EVALSHA).
 
 Each script is the core's constants (``TIME_MAX_US``), ``lua/lib.lua``
-(shared helpers), then its own file.
+(shared helpers), ``lua/reads.lua`` for the scripts that read pages and
+windows (:data:`READERS`), then its own file.
 ``KEYS[1]`` is always the base of one slot's keys (``{P:R}:`` or ``{P}:``),
 which routes the call on Redis Cluster; the script builds every other key
 from it, so a script never leaves its slot.
@@ -30,17 +31,24 @@ SCRIPT_NAMES = (
     "patch_thread",
     "put_resource",
     "put_thread",
+    "read",
     "save_messages",
     "threads",
     "window",
 )
 
 
+READERS = frozenset({"messages", "read", "threads", "window"})
+"""The scripts built with ``lua/reads.lua`` (page, count and window helpers)."""
+
+
 def script_text(name: str) -> str:
     """The full source of script ``name`` (constants + helpers + body)."""
     folder = files("memory_core_redis") / "lua"
-    constants = f"local TIME_MAX_US = {TIME_MAX_US}\n"
-    return constants + (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+    parts = [f"local TIME_MAX_US = {TIME_MAX_US}", (folder / "lib.lua").read_text("utf-8")]
+    if name in READERS:
+        parts.append((folder / "reads.lua").read_text("utf-8"))
+    return "\n".join([*parts, (folder / f"{name}.lua").read_text("utf-8")])
 
 
 class Scripts:

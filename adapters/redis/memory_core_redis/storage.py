@@ -13,6 +13,7 @@ import asyncio
 import inspect
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from memory_core.capabilities import Capability
@@ -20,6 +21,7 @@ from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
 from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.storage import BaseStorage, message_key
 from redis import exceptions as redis_errors
@@ -140,6 +142,13 @@ def _message_bounds(query: MessageQuery) -> tuple[str, str]:
             edge = "[" + time_key(created) + ":" + seq_text(seq + 1)
             lo = edge if lo == "-" else max(lo, edge)
     return lo, hi
+
+
+def _thread_index(query: ThreadQuery) -> str:
+    """Key suffix of the lex index a thread query reads."""
+    if query.order_field == "last_message_at":
+        return "tld" if query.descending else "tla"
+    return "tc" if query.order_field == "created_at" else "tu"
 
 
 def _thread_bounds(query: ThreadQuery) -> tuple[str, str]:
@@ -494,10 +503,7 @@ class RedisStorage(BaseStorage):
         await self._apply([(thread_id, rid, "d", version, "", "", "", [])], [(mid, rid) for mid in ids])
 
     async def _threads(self, mode: str, query: ThreadQuery) -> Any:
-        if query.order_field == "last_message_at":
-            index = "tld" if query.descending else "tla"
-        else:
-            index = "tc" if query.order_field == "created_at" else "tu"
+        index = _thread_index(query)
         lo, hi = _thread_bounds(query)
         limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
         conds = _conditions(query.metadata)
@@ -719,6 +725,96 @@ class RedisStorage(BaseStorage):
             return []
         recs = await self._run("window", self._slot(fresh), args)
         return [_message(fresh, rec) for rec in recs if rec is not None]
+
+    # ------------------------------------------------------------------ read plans
+
+    async def _read(self, plan: ReadPlan) -> ReadParts:
+        """One ``read`` script when the whole plan lives in one resource's
+        slot (named by the plan or known from cached locations); otherwise,
+        or when an id was not in that slot, the core's default composition
+        (which locates ids through the directory)."""
+        rid = self._plan_slot(plan)
+        if rid is not None:
+            parts = await self._read_slot(rid, plan)
+            if parts is not None:
+                return parts
+        return await super()._read(plan)
+
+    def _plan_slot(self, plan: ReadPlan) -> str | None:
+        """The one resource whose slot holds everything ``plan`` names, or None."""
+        slots: set[str] = set(plan.resources)
+        query = plan.messages
+        if query is not None:
+            if query.resource_id is not None:
+                slots.add(query.resource_id)
+            else:
+                assert query.thread_ids is not None
+                for tid in query.thread_ids:
+                    rid = self._thread_at.get(tid)
+                    if rid is None:
+                        return None
+                    slots.add(rid)
+        if plan.thread_page is not None:
+            if plan.thread_page.resource_id is None:
+                return None
+            slots.add(plan.thread_page.resource_id)
+        # Threads and windows not cached are looked for in the same slot.
+        slots.update(rid for rid in map(self._thread_at.get, plan.threads) if rid is not None)
+        slots.update(rid for rid in (self._message_at.get(w[0]) for w in plan.windows) if rid is not None)
+        return slots.pop() if len(slots) == 1 else None
+
+    async def _read_slot(self, rid: str, plan: ReadPlan) -> ReadParts | None:
+        """``plan`` answered by read.lua in ``rid``'s slot; None when an id
+        it names is not there (stale or missing location)."""
+        args: list[Any] = [len(plan.threads), *plan.threads, "1" if plan.resources or plan.owner_resources else "0"]
+        query = plan.messages
+        if query is None:
+            args.append("0")
+        else:
+            tids = [] if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
+            limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
+            args += ("1", *_message_bounds(replace(query, after=None)), *_message_bounds(query))
+            args += ("1" if query.descending else "0", min(query.offset, _MAX_WINDOW), limit)
+            args += (*_counted(_conditions(query.metadata)), len(tids), *tids)
+        page = plan.thread_page
+        if page is None:
+            args.append("0")
+        else:
+            limit = -1 if page.limit is None else min(page.limit, _MAX_WINDOW)
+            args += ("1", _thread_index(page), *_thread_bounds(page), "1" if page.descending else "0")
+            args += (min(page.offset, _MAX_WINDOW), limit, *_counted(_conditions(page.metadata)))
+        args.append(len(plan.windows))
+        for mid, before, after in plan.windows:
+            args += (mid, min(before, _MAX_WINDOW), min(after, _MAX_WINDOW))
+        threads_rec, resource_rec, messages_rec, page_rec, windows_rec = await self._run("read", self._slot(rid), args)
+        threads: dict[str, Thread] = {}
+        for tid, rec in zip(plan.threads, threads_rec, strict=True):
+            if rec is None:
+                self._thread_at.drop(tid)
+                return None
+            self._thread_at.put(tid, rid)
+            threads[tid] = _thread(rid, rec)
+        resources = {} if not resource_rec or resource_rec[2] is None else {rid: _resource(rid, resource_rec)}
+        message_total, messages = 0, []
+        if query is not None:
+            message_total = int(messages_rec[0])
+            messages = [_message(rid, rec) for rec in messages_rec[1] if rec is not None]
+            if query.resource_id is None and messages_rec[2]:
+                for tid in messages_rec[2]:
+                    self._thread_at.drop(tid)
+                return None
+        thread_total, thread_items = 0, []
+        if page is not None:
+            thread_total = int(page_rec[0])
+            thread_items = [_thread(rid, rec) for rec in page_rec[1] if rec is not None]
+        windows = []
+        for (mid, _, _), recs in zip(plan.windows, windows_rec, strict=True):
+            if not recs:
+                self._message_at.drop(mid)
+                return None
+            self._message_at.put(mid, rid)
+            windows.append([_message(rid, rec) for rec in recs if rec is not None])
+        return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
 
     # ------------------------------------------------------------------ resources
 

@@ -31,7 +31,7 @@ class JobCounter:
 
         async def counted(fn: Callable[[], Any]) -> Any:
             self.jobs += 1
-            return await execute(fn)
+            return await execute(fn)  # type: ignore[no-untyped-call]
 
         db._execute = counted  # type: ignore[method-assign]
 

@@ -1,22 +1,6 @@
--- Count or list threads from one lex index of this slot.
--- ARGV: mode "c"/"l", scope "r" (a resource's slot: records from "t:") or
---       "g" (store slot: filter on "g:", returns {id, resource id} pairs),
---       index suffix, lo, hi, desc "1"/"0", offset, limit (-1 all),
---       n, condition pairs.
+-- Count or list threads from one lex index of this slot (see read_threads).
+-- ARGV: mode "c"/"l", scope "r" or "g", index suffix, lo, hi, desc "1"/"0",
+--       offset, limit (-1 all), n, condition pairs.
 local mode, scope, suffix, lo, hi = arg(), arg(), arg(), arg(), arg()
 local desc, offset, limit = arg() == '1', argn(), argn()
-local conds = argpairs()
-local prefix = base .. (scope == 'r' and 't:' or 'g:')
-local function keyof(m) return prefix .. thread_id_of(m) end
-local index = base .. suffix
-if mode == 'c' then return count(index, lo, hi, conds, keyof) end
-local out = {}
-for i, m in ipairs(scan(index, lo, hi, desc, offset, limit, conds, keyof)) do
-  local tid = thread_id_of(m)
-  if scope == 'r' then
-    out[i] = thread(tid)
-  else
-    out[i] = {tid, redis.call('HGET', prefix .. tid, 'r')}
-  end
-end
-return out
+return read_threads(mode, scope, suffix, lo, hi, desc, offset, limit, argpairs())
