@@ -69,10 +69,14 @@ from memory_core.validation import (
     message_size,
 )
 
-__all__ = ["BaseStorage", "MessageParts", "Storage", "message_key"]
+__all__ = ["BaseStorage", "MessageParts", "SaveDecision", "Storage", "message_key"]
 
 T = TypeVar("T")
 Q = TypeVar("Q", ThreadQuery, MessageQuery)
+
+SaveDecision = Callable[[dict[str, Thread], list[Message]], tuple[list[Message], list[str]]]
+"""``decide(threads by id, stored messages) -> (records, threads to bump)``:
+the core's checks of a save, run by :meth:`BaseStorage._save_checked`."""
 
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 # Optimistic writes: read, check, then write with those reads re-verified
@@ -332,13 +336,13 @@ class BaseStorage(ABC):
         """
         stored = self._thread_to_store(thread)
 
-        async def attempt() -> Thread:
-            if await self._get_thread(stored.id) is not None:
-                raise ConflictError(f"thread {stored.id!r} already exists")
-            await self._insert_thread(stored)
-            return stored
-
-        return await self._optimistic("insert_thread", attempt)
+        await self._ready()
+        with self._guard("insert_thread"):
+            try:  # no read first: the insert itself checks, atomically
+                await self._insert_thread(stored)
+            except StaleStateError:
+                raise ConflictError(f"thread {stored.id!r} already exists") from None
+        return stored
 
     def _thread_to_store(self, thread: Thread | Mapping[str, Any]) -> Thread:
         """The validated thread with its times resolved (None: now)."""
@@ -445,7 +449,22 @@ class BaseStorage(ABC):
     async def _save_batch(self, batch: dict[str, Message]) -> list[Message]:
         """One read-check-write attempt of :meth:`save_messages`."""
         wanted = list(dict.fromkeys(m.thread_id for m in batch.values()))
-        threads, stored = await self._read_state(wanted, list(batch))
+
+        def decide(threads: dict[str, Thread], stored: list[Message]) -> tuple[list[Message], list[str]]:
+            return self._decide_save(batch, threads, stored)
+
+        records, sequences = await self._save_checked(wanted, list(batch), decide, to_us(self.clock.now()))
+        return [
+            m if m.sequence == seq else _as_stored(m, m.resource_id, m.created_at, seq)
+            for m, seq in zip(records, sequences, strict=True)
+        ]
+
+    def _decide_save(
+        self, batch: dict[str, Message], threads: dict[str, Thread], stored: list[Message]
+    ) -> tuple[list[Message], list[str]]:
+        """The checks of :meth:`save_messages` against the stored state, and
+        the records to write with the threads to bump (synchronous and pure
+        but for the clock: it may run inside an adapter's transaction)."""
         for message in batch.values():
             if message.thread_id not in threads:
                 raise NotFoundError(f"message {message.id!r}: thread {message.thread_id!r} does not exist")
@@ -473,11 +492,7 @@ class BaseStorage(ABC):
                 records.append(_as_stored(message, owner, old.created_at, old.sequence))
             else:
                 records.append(_as_stored(message, owner, message.created_at or self.clock.assign(), None))
-        sequences = await self._save_messages(records, list(bump), to_us(self.clock.now()))
-        return [
-            m if m.sequence == seq else _as_stored(m, m.resource_id, m.created_at, seq)
-            for m, seq in zip(records, sequences, strict=True)
-        ]
+        return records, list(bump)
 
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """Partial updates, one mapping per message: ``{"id", "role"?, "type"?,
@@ -1012,6 +1027,26 @@ class BaseStorage(ABC):
 
     # Composite reads. The defaults run the primitives above concurrently; an
     # adapter overrides them to answer each in a single round trip.
+
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        """A message save with its checks: read the threads (by id) and the
+        messages found among these ids, call ``decide(threads, messages)``
+        (it raises the typed error of a failed check, or returns the records
+        to write and the threads to bump), write them as :meth:`_save_messages`
+        does and return ``(records, their sequences)``.
+
+        The default is three steps (:meth:`_read_state`, ``decide``,
+        :meth:`_save_messages`, which re-verifies the reads and raises
+        :class:`~memory_core.errors.StaleStateError` when a writer got in
+        between, so the core retries). An adapter with transactions overrides
+        it to run all three in one (SQLite: one job; ``decide`` then runs on
+        the adapter's thread, and the built-in clocks are thread-safe).
+        Whatever ``decide`` raises must leave nothing written."""
+        threads, stored = await self._read_state(thread_ids, message_ids)
+        records, bump = decide(threads, stored)
+        return records, await self._save_messages(records, bump, now_us)
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """Answer every part of ``plan`` (see :class:`~memory_core.plan.ReadPlan`

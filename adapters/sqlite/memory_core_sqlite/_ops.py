@@ -22,6 +22,7 @@ from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.storage import SaveDecision
 
 from memory_core_sqlite import _sql
 
@@ -48,6 +49,7 @@ __all__ = [
     "put_thread",
     "read",
     "read_state",
+    "save_checked",
     "save_messages",
     "snapshot",
     "swap_resource_memory",
@@ -236,34 +238,58 @@ def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: S
                 message.id, message.resource_id
             ) != message.resource_id:
                 raise StaleStateError(f"message {message.id!r} changed")
-        fresh = len(messages) - len(stored)
-        (last,) = conn.execute(
-            "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (fresh,)
-        ).fetchone()
-        next_seq = int(last) - fresh + 1
-        rows = []
-        sequences = []
-        for message in messages:
-            assert message.created_at is not None and message.resource_id is not None
-            seq = message.sequence
-            if seq is None:
-                seq, next_seq = next_seq, next_seq + 1
-            sequences.append(seq)
-            rows.append(
-                (
-                    message.id,
-                    seq,
-                    message.thread_id,
-                    message.resource_id,
-                    message.role,
-                    message.type,
-                    codec.dumps(message.content),
-                    codec.dumps(message.metadata),
-                    to_us(message.created_at),
-                )
+        return _write_messages(conn, messages, bump, now_us)
+
+
+def save_checked(
+    conn: sqlite3.Connection,
+    thread_ids: Sequence[str],
+    message_ids: Sequence[str],
+    decide: SaveDecision,
+    now_us: int,
+) -> tuple[list[Message], list[int]]:
+    """Read, decide and write a save in one transaction (the core's checks
+    run inside it: what they read cannot change before the write)."""
+    with transaction(conn):
+        records, bump = decide(*_state(conn, thread_ids, message_ids))
+        return records, _write_messages(conn, records, bump, now_us)
+
+
+def _write_messages(
+    conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int
+) -> list[int]:
+    """Upsert checked messages and bump threads (inside the caller's
+    transaction); returns the stored sequences. New ids take the next values
+    of the store-wide counter in list order; existing ids keep seq,
+    created_at and resource_id."""
+    fresh = sum(1 for m in messages if m.sequence is None)
+    (last,) = conn.execute(
+        "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (fresh,)
+    ).fetchone()
+    next_seq = int(last) - fresh + 1
+    rows = []
+    sequences = []
+    for message in messages:
+        assert message.created_at is not None and message.resource_id is not None
+        seq = message.sequence
+        if seq is None:
+            seq, next_seq = next_seq, next_seq + 1
+        sequences.append(seq)
+        rows.append(
+            (
+                message.id,
+                seq,
+                message.thread_id,
+                message.resource_id,
+                message.role,
+                message.type,
+                codec.dumps(message.content),
+                codec.dumps(message.metadata),
+                to_us(message.created_at),
             )
-        conn.executemany(_UPSERT_MESSAGE, rows)
-        _bump(conn, bump, now_us)
+        )
+    conn.executemany(_UPSERT_MESSAGE, rows)
+    _bump(conn, bump, now_us)
     return sequences
 
 
@@ -334,10 +360,16 @@ def read_state(
     conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
 ) -> tuple[dict[str, Thread], list[Message]]:
     """The threads (by id) and messages found among these ids."""
-    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
     with snapshot(conn):
-        threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(thread_ids),))}
-        return threads, get_messages(conn, message_ids)
+        return _state(conn, thread_ids, message_ids)
+
+
+def _state(
+    conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
+) -> tuple[dict[str, Thread], list[Message]]:
+    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
+    threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(thread_ids),))}
+    return threads, get_messages(conn, message_ids)
 
 
 def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:

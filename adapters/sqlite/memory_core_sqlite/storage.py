@@ -26,7 +26,7 @@ from memory_core.errors import AdapterClosedError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage
+from memory_core.storage import BaseStorage, SaveDecision
 
 from memory_core_sqlite import _ops
 from memory_core_sqlite._errors import is_busy
@@ -249,6 +249,11 @@ class SQLiteStorage(BaseStorage):
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         return await self._run(_ops.save_messages, messages, bump, now_us)
+
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        return await self._run(_ops.save_checked, thread_ids, message_ids, decide, now_us)
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         await self._run(_ops.patch_messages, patches, bump, now_us)

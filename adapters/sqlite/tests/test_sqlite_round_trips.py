@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_core import Memory, MemoryConfig, Message, WorkingMemory
+from memory_core import ConflictError, Memory, MemoryConfig, Message, OwnershipError, WorkingMemory
 from memory_core.models import MessagePageRequest
 
 from memory_core_sqlite import SQLiteStorage
@@ -92,3 +92,20 @@ async def test_thread_with_owner_is_one_job(memory: tuple[Memory, JobCounter]) -
     thread, owner = await mem.storage.get_thread_with_owner("t1")
     assert owner is not None and owner.working_memory == "w"
     assert counter.take() == 1
+
+
+async def test_writes_check_inside_their_one_job(memory: tuple[Memory, JobCounter]) -> None:
+    """No read before a write: a save's checks and an insert's run in the
+    write's own transaction, and a failed check writes nothing."""
+    mem, counter = memory
+    saved = await mem.storage.save_messages([Message("new", "t1", "user", "hi"), Message("m1", "t1", "user", "re")])
+    assert [m.sequence for m in saved][1] == 2 and saved[0].sequence == 61
+    assert counter.take() == 1
+    await mem.storage.insert_thread({"id": "t3", "resource_id": "r1"})
+    assert counter.take() == 1
+    with pytest.raises(OwnershipError):
+        await mem.storage.save_messages([Message("x1", "t1", "user", "a"), Message("x2", "t1", "user", "b", "r2")])
+    with pytest.raises(ConflictError):
+        await mem.storage.insert_thread({"id": "t3", "resource_id": "r2"})
+    assert counter.take() == 2
+    assert await mem.storage.get_messages(["x1", "x2"]) == []
