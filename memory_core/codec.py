@@ -3,12 +3,18 @@
 Compact, UTF-8 (``ensure_ascii=False``), no NaN/inf. Python's ``json`` keeps
 int vs float apart on the way back (``1`` stays int, ``1.0`` stays float), which
 is what R-JSON asks for, so adapters never pick their own encoding.
+
+Decoding uses orjson (the same values as ``json.loads`` for everything
+:func:`dumps` writes: int64 ints, finite floats, valid UTF-8), several times
+faster on the short texts messages hold; rows are decoded on every read.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+import orjson
 
 __all__ = ["dumps", "loads"]
 
@@ -19,5 +25,6 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: str | bytes) -> Any:
-    """Decode text written by :func:`dumps`."""
-    return json.loads(text)
+    """Decode text written by :func:`dumps` (orjson; ``json.loads`` agrees on
+    every such text)."""
+    return orjson.loads(text)

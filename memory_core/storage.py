@@ -188,6 +188,10 @@ class BaseStorage(ABC):
 
     backend_name: ClassVar[str] = "base"
     capabilities: frozenset[str] = frozenset()
+    chunk_limits: ClassVar[frozenset[int]] = frozenset()
+    """Every batch or chunk size the adapter splits work at (ids per script
+    call, rows per statement ...): the conformance suite runs saves, deletes,
+    erasures and listings at one below, at and one above each."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock if clock is not None else system_clock

@@ -50,6 +50,11 @@ _MAX_WINDOW = 2**50
 """Offsets and limits are clamped to this before they reach Lua (whose
 numbers are doubles): no store holds that many items, so answers are equal."""
 _RELEASE_CHUNK = 10_000
+"""Released message ids per ``apply`` call."""
+_SCRIPT_CHUNKS = (500, 1000)
+"""The chunk sizes inside the Lua scripts: delete_thread.lua unlinks 500
+keys per UNLINK, locate.lua asks 1,000 ids per HMGET (Lua's ``unpack``
+must stay under its stack limit)."""
 _RETRYABLE = (
     redis_errors.ConnectionError,  # includes BusyLoadingError
     redis_errors.TimeoutError,
@@ -218,6 +223,7 @@ class RedisStorage(BaseStorage):
     """
 
     backend_name: ClassVar[str] = "redis"
+    chunk_limits: ClassVar[frozenset[int]] = frozenset({_RELEASE_CHUNK, *_SCRIPT_CHUNKS})
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
 
     def __init__(

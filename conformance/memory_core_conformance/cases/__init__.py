@@ -6,7 +6,7 @@ from memory_core_conformance.cases.bug_cases import BugCases
 from memory_core_conformance.cases.capabilities import CapabilityCases
 from memory_core_conformance.cases.concurrency import ConcurrencyCases
 from memory_core_conformance.cases.filtering import FilterRules
-from memory_core_conformance.cases.operations import OperationCases
+from memory_core_conformance.cases.operations import ChunkCases, OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
 from memory_core_conformance.cases.paging import PagingRules
 from memory_core_conformance.cases.properties import PropertyCases
@@ -18,6 +18,7 @@ __all__ = [
     "ActivityRules",
     "BugCases",
     "CapabilityCases",
+    "ChunkCases",
     "ConcurrencyCases",
     "FilterRules",
     "OperationCases",

@@ -16,7 +16,7 @@ from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
 from memory_core_conformance.harness import StorageFactory, at, message, open_store, thread
 
-__all__ = ["OperationCases"]
+__all__ = ["BIG_BATCH", "ChunkCases", "OperationCases", "chunk_sizes"]
 
 
 class OperationCases(SuiteBase):
@@ -248,3 +248,54 @@ class OperationCases(SuiteBase):
             assert (await store.list_threads()).total == 1
         finally:
             await store.destroy()
+
+
+BIG_BATCH = 5_001
+"""A batch above 5,000 ids, run whatever the adapter declares."""
+SMALL_LIMIT = 1_000
+"""Chunk limits up to this run at one below, at and one above; larger ones
+(rare, slow to fill) only one above."""
+
+
+def chunk_sizes(store: BaseStorage) -> list[int]:
+    """Batch sizes crossing every chunk limit the store declares
+    (``chunk_limits``: one below, at and one above each small limit, one
+    above each large one) and :data:`BIG_BATCH` (unless a larger size runs)."""
+    sizes: set[int] = set()
+    for limit in store.chunk_limits:
+        around = (limit - 1, limit, limit + 1) if limit <= SMALL_LIMIT else (limit + 1,)
+        sizes.update(n for n in around if n > 0)
+    if max(sizes, default=0) < BIG_BATCH:
+        sizes.add(BIG_BATCH)
+    return sorted(sizes)
+
+
+class ChunkCases(SuiteBase):
+    """Batches at the adapter's chunk limits (OPS)."""
+
+    async def test_ops_batches_cross_every_chunk_limit(self, store: BaseStorage) -> None:
+        """Save, list, delete_messages, delete_thread and delete_resource at
+        sizes one below, at and one above each declared chunk limit: totals
+        stay exact and every id is released (saved again elsewhere)."""
+        for n in chunk_sizes(store):
+            mine, theirs = f"r{n}", f"x{n}"
+            await store.save_thread(thread(f"t{n}", mine))
+            await store.save_thread(thread(f"o{n}", theirs))
+            batch = [f"m{n}-{i}" for i in range(n)]
+            await store.save_messages([message(m, f"t{n}") for m in batch])
+            assert ids(await store.list_messages(f"t{n}", per_page=False)) == batch
+            assert (await store.list_messages_by_resource(mine, per_page=0)).total == n
+            await store.delete_messages(batch)
+            assert (await store.list_messages_by_resource(mine, per_page=0)).total == 0
+            # Released: another resource may take every id now.
+            await store.save_messages([message(m, f"o{n}") for m in batch])
+            await store.delete_thread(f"o{n}")
+            page = await store.list_messages_by_resource(theirs, per_page=0)
+            assert page.total == 0, f"{page.total} messages left in the resource after delete_thread"
+            await store.save_messages([message(m, f"t{n}") for m in batch])
+            erased = await store.delete_resource(mine)
+            assert erased.messages == n and erased.thread_ids == [f"t{n}"]
+            assert (await store.list_threads({"resource_id": mine}, per_page=0)).total == 0
+            await store.save_thread(thread(f"o{n}", theirs))
+            assert len(await store.save_messages([message(m, f"o{n}") for m in batch])) == n
+            await store.delete_resource(theirs)
