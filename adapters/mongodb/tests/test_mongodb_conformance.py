@@ -27,7 +27,7 @@ class TestMongoConformance(StorageConformance):
         there, and with the environment's profile on a real MONGODB_URL."""
         return "stand-in" if is_secantus else None
 
-    async def test_ops_batches_cross_every_chunk_limit(self, store: BaseStorage, is_secantus: bool) -> None:
+    async def test_ops_batches_cross_every_chunk_limit(self, store: BaseStorage, is_secantus: bool) -> None:  # type: ignore[override]
         """Runs on a real MONGODB_URL only: secantusdb (pure Python) aborts a
         5,001-message transaction (NoSuchTransaction) before it commits."""
         if is_secantus:
