@@ -9,5 +9,6 @@ finds :class:`PgVectorStore`, through the ``memory_core.storage`` /
 """
 
 from memory_core_postgres.storage import PostgresStorage
+from memory_core_postgres.vector import PgVectorStore
 
-__all__ = ["PostgresStorage"]
+__all__ = ["PgVectorStore", "PostgresStorage"]
