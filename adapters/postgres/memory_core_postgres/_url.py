@@ -9,7 +9,9 @@ passes other parameters on as server settings):
   ``memory_core``), so several stores share one database;
 - ``min_size`` / ``max_size``: connection pool bounds (default 1 and 10);
 - ``text_search_config``: the text search configuration of the full-text
-  column (default ``simple``: no stemming, any language).
+  column (default ``simple``: no stemming, any language);
+- ``index`` / ``ef_search``: the vector store's search mode (see
+  :mod:`.vector`); the storage ignores them, so one URL serves both.
 
 A ``namespace`` (tests, ``memory-core check``) selects the schema
 ``<schema>_<namespace>``.
@@ -26,6 +28,7 @@ from memory_core.errors import ValidationError
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "VECTOR_OPTIONS",
     "PostgresSettings",
     "check_options",
     "parse_url",
@@ -38,6 +41,8 @@ DEFAULT_SCHEMA = "memory_core"
 
 _SCHEMES = ("postgresql", "postgres")
 _OPTIONS = frozenset({"schema", "min_size", "max_size", "text_search_config"})
+VECTOR_OPTIONS = frozenset({"index", "ef_search"})
+"""Options only the pgvector store reads (the storage ignores them in a shared URL)."""
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]+")
 _TS_CONFIG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -87,7 +92,7 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
         if key in seen:
             raise ValidationError(f"url option {key!r}", "given twice")
         seen.add(key)
-        if key in _OPTIONS:
+        if key in _OPTIONS | VECTOR_OPTIONS:
             ours[key] = value
         else:
             passed.append((key, value))

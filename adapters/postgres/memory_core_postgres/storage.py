@@ -34,6 +34,7 @@ from memory_core_postgres import _sql
 from memory_core_postgres._schema import migrate
 from memory_core_postgres._url import (
     DEFAULT_SCHEMA,
+    VECTOR_OPTIONS,
     PostgresSettings,
     check_options,
     parse_url,
@@ -145,7 +146,8 @@ class PostgresStorage(BaseStorage):
             ValidationError: a malformed URL, unknown option or bad value.
         """
         dsn, query = parse_url(url)
-        merged = check_options({**query, **options})
+        shared = {k: v for k, v in query.items() if k not in VECTOR_OPTIONS}
+        merged = check_options({**shared, **options})
         return cls(dsn, namespace=namespace, clock=clock, **merged)
 
     @property

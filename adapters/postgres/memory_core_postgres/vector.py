@@ -32,14 +32,13 @@ from memory_core.vector import VectorHit, VectorPoint, collection_name, point_id
 from pgvector.asyncpg import register_vector
 
 from memory_core_postgres._schema import LOCK_CLASS
-from memory_core_postgres._url import DEFAULT_SCHEMA, check_options, parse_url, quote_ident, schema_name
+from memory_core_postgres._url import DEFAULT_SCHEMA, VECTOR_OPTIONS, check_options, parse_url, quote_ident, schema_name
 
 __all__ = ["MAX_TOP_K", "PgVectorStore"]
 
 MAX_TOP_K = 1000
 """Largest ``top_k`` a search accepts (as the core's recall limit)."""
 
-_VECTOR_OPTIONS = frozenset({"index", "ef_search"})
 _TABLE = re.compile(r"memory_messages_([1-9][0-9]*)")
 
 
@@ -122,7 +121,7 @@ class PgVectorStore:
         """
         dsn, query = parse_url(url)
         merged: dict[str, Any] = {**query, **options}
-        vector_options = {k: merged.pop(k) for k in list(merged) if k in _VECTOR_OPTIONS}
+        vector_options = {k: merged.pop(k) for k in list(merged) if k in VECTOR_OPTIONS}
         merged.pop("text_search_config", None)  # a storage option: shared URLs may carry it
         if "ef_search" in vector_options:
             raw = vector_options["ef_search"]
