@@ -44,6 +44,8 @@ _INSTALL_HINTS = {
     "qdrant": "memory-core-qdrant",
     "qdrant+path": "memory-core-qdrant",
     "qdrant+edge": "memory-core-qdrant",
+    "postgresql": "memory-core-postgres",
+    "postgres": "memory-core-postgres",
 }
 
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
