@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -41,6 +40,7 @@ __all__ = [
     "RESOURCE_COLUMNS",
     "THREAD_COLUMNS",
     "Params",
+    "bump_sql",
     "meta_document",
     "message_windows",
     "page_messages",
@@ -209,9 +209,3 @@ def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Para
 def bump_sql(placeholder_now: str, placeholder_max: str) -> str:
     """The R-BUMP expression for ``updated_at`` (clock.bump_us in SQL)."""
     return f"LEAST(GREATEST({placeholder_now}, updated_at + interval '1 microsecond'), {placeholder_max})"
-
-
-def as_datetime(value: datetime | None) -> datetime:
-    """A stored time (never None once the core resolved it)."""
-    assert value is not None
-    return value
