@@ -151,12 +151,14 @@ class RawPostgres(Subject):
             raise LookupError("a thread is missing or owned by another resource")
 
     async def _page(
-        self, thread_id: str, where: str, params: Sequence[Any], order: str, limit: int, offset: int
+        self, thread_id: str, where: str, params: Sequence[Any], limit: int, offset: int, keyset: str = ""
     ) -> Answer:
+        """Count under ``where`` + the window (``keyset`` narrows the window
+        only), created_at ASC, in one statement."""
         rows = await self.pool.fetch(
             f"SELECT c.total, w.* FROM (SELECT count(*) AS total FROM messages WHERE thread_id = $1{where}) c"
-            f" LEFT JOIN LATERAL (SELECT {_COLS} FROM messages WHERE thread_id = $1{where} ORDER BY {order}"
-            f" LIMIT {int(limit)} OFFSET {int(offset)}) w ON true",
+            f" LEFT JOIN LATERAL (SELECT {_COLS} FROM messages WHERE thread_id = $1{where}{keyset}"
+            f" ORDER BY created_at, seq LIMIT {int(limit)} OFFSET {int(offset)}) w ON true",
             thread_id,
             *params,
         )
@@ -181,7 +183,7 @@ class RawPostgres(Subject):
 
     async def page_offset(self, thread: ThreadSpec, page: int, per_page: int) -> Answer:
         """Count + ``LIMIT/OFFSET`` page in one statement."""
-        return await self._page(thread.id, "", (), "created_at, seq", per_page, page * per_page)
+        return await self._page(thread.id, "", (), per_page, page * per_page)
 
     async def first_cursor(self, thread: ThreadSpec, per_page: int, depth: int) -> Any:
         """(created_at, seq) of the message at position ``depth - 1``."""
@@ -198,16 +200,12 @@ class RawPostgres(Subject):
         """Count + keyset page (one extra row for has_more) in one statement."""
         if cursor is None:
             return await self.page_offset(thread, 0, per_page)
-        answer = await self._page(
-            thread.id, " AND (created_at, seq) > ($2, $3)", cursor, "created_at, seq", per_page + 1, 0
-        )
+        answer = await self._page(thread.id, "", cursor, per_page + 1, 0, " AND (created_at, seq) > ($2, $3)")
         return Answer(answer.total, answer.ids[:per_page])
 
     async def filter_meta(self, thread: ThreadSpec, key: str, value: str, per_page: int) -> Answer:
         """Containment on the adapter's ``meta`` projection."""
-        return await self._page(
-            thread.id, " AND meta @> $2::jsonb", (codec.dumps({key: value}),), "created_at, seq", per_page, 0
-        )
+        return await self._page(thread.id, " AND meta @> $2::jsonb", (codec.dumps({key: value}),), per_page, 0)
 
     async def filter_date(self, thread: ThreadSpec, start_us: int, end_us: int, per_page: int) -> Answer:
         """``created_at`` between the bounds, on the thread index."""
@@ -215,7 +213,6 @@ class RawPostgres(Subject):
             thread.id,
             " AND created_at >= $2 AND created_at <= $3",
             (from_us(start_us), from_us(end_us)),
-            "created_at, seq",
             per_page,
             0,
         )
