@@ -42,7 +42,7 @@ from memory_core_postgres._url import (
     schema_name,
 )
 
-__all__ = ["PostgresStorage"]
+__all__ = ["PostgresStorage", "keep_session"]
 
 T = TypeVar("T")
 
@@ -53,6 +53,14 @@ _RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
 _MAX_AT = from_us(TIME_MAX_US)
 _CAS_ATTEMPTS = 50
 _BUMP = _sql.bump_sql("$2", "$3")
+
+
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """Pool ``reset`` hook: nothing to undo. asyncpg's default runs ``RESET
+    ALL; CLOSE ALL; UNLISTEN *; ...`` on every release, a second round trip per
+    statement; these stores never change session state (no ``SET`` outside a
+    transaction, no LISTEN, cursors or session advisory locks), and asyncpg
+    still rolls back a transaction left open before calling this."""
 
 
 def _thread(row: Any, offset: int = 0) -> Thread:
@@ -192,6 +200,7 @@ class PostgresStorage(BaseStorage):
             min_size=settings.min_size,
             max_size=settings.max_size,
             server_settings={"search_path": quote_ident(settings.schema)},
+            reset=keep_session,
         )
         try:
             async with pool.acquire() as conn:

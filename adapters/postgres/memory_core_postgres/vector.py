@@ -33,6 +33,7 @@ from pgvector.asyncpg import register_vector
 
 from memory_core_postgres._schema import LOCK_CLASS
 from memory_core_postgres._url import DEFAULT_SCHEMA, VECTOR_OPTIONS, check_options, parse_url, quote_ident, schema_name
+from memory_core_postgres.storage import keep_session
 
 __all__ = ["MAX_TOP_K", "PgVectorStore"]
 
@@ -174,6 +175,7 @@ class PgVectorStore:
                     "hnsw.ef_search": str(self.ef_search),
                 },
                 init=lambda conn: register_vector(conn, schema=extension_schema),
+                reset=keep_session,
             )
             try:
                 async with pool.acquire() as conn:
