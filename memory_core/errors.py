@@ -1,4 +1,4 @@
-"""The memory-core error tree (SPEC.md §7).
+"""The memory-core error tree.
 
 Every error raised by the public API is a :class:`MemoryCoreError`. Leaves
 also subclass the matching standard-library type, so callers that already
@@ -35,7 +35,7 @@ class ValidationError(MemoryCoreError, ValueError):
     Attributes:
         field: the argument or field that was wrong, e.g. ``"per_page"`` or
             ``"messages[3].created_at"``.
-        rule: the SPEC rule id it breaks (``"R-PAGE"``), or ``""``.
+        rule: the id of the rule it breaks (``"R-PAGE"``), or ``""``.
         reason: the human explanation.
     """
 

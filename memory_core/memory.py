@@ -1,7 +1,8 @@
 """The ``Memory`` facade: threads, messages, recall and working memory.
 
-``Memory`` composes a storage (any :class:`~memory_core.storage.BaseStorage`)
-with an optional vector store and embedder for semantic recall (SPEC.md §6).
+``Memory`` composes a storage (any :class:`~memory_core.storage.Storage`)
+with an optional vector store and embedder for semantic recall (R-RECALL,
+R-VEC).
 It follows the public Mastra memory API (``recall()``, ``listThreads()``),
 with snake_case names.
 """
@@ -9,6 +10,8 @@ with snake_case names.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import itertools
 import json
 import logging
 import uuid
@@ -19,20 +22,27 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.errors import BackendError, NotFoundError, OwnershipError, ValidationError
+from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.ids import new_message_id
 from memory_core.models import (
     DateRange,
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
     RecallResult,
+    RecallSource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
+    WorkingMemoryState,
 )
-from memory_core.storage import BaseStorage
+from memory_core.query import NOT_GIVEN
+from memory_core.storage import MessageParts, Storage, message_key
+from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
     MAX_ID_LENGTH,
     MAX_PER_PAGE,
@@ -55,7 +65,17 @@ from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_tex
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
 
-__all__ = ["MAX_CLONE_ID_LENGTH", "Memory", "MemoryConfig", "SemanticRecall", "TitleGenerator", "WorkingMemory"]
+__all__ = [
+    "APPEND_ATTEMPTS",
+    "MAX_CLONE_ID_LENGTH",
+    "IndexStatus",
+    "Memory",
+    "MemoryConfig",
+    "SemanticRecall",
+    "TitleGenerator",
+    "WorkingMemory",
+    "working_memory_version",
+]
 
 log = logging.getLogger("memory_core")
 
@@ -68,8 +88,26 @@ MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
 """The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
 named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
 
+APPEND_ATTEMPTS = 100
+"""Compare-and-set rounds :meth:`Memory.append_working_memory` tries before
+giving up with a ConflictError: each round one of the racing writers wins, so
+100 concurrent appends to one working memory all land."""
+
 _SCOPES = ("resource", "thread")
 _RANGE_KEYS = frozenset({"before", "after"})
+_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
+
+
+def working_memory_version(text: str | None) -> str | None:
+    """The version (an etag) of a stored working memory: the first 32 hex
+    digits of the SHA-256 of its UTF-8 text; None when nothing is stored.
+
+    Equal texts have equal versions, so a compare-and-set by version never
+    loses an update: a write succeeds only while the text it was computed
+    from is still the stored one."""
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +124,12 @@ class SemanticRecall:
             Default 2.
         scope: ``"resource"`` searches every thread of the resource (needs a
             ``resource_id``); ``"thread"`` only the current thread.
+        exclude_recent: when True, the ``top_k`` hits are the best messages
+            outside the recall's history page (the search asks for ``top_k``
+            plus the page's size, capped at ``MAX_TOP_K``, and drops hits in
+            the page), so no slot is spent on a message the prompt already
+            has. Default False: Mastra's behaviour (R-RECALL step 4), where a
+            hit may be a recent message.
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
@@ -95,6 +139,7 @@ class SemanticRecall:
     top_k: int = 4
     message_range: int | tuple[int, int] = 2
     scope: Scope = "resource"
+    exclude_recent: bool = False
 
     def __post_init__(self) -> None:
         top_k = self.top_k
@@ -102,8 +147,10 @@ class SemanticRecall:
             raise ValidationError(
                 "semantic_recall.top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL"
             )
+        object.__setattr__(self, "top_k", int(top_k))  # an IntEnum becomes a plain int
         object.__setattr__(self, "message_range", _message_range(self.message_range))
         _check_scope(self.scope, "semantic_recall.scope")
+        check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""
@@ -158,7 +205,7 @@ class WorkingMemory:
 
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
-    """Memory behaviour (SPEC §6); per-call ``thread_config`` overrides it.
+    """Memory behaviour (R-RECALL, R-VEC); per-call ``thread_config`` overrides it.
 
     Attributes:
         last_messages: default history page size for :meth:`Memory.recall`
@@ -243,12 +290,24 @@ class Memory:
 
     Args:
         storage: any opened or unopened storage (``await memory_core.connect(url)``).
-        vector: optional vector store for semantic recall (R-VEC).
-        embedder: turns text into vectors; defaults to the lexical hashing
-            embedder when a vector store is given.
+        vector: optional vector store for semantic recall (R-VEC). Pair a
+            persistent storage with a persistent vector store
+            (``qdrant+path:///dir``, a server): an in-memory one starts empty
+            after a restart (:meth:`check_index` tells, :meth:`reindex` repairs).
+        embedder: turns text into vectors; with a vector store and no
+            embedder, :func:`~memory_core.embedders.default_embedder` (MiniLM
+            when installed, else the lexical hashing embedder).
         config: defaults for recall and working memory.
+        token_counter: counts tokens for ``recall(max_tokens=...)``; default
+            :class:`~memory_core.tokens.EstimateTokenCounter`.
         owns_stores: close ``storage`` and ``vector`` on :meth:`close` (default
             True; pass False when they are shared).
+
+    Raises:
+        ValidationError: ``config`` is not a MemoryConfig; semantic recall is on
+            without a vector store (field ``config.semantic_recall``); an
+            embedder without a vector store (field ``embedder``); a bad
+            ``token_counter``. Checked here, before any I/O.
 
     With a vector store, ``save_messages``, ``update_messages``,
     ``delete_messages`` and ``delete_thread`` keep the vectors in step
@@ -260,23 +319,35 @@ class Memory:
 
     def __init__(
         self,
-        storage: BaseStorage,
+        storage: Storage,
         vector: VectorStore | None = None,
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,
         *,
+        token_counter: TokenCounter | None = None,
         owns_stores: bool = True,
     ) -> None:
-        self.storage = storage
-        self.vector = vector
-        if vector is not None and embedder is None:
-            from memory_core.embedders import LexicalHashEmbedder
-
-            embedder = LexicalHashEmbedder()
-        self.embedder = embedder
         if config is not None and not isinstance(config, MemoryConfig):
             raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
         self.config = config if config is not None else MemoryConfig()
+        if vector is None:
+            if embedder is not None:
+                raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
+            if self.config.semantic() is not None:
+                raise ValidationError(
+                    "config.semantic_recall",
+                    "semantic recall is on but Memory has no vector store: pass "
+                    "vector=await memory_core.connect_vector(url), or turn semantic_recall off",
+                    "R-RECALL",
+                )
+        elif embedder is None:
+            from memory_core.embedders import default_embedder
+
+            embedder = default_embedder()
+        self.storage = storage
+        self.vector = vector
+        self.embedder = embedder
+        self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
 
     async def __aenter__(self) -> Self:
@@ -329,8 +400,9 @@ class Memory:
         thread_id: str | None = None,
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
+        replace: bool = False,
     ) -> Thread:
-        """Create (or replace) a thread.
+        """Create a thread.
 
         Args:
             resource_id: the owner (R-ID).
@@ -338,15 +410,59 @@ class Memory:
                 is an error like any other bad id).
             title: a str.
             metadata: a JSON object (R-JSON).
+            replace: False (default): an existing ``thread_id`` is a
+                ConflictError and nothing changes. True: an existing thread of
+                the same resource is replaced, title, metadata and
+                ``created_at`` reset (its messages stay; Mastra's
+                ``saveThread``). See :meth:`get_or_create_thread` to reuse one.
 
         Raises:
             ValidationError: bad id, title or metadata; nothing is written.
-            ConflictError: ``thread_id`` belongs to another resource.
+            ConflictError: ``thread_id`` exists (``replace=False``), or
+                belongs to another resource.
         """
         check_id(resource_id, "resource_id")
         new_id = str(uuid.uuid4()) if thread_id is None else check_id(thread_id, "thread_id")
+        check_bool(replace, "replace")
         thread = Thread(new_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        return await self.storage.save_thread(thread)
+        if replace:
+            return await self.storage.save_thread(thread)
+        return await self.storage.insert_thread(thread)
+
+    async def get_or_create_thread(
+        self,
+        resource_id: str,
+        thread_id: str,
+        *,
+        title: str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> tuple[Thread, bool]:
+        """The thread ``thread_id`` of ``resource_id``, created with ``title``
+        and ``metadata`` if it does not exist (an existing one is returned
+        unchanged). Safe under races: of two concurrent calls, one creates
+        and both return the same thread.
+
+        Returns:
+            ``(thread, created)``.
+
+        Raises:
+            ValidationError: bad id, title or metadata.
+            OwnershipError: the thread belongs to another resource.
+        """
+        check_id(resource_id, "resource_id")
+        check_id(thread_id, "thread_id")
+        thread = Thread(thread_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
+        for _ in range(2):
+            found = await self.storage.get_thread(thread_id)
+            if found is not None:
+                if found.resource_id != resource_id:
+                    raise OwnershipError(f"thread {thread_id!r} belongs to another resource")
+                return found, False
+            try:
+                return await self.storage.insert_thread(thread), True
+            except ConflictError:
+                continue  # created meanwhile (or deleted again): read it
+        raise ConflictError(f"thread {thread_id!r} is being created and deleted concurrently")
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
         """See :meth:`BaseStorage.get_thread`."""
@@ -363,6 +479,25 @@ class Memory:
         await self.storage.delete_thread(thread_id)
         if self.vector is not None:
             await self.vector.delete_thread(thread_id)
+
+    async def delete_resource(self, resource_id: str) -> ResourceErasure:
+        """Forget a resource (a user): its threads, their messages and vectors,
+        and its working memory. No id stays reserved; an unknown id is no
+        error. Resumable: if a backend fails half-way, calling again finishes
+        the erasure (see :meth:`BaseStorage.delete_resource`).
+
+        Returns:
+            :class:`ResourceErasure`: what was removed.
+
+        Raises:
+            ValidationError: bad id (before any I/O).
+            BackendError: a store failed (call again to finish).
+        """
+        erased = await self.storage.delete_resource(resource_id)
+        if self.vector is not None:
+            for thread_id in erased.thread_ids:
+                await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
+        return erased
 
     async def list_threads(
         self,
@@ -393,7 +528,9 @@ class Memory:
         every copy's id fits R-ID. ``message_limit`` keeps only the newest N;
         ``date_range`` only messages inside it. The clone's metadata is the
         source's, updated with ``metadata``, plus ``cloned_from`` naming the
-        source; ``title`` (a str) replaces the source's. Every input and every
+        source; its title is ``title`` (a str) when given, else ``"Clone of
+        <source title>"`` (Mastra's ``cloneThread``; ``""`` for an untitled
+        source). Every input and every
         copy is checked before anything is written. Returns ``(thread,
         messages)``.
 
@@ -435,13 +572,13 @@ class Memory:
             originals = page.items
         else:
             page = await self.storage.page_messages(
-                (source_id,), None, None, flt, 0, message_limit, None, None, newest=True
+                MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
             )
             originals = page.items
         clone = Thread(
             new_id,
             source.resource_id,
-            source.title if title is None else title,
+            (f"Clone of {source.title}" if source.title else "") if title is None else title,
             {**source.metadata, **extra, "cloned_from": source_id},
         )
         copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
@@ -458,19 +595,93 @@ class Memory:
 
     # ------------------------------------------------------------------ messages
 
-    async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
+    async def save_messages(
+        self, messages: Sequence[Message | Mapping[str, Any]], *, persist_system: bool = False
+    ) -> list[Message]:
         """Save messages (see :meth:`BaseStorage.save_messages`), then embed them
         into the vector store and run the ``generate_title`` hook.
 
+        Message ids are global in a store (R-ID): saving an id that exists
+        updates that message, and a new ``thread_id`` (same resource) MOVES it
+        there. So never reuse ids across threads: a mapping without ``id``
+        (or with ``id`` None) gets a new time-ordered id
+        (:func:`memory_core.ids.new_message_id`, a UUIDv7), and
+        :meth:`append_messages` takes plain role/content pairs.
+
+        System messages (role ``system``) are validated but not persisted:
+        they are instructions for one model call, not conversation (Mastra's
+        memory does not store them either). Pass ``persist_system=True``
+        (a session that must store items exactly does) to keep them. Returns
+        the stored messages only.
+
         Raises:
+            ValidationError: any bad message (nothing is written).
+            NotFoundError / OwnershipError / ConflictError: as for
+                :meth:`BaseStorage.save_messages`.
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
         """
-        saved = await self.storage.save_messages(messages)
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+            raise ValidationError("messages", "must be a list of Message or mappings")
+        check_bool(persist_system, "persist_system")
+        batch: list[Message] = []
+        for index, raw in enumerate(messages):
+            if isinstance(raw, Mapping) and raw.get("id") is None:
+                raw = {**raw, "id": new_message_id()}
+            message = check_message(raw, f"messages[{index}]")
+            if persist_system or message.role != "system":
+                batch.append(message)
+        saved = await self.storage.save_messages(batch) if batch else []
         await self._index(saved)
         if self.config.generate_title is not None and saved:
             await self._generate_titles(saved)
         return saved
+
+    async def append_messages(
+        self,
+        thread_id: str,
+        turns: Sequence[tuple[str, Any] | Mapping[str, Any]],
+        *,
+        resource_id: str | None = None,
+    ) -> list[Message]:
+        """Append turns to a thread, in order, with new time-ordered ids and
+        "now" as ``created_at`` (R-CLOCK keeps their order).
+
+        Args:
+            thread_id: the thread (it must exist; see :meth:`get_or_create_thread`).
+            turns: ``(role, content)`` pairs or mappings with ``role``,
+                ``content`` and optionally ``metadata``, ``type``, ``id``,
+                ``created_at``. Roles: ``user``, ``assistant``, ``tool``
+                (``system`` turns are not persisted, as in :meth:`save_messages`).
+            resource_id: when given, must own the thread (else OwnershipError).
+
+        Returns:
+            The stored messages, in order.
+
+        Raises:
+            ValidationError: a malformed turn (named by index), nothing written.
+            NotFoundError: no such thread. OwnershipError: another resource's thread.
+        """
+        check_id(thread_id, "thread_id")
+        if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
+            raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
+        batch: list[dict[str, Any]] = []
+        for index, turn in enumerate(turns):
+            field = f"turns[{index}]"
+            if isinstance(turn, Mapping):
+                unknown = sorted(map(str, set(turn) - _TURN_KEYS))
+                if unknown:
+                    raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
+                item = dict(turn)
+            elif isinstance(turn, tuple | list) and len(turn) == 2:
+                item = {"role": turn[0], "content": turn[1]}
+            else:
+                raise ValidationError(field, "must be a (role, content) pair or a mapping")
+            item["thread_id"] = thread_id
+            if resource_id is not None:
+                item["resource_id"] = resource_id
+            batch.append(item)
+        return await self.save_messages(batch)
 
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
@@ -516,10 +727,15 @@ class Memory:
         of messages indexed.
 
         Raises:
-            ValidationError: neither or both of ``thread_id``/``resource_id``.
+            ValidationError: neither or both of ``thread_id``/``resource_id``,
+                or a bad id (before any I/O).
         """
         if (thread_id is None) == (resource_id is None):
             raise ValidationError("reindex", "give exactly one of thread_id or resource_id")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
         if thread_id is not None:
             page = await self.storage.list_messages(thread_id, per_page=False)
             if self.vector is not None:
@@ -592,6 +808,7 @@ class Memory:
         order_by: OrderBy | Mapping[str, Any] | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        max_tokens: int | None = None,
     ) -> RecallResult:
         """The messages an agent should see for its next turn (R-RECALL).
 
@@ -601,18 +818,36 @@ class Memory:
            ``per_page``: no history page, only recalled context).
         3. Without ``order_by`` the page is the newest ``per_page`` messages
            (page 1 = the next older block), returned oldest first.
-        4. With ``vector_search_string`` and semantic recall on, the ``top_k``
-           nearest messages (in the thread, or across the resource) become
-           includes with ``message_range`` context around each.
-        5. Everything is merged and de-duplicated (§5).
+        4. With ``vector_search_string`` (semantic recall must be on), the
+           ``top_k`` nearest messages (in the thread, or across the resource;
+           outside the page with ``exclude_recent``) become includes with
+           ``message_range`` context around each. A blank string searches
+           nothing.
+        5. Everything is merged and de-duplicated (R-INCLUDE); each message is
+           marked with its source and the gaps between non-contiguous
+           neighbours are listed (R-SOURCE).
+        6. With ``max_tokens``, only the newest messages whose tokens (counted
+           by the Memory's ``token_counter``) add up to at most ``max_tokens``
+           are kept; a tool call and its results are kept or dropped together
+           (R-BUDGET).
+
+        When the search finds nothing while storage holds messages in its
+        scope, the vector index is empty or behind: ``warnings`` says so and
+        names the repair (:meth:`reindex`); the same is logged.
+
+        Args:
+            max_tokens: a token budget (int >= 0), or None (default) for none.
 
         Returns:
-            RecallResult; ``semantic_hits`` lists hit message ids, best first.
+            RecallResult; ``semantic_hits`` lists hit message ids, best first;
+            ``sources`` and ``gaps`` describe ``messages``.
 
         Raises:
             ValidationError: bad arguments (``vector_search_string`` longer than
                 :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
-                characters, included); resource scope without a resource.
+                characters, included); ``vector_search_string`` while semantic
+                recall is off, or on (through ``thread_config``) without a vector
+                store; resource scope without a resource. All before any I/O.
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
@@ -620,37 +855,192 @@ class Memory:
         check_id(thread_id, "thread_id")
         if resource_id is not None:
             check_id(resource_id, "resource_id")
+        semantic = config.semantic()
         if vector_search_string is not None:
             check_search_text(vector_search_string)
+            if semantic is None:
+                raise ValidationError(
+                    "vector_search_string",
+                    "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
+                    "or pass no vector_search_string",
+                    "R-RECALL",
+                )
+        if max_tokens is not None:
+            check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
         includes = check_includes(include)
-        semantic = config.semantic()
         if per_page is None:
             per_page = 0 if config.last_messages is False else config.last_messages
-        searching = bool(vector_search_string and vector_search_string.strip()) and semantic is not None
-        hits: list[str] = []
-        if searching and semantic is not None and self.vector is not None:
-            thread = await self.storage.get_thread(thread_id)
-            owner = self._recall_owner(thread, thread_id, resource_id, semantic)
-            assert vector_search_string is not None
-            hits = await self._semantic_hits(vector_search_string, semantic, thread_id, owner)
-            before, after = semantic.window()
-            includes += [Include(hit, before, after) for hit in hits]
-            result = await self.storage.page_messages(
-                (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
+        searching = semantic is not None and bool(vector_search_string and vector_search_string.strip())
+        if searching and self.vector is None:
+            raise ValidationError(
+                "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
             )
-        else:
-            # Two independent reads: run together (one event-loop wait for both);
-            # the page is dropped when the ownership check fails.
-            thread, result = await asyncio.gather(
-                self.storage.get_thread(thread_id),
-                self.storage.page_messages(
-                    (thread_id,), resource_id, includes, filter, page, per_page, order_by, cursor, newest=True
-                ),
+        # Windows are read one message wider on each side: the extra neighbour
+        # tells whether two runs of the result touch (no gap) and is cut off again.
+        wide = [Include(i.id, i.with_previous + 1, i.with_next + 1) for i in includes]
+        listing = MessagePageRequest(
+            thread_ids=(thread_id,),
+            resource_id=resource_id,
+            include=wide,
+            filter=filter,
+            page=page,
+            per_page=per_page,
+            order_by=order_by,
+            cursor=cursor,
+            newest=True,
+        )
+        hits: list[str] = []
+        hit_windows: list[list[Message]] = []
+        warnings: list[str] = []
+        if not searching:
+            thread, parts = await asyncio.gather(
+                self.storage.get_thread(thread_id), self.storage.message_parts(listing)
             )
             self._recall_owner(thread, thread_id, resource_id, semantic)
-        return RecallResult(
-            result.items, result.total, result.page, result.per_page, result.has_more, result.next_cursor, hits
+        else:
+            assert semantic is not None and vector_search_string is not None
+            before, after = semantic.window()
+            if semantic.exclude_recent:
+                thread, parts = await asyncio.gather(
+                    self.storage.get_thread(thread_id), self.storage.message_parts(listing)
+                )
+                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+                recent = {m.id for m in parts.main}
+                extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
+                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
+                hits = [hit for hit in found if hit not in recent][: semantic.top_k]
+                hit_windows = await self.storage.include_windows(
+                    [Include(hit, before + 1, after + 1) for hit in hits], resource_id
+                )
+            else:
+                thread = await self.storage.get_thread(thread_id)
+                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
+                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
+                hits = found
+                hit_includes = [Include(hit, before + 1, after + 1) for hit in hits]
+                parts = await self.storage.message_parts(replace(listing, include=wide + hit_includes))
+                hit_windows = parts.windows[len(wide) :]
+            if not found:
+                warnings += await self._index_warnings(semantic, thread_id, owner)
+        return self._compose(
+            parts, includes, parts.windows[: len(wide)], hits, hit_windows, semantic, max_tokens, warnings
         )
+
+    def _compose(
+        self,
+        parts: MessageParts,
+        includes: list[Include],
+        include_windows: list[list[Message]],
+        hits: list[str],
+        hit_windows: list[list[Message]],
+        semantic: SemanticRecall | None,
+        max_tokens: int | None,
+        warnings: list[str],
+    ) -> RecallResult:
+        """Merge the history page and the windows, mark sources, apply the
+        token budget and find the gaps (R-SOURCE, R-BUDGET)."""
+        adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
+        query = parts.query
+        if query.created_from_us is None and query.created_to_us is None and not query.metadata:
+            ordered = sorted(parts.main, key=message_key)  # unfiltered: the page is a run of its thread
+            adjacent.update((a.id, b.id) for a, b in itertools.pairwise(ordered))
+        before, after = semantic.window() if semantic is not None else (0, 0)
+        shown_includes = [
+            _cut(w, i.id, i.with_previous, i.with_next, adjacent)
+            for i, w in zip(includes, include_windows, strict=True)
+        ]
+        shown_hits = [_cut(w, hit, before, after, adjacent) for hit, w in zip(hits, hit_windows, strict=True)]
+        merged = parts.merge(shown_includes + shown_hits)
+        messages = merged.items
+        tokens: int | None = None
+        dropped = 0
+        if max_tokens is not None:
+            kept, tokens = newest_within(sorted(messages, key=message_key), max_tokens, self.token_counter)
+            dropped = len(messages) - len(kept)
+            messages = [m for m in messages if m.id in kept]
+        recent = {m.id for m in parts.main}
+        semantic_ids = set(hits)
+        included = {m.id for window in shown_includes for m in window}
+        sources: list[RecallSource] = []
+        for message in messages:
+            if message.id in recent:
+                sources.append("recent")
+            elif message.id in semantic_ids:
+                sources.append("semantic")
+            elif message.id in included:
+                sources.append("include")
+            else:
+                sources.append("context")
+        gaps = [
+            (a.id, b.id)
+            for a, b in itertools.pairwise(messages)
+            if a.thread_id != b.thread_id or ((a.id, b.id) not in adjacent and (b.id, a.id) not in adjacent)
+        ]
+        for warning in warnings:
+            log.warning("%s", warning)
+        return RecallResult(
+            messages,
+            merged.total,
+            merged.page,
+            merged.per_page,
+            merged.has_more,
+            merged.next_cursor,
+            hits,
+            sources,
+            gaps,
+            warnings,
+            tokens,
+            dropped,
+        )
+
+    async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
+        """A warning when the search found nothing but storage holds messages
+        in its scope (a vector index that is empty or behind)."""
+        if semantic.scope == "thread":
+            stored, scope = (await self.storage.list_messages(thread_id, per_page=0)).total, f"thread {thread_id!r}"
+            repair = f"reindex(thread_id={thread_id!r})"
+        else:
+            assert owner is not None
+            stored = (await self.storage.list_messages_by_resource(owner, per_page=0)).total
+            scope, repair = f"resource {owner!r}", f"reindex(resource_id={owner!r})"
+        if not stored:
+            return []
+        return [
+            f"the vector index has no vectors for {scope} while storage holds {stored} messages there: "
+            f"it is empty or behind its storage (an in-memory vector store after a restart?); "
+            f"repair with await memory.{repair}"
+        ]
+
+    async def check_index(self, *, thread_id: str | None = None, resource_id: str | None = None) -> IndexStatus:
+        """Compare the vector index with storage for one thread or one resource.
+
+        Reads every message of the scope (a diagnostic, not for each turn) and
+        counts the vectors of the scope.
+
+        Returns:
+            :class:`IndexStatus`; ``behind`` is True when the index holds
+            fewer vectors than storage has messages with text (repair:
+            :meth:`reindex` with the same argument).
+
+        Raises:
+            ValidationError: neither or both of ``thread_id``/``resource_id``;
+                Memory has no vector store.
+        """
+        if (thread_id is None) == (resource_id is None):
+            raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
+        if self.vector is None or self.embedder is None:
+            raise ValidationError("vector", "Memory has no vector store to check")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+            listing = await self.storage.list_messages(thread_id, per_page=False)
+            indexed = await self.vector.count(thread_id=thread_id)
+        else:
+            assert resource_id is not None
+            check_id(resource_id, "resource_id")
+            listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
+            indexed = await self.vector.count(resource_id=resource_id)
+        embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
+        return IndexStatus(thread_id, resource_id, listing.total, embeddable, indexed)
 
     @staticmethod
     def _recall_owner(
@@ -670,58 +1060,89 @@ class Memory:
         return resource_id if resource_id is not None else (thread.resource_id if thread else None)
 
     async def _semantic_hits(
-        self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None
+        self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
     ) -> list[str]:
+        """The ids of the ``top_k + extra`` nearest messages in the scope, best first."""
         assert self.vector is not None and self.embedder is not None
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
         query = await self.embedder.embed([text])
+        k = semantic.top_k + extra
         if semantic.scope == "thread":
-            found = await self.vector.search(query[0], semantic.top_k, thread_id=thread_id)
+            found = await self.vector.search(query[0], k, thread_id=thread_id)
         else:
-            found = await self.vector.search(query[0], semantic.top_k, resource_id=resource_id)
+            found = await self.vector.search(query[0], k, resource_id=resource_id)
         return [hit.message_id for hit in found]
 
     # ------------------------------------------------------------------ working memory
 
+    async def read_working_memory(
+        self,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+    ) -> WorkingMemoryState:
+        """The working memory, whether it is stored, and its version.
+
+        Scope ``resource``: ``Resource.working_memory`` of ``resource_id``, or
+        of the thread's resource when only ``thread_id`` is given (no thread
+        is needed to read a user's memory by user id). Scope ``thread``:
+        ``thread.metadata["working_memory"]`` of ``thread_id``.
+
+        Returns:
+            :class:`WorkingMemoryState`: ``text`` (the stored value, or the
+            template while nothing is stored), ``stored`` and ``version``.
+
+        Raises:
+            ValidationError: working memory not enabled; neither id given (or
+                no ``thread_id`` with thread scope); a bad id.
+            NotFoundError: ``thread_id`` names no thread.
+            OwnershipError: the thread belongs to another resource.
+        """
+        config = self._config(thread_config).working_memory
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        value = await self._stored_memory(scope, key)
+        if value is None:
+            return WorkingMemoryState(config.template, False, None)
+        return WorkingMemoryState(value, True, working_memory_version(value))
+
     async def get_working_memory(
         self,
-        thread_id: str,
+        thread_id: str | None = None,
         resource_id: str | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
     ) -> str | None:
-        """The stored working memory (or the template while none is stored).
-
-        Scope ``resource`` reads ``Resource.working_memory`` of the thread's
-        resource; scope ``thread`` reads ``thread.metadata["working_memory"]``.
+        """The stored working memory, or the template while none is stored
+        (:meth:`read_working_memory` tells the two apart).
 
         Raises:
-            ValidationError: working memory is not enabled.
-            NotFoundError / OwnershipError: as for :meth:`recall`.
+            As :meth:`read_working_memory`.
         """
-        config = self._config(thread_config).working_memory
-        thread = await self._owned_thread(thread_id, resource_id, config)
-        if config.scope == "thread":
-            value = thread.metadata.get("working_memory")
-        else:
-            resource = await self.storage.get_resource(thread.resource_id)
-            value = None if resource is None else resource.working_memory
-        return value if isinstance(value, str) else config.template
+        return (await self.read_working_memory(thread_id, resource_id, thread_config)).text
 
     async def update_working_memory(
         self,
-        thread_id: str,
+        thread_id: str | None,
         working_memory: str | Mapping[str, Any],
         resource_id: str | None = None,
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+        *,
+        if_version: str | None = NOT_GIVEN,
     ) -> str:
         """Replace the working memory atomically; returns the stored text.
 
+        ``thread_id`` may be None with resource scope and a ``resource_id``.
         With a schema, ``working_memory`` is a dict or JSON text that must
-        validate against it (nothing is written otherwise).
+        validate against it (nothing is written otherwise). ``if_version``
+        makes it a compare-and-set: write only if the stored version is still
+        this one (a version from :meth:`read_working_memory`; None: only if
+        nothing is stored). Omitted: the write is unconditional.
 
         Raises:
-            ValidationError: not enabled, bad type, or schema violation.
+            ValidationError: not enabled, bad type, schema violation, bad ids.
+            NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
+            ConflictError: ``if_version`` given and the stored version differs
+                (nothing written).
         """
         config = self._config(thread_config).working_memory
         if isinstance(working_memory, Mapping):
@@ -730,22 +1151,139 @@ class Memory:
             text = check_text(working_memory, "working_memory")
         if config.schema is not None:
             _validate_schema(text, config.schema)
-        thread = await self._owned_thread(thread_id, resource_id, config)
-        if config.scope == "thread":
-            await self.storage.update_thread(thread_id, metadata={"working_memory": text})
-        else:
-            await self.storage.update_resource(thread.resource_id, working_memory=text)
+        if if_version is not NOT_GIVEN and if_version is not None:
+            check_text(if_version, "if_version")
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        if if_version is NOT_GIVEN:
+            if scope == "thread":
+                await self.storage.update_thread(key, metadata={"working_memory": text})
+            else:
+                await self.storage.update_resource(key, working_memory=text)
+            return text
+        current = await self._stored_memory(scope, key)
+        if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
+            raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 
-    async def _owned_thread(self, thread_id: str, resource_id: str | None, config: WorkingMemory) -> Thread:
+    async def append_working_memory(
+        self,
+        thread_id: str | None,
+        text: str,
+        resource_id: str | None = None,
+        thread_config: MemoryConfig | Mapping[str, Any] | None = None,
+        *,
+        separator: str = "\n",
+    ) -> str:
+        """Append ``text`` to the working memory atomically (``separator``
+        between the old value and ``text``; nothing stored: ``text`` alone).
+        Concurrent appends all land: each is a compare-and-set, retried until
+        it wins (at most :data:`APPEND_ATTEMPTS` rounds). Returns the new
+        stored value.
+
+        Raises:
+            ValidationError: not enabled; a schema is set (JSON cannot be
+                appended to); ``text``/``separator`` not str; bad ids.
+            NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
+            ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
+        """
+        config = self._config(thread_config).working_memory
+        check_text(text, "text")
+        check_text(separator, "separator")
+        if config.schema is not None:
+            raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
+        scope, key = await self._memory_target(thread_id, resource_id, config)
+        for _ in range(APPEND_ATTEMPTS):
+            current = await self._stored_memory(scope, key)
+            value = text if current is None else current + separator + text
+            if await self._swap_memory(scope, key, current, value):
+                return value
+        raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
+
+    async def _memory_target(
+        self, thread_id: str | None, resource_id: str | None, config: WorkingMemory
+    ) -> tuple[Scope, str]:
+        """Where the working memory lives: ``("thread", thread id)`` or
+        ``("resource", resource id)``; validates, then reads the thread only
+        when one is named."""
         if not config.enabled:
             raise ValidationError("working_memory.enabled", "working memory is not enabled in the config")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        if thread_id is None:
+            if config.scope == "thread":
+                raise ValidationError("thread_id", "working memory with thread scope needs a thread_id")
+            if resource_id is None:
+                raise ValidationError("resource_id", "give a thread_id or a resource_id")
+            return "resource", resource_id
+        thread = await self._owned_thread(thread_id, resource_id)
+        return ("thread", thread.id) if config.scope == "thread" else ("resource", thread.resource_id)
+
+    async def _stored_memory(self, scope: Scope, key: str) -> str | None:
+        if scope == "thread":
+            thread = await self.storage.get_thread(key)
+            if thread is None:
+                raise NotFoundError(f"thread {key!r} does not exist")
+            value = thread.metadata.get("working_memory")
+            return value if isinstance(value, str) else None
+        resource = await self.storage.get_resource(key)
+        return None if resource is None else resource.working_memory
+
+    async def _swap_memory(self, scope: Scope, key: str, expected: str | None, value: str) -> bool:
+        if scope == "thread":
+            return await self.storage.swap_thread_working_memory(key, expected, value)
+        return await self.storage.swap_working_memory(key, expected, value)
+
+    async def _owned_thread(self, thread_id: str, resource_id: str | None) -> Thread:
         thread = await self.storage.get_thread(thread_id)
         if thread is None:
             raise NotFoundError(f"thread {thread_id!r} does not exist")
         if resource_id is not None and thread.resource_id != resource_id:
             raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
         return thread
+
+
+def _cut(window: list[Message], center: str, before: int, after: int, adjacent: set[tuple[str, str]]) -> list[Message]:
+    """The asked part of a window read one wider on each side: up to
+    ``before`` messages before ``center`` and ``after`` after it. Records every
+    neighbouring pair of the whole window in ``adjacent``."""
+    adjacent.update((a.id, b.id) for a, b in itertools.pairwise(window))
+    index = next((n for n, m in enumerate(window) if m.id == center), None)
+    if index is None:
+        return []
+    return window[max(0, index - before) : index + after + 1]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What :meth:`Memory.check_index` found for one thread or resource.
+
+    Attributes:
+        thread_id: the thread checked, or None.
+        resource_id: the resource checked, or None.
+        stored: messages in storage.
+        embeddable: stored messages with text (empty text gets no vector, R-VEC).
+        indexed: what the vector store counts for the scope (``count()``).
+    """
+
+    thread_id: str | None
+    resource_id: str | None
+    stored: int
+    embeddable: int
+    indexed: int
+
+    @property
+    def behind(self) -> bool:
+        """True when messages with text have no vectors: run :attr:`repair`."""
+        return self.indexed < self.embeddable
+
+    @property
+    def repair(self) -> str:
+        """The call that rebuilds this scope's vectors."""
+        if self.thread_id is not None:
+            return f"await memory.reindex(thread_id={self.thread_id!r})"
+        return f"await memory.reindex(resource_id={self.resource_id!r})"
 
 
 def _reject_constant(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Typed records and results (SPEC.md §2, §4, §6).
+"""Typed records, requests and results.
 
 All models are frozen, slotted dataclasses. Datetimes on stored records are
 aware UTC with microsecond precision. ``metadata`` and dict ``content`` are
@@ -10,6 +10,7 @@ Mastra-style camelCase keys accepted where an interface takes them
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -22,14 +23,18 @@ __all__ = [
     "Message",
     "MessageContent",
     "MessageFilter",
+    "MessagePageRequest",
     "OrderBy",
     "Page",
     "PerPage",
     "RecallResult",
+    "RecallSource",
     "Resource",
+    "ResourceErasure",
     "Role",
     "Thread",
     "ThreadFilter",
+    "WorkingMemoryState",
 ]
 
 JSONObject = dict[str, Any]
@@ -54,6 +59,9 @@ class Thread:
 
     ``created_at``/``updated_at`` are None only on input, meaning "now";
     every thread a store returns has both set (aware UTC).
+    ``last_message_at`` is kept by the store, never set by callers (ignored
+    on input): the largest ``created_at`` among the thread's messages, or
+    None while it has none; exact through saves, moves and deletes.
     """
 
     id: str
@@ -62,6 +70,7 @@ class Thread:
     metadata: JSONObject = field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    last_message_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,44 @@ class Resource:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkingMemoryState:
+    """What :meth:`memory_core.Memory.read_working_memory` returns.
+
+    Attributes:
+        text: the stored working memory, or the configured template (possibly
+            None) while nothing is stored.
+        stored: whether ``text`` is a stored value (False: the template).
+        version: the stored value's version
+            (:func:`memory_core.memory.working_memory_version`), None while
+            nothing is stored; pass it as ``if_version`` to update only if
+            nobody wrote in between.
+    """
+
+    text: str | None
+    stored: bool
+    version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceErasure:
+    """What :meth:`~memory_core.storage.BaseStorage.delete_resource` removed.
+
+    Attributes:
+        resource_id: the erased resource.
+        thread_ids: the ids of its threads that were deleted (with their
+            messages and working memory), sorted.
+        messages: how many messages were deleted with them.
+        resource: whether a resource record (working memory, metadata) was
+            deleted.
+    """
+
+    resource_id: str
+    thread_ids: list[str] = field(default_factory=list)
+    messages: int = 0
+    resource: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DateRange:
     """Bounds on ``created_at`` (R-DATE): both optional, inclusive unless the
     ``*_exclusive`` flag is set, compared to the microsecond. Datetimes or
@@ -133,12 +180,14 @@ class ThreadFilter:
 
 @dataclass(frozen=True, slots=True)
 class OrderBy:
-    """Sort order (R-SORT). ``field``: ``created_at`` (messages, threads) or
-    ``updated_at`` (threads); camelCase spellings are accepted. ``direction``:
-    ``ASC`` or ``DESC``, case-insensitive."""
+    """Sort order (R-SORT). ``field``: ``created_at`` (messages, threads),
+    ``updated_at`` or ``last_message_at`` (threads); camelCase spellings are
+    accepted. ``direction``: ``ASC`` or ``DESC``, case-insensitive; None (the
+    default) takes the listing's default direction: threads ``DESC``,
+    messages ``ASC``."""
 
     field: str = "created_at"
-    direction: str = "ASC"
+    direction: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +205,41 @@ class Include:
     thread_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessagePageRequest:
+    """One request for a page of messages, as one object (keywords only).
+
+    The arguments of ``list_messages`` / ``list_messages_by_resource`` and of
+    ``Memory.recall``'s listing, for
+    :meth:`~memory_core.storage.BaseStorage.page_messages`. Nothing is checked
+    here: ``page_messages`` validates every field (R-ID, R-DATE, R-META,
+    R-PAGE, R-SORT, R-INCLUDE, R-CURSOR) before any I/O.
+    """
+
+    thread_ids: Sequence[str] | None = None
+    """The threads to read (at least one); None: every thread of ``resource_id``."""
+    resource_id: str | None = None
+    """Only this resource's messages count (R-OWN); required when ``thread_ids`` is None."""
+    include: Sequence[Include | Mapping[str, Any]] | None = None
+    """Context windows merged into the page (R-INCLUDE); they never count in ``total``."""
+    filter: MessageFilter | Mapping[str, Any] | None = None
+    """Date range and metadata equality, ANDed (R-DATE, R-META)."""
+    page: int = 0
+    """Page number from 0 (R-PAGE); 0 when ``cursor`` is given."""
+    per_page: PerPage = 40
+    """Messages per page, or ``False`` for all (R-PAGE)."""
+    order_by: OrderBy | Mapping[str, Any] | None = None
+    """``created_at`` ASC (the default) or DESC, ties by insertion sequence (R-SORT, R-ORDER)."""
+    cursor: str | None = None
+    """A previous page's ``next_cursor`` (R-CURSOR)."""
+    newest: bool = False
+    """With no ``order_by``: page 0 is the newest ``per_page`` messages, page 1
+    the next older block, each returned oldest first (R-RECALL step 3)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
-    """One page of a listing (§4).
+    """One page of a listing (R-PAGE, R-CURSOR).
 
     Attributes:
         items: the window in the requested order (plus included messages).
@@ -177,13 +258,37 @@ class Page(Generic[T]):
     next_cursor: str | None = None
 
 
+RecallSource = Literal["recent", "semantic", "context", "include"]
+"""Why a message is in a recall result: ``"recent"`` (the history page),
+``"semantic"`` (a vector-search hit), ``"context"`` (in the
+``message_range`` window around a hit) or ``"include"`` (asked for through
+``include``). A message that is several is marked by the first of recent,
+semantic, include, context."""
+
+
 @dataclass(frozen=True, slots=True)
 class RecallResult:
-    """What :meth:`memory_core.Memory.recall` returns (R-RECALL).
+    """What :meth:`memory_core.Memory.recall` returns (R-RECALL, R-SOURCE, R-BUDGET).
 
-    ``messages`` are in the requested order (oldest first by default).
-    ``semantic_hits`` lists the message ids the vector search matched, best
-    first (empty without semantic recall).
+    Attributes:
+        messages: in the requested order (oldest first by default).
+        total: messages of the history query (filters applied).
+        page: echoed page number.
+        per_page: echoed page size.
+        has_more: more history beyond this page.
+        next_cursor: keyset cursor of the next history page, or None.
+        semantic_hits: message ids the vector search matched, best first
+            (empty without semantic recall).
+        sources: one :data:`RecallSource` per message, aligned with
+            ``messages``.
+        gaps: ``(before_id, after_id)`` for each pair of neighbours in
+            ``messages`` between which the conversation is not contiguous:
+            they are from different threads, or their thread has messages
+            between them that were not returned.
+        warnings: problems recall noticed but did not raise, e.g. an empty
+            vector index while storage holds messages (repair: ``reindex``).
+        tokens: tokens of ``messages`` when ``max_tokens`` was given, else None.
+        dropped: messages left out to fit ``max_tokens`` (0 without a budget).
     """
 
     messages: list[Message]
@@ -193,3 +298,8 @@ class RecallResult:
     has_more: bool
     next_cursor: str | None = None
     semantic_hits: list[str] = field(default_factory=list)
+    sources: list[RecallSource] = field(default_factory=list)
+    gaps: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    tokens: int | None = None
+    dropped: int = 0

@@ -23,6 +23,8 @@ __all__ = [
     "MessageQuery",
     "MetaCondition",
     "MetaKind",
+    "NO_MESSAGE_ASC_US",
+    "NO_MESSAGE_DESC_US",
     "ThreadKey",
     "ThreadOrderField",
     "ThreadQuery",
@@ -34,7 +36,14 @@ MetaKind = Literal["str", "number", "bool", "null"]
 """JSON type of a filter value. ``number`` covers int and float (5 == 5.0);
 ``bool`` is never a number (R-META)."""
 
-ThreadOrderField = Literal["created_at", "updated_at"]
+ThreadOrderField = Literal["created_at", "updated_at", "last_message_at"]
+
+NO_MESSAGE_ASC_US = 9_000_000_000_000_000
+"""Keyset value of a thread without messages when ordering by
+``last_message_at`` ASC: later than any R-TIME time, so such threads come
+last. Below 2**53, so exact in a double (Redis Lua)."""
+NO_MESSAGE_DESC_US = -9_000_000_000_000_000
+"""The same for DESC: earlier than any R-TIME time, so such threads come last."""
 
 MessageKey = tuple[int, int]
 """Keyset position of a message: (created_at µs, sequence) (R-ORDER)."""
@@ -136,7 +145,9 @@ class MessageQuery:
 @dataclass(frozen=True, slots=True)
 class ThreadQuery:
     """A thread listing, normalised. Fields as in :class:`MessageQuery`;
-    ordering is by (``order_field`` µs, id)."""
+    ordering is by (``order_field`` µs, id). For ``last_message_at`` a thread
+    without messages sorts as :data:`NO_MESSAGE_ASC_US` (ASC) or
+    :data:`NO_MESSAGE_DESC_US` (DESC): last in either direction."""
 
     resource_id: str | None = None
     metadata: tuple[MetaCondition, ...] = ()
@@ -154,6 +165,10 @@ class ThreadQuery:
 
     def key(self, thread: Thread) -> ThreadKey:
         """The keyset position of ``thread`` under this order."""
+        if self.order_field == "last_message_at":
+            if thread.last_message_at is None:
+                return (NO_MESSAGE_DESC_US if self.descending else NO_MESSAGE_ASC_US, thread.id)
+            return (to_us(thread.last_message_at), thread.id)
         value = thread.created_at if self.order_field == "created_at" else thread.updated_at
         assert value is not None
         return (to_us(value), thread.id)

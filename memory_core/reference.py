@@ -1,4 +1,4 @@
-"""The reference store (``memory://``): SPEC.md in plain Python, in memory.
+"""The reference store (``memory://``): the contract in plain Python, in memory.
 
 Every primitive is the most direct reading of its contract in
 :class:`~memory_core.storage.BaseStorage`, using the reference predicates of
@@ -68,12 +68,13 @@ class InMemoryStorage(BaseStorage):
         old = self._threads.get(thread.id)
         if old is not None and old.resource_id != thread.resource_id:
             raise StaleStateError(f"thread {thread.id!r} moved to resource {old.resource_id!r}")
-        self._threads[thread.id] = copy.deepcopy(thread)
+        last = None if old is None else old.last_message_at  # kept: its messages stay
+        self._threads[thread.id] = replace(copy.deepcopy(thread), last_message_at=last)
 
     async def _insert_thread(self, thread: Thread) -> None:
         if thread.id in self._threads:
             raise StaleStateError(f"thread {thread.id!r} exists")
-        self._threads[thread.id] = copy.deepcopy(thread)
+        self._threads[thread.id] = replace(copy.deepcopy(thread), last_message_at=None)
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
@@ -152,12 +153,21 @@ class InMemoryStorage(BaseStorage):
         self._bump(bump, now_us)
 
     def _bump(self, thread_ids: Sequence[str], now_us: int) -> None:
+        """Bump ``updated_at`` and recompute ``last_message_at`` of these threads
+        (every message write bumps each thread whose messages it changed)."""
+        wanted = set(thread_ids)
+        last: dict[str, Any] = {}
+        for message in self._messages.values():
+            if message.thread_id in wanted:
+                seen = last.get(message.thread_id)
+                if seen is None or message.created_at > seen:
+                    last[message.thread_id] = message.created_at
         for thread_id in thread_ids:
             thread = self._threads.get(thread_id)
             if thread is not None:
                 assert thread.updated_at is not None
                 updated = from_us(bump_us(to_us(thread.updated_at), now_us))
-                self._threads[thread_id] = replace(thread, updated_at=updated)
+                self._threads[thread_id] = replace(thread, updated_at=updated, last_message_at=last.get(thread_id))
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         found = [m for m in self._messages.values() if query.matches(m) and query.is_after(message_key(m))]
@@ -180,6 +190,26 @@ class InMemoryStorage(BaseStorage):
 
     async def _put_resource(self, resource: Resource) -> None:
         self._resources[resource.id] = copy.deepcopy(resource)
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        old = self._resources.get(resource_id)
+        if (None if old is None else old.working_memory) != expected:
+            return False
+        await self._patch_resource(resource_id, value, None, now_us)
+        return True
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            return None
+        current = thread.metadata.get("working_memory")
+        if (current if isinstance(current, str) else None) != expected:
+            return False
+        await self._patch_thread(thread_id, None, {"working_memory": value}, now_us)
+        return True
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        return self._resources.pop(resource_id, None) is not None
 
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int

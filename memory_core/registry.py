@@ -2,9 +2,12 @@
 
 Adapters register a class under the entry-point group ``memory_core.storage``
 (or ``memory_core.vector``) keyed by scheme, e.g. ``sqlite =
-memory_core_sqlite:SQLiteStorage``. The class provides ``from_url(url,
-**options)``. ``register_storage()``/``register_vector()`` add one at run
-time (tests, third parties without packaging).
+memory_core_sqlite:SQLiteStorage``. What an entry point names provides
+``from_url(url, **options)``: usually the class; a module whose ``from_url``
+picks the class when several share a scheme (``qdrant = memory_core_qdrant``
+serves both ``qdrant::memory:`` and ``qdrant://host``).
+``register_storage()``/``register_vector()`` add one at run time (tests,
+third parties without packaging).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 
 from memory_core.clock import Clock
 from memory_core.errors import ValidationError
+from memory_core.storage import Storage
+from memory_core.vector import VectorStore
 
 __all__ = [
     "STORAGE_GROUP",
@@ -33,19 +38,23 @@ __all__ = [
 STORAGE_GROUP = "memory_core.storage"
 VECTOR_GROUP = "memory_core.vector"
 
-# Which distribution to install for our own schemes (for the error message).
+# Which adapter folder of this repository serves our own schemes (for the
+# error message): the adapters are not on PyPI, so the hint is an editable
+# install from a clone.
 _INSTALL_HINTS = {
-    "sqlite": "memory-core-sqlite",
-    "mongodb": "memory-core-mongodb",
-    "mongodb+srv": "memory-core-mongodb",
-    "redis": "memory-core-redis",
-    "rediss": "memory-core-redis",
-    "unix": "memory-core-redis",
-    "qdrant": "memory-core-qdrant",
-    "qdrant+path": "memory-core-qdrant",
-    "qdrant+edge": "memory-core-qdrant",
-    "postgresql": "memory-core-postgres",
-    "postgres": "memory-core-postgres",
+    "sqlite": "sqlite",
+    "mongodb": "mongodb",
+    "mongodb+srv": "mongodb",
+    "redis": "redis",
+    "rediss": "redis",
+    "redis+cluster": "redis",
+    "unix": "redis",
+    "qdrant": "qdrant",
+    "qdrant+path": "qdrant",
+    "qdrant+http": "qdrant",
+    "qdrant+https": "qdrant",
+    "postgresql": "postgres",
+    "postgres": "postgres",
 }
 
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
@@ -86,9 +95,17 @@ def _load(group: str, url: str) -> Any:
     for name in candidates:
         if name in eps:
             return eps[name].load()
-    hint = _INSTALL_HINTS.get(scheme)
-    advice = f"install it with: pip install {hint}" if hint else "no installed adapter registers it"
     kind = "storage" if group == STORAGE_GROUP else "vector store"
+    other = VECTOR_GROUP if group == STORAGE_GROUP else STORAGE_GROUP
+    if any(name in _runtime[other] or name in known_schemes(other) for name in candidates):
+        what, call = ("a vector store", "connect_vector()") if group == STORAGE_GROUP else ("a storage", "connect()")
+        raise ValidationError("url", f"{scheme!r} is {what} URL, not a {kind} URL: open it with {call}")
+    folder = _INSTALL_HINTS.get(scheme)
+    advice = (
+        f"install memory-core-{folder} from a clone of memory-core: pip install -e ./adapters/{folder}"
+        if folder
+        else "no installed adapter registers it"
+    )
     raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {sorted(eps)})")
 
 
@@ -121,11 +138,12 @@ def storage_class(url: str) -> Any:
     return _load(STORAGE_GROUP, url)
 
 
-async def connect(url: str, **options: Any) -> Any:
+async def connect(url: str, **options: Any) -> Storage:
     """Open the storage for ``url`` (``memory://``, ``sqlite:///path``,
     ``mongodb://``, ``redis://`` ...). Returns an opened
-    :class:`~memory_core.storage.BaseStorage`; close it with ``close()`` or use
-    it as an async context manager.
+    :class:`~memory_core.storage.Storage` (in practice a
+    :class:`~memory_core.storage.BaseStorage` subclass); close it with
+    ``close()`` or use it as an async context manager.
 
     Args:
         url: the storage URL; its scheme picks the adapter.
@@ -138,19 +156,20 @@ async def connect(url: str, **options: Any) -> Any:
             accept or a bad value (the field names the option).
         BackendError: the backend could not be reached.
     """
-    storage = _build(STORAGE_GROUP, url, options)
+    storage: Storage = _build(STORAGE_GROUP, url, options)
     await storage.open()
     return storage
 
 
-async def connect_vector(url: str, **options: Any) -> Any:
-    """Open the vector store for ``url`` (``qdrant::memory:``,
-    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...).
+async def connect_vector(url: str, **options: Any) -> VectorStore:
+    """Open the vector store for ``url`` (``memory://``, ``qdrant::memory:``,
+    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...). Returns an opened
+    :class:`~memory_core.vector.BaseVectorStore`.
 
     Raises:
         ValidationError: as for :func:`connect`.
         BackendError: the backend could not be reached.
     """
-    store = _build(VECTOR_GROUP, url, options)
+    store: VectorStore = _build(VECTOR_GROUP, url, options)
     await store.open()
     return store

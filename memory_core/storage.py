@@ -1,11 +1,12 @@
 """The storage contract: a Protocol for callers and a base class for adapters.
 
-Adapters implement primitives; the core composes semantics (DESIGN.md).
+Adapters implement primitives; the core composes semantics.
 :class:`BaseStorage`'s public async methods validate every input once
 (:mod:`memory_core.validation`), resolve defaults, ownership and conflicts,
 and then call small underscore primitives that an adapter writes for its
 backend. Merging ``include`` windows, de-duplication, final ordering,
-``has_more`` arithmetic and cursors live here, once (SPEC.md §3-5).
+``has_more`` arithmetic and cursors live here, once (R-PAGE, R-CURSOR,
+R-INCLUDE; the rules are stated in ``memory_core_conformance.rules``).
 
 An adapter subclasses :class:`BaseStorage`, sets ``backend_name``, and
 implements the abstract ``_`` methods below. Each primitive's docstring is
@@ -38,10 +39,12 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
     Resource,
+    ResourceErasure,
     Thread,
     ThreadFilter,
 )
@@ -65,7 +68,7 @@ from memory_core.validation import (
     message_size,
 )
 
-__all__ = ["BaseStorage", "Storage", "message_key"]
+__all__ = ["BaseStorage", "MessageParts", "Storage", "message_key"]
 
 T = TypeVar("T")
 Q = TypeVar("Q", ThreadQuery, MessageQuery)
@@ -88,9 +91,17 @@ def message_key(message: Message) -> MessageKey:
 class Storage(Protocol):
     """What callers type against: every memory-core storage has these.
 
-    See :class:`BaseStorage` for each method's full contract.
+    :func:`memory_core.connect` returns one, :class:`~memory_core.Memory` takes
+    one, and every :class:`BaseStorage` subclass (the reference store and
+    each adapter) satisfies it structurally. See :class:`BaseStorage` for each
+    method's full contract.
     """
 
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+    async def open(self) -> None: ...
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
@@ -131,12 +142,21 @@ class Storage(Protocol):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Message]: ...
+    async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
+    async def message_parts(self, request: MessagePageRequest) -> MessageParts: ...
+    async def include_windows(
+        self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
+    ) -> list[list[Message]]: ...
     async def get_resource(self, resource_id: str) -> Resource | None: ...
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource: ...
     async def update_resource(
         self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
     ) -> Resource: ...
+    async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool: ...
+    async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool: ...
+    async def delete_resource(self, resource_id: str) -> ResourceErasure: ...
     async def close(self) -> None: ...
+    async def destroy(self) -> None: ...
 
 
 class BaseStorage(ABC):
@@ -261,8 +281,10 @@ class BaseStorage(ABC):
         """Upsert a whole thread (every field replaced); returns it as stored.
 
         ``created_at``/``updated_at`` None mean now; ``updated_at`` is stored as
-        given otherwise. A thread id saved again under another resource is a
-        ConflictError (its messages belong to the first resource).
+        given otherwise. ``last_message_at`` is the store's (ignored on input;
+        the returned thread carries the value read before the write). A thread
+        id saved again under another resource is a ConflictError (its messages
+        belong to the first resource).
 
         Raises:
             ValidationError: bad field (R-ID, R-JSON, R-TIME).
@@ -272,12 +294,14 @@ class BaseStorage(ABC):
 
         async def attempt() -> Thread:
             existing = await self._get_thread(stored.id)
-            if existing is not None and existing.resource_id != stored.resource_id:
-                raise ConflictError(
-                    f"thread {stored.id!r} belongs to resource {existing.resource_id!r}, not {stored.resource_id!r}"
-                )
+            if existing is None:
+                await self._put_thread(stored)
+                return stored
+            if existing.resource_id != stored.resource_id:
+                # Never name the other tenant's resource (issue 12, point 14).
+                raise ConflictError(f"thread {stored.id!r} belongs to another resource")
             await self._put_thread(stored)
-            return stored
+            return replace(stored, last_message_at=existing.last_message_at)
 
         return await self._optimistic("save_thread", attempt)
 
@@ -342,7 +366,11 @@ class BaseStorage(ABC):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Thread]:
-        """A page of threads (§4), default order ``created_at DESC``, ties by id.
+        """A page of threads (R-PAGE), default order ``created_at DESC``, ties by id.
+
+        ``order_by`` fields: ``created_at``, ``updated_at``, ``last_message_at``
+        (threads without messages come last in either direction); a field
+        without a direction is sorted DESC (R-SORT).
 
         Returns:
             ``Page[Thread]`` with ``total`` counted under the filter.
@@ -410,15 +438,13 @@ class BaseStorage(ABC):
             owner = threads[message.thread_id].resource_id
             if message.resource_id is not None and message.resource_id != owner:
                 raise OwnershipError(
-                    f"message {message.id!r}: resource_id {message.resource_id!r} is not the owner "
-                    f"of thread {message.thread_id!r} ({owner!r})"
+                    f"message {message.id!r}: thread {message.thread_id!r} belongs to another resource, "
+                    f"not {message.resource_id!r}"
                 )
             old = existing.get(message.id)
             if old is not None:
                 if old.resource_id != owner:
-                    raise ConflictError(
-                        f"message {message.id!r} is stored under resource {old.resource_id!r}, not {owner!r}"
-                    )
+                    raise ConflictError(f"message {message.id!r} belongs to another resource")
                 bump[old.thread_id] = None
             bump[message.thread_id] = None
         # Times are assigned only after the whole batch passed every check.
@@ -564,7 +590,7 @@ class BaseStorage(ABC):
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
     ) -> Page[Message]:
-        """A page of one or more threads' messages (§4, §5).
+        """A page of one or more threads' messages (R-PAGE, R-INCLUDE).
 
         Order: ``created_at ASC`` by default, ties by insertion sequence
         (R-ORDER). With ``resource_id`` only that resource's messages count
@@ -575,14 +601,20 @@ class BaseStorage(ABC):
             ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
                 order, include or cursor.
         """
-        thread_ids: tuple[str, ...]
-        if isinstance(thread_id, str):
-            thread_ids = (check_id(thread_id, "thread_id"),)
-        else:
-            thread_ids = tuple(check_id_list(thread_id, "thread_id"))
-            if not thread_ids:
-                raise ValidationError("thread_id", "must name at least one thread", "R-ID")
-        return await self.page_messages(thread_ids, resource_id, include, filter, page, per_page, order_by, cursor)
+        # The public field is ``thread_id``: check it here, so errors name it.
+        thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else _thread_ids(thread_id)
+        return await self.page_messages(
+            MessagePageRequest(
+                thread_ids=thread_ids,
+                resource_id=resource_id,
+                include=include,
+                filter=filter,
+                page=page,
+                per_page=per_page,
+                order_by=order_by,
+                cursor=cursor,
+            )
+        )
 
     async def list_messages_by_resource(
         self,
@@ -596,33 +628,62 @@ class BaseStorage(ABC):
     ) -> Page[Message]:
         """Like :meth:`list_messages`, across every thread of one resource."""
         check_id(resource_id, "resource_id")
-        return await self.page_messages(None, resource_id, include, filter, page, per_page, order_by, cursor)
+        return await self.page_messages(
+            MessagePageRequest(
+                resource_id=resource_id,
+                include=include,
+                filter=filter,
+                page=page,
+                per_page=per_page,
+                order_by=order_by,
+                cursor=cursor,
+            )
+        )
 
-    async def page_messages(
-        self,
-        thread_ids: tuple[str, ...] | None,
-        resource_id: str | None,
-        include: Sequence[Include | Mapping[str, Any]] | None,
-        filter: MessageFilter | Mapping[str, Any] | None,
-        page: int,
-        per_page: PerPage,
-        order_by: OrderBy | Mapping[str, Any] | None,
-        cursor: str | None,
-        *,
-        newest: bool = False,
-    ) -> Page[Message]:
+    async def page_messages(self, request: MessagePageRequest) -> Page[Message]:
         """The shared message-page composition behind every listing.
 
-        With ``newest=True`` and no ``order_by`` (``Memory.recall``), the window
-        is the newest ``per_page`` messages (page 1 = the next older block),
-        returned oldest first (R-RECALL step 3).
+        ``list_messages``, ``list_messages_by_resource`` and ``Memory.recall``
+        all come here. With ``request.newest`` and no ``order_by``
+        (``Memory.recall``), the window is the newest ``per_page`` messages
+        (page 1 = the next older block), returned oldest first (R-RECALL
+        step 3).
+
+        Returns:
+            a :class:`~memory_core.models.Page` of messages, as for
+            :meth:`list_messages`.
+
+        Raises:
+            ValidationError: ``request`` is not a
+                :class:`~memory_core.models.MessagePageRequest`; ``thread_ids``
+                empty, a bare str or with a bad id; neither ``thread_ids`` nor
+                ``resource_id`` given; or any field that
+                :meth:`list_messages` refuses.
         """
+        parts = await self.message_parts(request)
+        return parts.merge(parts.windows)
+
+    async def message_parts(self, request: MessagePageRequest) -> MessageParts:
+        """:meth:`page_messages` before the merge: the main page and each
+        include's window apart (one read, as ``page_messages``), for callers
+        that need to know where each message came from (``Memory.recall``).
+
+        Raises:
+            ValidationError: as :meth:`page_messages`.
+        """
+        if not isinstance(request, MessagePageRequest):
+            raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
+        thread_ids = None if request.thread_ids is None else _thread_ids(request.thread_ids)
+        resource_id, filter, page, per_page = request.resource_id, request.filter, request.page, request.per_page
+        order_by, cursor = request.order_by, request.cursor
         if resource_id is not None:
             check_id(resource_id, "resource_id")
+        elif thread_ids is None:
+            raise ValidationError("thread_ids", "give thread_ids or resource_id", "R-OWN")
         created_from, created_to, conditions = check_message_filter(filter)
         page, per_page, offset = check_page(page, per_page)
-        includes = check_includes(include)
-        latest = newest and order_by is None
+        includes = check_includes(request.include)
+        latest = request.newest and order_by is None
         if latest:
             descending, output_descending = True, False
         else:
@@ -644,26 +705,38 @@ class BaseStorage(ABC):
         with self._guard("list_messages"):
             paged = self._page_messages(replace(query, offset=window.offset, limit=window.limit, after=after))
             if includes:  # tasks cost event-loop turns: only when there is something to overlap
-                (total, found), extra = await asyncio.gather(paged, self._include_windows(includes, resource_id))
+                (total, found), windows = await asyncio.gather(paged, self._include_windows(includes, resource_id))
             else:
-                (total, found), extra = await paged, []
+                (total, found), windows = await paged, []
         main, has_more = window.cut(found, total)
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
-        merged = {m.id: m for m in main}
-        for message in extra:
-            merged.setdefault(message.id, message)
-        items = sorted(merged.values(), key=message_key, reverse=output_descending)
-        if has_more and extra and sum(1 for m in items if query.matches(m)) >= total:
-            has_more = False  # every main-query match is already in items
-        return Page(items, total, page, per_page, has_more, next_cursor)
+        return MessageParts(main, total, page, per_page, has_more, next_cursor, windows, query, output_descending)
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
+    async def include_windows(
+        self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
+    ) -> list[list[Message]]:
+        """Each include's window (R-INCLUDE), in the includes' order: the
+        message and its neighbours in its own thread, R-ORDER ascending;
+        ``[]`` for an unknown id or, with ``resource_id``, another resource's
+        message.
+
+        Raises:
+            ValidationError: a bad include or ``resource_id``.
+        """
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        includes = check_includes(include)
+        if not includes:
+            return []
+        await self._ready()
+        with self._guard("list_messages"):
+            return await self._include_windows(includes, resource_id)
+
+    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
         windows = await self._message_windows([(inc.id, inc.with_previous, inc.with_next) for inc in includes])
         return [
-            message
+            window if resource_id is None or not window or window[0].resource_id == resource_id else []
             for window in windows
-            if resource_id is None or not window or window[0].resource_id == resource_id
-            for message in window
         ]
 
     @staticmethod
@@ -714,6 +787,78 @@ class BaseStorage(ABC):
         with self._guard("update_resource"):
             return await self._patch_resource(resource_id, working_memory, patch, to_us(self.clock.now()))
 
+    async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool:
+        """Compare-and-set of a resource's working memory: set it to ``value``
+        only if it is ``expected`` now (None: nothing stored, or no resource);
+        atomic on every backend. A missing resource is created. Bumps
+        ``updated_at`` when it writes.
+
+        Returns:
+            True if it wrote, False if the stored value was not ``expected``
+            (nothing written).
+
+        Raises:
+            ValidationError: bad id, ``expected`` not str/None, ``value`` not a
+                str, or a record over R-SIZE.
+        """
+        check_id(resource_id, "resource_id")
+        if expected is not None:
+            check_text(expected, "expected")
+        check_text(value, "working_memory")
+        check_record_size("resource update", {"working_memory": value})
+        await self._ready()
+        with self._guard("swap_working_memory"):
+            return await self._swap_resource_memory(resource_id, expected, value, to_us(self.clock.now()))
+
+    async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool:
+        """Compare-and-set of a thread's working memory
+        (``metadata["working_memory"]``): set it to ``value`` only if it is
+        ``expected`` now (None: the key is absent or not a str); atomic on
+        every backend; other metadata keys are kept. Bumps ``updated_at`` when
+        it writes.
+
+        Returns:
+            True if it wrote, False if the stored value was not ``expected``.
+
+        Raises:
+            ValidationError: bad id or values, or a record over R-SIZE.
+            NotFoundError: no such thread.
+        """
+        check_id(thread_id, "thread_id")
+        if expected is not None:
+            check_text(expected, "expected")
+        check_text(value, "working_memory")
+        check_record_size("thread update", {"metadata": {"working_memory": value}})
+        await self._ready()
+        with self._guard("swap_thread_working_memory"):
+            swapped = await self._swap_thread_memory(thread_id, expected, value, to_us(self.clock.now()))
+        if swapped is None:
+            raise NotFoundError(f"thread {thread_id!r} does not exist")
+        return swapped
+
+    async def delete_resource(self, resource_id: str) -> ResourceErasure:
+        """Erase a resource: every thread it owns, their messages, and its
+        record (working memory, metadata). No id stays reserved: the resource,
+        thread and message ids can all be used again, by any resource. An
+        unknown id is no error (an empty :class:`ResourceErasure`).
+
+        Not a single transaction on every backend, but resumable: a call that
+        fails half-way leaves a state that a repeated call erases to
+        completion. Vectors are removed by :meth:`memory_core.Memory.delete_resource`.
+
+        Returns:
+            :class:`ResourceErasure`: the deleted thread ids, the number of
+            messages deleted, whether a resource record existed.
+
+        Raises:
+            ValidationError: bad id (R-ID).
+        """
+        check_id(resource_id, "resource_id")
+        await self._ready()
+        with self._guard("delete_resource"):
+            thread_ids, messages, existed = await self._delete_resource(resource_id)
+        return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
+
     # ------------------------------------------------------------------ primitives
 
     async def _open(self) -> None:
@@ -729,20 +874,30 @@ class BaseStorage(ABC):
 
     @abstractmethod
     async def _get_thread(self, thread_id: str) -> Thread | None:
-        """The stored thread or None."""
+        """The stored thread or None, ``last_message_at`` filled.
+
+        ``last_message_at`` (every primitive returning threads fills it): the
+        largest ``created_at`` of the thread's messages, or None when it has
+        none. An adapter stores it with the thread and sets it in the same
+        transaction as every write that changes a thread's set of messages
+        (``_save_messages``, ``_patch_messages``, ``_delete_messages``: the
+        threads in their ``bump`` lists are exactly those), or computes it
+        when reading; either way it is exact after every write."""
 
     @abstractmethod
     async def _put_thread(self, thread: Thread) -> None:
-        """Insert or wholly replace a thread (all fields set). Messages of a
-        replaced thread are kept. If the id is stored under another
-        resource, raise :class:`~memory_core.errors.StaleStateError` and write
-        nothing (checked atomically with the write)."""
+        """Insert or wholly replace a thread (all fields set but
+        ``last_message_at``, which is ignored). Messages of a replaced thread
+        are kept, and so is its ``last_message_at``. If the id is stored under
+        another resource, raise :class:`~memory_core.errors.StaleStateError`
+        and write nothing (checked atomically with the write)."""
 
     @abstractmethod
     async def _insert_thread(self, thread: Thread) -> None:
-        """Insert a thread (all fields set) only if no thread has its id;
-        otherwise raise :class:`~memory_core.errors.StaleStateError` and write
-        nothing (checked atomically with the write)."""
+        """Insert a thread (all fields set; ``last_message_at`` None) only if no
+        thread has its id; otherwise raise
+        :class:`~memory_core.errors.StaleStateError` and write nothing
+        (checked atomically with the write)."""
 
     @abstractmethod
     async def _patch_thread(
@@ -761,8 +916,11 @@ class BaseStorage(ABC):
     @abstractmethod
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         """Threads matching ``query`` (resource, metadata), ordered by
-        (order_field, id) in its direction, strictly after ``query.after`` if
-        set, skipping ``offset``, at most ``limit`` (None = all)."""
+        ``query.key`` (order_field µs, id) in its direction, strictly after
+        ``query.after`` if set, skipping ``offset``, at most ``limit`` (None =
+        all). For ``last_message_at`` a thread without messages sorts at
+        :data:`~memory_core.query.NO_MESSAGE_ASC_US` (ASC) or
+        :data:`~memory_core.query.NO_MESSAGE_DESC_US` (DESC), i.e. last."""
 
     @abstractmethod
     async def _count_threads(self, query: ThreadQuery) -> int:
@@ -852,6 +1010,45 @@ class BaseStorage(ABC):
         """Insert or wholly replace a resource."""
 
     @abstractmethod
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        """Compare-and-set of a resource's working memory, atomically: if the
+        stored ``working_memory`` equals ``expected`` (None: the resource is
+        missing or its working memory is None), set it to ``value`` and bump
+        ``updated_at`` as :meth:`_patch_resource` does (a missing resource is
+        created with created_at = updated_at = now_us) and return True;
+        otherwise write nothing and return False."""
+
+    @abstractmethod
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        """Compare-and-set of ``metadata["working_memory"]`` of a thread,
+        atomically: if its current value equals ``expected`` (None: the key is
+        absent or holds a non-str), set the key to ``value`` (other metadata
+        keys unchanged) and bump ``updated_at`` as :meth:`_patch_thread` does,
+        returning True; otherwise write nothing and return False. None: no
+        such thread."""
+
+    @abstractmethod
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        """Delete the resource record (working memory, metadata) only; True if
+        it existed. Threads and messages are not touched."""
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        """Delete every thread of the resource with its messages, then its
+        record; returns ``(deleted thread ids, deleted message count, record
+        existed)``. Must be all-or-nothing or resumable (a repeat after a
+        failure finishes the job) and must leave no id reserved.
+
+        The default composes :meth:`_count_messages`, :meth:`_list_threads`,
+        :meth:`_delete_thread` and :meth:`_delete_resource_record` (resumable:
+        each step is idempotent); an adapter may override it with one
+        transaction."""
+        messages = await self._count_messages(MessageQuery(None, resource_id))
+        threads = await self._list_threads(ThreadQuery(resource_id))
+        await _bounded_gather([self._delete_thread(thread.id) for thread in threads])
+        existed = await self._delete_resource_record(resource_id)
+        return [thread.id for thread in threads], messages, existed
+
+    @abstractmethod
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
     ) -> Resource:
@@ -865,6 +1062,14 @@ CONCURRENT_READS = 8
 """How many primitive reads one composite default runs at once: enough to
 overlap round trips, few enough not to drain a driver's connection pool
 (a 1,000-hit recall must not open 1,000 connections)."""
+
+
+def _thread_ids(value: Any) -> tuple[str, ...]:
+    """A non-empty list of thread ids (R-ID), as a tuple."""
+    thread_ids = tuple(check_id_list(value, "thread_id"))
+    if not thread_ids:
+        raise ValidationError("thread_id", "must name at least one thread", "R-ID")
+    return thread_ids
 
 
 async def _bounded_gather(calls: list[Awaitable[T]]) -> list[T]:
@@ -888,6 +1093,50 @@ async def _count_and_list(
         return await count(unpaged), []
     total, items = await asyncio.gather(count(unpaged), fetch(query))
     return total, items
+
+
+@dataclass(frozen=True, slots=True)
+class MessageParts:
+    """A message page with its include windows not yet merged (see
+    :meth:`BaseStorage.message_parts`).
+
+    Attributes:
+        main: the main query's window, in the query's order.
+        total: main-query matches (R-PAGE).
+        page: echoed page number.
+        per_page: echoed page size.
+        has_more: before includes are merged (see :meth:`merge`).
+        next_cursor: as :attr:`Page.next_cursor`.
+        windows: one list per include, R-ORDER ascending (``[]`` when skipped).
+        query: the normalised main query (its filter decides ``has_more``).
+        descending: output order of the merged items.
+    """
+
+    main: list[Message]
+    total: int
+    page: int
+    per_page: PerPage
+    has_more: bool
+    next_cursor: str | None
+    windows: list[list[Message]]
+    query: MessageQuery
+    descending: bool
+
+    def merge(self, windows: Sequence[Sequence[Message]]) -> Page[Message]:
+        """The page: :attr:`main` plus these windows, de-duplicated by id and
+        sorted in the output order (R-INCLUDE); ``has_more`` turns False when
+        every main-query match is already among the items."""
+        merged = {m.id: m for m in self.main}
+        extra = False
+        for window in windows:
+            for message in window:
+                extra = True
+                merged.setdefault(message.id, message)
+        items = sorted(merged.values(), key=message_key, reverse=self.descending)
+        has_more = self.has_more
+        if has_more and extra and sum(1 for m in items if self.query.matches(m)) >= self.total:
+            has_more = False  # every main-query match is already in items
+        return Page(items, self.total, self.page, self.per_page, has_more, self.next_cursor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,9 @@
 """Validation and normalisation of every public input, done once, in the core.
 
 Each function raises :class:`~memory_core.errors.ValidationError` naming the
-field and the SPEC rule before anything is written or queried. Rules come
-from SPEC.md: R-ID, R-TIME, R-JSON, R-SIZE, R-PAGE, R-DATE, R-META, R-SORT,
-R-INCLUDE. Mappings are accepted wherever a model is, with Mastra's camelCase
+field and the rule before anything is written or queried: R-ID, R-TIME,
+R-JSON, R-SIZE, R-PAGE, R-DATE, R-META, R-SORT, R-INCLUDE (each stated in
+``memory_core_conformance.rules``). Mappings are accepted wherever a model is, with Mastra's camelCase
 keys as aliases (``threadId`` ...).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
@@ -103,6 +103,7 @@ _ALIASES = {
     "endExclusive": "end_exclusive",
     "topK": "top_k",
     "messageRange": "message_range",
+    "excludeRecent": "exclude_recent",
 }
 
 M = TypeVar("M")
@@ -129,6 +130,14 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
         if name in kwargs:
             raise ValidationError(f"{field}.{key}", "given twice (snake_case and camelCase)")
         kwargs[name] = item
+    missing = [
+        f.name for f in fields(model) if f.name not in kwargs and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if missing:
+        hint = ""
+        if model is Message:
+            hint = " (chat-format dicts: convert with memory_core.chat.from_openai_chat / from_responses_items)"
+        raise ValidationError(field, f"{model.__name__} needs the field(s) {', '.join(missing)}{hint}", rule)
     try:
         return model(**kwargs)
     except TypeError as exc:
@@ -173,12 +182,15 @@ def check_bool(value: Any, field: str) -> bool:
 
 
 def check_non_negative_int(value: Any, field: str, rule: str = "") -> int:
-    """An int >= 0 that fits signed 64-bit; bool is refused."""
+    """An int >= 0 that fits signed 64-bit; bool is refused. Returned as a
+    plain ``int`` (an ``IntEnum`` or other int subclass is normalised, so no
+    backend ever sees its repr)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(field, f"must be an int >= 0, got {type(value).__name__}", rule)
-    if value < 0 or value > INT64_MAX:
-        raise ValidationError(field, f"must be an int from 0 to 2**63-1, got {value}", rule)
-    return value
+    number = int(value)
+    if number < 0 or number > INT64_MAX:
+        raise ValidationError(field, f"must be an int from 0 to 2**63-1, got {number}", rule)
+    return number
 
 
 def check_datetime(value: Any, field: str) -> datetime:
@@ -308,7 +320,9 @@ def check_message(value: Any, field: str) -> Message:
     if message.resource_id is not None:
         check_id(message.resource_id, f"{where}.resource_id")
     if type(message.role) is not str or message.role not in ROLES:
-        raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {message.role!r}")
+        given: Any = message.role
+        hint = " (OpenAI's 'developer' is stored as 'system': see memory_core.chat)" if given == "developer" else ""
+        raise ValidationError(f"{where}.role", f"must be one of {sorted(ROLES)}, got {message.role!r}{hint}")
     if type(message.type) is not str:
         raise ValidationError(f"{where}.type", "must be a str")
     _check_text(message.type, f"{where}.type", "R-JSON")
@@ -318,7 +332,10 @@ def check_message(value: Any, field: str) -> Message:
     elif type(message.content) is dict:
         bound = _check_json_value(message.content, f"{where}.content", 0)
     else:
-        raise ValidationError(f"{where}.content", f"must be a str or a dict, got {type(message.content).__name__}")
+        hint = " (a list of chat content parts: convert with memory_core.chat)" if type(message.content) is list else ""
+        raise ValidationError(
+            f"{where}.content", f"must be a str or a dict, got {type(message.content).__name__}{hint}"
+        )
     if type(message.metadata) is not dict:
         raise ValidationError(
             f"{where}.metadata", f"must be a dict (JSON object), got {type(message.metadata).__name__}", "R-JSON"
@@ -345,7 +362,8 @@ def _replace(obj: M, **changes: Any) -> M:
 
 def check_thread(value: Any, field: str = "thread") -> Thread:
     """Validate a thread for saving: ids, title (str), metadata (R-JSON),
-    datetimes (R-TIME, None = now)."""
+    datetimes (R-TIME, None = now). ``last_message_at`` is the store's to
+    keep: it is dropped (None) here."""
     thread = coerce_model(value, Thread, field)
     check_id(thread.id, f"{field}.id")
     check_id(thread.resource_id, f"{field}.resource_id")
@@ -356,7 +374,7 @@ def check_thread(value: Any, field: str = "thread") -> Thread:
     check_record_size(field, {"title": thread.title, "metadata": thread.metadata})
     created = None if thread.created_at is None else check_datetime(thread.created_at, f"{field}.created_at")
     updated = None if thread.updated_at is None else check_datetime(thread.updated_at, f"{field}.updated_at")
-    return _replace(thread, created_at=created, updated_at=updated)
+    return _replace(thread, created_at=created, updated_at=updated, last_message_at=None)
 
 
 def check_resource(value: Any, field: str = "resource") -> Resource:
@@ -384,6 +402,7 @@ def check_page(page: Any, per_page: Any) -> tuple[int, PerPage, int]:
     """
     if isinstance(page, bool) or not isinstance(page, int):
         raise ValidationError("page", f"must be an int >= 0, got {type(page).__name__}", "R-PAGE")
+    page = int(page)  # an int subclass (IntEnum) becomes a plain int
     if page < 0:
         raise ValidationError("page", f"must be >= 0, got {page}", "R-PAGE")
     if per_page is False:
@@ -402,13 +421,14 @@ def check_per_page(value: Any, field: str) -> int:
     is the caller's to handle). bools, floats, strings and negatives refused."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(field, f"must be an int >= 0 or False, got {value!r}", "R-PAGE")
-    if value < 0:
-        raise ValidationError(field, f"must be >= 0, got {value}", "R-PAGE")
-    if value > MAX_PER_PAGE:
+    number = int(value)  # an int subclass (IntEnum) becomes a plain int
+    if number < 0:
+        raise ValidationError(field, f"must be >= 0, got {number}", "R-PAGE")
+    if number > MAX_PER_PAGE:
         raise ValidationError(
-            field, f"must be at most {MAX_PER_PAGE} (2**31-1), got {value}; use False for all", "R-PAGE"
+            field, f"must be at most {MAX_PER_PAGE} (2**31-1), got {number}; use False for all", "R-PAGE"
         )
-    return value
+    return number
 
 
 def check_search_text(value: Any, field: str = "vector_search_string") -> str:
@@ -425,6 +445,8 @@ _ORDER_FIELDS = {
     "createdAt": "created_at",
     "updated_at": "updated_at",
     "updatedAt": "updated_at",
+    "last_message_at": "last_message_at",
+    "lastMessageAt": "last_message_at",
 }
 
 
@@ -432,12 +454,15 @@ def check_order(order_by: Any, allowed: Iterable[str], default: OrderBy) -> tupl
     """R-SORT: returns ``(field, descending)``. ``order_by`` is an OrderBy, a
     mapping ``{"field", "direction"}``, or None for ``default``. The field must
     be one of ``allowed`` (camelCase accepted); direction ASC/DESC in any
-    case."""
+    case, or None (omitted) for ``default``'s direction, the listing kind's
+    default (threads DESC, messages ASC)."""
     order = default if order_by is None else coerce_model(order_by, OrderBy, "order_by", "R-SORT")
     name = _ORDER_FIELDS.get(order.field) if isinstance(order.field, str) else None
     allowed_set = set(allowed)
     if name is None or name not in allowed_set:
         raise ValidationError("order_by.field", f"must be one of {sorted(allowed_set)}, got {order.field!r}", "R-SORT")
+    if order.direction is None:
+        return name, default.direction == "DESC"
     direction = order.direction.upper() if isinstance(order.direction, str) else None
     if direction not in ("ASC", "DESC"):
         raise ValidationError("order_by.direction", f"must be ASC or DESC, got {order.direction!r}", "R-SORT")
@@ -445,8 +470,11 @@ def check_order(order_by: Any, allowed: Iterable[str], default: OrderBy) -> tupl
 
 
 def check_thread_order(order_by: Any) -> tuple[ThreadOrderField, bool]:
-    """R-SORT for threads: created_at/updated_at, default created_at DESC."""
-    name, descending = check_order(order_by, ("created_at", "updated_at"), OrderBy("created_at", "DESC"))
+    """R-SORT for threads: created_at/updated_at/last_message_at, default
+    created_at DESC (a field without a direction: DESC)."""
+    name, descending = check_order(
+        order_by, ("created_at", "updated_at", "last_message_at"), OrderBy("created_at", "DESC")
+    )
     return cast(ThreadOrderField, name), descending
 
 

@@ -1,41 +1,77 @@
-"""The vector-store contract for semantic recall (SPEC R-VEC).
+"""The vector side of semantic recall (rule R-VEC): contract and base class.
 
-A vector store keeps one point per (message, chunk) in the collection
-``memory_messages_<dim>``; the point id is the UUIDv5 of the message id and
-chunk number (:func:`point_id`), so saving a message again replaces its
-points and never duplicates them. Payloads hold ``message_id``,
-``thread_id``, ``resource_id`` and ``created_at`` (µs since the epoch).
-:class:`memory_core.Memory` keeps the store in step with storage.
+Adapters implement primitives; the core composes semantics, as on the
+storage side (:mod:`memory_core.storage`):
+
+- :class:`VectorStore` is the Protocol that :class:`memory_core.Memory` and
+  other callers type against;
+- :class:`BaseVectorStore` is the ABC every vector adapter subclasses. Its
+  public methods do everything shared, once: the open/close life cycle
+  (closed-store errors, driver errors wrapped by
+  :class:`~memory_core.errors.BackendGuard`), validation of every input before
+  any I/O, the R-VEC layout (one collection per dimension, point ids,
+  payloads), batching, lazy idempotent collection creation, and the
+  over-fetch that turns scored chunks into at most one hit per message;
+- an adapter implements only the small underscore primitives at the end of
+  :class:`BaseVectorStore` (create/list/drop a collection, upsert a batch,
+  delete/search/count by a :class:`PointFilter`, list distinct message ids).
+
+Layout (R-VEC): one point per (message, chunk) in the collection
+``memory_messages_<dim>`` (behind an optional namespace prefix); the point id
+is the UUIDv5 of the message id and chunk number (:func:`point_id`), so
+saving a message again replaces its points and never duplicates them;
+payloads hold :data:`PAYLOAD_FIELDS`. :class:`memory_core.Memory` keeps the
+store in step with storage. The reference implementation is
+:class:`memory_core.reference_vector.InMemoryVectorStore` (exact brute force).
 """
 
 from __future__ import annotations
 
+import re
 import uuid
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 
+from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
 from memory_core.models import Message
+from memory_core.validation import check_id
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_OVERFETCH",
+    "DELETE_BATCH",
+    "PAYLOAD_FIELDS",
     "POINT_NAMESPACE",
+    "BaseVectorStore",
+    "PointFilter",
+    "RawHit",
+    "Vector",
     "VectorHit",
     "VectorPoint",
     "VectorStore",
+    "check_namespace",
     "chunk_text",
     "collection_name",
     "message_text",
     "point_id",
+    "unit_vector",
 ]
+
+T = TypeVar("T")
 
 POINT_NAMESPACE = uuid.UUID("6f1c1f4e-4a8e-5d0b-9a44-6d656d6f7279")
 """UUIDv5 namespace of memory-core point ids (fixed forever: changing it
 would orphan every stored point)."""
 
 Vector = npt.NDArray[np.float32]
+"""A float32 numpy vector, shape ``(dim,)`` (or a matrix of them, one per row)."""
 
 
 def collection_name(dimension: int) -> str:
@@ -97,9 +133,85 @@ def chunk_text(text: str, max_chars: int) -> list[str]:
     return chunks
 
 
+PAYLOAD_FIELDS = ("message_id", "thread_id", "resource_id", "created_at", "chunk")
+"""Payload keys of every point (R-VEC): ids (str), ``created_at`` (int µs
+since the epoch, UTC) and ``chunk`` (int, the chunk number)."""
+
+DEFAULT_OVERFETCH = 2
+"""A search first asks the backend for ``top_k * overfetch`` chunks, then keeps
+each message's best one; it asks again with a 4x larger limit while fewer than
+``top_k`` distinct messages came back and more chunks exist. Most messages are
+one chunk, so 2 rarely needs a second call."""
+
+DEFAULT_BATCH_SIZE = 512
+"""Points per ``_upsert`` call (a larger upsert is split into batches)."""
+
+DELETE_BATCH = 1024
+"""Message ids per ``_delete`` call."""
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
+
+
+def check_namespace(namespace: str | None) -> str | None:
+    """A vector store namespace (collection-name prefix): None, or 1-48
+    characters of ``[A-Za-z0-9_-]`` (safe in any backend's collection names).
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
+        raise ValidationError("namespace", f"must be 1-48 characters of [A-Za-z0-9_-], got {namespace!r}")
+    return namespace
+
+
+def _positive_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(field, f"must be an int >= 1, got {value!r}")
+    return value
+
+
+def unit_vector(vector: Any, field: str) -> Vector:
+    """Validate one vector and return it L2-normalised as float32.
+
+    Args:
+        vector: anything numpy reads as a 1-D array of numbers, shape ``(dim,)``.
+        field: the name used in errors (``"points[3].vector"``).
+
+    Raises:
+        ValidationError: not 1-D, empty, not finite (NaN, inf) or the zero
+            vector (cosine is undefined for it).
+    """
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValidationError(field, "must be a 1-D array of numbers") from None
+    if array.ndim != 1 or array.size < 1:
+        raise ValidationError(field, f"must be a non-empty 1-D array, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValidationError(field, "must hold finite numbers (no NaN or inf)")
+    norm = float(np.linalg.norm(array))
+    if norm == 0.0 or not np.isfinite(norm):
+        raise ValidationError(field, "must not be the zero vector (cosine is undefined)")
+    return array / np.float32(norm)
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
 @dataclass(frozen=True, slots=True)
 class VectorPoint:
-    """One embedded chunk of one message."""
+    """One embedded chunk of one message (what :meth:`VectorStore.upsert` takes).
+
+    Attributes:
+        message_id: the message (R-ID).
+        chunk: the chunk number, int >= 0 (0 for a one-chunk message).
+        vector: the embedding, shape ``(dim,)``; stored L2-normalised.
+        thread_id: the message's thread (R-ID).
+        resource_id: the message's resource (R-ID).
+        created_at_us: the message's ``created_at``, int µs since the epoch (UTC).
+    """
 
     message_id: str
     chunk: int
@@ -111,7 +223,7 @@ class VectorPoint:
 
 @dataclass(frozen=True, slots=True)
 class VectorHit:
-    """A search hit: the message and its best chunk's cosine score."""
+    """A search hit: the message and its best chunk's cosine score (-1 to 1)."""
 
     message_id: str
     thread_id: str
@@ -119,14 +231,87 @@ class VectorHit:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class RawHit:
+    """One scored chunk as a backend's ``_search`` returns it (before the base
+    keeps each message's best chunk)."""
+
+    message_id: str
+    thread_id: str
+    resource_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PointFilter:
+    """Which points a primitive acts on: all conditions ANDed; empty = all.
+
+    Attributes:
+        message_ids: payload ``message_id`` is one of these (empty: any).
+        thread_id: payload ``thread_id`` equals it (None: any).
+        resource_id: payload ``resource_id`` equals it (None: any).
+    """
+
+    message_ids: tuple[str, ...] = ()
+    thread_id: str | None = None
+    resource_id: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when the filter selects every point (deletes refuse that)."""
+        return not self.message_ids and self.thread_id is None and self.resource_id is None
+
+    def matches(self, payload: dict[str, Any]) -> bool:
+        """Whether a point with this ``payload`` is selected: the reference
+        reading of the filter (a backend translates it to its own query)."""
+        return (
+            (not self.message_ids or payload["message_id"] in self.message_ids)
+            and (self.thread_id is None or payload["thread_id"] == self.thread_id)
+            and (self.resource_id is None or payload["resource_id"] == self.resource_id)
+        )
+
+    def hit_fields(self) -> list[str]:
+        """The payload fields a search under this filter reads to build its
+        hits: ``message_id``, plus ``thread_id`` / ``resource_id`` unless the
+        filter pins them (a backend may skip reading pinned fields)."""
+        fields = ["message_id"]
+        if self.thread_id is None:
+            fields.append("thread_id")
+        if self.resource_id is None:
+            fields.append("resource_id")
+        return fields
+
+    def hit(self, payload: dict[str, Any] | None, score: float) -> RawHit:
+        """The :class:`RawHit` of a point found under this filter, from its
+        payload (holding at least :meth:`hit_fields`) and its score; a pinned
+        id comes from the filter, which matched it exactly."""
+        fields = payload or {}
+        return RawHit(
+            fields["message_id"],
+            fields["thread_id"] if self.thread_id is None else self.thread_id,
+            fields["resource_id"] if self.resource_id is None else self.resource_id,
+            score,
+        )
+
+
 @runtime_checkable
 class VectorStore(Protocol):
-    """What :class:`memory_core.Memory` needs from a vector backend.
+    """What :class:`memory_core.Memory` needs from a vector store.
 
     Every method is async and atomic per call from the caller's view; after
-    it returns, searches see the change. Driver errors are raised as
-    :class:`~memory_core.errors.BackendError`.
+    it returns, searches and counts see the change. Bad input raises
+    :class:`~memory_core.errors.ValidationError` before any I/O; driver errors
+    are raised as :class:`~memory_core.errors.BackendError`; any call after
+    ``close()`` raises :class:`~memory_core.errors.AdapterClosedError`.
+    :class:`BaseVectorStore` implements all of it.
     """
+
+    async def __aenter__(self) -> Self:
+        """Open and return the store (``async with await connect_vector(url)``)."""
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the store."""
 
     async def open(self) -> None:
         """Connect (idempotent). Collections are created lazily per dimension."""
@@ -135,13 +320,16 @@ class VectorStore(Protocol):
         """Release what this store created (idempotent)."""
 
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
-        """Insert or replace these points (same point id replaces)."""
+        """Insert or replace these points (same message id and chunk replaces)."""
 
     async def delete_messages(self, message_ids: Sequence[str]) -> None:
         """Remove every point (all chunks) of these messages."""
 
     async def delete_thread(self, thread_id: str) -> None:
         """Remove every point whose payload ``thread_id`` is this thread."""
+
+    async def delete_resource(self, resource_id: str) -> None:
+        """Remove every point whose payload ``resource_id`` is this resource."""
 
     async def search(
         self,
@@ -154,5 +342,441 @@ class VectorStore(Protocol):
         """The ``top_k`` most similar messages (cosine), best first, at most one
         hit per message (its best chunk), filtered by thread and/or resource."""
 
-    async def count(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
-        """How many points match the filter (all when both are None)."""
+    async def count(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
+        """How many distinct messages have points under the filter (all when
+        both are None)."""
+
+    async def count_points(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
+        """How many points (chunks) match the filter (all when both are None)."""
+
+
+class BaseVectorStore(ABC):
+    """Base class of every vector adapter (and of the reference vector store).
+
+    Layout, the same on every backend: one collection per vector dimension,
+    ``memory_messages_<dim>`` (``<namespace>_memory_messages_<dim>`` with a
+    namespace), cosine similarity, created lazily and idempotently on the
+    first upsert of that dimension. Point id: :func:`point_id`. Payload:
+    :data:`PAYLOAD_FIELDS`.
+
+    Construction does no I/O. ``open()`` (or ``async with``) connects; public
+    methods open lazily. ``close()`` is idempotent; any call after it raises
+    :class:`~memory_core.errors.AdapterClosedError`. Driver errors are raised
+    as :class:`~memory_core.errors.BackendError` (``backend_name``, the
+    operation, ``retryable`` per :meth:`is_retryable`, the driver exception as
+    ``__cause__``).
+
+    Args:
+        namespace: collection-name prefix isolating this store (see
+            :func:`check_namespace`); None uses R-VEC's names unprefixed.
+        overfetch: see :data:`DEFAULT_OVERFETCH` (int >= 1).
+        batch_size: points per ``_upsert`` call (int >= 1, default
+            :data:`DEFAULT_BATCH_SIZE`).
+
+    Raises:
+        ValidationError: a bad namespace, ``overfetch`` or ``batch_size``.
+
+    Class attributes for adapters:
+        backend_name: short name used in errors (``"qdrant"``).
+        shares_collections: True when other processes may create or drop this
+            store's collections while it is open (a server): the store then
+            re-lists collections before operations that span every dimension.
+            False when the store owns its collections (in process, a locked
+            directory).
+    """
+
+    backend_name: ClassVar[str] = "vector"
+    shares_collections: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        namespace: str | None = None,
+        overfetch: int = DEFAULT_OVERFETCH,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        self.namespace = check_namespace(namespace)
+        self.overfetch = _positive_int(overfetch, "overfetch")
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        self._prefix = "" if self.namespace is None else f"{self.namespace}_"
+        self._pattern = re.compile(re.escape(self._prefix) + r"memory_messages_([1-9][0-9]*)")
+        self._known: dict[str, int] = {}
+        self._opened = False
+        self._closed = False
+        self._open_lock = anyio.Lock()
+        self._schema_lock = anyio.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` (or ``destroy()``) has been called."""
+        return self._closed
+
+    async def open(self) -> None:
+        """Connect (idempotent) and find this store's existing collections.
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: the backend could not be reached or opened.
+        """
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} vector store is closed")
+        if self._opened:
+            return
+        async with self._open_lock:
+            if self._opened:
+                return
+            with self._guard("open"):
+                try:
+                    await self._connect()
+                    await self._refresh()
+                except BaseException:
+                    with anyio.CancelScope(shield=True):
+                        await self._disconnect()  # whatever a partial connect made
+                    raise
+            self._opened = True
+
+    async def close(self) -> None:
+        """Release what this store created (idempotent).
+
+        Raises:
+            BackendError: releasing failed (the store counts as closed anyway).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._opened:
+            with self._guard("close"):
+                await self._disconnect()
+
+    async def destroy(self) -> None:
+        """Drop every collection of this store (its namespace), then close.
+
+        For tests and benchmarks; the store cannot be used afterwards. With no
+        namespace this drops the unprefixed ``memory_messages_<dim>``
+        collections (never namespaced ones).
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: a drop failed.
+        """
+        await self._ready()
+        with self._guard("destroy"):
+            await self._refresh()
+            for name in list(self._known):
+                await self._drop(name)
+                self._known.pop(name, None)
+        await self.close()
+
+    async def _ready(self) -> None:
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} vector store is closed")
+        if not self._opened:
+            await self.open()
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Whether a driver exception is transient (adapters override)."""
+        return isinstance(exc, ConnectionError | TimeoutError)
+
+    def _guard(self, operation: str) -> BackendGuard:
+        return BackendGuard(self, operation)
+
+    # ------------------------------------------------------------------ layout
+
+    def collection(self, dimension: int) -> str:
+        """The collection of ``dimension``-sized vectors for this store:
+        ``memory_messages_<dim>``, prefixed by ``<namespace>_`` when set."""
+        return f"{self._prefix}{collection_name(dimension)}"
+
+    def dimension_of(self, name: str) -> int | None:
+        """The dimension of this store's collection ``name``; None when the
+        name is not one of this store's collections (another namespace)."""
+        found = self._pattern.fullmatch(name)
+        return int(found.group(1)) if found else None
+
+    async def _refresh(self) -> None:
+        """Re-read which collections of this store exist."""
+        names = await self._list_collections()
+        self._known = {name: dim for name in names if (dim := self.dimension_of(name)) is not None}
+
+    async def _collections(self) -> list[str]:
+        """This store's collections (re-listed first when shared)."""
+        if self.shares_collections:
+            await self._refresh()
+        return sorted(self._known)
+
+    async def _ensure(self, name: str, dimension: int) -> None:
+        if name in self._known:
+            return
+        async with self._schema_lock:
+            if name not in self._known:
+                await self._create_collection(name, dimension)
+                self._known[name] = dimension
+
+    # ------------------------------------------------------------------ VectorStore
+
+    async def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace these points; the same (message id, chunk) replaces.
+
+        Points may have different dimensions (each goes to its own collection).
+        Within one call, a repeated (message id, chunk) keeps the last point.
+        Vectors are stored L2-normalised. Large calls are sent in batches of
+        ``batch_size``; a failure part-way leaves earlier batches written
+        (re-running the call is safe: it is idempotent).
+
+        Raises:
+            ValidationError: a point with a bad id, chunk, time or vector (zero,
+                not finite, not 1-D); nothing is written.
+            BackendError: the backend failed.
+        """
+        groups: dict[int, dict[str, tuple[Vector, dict[str, Any]]]] = {}
+        for index, point in enumerate(points):
+            field = f"points[{index}]"
+            if not isinstance(point, VectorPoint):
+                raise ValidationError(field, f"must be a VectorPoint, got {type(point).__name__}")
+            check_id(point.message_id, f"{field}.message_id")
+            check_id(point.thread_id, f"{field}.thread_id")
+            check_id(point.resource_id, f"{field}.resource_id")
+            for name, value in (("chunk", point.chunk), ("created_at_us", point.created_at_us)):
+                if isinstance(value, bool) or not isinstance(value, int) or (name == "chunk" and value < 0):
+                    raise ValidationError(f"{field}.{name}", f"must be an int{' >= 0' if name == 'chunk' else ''}")
+            vector = unit_vector(point.vector, f"{field}.vector")
+            payload = {
+                "message_id": point.message_id,
+                "thread_id": point.thread_id,
+                "resource_id": point.resource_id,
+                "created_at": point.created_at_us,
+                "chunk": point.chunk,
+            }
+            groups.setdefault(vector.shape[0], {})[point_id(point.message_id, point.chunk)] = (vector, payload)
+        await self._ready()
+        if not groups:
+            return
+        with self._guard("upsert"):
+            for dimension, group in groups.items():
+                name = self.collection(dimension)
+                await self._ensure(name, dimension)
+                ids = list(group)
+                for batch in _batches(ids, self.batch_size):
+                    matrix = np.stack([group[pid][0] for pid in batch])
+                    await self._upsert(name, list(batch), matrix, [group[pid][1] for pid in batch])
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> None:
+        """Remove every point (all chunks, every dimension) of these messages;
+        unknown ids are ignored.
+
+        Raises:
+            ValidationError: ``message_ids`` is a str or holds a bad id.
+            BackendError: the backend failed.
+        """
+        if isinstance(message_ids, str):
+            raise ValidationError("message_ids", "must be a sequence of ids, not a str")
+        ids = list(dict.fromkeys(check_id(m, f"message_ids[{i}]") for i, m in enumerate(message_ids)))
+        await self._ready()
+        if not ids:
+            return
+        with self._guard("delete_messages"):
+            for name in await self._collections():
+                for batch in _batches(ids, DELETE_BATCH):
+                    await self._delete(name, PointFilter(message_ids=tuple(batch)))
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """Remove every point whose payload ``thread_id`` is this thread
+        (unknown thread: no-op).
+
+        Raises:
+            ValidationError: a bad id.
+            BackendError: the backend failed.
+        """
+        await self._delete_where("delete_thread", PointFilter(thread_id=check_id(thread_id, "thread_id")))
+
+    async def delete_resource(self, resource_id: str) -> None:
+        """Remove every point whose payload ``resource_id`` is this resource
+        (unknown resource: no-op); ``delete_resource`` erases its
+        vectors.
+
+        Raises:
+            ValidationError: a bad id.
+            BackendError: the backend failed.
+        """
+        await self._delete_where("delete_resource", PointFilter(resource_id=check_id(resource_id, "resource_id")))
+
+    async def _delete_where(self, operation: str, flt: PointFilter) -> None:
+        await self._ready()
+        with self._guard(operation):
+            for name in await self._collections():
+                await self._delete(name, flt)
+
+    async def search(
+        self,
+        vector: Vector,
+        top_k: int,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+    ) -> list[VectorHit]:
+        """The ``top_k`` messages most similar to ``vector`` (cosine), best first.
+
+        At most one hit per message: its best chunk's score. Only points of
+        the ``dim``-sized collection are searched; filters are ANDed. Ties in
+        score are ordered by message id.
+
+        Args:
+            vector: query vector, shape ``(dim,)``; normalised here.
+            top_k: how many messages (int >= 0; 0 gives ``[]``).
+            thread_id: only this thread's points.
+            resource_id: only this resource's points.
+
+        Returns:
+            Up to ``top_k`` :class:`VectorHit`; ``[]`` when no collection of
+            that dimension exists.
+
+        Raises:
+            ValidationError: a bad vector, ``top_k`` or id.
+            BackendError: the backend failed.
+        """
+        query = unit_vector(vector, "vector")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise ValidationError("top_k", f"must be an int >= 0, got {top_k!r}")
+        flt = _scope(resource_id, thread_id)
+        await self._ready()
+        if top_k == 0:
+            return []
+        name = self.collection(query.shape[0])
+        with self._guard("search"):
+            if name not in self._known and self.shares_collections:
+                await self._refresh()
+            if name not in self._known:
+                return []
+            limit = top_k * self.overfetch
+            while True:
+                raw = await self._search(name, query, limit, flt)
+                best: dict[str, RawHit] = {}
+                for hit in raw:  # best first, so the first chunk of a message is its best
+                    best.setdefault(hit.message_id, hit)
+                if len(best) >= top_k or len(raw) < limit:
+                    break
+                limit *= 4
+        ranked = sorted(best.values(), key=lambda h: (-h.score, h.message_id))[:top_k]
+        return [VectorHit(h.message_id, h.thread_id, h.resource_id, h.score) for h in ranked]
+
+    async def count(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
+        """How many distinct messages have at least one point under the filter
+        (every dimension; all of this store's messages when both are None).
+
+        Compare it with the storage's message count to find an index that is
+        empty or behind its storage (messages whose text is empty have no
+        point, R-VEC).
+
+        Raises:
+            ValidationError: a bad id.
+            BackendError: the backend failed.
+        """
+        flt = _scope(resource_id, thread_id)
+        await self._ready()
+        with self._guard("count"):
+            found: set[str] = set()
+            for name in await self._collections():
+                found.update(await self._message_ids(name, flt))
+            return len(found)
+
+    async def count_points(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
+        """How many points (chunks, every dimension) match the filter; all of
+        this store's points when both are None.
+
+        Raises:
+            ValidationError: a bad id.
+            BackendError: the backend failed.
+        """
+        flt = _scope(resource_id, thread_id)
+        await self._ready()
+        with self._guard("count_points"):
+            total = 0
+            for name in await self._collections():
+                total += await self._count(name, flt)
+            return total
+
+    async def dimensions(self) -> list[int]:
+        """The vector dimensions this store holds collections for, ascending.
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: the backend failed.
+        """
+        await self._ready()
+        with self._guard("dimensions"):
+            return sorted(self._known[name] for name in await self._collections())
+
+    # ------------------------------------------------------------------ primitives
+
+    @abstractmethod
+    async def _connect(self) -> None:
+        """Connect / prepare the backend (called once, from ``open``)."""
+
+    @abstractmethod
+    async def _disconnect(self) -> None:
+        """Release what ``_connect`` made (from ``close``, or from ``open`` after
+        a failed or partial ``_connect``: must tolerate a half-made state)."""
+
+    @abstractmethod
+    async def _list_collections(self) -> Iterable[str]:
+        """Names of every collection the backend holds (any prefix; the base
+        keeps this store's)."""
+
+    @abstractmethod
+    async def _create_collection(self, name: str, dimension: int) -> None:
+        """Create collection ``name`` for ``dimension``-sized vectors under
+        cosine similarity (with whatever payload indexes the backend needs for
+        :class:`PointFilter` fields); a collection that already exists (made by
+        a concurrent opener) is not an error."""
+
+    @abstractmethod
+    async def _drop(self, name: str) -> None:
+        """Delete collection ``name`` and its data."""
+
+    @abstractmethod
+    async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
+        """Write points into ``name``: ``ids[i]`` (UUID str, distinct) with row
+        ``i`` of ``vectors`` (shape ``(len(ids), dim)``, unit rows) and
+        ``payloads[i]`` (:data:`PAYLOAD_FIELDS`); an existing id is replaced;
+        visible to searches and counts when this returns."""
+
+    @abstractmethod
+    async def _delete(self, name: str, flt: PointFilter) -> None:
+        """Delete every point of ``name`` matching ``flt`` (never empty);
+        visible when this returns."""
+
+    @abstractmethod
+    async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
+        """Up to ``limit`` points of ``name`` matching ``flt``, by cosine
+        similarity to ``vector`` (unit, shape ``(dim,)``), best first, exact
+        or as close as the backend's index gets. Build each hit with
+        :meth:`PointFilter.hit`."""
+
+    @abstractmethod
+    async def _count(self, name: str, flt: PointFilter) -> int:
+        """Exact number of points of ``name`` matching ``flt``."""
+
+    @abstractmethod
+    async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
+        """The distinct payload ``message_id`` values of the points of ``name``
+        matching ``flt`` (exact; the base unions them over dimensions)."""
+
+
+def _scope(resource_id: str | None, thread_id: str | None) -> PointFilter:
+    """The validated thread/resource filter of a search or count."""
+    if thread_id is not None:
+        check_id(thread_id, "thread_id")
+    if resource_id is not None:
+        check_id(resource_id, "resource_id")
+    return PointFilter(thread_id=thread_id, resource_id=resource_id)

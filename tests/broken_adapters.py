@@ -17,7 +17,7 @@ from typing import Any
 
 from memory_core import codec
 from memory_core.clock import to_us
-from memory_core.models import Include, Message, Page, Resource, Thread
+from memory_core.models import Include, Message, MessagePageRequest, Page, Resource, Thread
 from memory_core.query import MessageQuery, MetaCondition, ThreadQuery, meta_kind
 from memory_core.reference import InMemoryStorage
 from memory_core.storage import message_key
@@ -123,7 +123,7 @@ class BoolMatchesOneStorage(_PredicateStorage):
 
 
 class HasMoreOffByOneStorage(InMemoryStorage):
-    """Breaks §4 has_more: an adapter that overrode the listings for a native
+    """Breaks R-PAGE has_more: an adapter that overrode the listings for a native
     fast path and wrote ``offset + per_page <= total``."""
 
     @staticmethod
@@ -133,8 +133,8 @@ class HasMoreOffByOneStorage(InMemoryStorage):
         offset = page.page * page.per_page
         return replace(page, has_more=offset + page.per_page <= page.total)
 
-    async def page_messages(self, *args: Any, **kwargs: Any) -> Page[Message]:
-        return self._fix(await super().page_messages(*args, **kwargs))
+    async def page_messages(self, request: MessagePageRequest) -> Page[Message]:
+        return self._fix(await super().page_messages(request))
 
     async def list_threads(self, *args: Any, **kwargs: Any) -> Page[Thread]:
         return self._fix(await super().list_threads(*args, **kwargs))
@@ -144,7 +144,7 @@ class IncludeIgnoresResourceStorage(InMemoryStorage):
     """Breaks R-INCLUDE/R-OWN: include windows are fetched without the
     caller's ``resource_id`` scope (another user's messages leak in)."""
 
-    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[Message]:
+    async def _include_windows(self, includes: list[Include], resource_id: str | None) -> list[list[Message]]:
         return await super()._include_windows(includes, None)
 
 
@@ -180,7 +180,7 @@ class PerPageFalseAsZeroStorage(InMemoryStorage):
 
 
 class SwallowedErrorStorage(InMemoryStorage):
-    """Breaks §7 / C09 / R-SIZE: a driver error (the response of a big page
+    """Breaks C09 / R-SIZE: a driver error (the response of a big page
     exceeds a 16 MiB document limit, like a MongoDB ``$facet``) is caught and
     returned as an empty page."""
 
@@ -260,7 +260,7 @@ class DeleteThreadKeepsMessagesStorage(InMemoryStorage):
 
 
 class CountIgnoresFilterStorage(InMemoryStorage):
-    """Breaks §4 total: the count query forgets the metadata conditions."""
+    """Breaks R-PAGE total: the count query forgets the metadata conditions."""
 
     async def _count_messages(self, query: MessageQuery) -> int:
         return await super()._count_messages(replace(query, metadata=()))

@@ -18,9 +18,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from memory_core.demo import DEMO_APPLICATION_ID, VECTORS_MARKER, is_demo_database, load_conversations
+from memory_core.cli.demo import DEMO_APPLICATION_ID, VECTORS_MARKER, is_demo_database, load_conversations
+from memory_core.cli.locomo import load_dir, load_sample
 from memory_core.errors import ValidationError
-from memory_core.locomo import load_dir, load_sample
 from memory_core.memory import Memory
 from memory_core.reference import InMemoryStorage
 

@@ -1,6 +1,6 @@
 """The conformance suite against the reference store (``memory://``).
 
-This is the suite's self-test: the reference store *is* SPEC.md, so every
+This is the suite's self-test: the reference store *is* the contract, so every
 test must pass here; tests/test_conformance_kills.py shows the suite fails
 deliberately broken adapters.
 """

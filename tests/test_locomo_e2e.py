@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from memory_core import Memory, MessageFilter, ThreadFilter, connect
 from memory_core.cli import app
-from memory_core.locomo import load_dir
+from memory_core.cli.locomo import load_dir
 
 LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[2] / "shared/data/locomo10"))
 needs_locomo = pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")

@@ -1,4 +1,4 @@
-"""The Memory facade (SPEC §6) on every installed embedded storage:
+"""The Memory facade (R-RECALL, R-VEC) on every installed embedded storage:
 recall windows, ownership, config overrides, working memory, titles, clones."""
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ async def test_bad_saves_write_nothing(memory: Memory) -> None:
         [Message("ok1", "t1", "user", "fine"), Message("m", "t1", "user", {"v": float("nan")})],
         [Message("ok1", "t1", "user", "fine"), Message("m", "missing", "user", "x")],
         [Message("ok1", "t1", "user", "fine"), Message("m", "t1", "user", "x", resource_id="r2")],
-        [Message("ok1", "t1", "user", "fine"), Message("m", "t1", "user", "x", created_at="2300-01-01T00:00:00Z")],
+        [Message("ok1", "t1", "user", "fine"), Message("m", "t1", "user", "x", created_at="2300-01-01T00:00:00Z")],  # type: ignore[arg-type]
         [{"id": "ok1", "threadId": "t1", "role": "user", "content": "x", "extra": 1}],
     ]
     for batch in batches:

@@ -2,7 +2,9 @@
 
 It loads wherever the package is installed, so it stays inert: it registers
 the suite's markers (so ``--strict-markers`` works downstream) and the
-Hypothesis profiles ``memory-core-<name>`` (without loading any), and adds to
+Hypothesis profiles ``memory-core-<name>`` (without loading any), adds the
+option ``--memory-core-url`` (the deployment :mod:`memory_core_conformance.live`
+checks), and adds to
 the report of a *failing* suite test (marker ``conformance``) a "conformance
 rule" section stating the rules it checks. It touches no other test. The
 suite itself only runs in a module that subclasses
@@ -18,7 +20,7 @@ import pytest
 from memory_core_conformance.profiles import register_hypothesis_profiles
 from memory_core_conformance.rules import explain
 
-__all__ = ["MARKERS", "RULE_SECTION", "pytest_configure", "pytest_runtest_makereport"]
+__all__ = ["MARKERS", "RULE_SECTION", "URL_OPTION", "pytest_addoption", "pytest_configure", "pytest_runtest_makereport"]
 
 MARKERS: dict[str, str] = {
     "conformance": "a test of the memory-core conformance suite",
@@ -30,6 +32,20 @@ MARKERS: dict[str, str] = {
 
 RULE_SECTION = "conformance rule"
 """Title of the report section a failing suite test gets."""
+
+URL_OPTION = "--memory-core-url"
+"""Command-line option naming the storage URL :mod:`memory_core_conformance.live` checks."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add :data:`URL_OPTION` (default: none; only the live module reads it)."""
+    parser.getgroup("memory-core").addoption(
+        URL_OPTION,
+        dest="memory_core_url",
+        default=None,
+        metavar="URL",
+        help="storage URL of a deployment for memory_core_conformance.live (its own namespaces, cleaned up)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -132,9 +132,31 @@ _RULE_LIST = [
     Rule(
         "R-SORT",
         "order_by fields and directions",
-        "order_by takes an allowed field (messages: created_at; threads: created_at or updated_at; camelCase "
-        "accepted) and ASC/DESC in any case; anything else is a ValidationError. Defaults: messages created_at ASC, "
-        "threads created_at DESC.",
+        "order_by takes an allowed field (messages: created_at; threads: created_at, updated_at or "
+        "last_message_at; camelCase accepted) and ASC/DESC in any case; anything else is a ValidationError. "
+        "Defaults: messages created_at ASC, threads created_at DESC; a field without a direction takes its kind's "
+        "default direction (threads DESC, messages ASC).",
+    ),
+    Rule(
+        "R-LAST",
+        "last_message_at of threads",
+        "Thread.last_message_at is the largest created_at among the thread's messages, or None; exact through "
+        "saves, moves (both threads), deletes and thread replacement. list_threads orders by it (ties by id), "
+        "threads with no message last in either direction, by page and by cursor.",
+    ),
+    Rule(
+        "R-ERASE",
+        "delete_resource erases a resource",
+        "delete_resource removes the resource's threads, their messages and its record (working memory), returns "
+        "what it removed (thread ids, message count, whether a record existed), leaves every id free for reuse by "
+        "any resource and other resources untouched; an unknown id is no error; a bad id is a ValidationError.",
+    ),
+    Rule(
+        "R-WM",
+        "working memory compare-and-set",
+        "swap_working_memory / swap_thread_working_memory write only over the expected value (None: nothing "
+        "stored), atomically; concurrent Memory.append_working_memory calls all land and of two updates from one "
+        "version exactly one wins.",
     ),
     Rule(
         "R-INCLUDE",
@@ -155,7 +177,24 @@ _RULE_LIST = [
         "Memory.recall composition",
         "Memory.recall returns the newest per_page messages oldest-first (page 1 is the next older block); the "
         "thread must belong to the given resource (OwnershipError) and exist unless the scope is resource, and "
-        "semantic hits become include windows of message_range.",
+        "semantic hits become include windows of message_range. A search string while semantic recall is off, or "
+        "semantic recall without a vector store, is a ValidationError before any I/O; with exclude_recent the hits "
+        "lie outside the history page; a search that finds nothing while storage holds messages warns and names "
+        "reindex.",
+    ),
+    Rule(
+        "R-SOURCE",
+        "recall marks sources and gaps",
+        "Each recalled message is marked recent (history page), semantic (a hit), include or context (a hit's "
+        "window), in that precedence; gaps lists each pair of neighbours in the result that are from different "
+        "threads or have unreturned messages of their thread between them.",
+    ),
+    Rule(
+        "R-BUDGET",
+        "recall(max_tokens) keeps the newest that fits",
+        "With max_tokens, recall keeps the newest messages of its answer whose counted tokens add up to at most "
+        "max_tokens, stopping at the first that does not fit; a tool message stays with the message before it in "
+        "its thread (the call), so calls and results are kept or dropped together; tokens and dropped report it.",
     ),
     Rule(
         "R-VEC",
@@ -163,6 +202,14 @@ _RULE_LIST = [
         "The vector store holds exactly one point set per stored message with text (content string or text parts; "
         "empty text has none): re-saving replaces, and updates, moves, deletes and delete_thread are reflected "
         "when the call returns.",
+    ),
+    Rule(
+        "VECTOR-STORE",
+        "vector store: layout, counts, deletes, search",
+        "A vector store keeps one point per (message, chunk) in its namespace's per-dimension collection: "
+        "re-upserts replace, count is distinct messages and count_points chunks, deletes by message, thread and "
+        "resource reach every chunk and dimension, search returns the top_k messages by cosine (best chunk, "
+        "filters ANDed), and bad input is a ValidationError before any write.",
     ),
     Rule(
         "OPS",
@@ -181,7 +228,8 @@ _RULE_LIST = [
         "MODEL",
         "state machine: adapter == reference store",
         "Random sequences of every operation (writes, listings with filters, orders, pages, includes, cursors, "
-        "and bad input) get the same answer from the adapter as from the reference store, step by step.",
+        "and bad input; metadata of look-alike JSON types, 64-bit ends, NUL and nested values; times before 1970) "
+        "get the same answer from the adapter as from the reference store, step by step.",
     ),
     Rule(
         "C01",
@@ -305,7 +353,12 @@ _RULE = re.compile(rf"(?:^|_)r_({_RULE_WORDS})(?=_|$)")
 _CASE = re.compile(r"^test_c(\d\d)_")
 _CAPABILITY_WORDS = "|".join(sorted((c.value for c in Capability), key=len, reverse=True))
 _CAPABILITY = re.compile(rf"^test_cap_({_CAPABILITY_WORDS})_")
-_PREFIXES = {"test_ops_": "OPS", "test_lifecycle_": "LIFECYCLE", "test_stateful_": "MODEL"}
+_PREFIXES = {
+    "test_ops_": "OPS",
+    "test_lifecycle_": "LIFECYCLE",
+    "test_stateful_": "MODEL",
+    "test_vector_store_": "VECTOR-STORE",
+}
 
 TABLE_START = "<!-- rule-table: generated by `python -m memory_core_conformance.rules conformance/README.md` -->"
 """The line before the generated table in the README."""
@@ -346,16 +399,17 @@ def explain(test_name: str) -> str:
 
 
 def suite_test_names() -> list[str]:
-    """Every test the shipped suites define (:class:`StorageConformance` and
-    :class:`~memory_core_conformance.vector.VectorConformance`), sorted."""
+    """Every test the shipped suites define (:class:`StorageConformance`,
+    :class:`~memory_core_conformance.vector.VectorConformance` and
+    :class:`~memory_core_conformance.vector_store.VectorStoreConformance`), sorted."""
     # Imported here: the pytest plugin imports this module at start-up and
     # must not load the whole suite.
     from memory_core_conformance.suite import StorageConformance
     from memory_core_conformance.vector import VectorConformance
+    from memory_core_conformance.vector_store import VectorStoreConformance
 
-    return sorted(
-        {name for cls in (StorageConformance, VectorConformance) for name in dir(cls) if name.startswith("test_")}
-    )
+    suites = (StorageConformance, VectorConformance, VectorStoreConformance)
+    return sorted({name for cls in suites for name in dir(cls) if name.startswith("test_")})
 
 
 def rule_table(test_names: Iterable[str] | None = None) -> str:

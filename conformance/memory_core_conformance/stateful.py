@@ -2,7 +2,8 @@
 
 :class:`StorageStateMachine` drives every storage operation (threads,
 messages, resources; listings with random filters, orders, pages, includes
-and cursors; partial updates and moves) against the adapter and
+and cursors; partial updates and moves), and ``Memory.recall`` over each
+store (sources, gaps, token budgets), against the adapter and
 :class:`~memory_core.reference.InMemoryStorage` side by side, and compares
 every answer in full (exceptions by type). Both stores follow one
 :class:`~memory_core.clock.ManualClock`, so their timestamps agree. Each
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from memory_core.clock import ManualClock
+from memory_core.memory import Memory
 from memory_core.models import Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
@@ -44,6 +46,8 @@ __all__ = [
     "META_VALUES",
     "RESOURCE_IDS",
     "THREAD_IDS",
+    "WIDE_KEY",
+    "WIDE_VALUES",
     "StorageStateMachine",
     "run_storage_machine",
 ]
@@ -62,18 +66,53 @@ _TIMES = st.sampled_from(
         T0,
         T0 + timedelta(microseconds=1),
         T0 + timedelta(microseconds=999),
+        T0 + timedelta(microseconds=999_999),
         T0 + timedelta(seconds=1),
         T0 - timedelta(seconds=1),
+        datetime(1960, 5, 5, tzinfo=UTC),
     ]
 )
-"""Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common."""
+"""Explicit times: mostly T0, so equal timestamps (R-ORDER ties) are common;
+one before the Unix epoch (negative timestamps)."""
 META_KEYS = ("a", "b")
 """Metadata keys the machine uses (two, so filters and data collide often)."""
 META_VALUES: tuple[Any, ...] = (0, 1, 1.0, True, False, None, "1", "")
 """Metadata values whose JSON types collide (1 / 1.0 / true / "1", 0 / false / null / "")."""
-_metadata = st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2)
+WIDE_KEY = "w"
+"""A third metadata key, present in about half the records, holding :data:`WIDE_VALUES`."""
+WIDE_VALUES: tuple[Any, ...] = (
+    5,
+    5.0,
+    "5",
+    -0.0,
+    1.5,
+    2**63 - 1,
+    -(2**63),
+    "x",
+    "X",
+    "x\x00y",
+    "é",
+    [1, "a"],
+    {"k": None},
+    {"nested": {"deep": None}},
+)
+"""Values a backend's encoding can get wrong: 5 / 5.0 / "5", -0.0 (which equals 0),
+the signed 64-bit ends, a NUL inside a string beside its prefix, case,
+non-ASCII text, and list / object values (stored whole, matched by no filter)."""
+_WIDE_SCALARS = tuple(v for v in WIDE_VALUES if not isinstance(v, list | dict))
+_metadata = st.builds(
+    lambda narrow, wide: {**narrow, **wide},
+    st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=2),
+    st.fixed_dictionaries({}, optional={WIDE_KEY: st.sampled_from(WIDE_VALUES)}),
+)
 _meta_filters = st.one_of(
-    st.none(), st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), min_size=1, max_size=2)
+    st.none(),
+    st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), min_size=1, max_size=2),
+    st.builds(
+        lambda narrow, wide: {**narrow, WIDE_KEY: wide},
+        st.dictionaries(st.sampled_from(META_KEYS), st.sampled_from(META_VALUES), max_size=1),
+        st.sampled_from(_WIDE_SCALARS),
+    ),
 )
 _thread_ids = st.sampled_from(THREAD_IDS)
 _busy_thread_ids = st.sampled_from(("t1", "t1", "t1", "t2", "t3", "T1"))
@@ -125,7 +164,7 @@ _message_filters = st.one_of(
 )
 _includes = st.none() | mst.includes(_message_ids)
 _message_orders = mst.orders()
-_thread_orders = mst.orders(("created_at", "updated_at"))
+_thread_orders = mst.orders(("created_at", "updated_at", "last_message_at"))
 _bounds = st.one_of(st.tuples(st.just(0), st.integers(1, 3)), mst.page_bounds(max_page=3, max_per_page=4))
 _bad = st.one_of(
     st.tuples(st.just("page"), mst.bad_page_bounds()),
@@ -150,19 +189,21 @@ class _Step:
     store.list_messages(thread_id='t1', ...)``); the text is built only when
     Hypothesis prints it, not on every step of every run."""
 
-    __slots__ = ("args", "kwargs", "operation")
+    __slots__ = ("args", "kwargs", "operation", "target")
 
-    def __init__(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, operation: str, args: tuple[Any, ...], kwargs: dict[str, Any], target: str = "store") -> None:
         self.operation = operation
         self.args = args
         self.kwargs = kwargs
+        self.target = target
 
     def __repr__(self) -> str:
         shown = ", ".join([*(repr(a) for a in self.args), *(f"{k}={v!r}" for k, v in self.kwargs.items())])
-        return f"await store.{self.operation}({shown})"
+        return f"await {self.target}.{self.operation}({shown})"
 
-    async def run(self, store: BaseStorage, side: int) -> Any:
-        """The answer of ``store`` (0: adapter, 1: reference) or :class:`Failed`."""
+    async def run(self, store: BaseStorage | Memory, side: int) -> Any:
+        """The answer of ``store`` (or a Memory over it; 0: adapter, 1:
+        reference) or :class:`Failed`."""
         args = tuple(a.values[side] if isinstance(a, _PerStore) else a for a in self.args)
         kwargs = {k: v.values[side] if isinstance(v, _PerStore) else v for k, v in self.kwargs.items()}
         return await capture(getattr(store, self.operation)(*args, **kwargs))
@@ -220,6 +261,8 @@ class StorageStateMachine(RuleBasedStateMachine):
             self._portal_cm.__exit__(None, None, None)
             raise
         self.walks: list[_Walk] = []
+        # Recall is composed in the core over storage reads: a Memory over each store.
+        self.memories = (Memory(adapter, owns_stores=False), Memory(self.reference, owns_stores=False))
 
     # ------------------------------------------------------------------ plumbing
 
@@ -237,7 +280,9 @@ class StorageStateMachine(RuleBasedStateMachine):
         return actual, expected
 
     @staticmethod
-    async def _call_both(adapter: BaseStorage, reference: BaseStorage, call: _Step) -> tuple[Any, Any]:
+    async def _call_both(
+        adapter: BaseStorage | Memory, reference: BaseStorage | Memory, call: _Step
+    ) -> tuple[Any, Any]:
         """Both stores' answers in one trip to the event loop (adapter first)."""
         return await call.run(adapter, 0), await call.run(reference, 1)
 
@@ -349,6 +394,39 @@ class StorageStateMachine(RuleBasedStateMachine):
         actual, expected = self._both("list_messages", **kwargs)
         self._remember("list_messages", kwargs, actual, expected)
 
+    @rule(
+        thread_id=_busy_thread_ids,
+        resource_id=st.none() | _resource_ids,
+        include=_includes,
+        per_page=st.integers(0, 5),
+        page=st.integers(0, 1),
+        max_tokens=st.none() | st.integers(0, 60),
+    )
+    def recall(
+        self,
+        thread_id: str,
+        resource_id: str | None,
+        include: list[Include] | None,
+        per_page: int,
+        page: int,
+        max_tokens: int | None,
+    ) -> None:
+        """Memory.recall over both stores: sources, gaps and the token budget
+        (R-SOURCE, R-BUDGET) must agree too."""
+        kwargs = {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "include": include,
+            "per_page": per_page,
+            "page": page,
+            "max_tokens": max_tokens,
+        }
+        call = _Step("recall", (), kwargs, target="memory")
+        note(call)
+        actual, expected = self.portal.call(self._call_both, *self.memories, call)
+        note(_Answer(expected))
+        assert_same(actual, expected, call)
+
     @rule(resource_id=_resource_ids, include=_includes, flt=_message_filters, bounds=_bounds, order=_message_orders)
     def list_messages_by_resource(
         self,
@@ -384,8 +462,10 @@ class StorageStateMachine(RuleBasedStateMachine):
         kwargs = dict(walk.kwargs, page=0, per_page=per_page)
         if tamper:
             old = kwargs.get("order_by")
-            direction = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
-            field = "updated_at" if walk.operation == "list_threads" else "created_at"
+            given = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
+            threads = walk.operation == "list_threads"
+            direction = given or ("DESC" if threads else "ASC")  # R-SORT: the kind's default
+            field = "updated_at" if threads else "created_at"
             kwargs["order_by"] = OrderBy(field, "ASC" if direction.upper() == "DESC" else "DESC")
         note(f"# continue {walk.operation} by cursor")
         for _ in range(pages):
@@ -413,6 +493,24 @@ class StorageStateMachine(RuleBasedStateMachine):
             self._both("save_resource", replacement)
         else:
             self._both("update_resource", update[0], working_memory=update[1], metadata=update[2])
+
+    @rule(
+        where=st.one_of(
+            st.tuples(st.just("swap_working_memory"), _resource_ids),
+            st.tuples(st.just("swap_thread_working_memory"), _thread_ids),
+        ),
+        expected=st.sampled_from([None, "", "# wm", "🧠"]),
+        value=st.sampled_from(["", "# wm", "🧠"]),
+    )
+    def swap_working_memory(self, where: tuple[str, str], expected: str | None, value: str) -> None:
+        """Compare-and-set of a resource's or a thread's working memory."""
+        self._both(where[0], where[1], expected, value)
+
+    @rule(resource_id=_resource_ids)
+    def delete_resource(self, resource_id: str) -> None:
+        """Erase a resource: its threads, their messages, its record (the
+        answers list what went, and must agree)."""
+        self._both("delete_resource", resource_id)
 
     # ------------------------------------------------------------------ reads
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import pytest
 
 from memory_core_conformance.cases import (
+    ActivityRules,
     BugCases,
     CapabilityCases,
     ConcurrencyCases,
@@ -31,6 +32,7 @@ from memory_core_conformance.cases import (
     OrderingRules,
     PagingRules,
     PropertyCases,
+    RecallCases,
     StatefulCases,
     ValueRules,
 )
@@ -42,9 +44,11 @@ __all__ = ["StorageConformance"]
 class StorageConformance(  # pytest runs the last base's tests first: cheap layers last here
     StatefulCases,
     PropertyCases,
+    RecallCases,
     CapabilityCases,
     ConcurrencyCases,
     BugCases,
+    ActivityRules,
     OperationCases,
     FilterRules,
     PagingRules,

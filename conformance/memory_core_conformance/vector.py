@@ -94,6 +94,13 @@ class VectorConformance:
 
     @staticmethod
     async def _count(memory: Memory, **scope: Any) -> int:
+        """Points (chunks) stored under ``scope``."""
+        assert memory.vector is not None
+        return await memory.vector.count_points(**scope)
+
+    @staticmethod
+    async def _messages(memory: Memory, **scope: Any) -> int:
+        """Distinct messages with points under ``scope``."""
         assert memory.vector is not None
         return await memory.vector.count(**scope)
 
@@ -153,6 +160,7 @@ class VectorConformance:
         (longer,) = await memory.update_messages([{"id": "m1", "content": long_text}])
         assert self._points(memory, longer) > 1
         assert await self._count(memory, thread_id="t1") == self._points(memory, longer)
+        assert await self._messages(memory, thread_id="t1") == 1 == await self._messages(memory, resource_id="r1")
         (short,) = await memory.update_messages([{"id": "m1", "content": "tea again"}])
         assert await self._count(memory, thread_id="t1") == 1 == self._points(memory, short)
         result = await memory.recall("t1", "r1", "tea", thread_config=_semantic(5, "thread"))
@@ -178,9 +186,9 @@ class VectorConformance:
         await memory.save_messages(
             [message(f"m{n}", "t1" if n % 2 else "t2", f"note {n} about rivers", created_at=at(n)) for n in range(6)]
         )
-        assert await self._count(memory, resource_id="r1") == 6
+        assert await self._count(memory, resource_id="r1") == 6 == await self._messages(memory)
         await memory.delete_messages(["m1", "ghost"])
-        assert await self._count(memory, thread_id="t1") == 2
+        assert await self._count(memory, thread_id="t1") == 2 == await self._messages(memory, thread_id="t1")
         await memory.update_messages([{"id": "m3", "thread_id": "t2"}])
         assert await self._count(memory, thread_id="t1") == 1 and await self._count(memory, thread_id="t2") == 4
         moved = await memory.recall("t2", "r1", "note 3 rivers", thread_config=_semantic(1, "thread"))
@@ -224,3 +232,71 @@ class VectorConformance:
         assert result.semantic_hits == ["m1"]
         assert [m.id for m in result.messages] == ["m0", "m1", "m2", "m5"]
         assert result.total == 6 and result.has_more
+
+    async def test_r_source_marks_semantic_hits_and_their_context(self, memory: Memory) -> None:
+        await memory.storage.save_thread(thread("t1"))
+        texts = ["hello there", "I love sailing boats", "what about dinner", "pasta tonight", "sounds good", "bye"]
+        await memory.save_messages([message(f"m{n}", content=t, created_at=at(n)) for n, t in enumerate(texts)])
+        config = MemoryConfig(last_messages=1, semantic_recall=SemanticRecall(1, (1, 1), "thread"))
+        result = await memory.recall("t1", "r1", "sailing boats", thread_config=config)
+        assert [m.id for m in result.messages] == ["m0", "m1", "m2", "m5"]
+        assert result.sources == ["context", "semantic", "context", "recent"]
+        assert result.gaps == [("m2", "m5")] and result.warnings == []
+        # The window reaches the page: one run, no gap.
+        wide = MemoryConfig(last_messages=2, semantic_recall=SemanticRecall(1, (0, 2), "thread"))
+        joined = await memory.recall("t1", "r1", "sailing boats", thread_config=wide)
+        assert [m.id for m in joined.messages] == ["m1", "m2", "m3", "m4", "m5"]
+        assert joined.sources == ["semantic", "context", "context", "recent", "recent"] and joined.gaps == []
+
+    async def test_r_recall_exclude_recent_spends_top_k_outside_the_page(self, memory: Memory) -> None:
+        await memory.storage.save_thread(thread("t1"))
+        texts = ["we went sailing on boats last summer", "dinner plans", "pasta tonight", "sailing boats", "bye"]
+        await memory.save_messages([message(f"m{n}", content=t, created_at=at(n)) for n, t in enumerate(texts)])
+        search = {"top_k": 1, "message_range": 0, "scope": "thread"}
+        plain = await memory.recall(
+            "t1", "r1", "sailing boats", thread_config={"last_messages": 2, "semantic_recall": search}
+        )
+        assert plain.semantic_hits == ["m3"] and plain.sources == ["recent", "recent"]
+        outside = await memory.recall(
+            "t1",
+            "r1",
+            "sailing boats",
+            thread_config={"last_messages": 2, "semantic_recall": {**search, "exclude_recent": True}},
+        )
+        assert outside.semantic_hits == ["m0"]
+        assert [m.id for m in outside.messages] == ["m0", "m3", "m4"]
+        assert outside.sources == ["semantic", "recent", "recent"] and outside.gaps == [("m0", "m3")]
+
+    async def test_r_recall_warns_when_the_index_is_behind_its_storage(self, memory: Memory) -> None:
+        await memory.storage.save_thread(thread("t1"))
+        # Written past Memory (as after a restart with an in-memory vector store): no vectors.
+        await memory.storage.save_messages(
+            [message(f"m{n}", content=f"note {n} about rivers", created_at=at(n)) for n in range(3)]
+        )
+        result = await memory.recall("t1", "r1", "rivers", thread_config=_semantic(2, "thread"))
+        assert result.semantic_hits == [] and len(result.warnings) == 1
+        assert "reindex(thread_id='t1')" in result.warnings[0] and "3 messages" in result.warnings[0]
+        across = await memory.recall("t1", "r1", "rivers", thread_config=_semantic(2, "resource"))
+        assert "reindex(resource_id='r1')" in across.warnings[0]
+        status = await memory.check_index(thread_id="t1")
+        assert (status.stored, status.embeddable, status.indexed, status.behind) == (3, 3, 0, True)
+        assert status.repair == "await memory.reindex(thread_id='t1')"
+        assert await memory.reindex(resource_id="r1") == 3
+        assert not (await memory.check_index(resource_id="r1")).behind
+        repaired = await memory.recall("t1", "r1", "rivers", thread_config=_semantic(2, "thread"))
+        assert len(repaired.semantic_hits) == 2 and repaired.warnings == []
+
+    async def test_r_recall_refuses_misconfiguration_before_io(self, memory: Memory) -> None:
+        with pytest.raises(ValidationError, match="semantic_recall"):
+            Memory(memory.storage, config=MemoryConfig(semantic_recall=True), owns_stores=False)
+        with pytest.raises(ValidationError, match="embedder"):
+            Memory(memory.storage, embedder=memory.embedder, owns_stores=False)
+        with pytest.raises(ValidationError, match="semantic recall is off"):
+            await memory.recall("t1", "r1", "rivers")
+        no_vectors = Memory(memory.storage, owns_stores=False)
+        with pytest.raises(ValidationError, match="vector store"):
+            await no_vectors.recall("t1", "r1", "rivers", thread_config=_semantic(2, "thread"))
+        with pytest.raises(ValidationError, match="vector store"):
+            await no_vectors.check_index(thread_id="t1")
+        with pytest.raises(ValidationError, match="exclude_recent"):
+            SemanticRecall(exclude_recent="yes")  # type: ignore[arg-type]

@@ -41,8 +41,8 @@ def _message(message_id: str, **fields: object) -> Message:
         content=f"{message_id} " + "x" * 200,
         resource_id="r1",
         created_at=T0,
-        **fields,
-    )  # type: ignore[arg-type]
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def _page(items: list[Message], **fields: object) -> Page[Message]:
@@ -125,7 +125,7 @@ def test_summary_is_one_line_per_answer() -> None:
     assert summary([_message("m1"), _message("m2")]) == "[Message 'm1', 'm2']"
     assert summary(Thread("t1", "r1", "", {}, T0, T0)) == (
         "Thread(id='t1', resource_id='r1', title='', metadata={}, created_at=2025-01-01T00:00:00+00:00, "
-        "updated_at=2025-01-01T00:00:00+00:00)"
+        "updated_at=2025-01-01T00:00:00+00:00, last_message_at=None)"
     )
     assert summary([]) == "[]" and summary(None) == "None"
     assert brief("x" * 500) == "'" + "x" * 198 + "… (502 chars)"

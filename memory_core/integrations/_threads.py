@@ -7,15 +7,14 @@ backend gets the same semantics.
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import Any
 
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.ids import new_message_id
 from memory_core.memory import Memory
-from memory_core.models import Message, Thread
+from memory_core.models import Message, MessagePageRequest, PerPage, Thread
 from memory_core.validation import check_id
 
 __all__ = [
@@ -35,12 +34,6 @@ POP_CLAIMS_RESOURCE = "memory-core:pop-claims"
 _CLAIM_PREFIX = "pop:"
 
 
-def new_message_id() -> str:
-    """A new message id: 16 hex digits of wall-clock nanoseconds, then 16
-    random hex digits, so ids sort by creation time and never collide."""
-    return f"{time.time_ns():016x}{os.urandom(8).hex()}"
-
-
 async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
     """The newest ``limit`` messages of a thread (all when None), oldest first.
 
@@ -53,9 +46,9 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
         OwnershipError: the thread belongs to another resource.
         ValidationError: bad ids or limit.
     """
-    per_page: int | bool = False if limit is None else limit
+    per_page: PerPage = False if limit is None else limit
     page = await memory.storage.page_messages(
-        (thread_id,), resource_id, None, None, 0, per_page, None, None, newest=True
+        MessagePageRequest(thread_ids=(thread_id,), resource_id=resource_id, per_page=per_page, newest=True)
     )
     if not page.items:
         await _check_owner(memory, thread_id, resource_id)
@@ -79,7 +72,8 @@ async def save_to(
 ) -> list[Message]:
     """Save messages into a thread, creating the thread (owned by
     ``resource_id``, with ``metadata``) on first write; one write when it
-    exists. Vectors are indexed through :meth:`Memory.save_messages`.
+    exists. Vectors are indexed through :meth:`Memory.save_messages`; items
+    are stored exactly, ``system`` ones included (``persist_system``).
 
     Raises:
         OwnershipError: the thread belongs to another resource.
@@ -88,12 +82,12 @@ async def save_to(
     if not messages:
         return []
     try:
-        return await memory.save_messages(messages)
+        return await memory.save_messages(messages, persist_system=True)
     except NotFoundError:
         pass
     with suppress(ConflictError):  # created meanwhile by a concurrent writer: save into it
         await memory.storage.insert_thread(Thread(thread_id, resource_id, metadata=dict(metadata or {})))
-    return await memory.save_messages(messages)
+    return await memory.save_messages(messages, persist_system=True)
 
 
 async def pop_newest(memory: Memory, thread_id: str, resource_id: str) -> Message | None:

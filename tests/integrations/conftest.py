@@ -6,9 +6,7 @@ and ``MONGODB_URL`` replace them when set."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -24,25 +22,15 @@ BACKENDS = ["memory", "sqlite", "valkey", "secantus"]
 OpenMemory = Callable[[], AbstractAsyncContextManager[Memory]]
 
 
-def _redis_servers() -> Any:
-    name = "memory_core_redis_test_servers"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parents[2] / "adapters" / "redis" / "tests" / "servers.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture(scope="session")
 def valkey_url() -> Iterator[str]:
     """A standalone valkey-server (or REDIS_URL)."""
     if os.environ.get("REDIS_URL"):
         yield os.environ["REDIS_URL"]
         return
-    server = _redis_servers().start_standalone()
+    from memory_core_redis.testing import start_standalone
+
+    server = start_standalone()
     try:
         yield str(server.url)
     finally:

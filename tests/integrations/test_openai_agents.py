@@ -30,7 +30,7 @@ def test_differential_against_sqlite_session(open_memory: OpenMemory) -> None:
 async def test_pop_item_is_atomic_under_concurrent_poppers(open_memory: OpenMemory) -> None:
     async with open_memory() as memory:
         writer = MemoryCoreSession("s", memory, resource_id="u")
-        items = [{"role": "user", "content": f"item {n}"} for n in range(12)]
+        items: list[Any] = [{"role": "user", "content": f"item {n}"} for n in range(12)]
         await writer.add_items(items)
         poppers = [MemoryCoreSession("s", memory, resource_id="u") for _ in range(4)]
 
@@ -74,7 +74,7 @@ async def test_bad_items_are_rejected_before_any_write(open_memory: OpenMemory) 
         with pytest.raises(ValidationError, match=r"items\[1\]"):
             await session.add_items([{"role": "user", "content": "ok"}, "not an item"])  # type: ignore[list-item]
         with pytest.raises(ValidationError, match="R-JSON"):
-            await session.add_items([{"role": "user", "content": "ok"}, {"type": "x", "v": float("nan")}])
+            await session.add_items([{"role": "user", "content": "ok"}, {"type": "x", "v": float("nan")}])  # type: ignore[list-item]
         assert await session.get_items() == []
         assert await memory.get_thread("s") is None
 

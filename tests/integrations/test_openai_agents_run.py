@@ -32,9 +32,10 @@ class ScriptedModel(Model):
         self.inputs: list[list[Any]] = []
 
     async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
-        items = [input] if isinstance(input, str) else list(input)
+        items: list[Any] = [input] if isinstance(input, str) else list(input)
         self.inputs.append(items)
         last = items[-1]
+        output: list[Any]
         if last.get("type") == "function_call_output":
             output = [_said(f"The weather: {last['output']}")]
         elif "weather" in str(last.get("content")):

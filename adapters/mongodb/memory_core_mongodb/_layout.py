@@ -30,12 +30,16 @@ from bson.int64 import Int64
 from memory_core import codec
 from memory_core.clock import from_us, to_us
 from memory_core.models import Message, Resource, Thread
+from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US
 
 __all__ = [
+    "LAST_ASC",
+    "LAST_DESC",
     "Entry",
     "content_set_expr",
     "decode_object",
     "encode_object",
+    "last_fields",
     "merge_expr",
     "message_doc",
     "message_from_doc",
@@ -153,8 +157,23 @@ def thread_doc(thread: Thread) -> dict[str, Any]:
     }
 
 
+LAST_ASC = "last_asc"
+"""Thread field: ``last_message_at`` in µs, or ``NO_MESSAGE_ASC_US`` without
+messages (the sort key of ``last_message_at`` ASC: such threads last)."""
+LAST_DESC = "last_desc"
+"""Thread field: the same with ``NO_MESSAGE_DESC_US`` (the DESC sort key)."""
+
+
+def last_fields(last_us: int | None) -> dict[str, Any]:
+    """The two ``last_message_at`` sort fields of a thread document."""
+    if last_us is None:
+        return {LAST_ASC: us(NO_MESSAGE_ASC_US), LAST_DESC: us(NO_MESSAGE_DESC_US)}
+    return {LAST_ASC: us(last_us), LAST_DESC: us(last_us)}
+
+
 def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
     """A stored thread document -> :class:`Thread`."""
+    last = doc.get(LAST_DESC)
     return Thread(
         id=doc["_id"],
         resource_id=doc["resource_id"],
@@ -162,6 +181,7 @@ def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
         metadata=decode_object(doc.get("meta")),
         created_at=from_us(int(doc["created_at"])),
         updated_at=from_us(int(doc["updated_at"])),
+        last_message_at=None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last)),
     )
 
 

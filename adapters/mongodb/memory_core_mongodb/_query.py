@@ -28,13 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.query import MessageQuery, MetaCondition, ThreadQuery
-from memory_core_mongodb._layout import us
+from memory_core_mongodb._layout import LAST_ASC, LAST_DESC, us
 from memory_core_mongodb._schema import (
     MESSAGES_RESOURCE_ORDER,
     MESSAGES_THREAD_META,
     MESSAGES_THREAD_ORDER,
     THREADS_CREATED,
+    THREADS_LAST_ASC,
+    THREADS_LAST_DESC,
     THREADS_RESOURCE_CREATED,
+    THREADS_RESOURCE_LAST_ASC,
+    THREADS_RESOURCE_LAST_DESC,
     THREADS_RESOURCE_META,
     THREADS_RESOURCE_UPDATED,
     THREADS_UPDATED,
@@ -146,10 +150,29 @@ def message_count_plan(query: MessageQuery) -> Plan:
 # ---------------------------------------------------------------- threads
 
 
+def _thread_sort_field(query: ThreadQuery) -> str:
+    """The document field ``query`` orders by (``last_message_at``: the
+    direction's sort key, see :data:`~memory_core_mongodb._layout.LAST_ASC`)."""
+    if query.order_field == "last_message_at":
+        return LAST_DESC if query.descending else LAST_ASC
+    return query.order_field
+
+
+_THREAD_INDEXES = {
+    # (by resource, field) -> index
+    (True, "created_at"): THREADS_RESOURCE_CREATED,
+    (True, "updated_at"): THREADS_RESOURCE_UPDATED,
+    (True, LAST_ASC): THREADS_RESOURCE_LAST_ASC,
+    (True, LAST_DESC): THREADS_RESOURCE_LAST_DESC,
+    (False, "created_at"): THREADS_CREATED,
+    (False, "updated_at"): THREADS_UPDATED,
+    (False, LAST_ASC): THREADS_LAST_ASC,
+    (False, LAST_DESC): THREADS_LAST_DESC,
+}
+
+
 def _thread_order_index(query: ThreadQuery) -> str:
-    if query.resource_id is not None:
-        return THREADS_RESOURCE_CREATED if query.order_field == "created_at" else THREADS_RESOURCE_UPDATED
-    return THREADS_CREATED if query.order_field == "created_at" else THREADS_UPDATED
+    return _THREAD_INDEXES[(query.resource_id is not None, _thread_sort_field(query))]
 
 
 def _thread_scope(query: ThreadQuery) -> dict[str, Any]:
@@ -159,7 +182,7 @@ def _thread_scope(query: ThreadQuery) -> dict[str, Any]:
 def thread_list_plan(query: ThreadQuery) -> Plan:
     """Filter, (order field, id) sort and index for :meth:`_list_threads`."""
     found = _thread_scope(query)
-    name = query.order_field
+    name = _thread_sort_field(query)
     if query.after is not None:
         at, thread_id = query.after
         if query.descending:

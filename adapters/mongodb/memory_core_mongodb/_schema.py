@@ -28,6 +28,10 @@ __all__ = [
     "RESOURCES",
     "THREADS",
     "THREADS_CREATED",
+    "THREADS_LAST_ASC",
+    "THREADS_LAST_DESC",
+    "THREADS_RESOURCE_LAST_ASC",
+    "THREADS_RESOURCE_LAST_DESC",
     "THREADS_RESOURCE_CREATED",
     "THREADS_RESOURCE_META",
     "THREADS_RESOURCE_UPDATED",
@@ -47,6 +51,10 @@ THREADS_RESOURCE_UPDATED = "threads_resource_updated"
 THREADS_CREATED = "threads_created"
 THREADS_UPDATED = "threads_updated"
 THREADS_RESOURCE_META = "threads_resource_meta"
+THREADS_RESOURCE_LAST_ASC = "threads_resource_last_asc"
+THREADS_RESOURCE_LAST_DESC = "threads_resource_last_desc"
+THREADS_LAST_ASC = "threads_last_asc"
+THREADS_LAST_DESC = "threads_last_desc"
 MESSAGES_THREAD_ORDER = "messages_thread_order"
 MESSAGES_RESOURCE_ORDER = "messages_resource_order"
 MESSAGES_THREAD_META = "messages_thread_meta"
@@ -62,6 +70,11 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("updated_at", _A), ("_id", _A)], name=THREADS_UPDATED),
         # metadata equality within a resource (multikey over the entry array)
         IndexModel([("resource_id", _A), ("meta.k", _A), ("meta.v", _A)], name=THREADS_RESOURCE_META),
+        # ordered by last_message_at: one sort key per direction (no message: last)
+        IndexModel([("resource_id", _A), ("last_asc", _A), ("_id", _A)], name=THREADS_RESOURCE_LAST_ASC),
+        IndexModel([("resource_id", _A), ("last_desc", _A), ("_id", _A)], name=THREADS_RESOURCE_LAST_DESC),
+        IndexModel([("last_asc", _A), ("_id", _A)], name=THREADS_LAST_ASC),
+        IndexModel([("last_desc", _A), ("_id", _A)], name=THREADS_LAST_DESC),
     ],
     MESSAGES: [
         # a thread's messages in R-ORDER (list, count, windows, keyset cursors)

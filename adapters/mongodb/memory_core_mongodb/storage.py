@@ -28,6 +28,7 @@ from memory_core.storage import BaseStorage
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
     content_set_expr,
+    last_fields,
     merge_expr,
     message_doc,
     message_from_doc,
@@ -266,16 +267,21 @@ class MongoStorage(BaseStorage):
     async def _put_thread(self, thread: Thread) -> None:
         # resource_id in the filter (the shard key): an id held by another
         # resource makes the upsert's insert collide on _id.
+        # A replace keeps the thread's last_message_at fields (its messages stay).
+        fields = thread_doc(thread)
+        del fields["_id"]
         try:
-            await self._threads.replace_one(
-                {"_id": thread.id, "resource_id": thread.resource_id}, thread_doc(thread), upsert=True
+            await self._threads.update_one(
+                {"_id": thread.id, "resource_id": thread.resource_id},
+                {"$set": fields, "$setOnInsert": last_fields(None)},
+                upsert=True,
             )
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource") from exc
 
     async def _insert_thread(self, thread: Thread) -> None:
         try:
-            await self._threads.insert_one(thread_doc(thread))
+            await self._threads.insert_one({**thread_doc(thread), **last_fields(None)})
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} exists") from exc
 
@@ -316,15 +322,37 @@ class MongoStorage(BaseStorage):
         unique = list(dict.fromkeys(ids))
         return [message_from_doc(doc) async for doc in self._messages.find({"_id": {"$in": unique}})]
 
-    def _bumps(self, thread_ids: Sequence[str], now_us: int, owners: Mapping[str, str | None]) -> list[UpdateOne]:
+    async def _bump_threads(
+        self, thread_ids: Sequence[str], now_us: int, owners: Mapping[str, str | None], session: Session
+    ) -> None:
+        """After a message write, in its transaction: bump ``updated_at`` of these
+        threads and set their ``last_message_at`` fields from their newest
+        message (one probe of the thread-order index each). Without
+        transactions a racing writer of the same thread can leave them stale
+        until that thread's next write (README: "without transactions")."""
+        if not thread_ids:
+            return
+        newest = await asyncio.gather(
+            *(
+                self._messages.find_one(
+                    {"thread_id": thread_id},
+                    {"created_at": 1},
+                    sort=[("created_at", -1)],
+                    hint=MESSAGES_THREAD_ORDER,
+                    session=session,
+                )
+                for thread_id in thread_ids
+            )
+        )
         ops = []
-        for thread_id in thread_ids:
+        for thread_id, doc in zip(thread_ids, newest, strict=True):
             key: Doc = {"_id": thread_id}
             owner = owners.get(thread_id)
             if owner is not None:
                 key["resource_id"] = owner  # shard key: a targeted update
-            ops.append(UpdateOne(key, _bump(now_us)))
-        return ops
+            last = last_fields(None if doc is None else int(doc["created_at"]))
+            ops.append(UpdateOne(key, [{"$set": {"updated_at": _bumped(now_us), **last}}]))
+        await self._threads.bulk_write(ops, ordered=True, session=session)
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         first = await self._allocate(len(messages))
@@ -344,7 +372,7 @@ class MongoStorage(BaseStorage):
                     upsert=True,
                 )
             )
-        bumps = self._bumps(bump, now_us, {m.thread_id: m.resource_id for m in messages})
+        owners_of = {m.thread_id: m.resource_id for m in messages}
 
         async def work(session: Session) -> None:
             # Re-verify the core's reads (inside the transaction when there is
@@ -360,8 +388,7 @@ class MongoStorage(BaseStorage):
                 if any(e.get("code") == 11000 for e in exc.details.get("writeErrors", [])):
                     raise StaleStateError("a message id was taken by another resource") from exc
                 raise
-            if bumps:
-                await self._threads.bulk_write(bumps, ordered=True, session=session)
+            await self._bump_threads(bump, now_us, owners_of, session)
 
         await self._atomic(work)
         return sequences
@@ -389,8 +416,6 @@ class MongoStorage(BaseStorage):
             if changes:
                 # One pipeline update per message: merged on the server, atomic.
                 writes.append(UpdateOne({"_id": patch.id}, [{"$set": changes}]))
-        bumps = self._bumps(bump, now_us, {})
-
         moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
 
         async def work(session: Session) -> None:
@@ -401,18 +426,14 @@ class MongoStorage(BaseStorage):
                     raise StaleStateError("the target thread of a move changed")
             if writes:
                 await self._messages.bulk_write(writes, ordered=True, session=session)
-            if bumps:
-                await self._threads.bulk_write(bumps, ordered=True, session=session)
+            await self._bump_threads(bump, now_us, {}, session)
 
         await self._atomic(work)
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        bumps = self._bumps(bump, now_us, {})
-
         async def work(session: Session) -> None:
             await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
-            if bumps:
-                await self._threads.bulk_write(bumps, ordered=True, session=session)
+            await self._bump_threads(bump, now_us, {}, session)
 
         await self._atomic(work)
 
@@ -471,3 +492,41 @@ class MongoStorage(BaseStorage):
         )
         assert doc is not None
         return resource_from_doc(doc)
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        changes: Doc = {
+            "created_at": {"$ifNull": ["$created_at", us(now_us)]},
+            "updated_at": _bumped(now_us),
+            "meta": {"$ifNull": ["$meta", []]},
+            "working_memory": {"$literal": value},
+        }
+        if expected is not None:
+            doc = await self._resources.find_one_and_update(
+                {"_id": resource_id, "working_memory": expected}, [{"$set": changes}]
+            )
+            return doc is not None
+        # Nothing stored: the filter matches a null or missing field, or no
+        # document (then the upsert inserts); a stored value makes the
+        # upsert's insert collide on _id.
+        try:
+            await self._resources.find_one_and_update(
+                {"_id": resource_id, "working_memory": None}, [{"$set": changes}], upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        stored = {"meta": {"$elemMatch": {"k": "working_memory", "v": {"$type": "string"}}}}
+        if expected is None:
+            condition: Doc = {"$nor": [stored]}
+        else:
+            condition = {"meta": {"$elemMatch": {"k": "working_memory", "v": expected}}}
+        changes = {"meta": merge_expr("meta", {"working_memory": value}), "updated_at": _bumped(now_us)}
+        doc = await self._threads.find_one_and_update({"_id": thread_id, **condition}, [{"$set": changes}])
+        if doc is not None:
+            return True
+        return None if await self._threads.find_one({"_id": thread_id}, {"_id": 1}) is None else False
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        return (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1

@@ -1,32 +1,28 @@
 """A throwaway MongoDB-wire server for tests and benchmarks: ``secantusdb``.
 
-:func:`secantus_server` starts ``python -m secantus`` (the ``secantusdb``
+:func:`start_secantus` starts ``python -m secantus`` (the ``secantusdb``
 package, a MongoDB-wire-compatible server on WiredTiger) on a free loopback
-port with in-memory storage, yields its URL, and stops it. Nothing here is
+port with in-memory storage; :func:`secantus_server` does the same for the
+duration of a ``with`` block. The adapter's tests, the conformance examples
+and ``memory-core bench --servers`` all start it here. Nothing here is
 imported by the adapter itself; ``secantusdb`` is only needed when this is
-called (``pip install memory-core-mongodb[test]``).
+called (``pip install -e './adapters/mongodb[test]'``).
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO
 
-__all__ = ["free_port", "secantus_server", "unique_namespace"]
+from memory_core.testing import free_port, wait_listening
 
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free on ``host`` a moment ago (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
+__all__ = ["SecantusServer", "secantus_server", "start_secantus", "unique_namespace"]
 
 
 def unique_namespace() -> str:
@@ -34,48 +30,73 @@ def unique_namespace() -> str:
     return f"t{uuid.uuid4().hex[:16]}"
 
 
-def _accepting(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
+@dataclass
+class SecantusServer:
+    """One running secantusdb server.
+
+    Attributes:
+        url: ``mongodb://<host>:<port>``.
+        process: the server process (its ``pid`` for memory readings).
+    """
+
+    url: str
+    process: subprocess.Popen[bytes]
+    _log: IO[str]
+
+    def stop(self) -> None:
+        """Terminate the server (SIGTERM, then SIGKILL after 15 s); idempotent."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
+        self._log.close()
 
 
-@contextmanager
-def secantus_server(host: str = "127.0.0.1", *, startup_timeout: float = 60.0) -> Iterator[str]:
-    """Run a secantusdb server for the duration of the ``with`` block.
+def start_secantus(host: str = "127.0.0.1", *, startup_timeout: float = 60.0) -> SecantusServer:
+    """Start a secantusdb server with in-memory storage on a free port of ``host``.
 
     Args:
         host: loopback address to listen on.
         startup_timeout: seconds to wait for the port to accept connections.
 
-    Yields:
-        The server's URL, ``mongodb://<host>:<port>``.
+    Returns:
+        The running server; call :meth:`SecantusServer.stop`.
 
     Raises:
         RuntimeError: the server exited or did not listen within
             ``startup_timeout`` (the message carries its log tail).
     """
     port = free_port(host)
-    with tempfile.TemporaryFile(mode="w+") as log:
-        command = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port), "--storage-path", ":memory:"]
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env={**os.environ}
-        )
-        try:
-            deadline = time.monotonic() + startup_timeout
-            while not _accepting(host, port):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    tail = log.read()[-2000:]
-                    raise RuntimeError(f"secantus did not start on {host}:{port} (exit {process.poll()}):\n{tail}")
-                time.sleep(0.1)
-            yield f"mongodb://{host}:{port}"
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+    log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by stop()
+    command = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port), "--storage-path", ":memory:"]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    server = SecantusServer(f"mongodb://{host}:{port}", process, log)
+    try:
+        wait_listening(port, host=host, timeout=startup_timeout, process=process)
+    except (RuntimeError, TimeoutError) as exc:
+        log.seek(0)
+        tail = log.read()[-2000:]
+        server.stop()
+        raise RuntimeError(f"secantus did not start on {host}:{port} ({exc}):\n{tail}") from None
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@contextmanager
+def secantus_server(host: str = "127.0.0.1", *, startup_timeout: float = 60.0) -> Iterator[str]:
+    """Run a secantusdb server for the duration of the ``with`` block (see
+    :func:`start_secantus`, whose errors it raises).
+
+    Yields:
+        The server's URL, ``mongodb://<host>:<port>``.
+    """
+    server = start_secantus(host, startup_timeout=startup_timeout)
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -4,9 +4,12 @@ the server at MONGODB_URL when that is set (the ``mongodb_url`` fixture)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
+import anyio
 import pytest
-from memory_core_conformance import StorageConformance
+from memory_core_conformance import StorageConformance, run_storage_machine
+from memory_core_conformance.profiles import PROFILES
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
 
@@ -40,3 +43,36 @@ class TestMongoConformance(StorageConformance):
             return MongoStorage(store.url, database=store.database_name, clock=clock, serverSelectionTimeoutMS=10_000)
 
         return reopen
+
+
+async def _uses_transactions(factory: Callable[[], MongoStorage]) -> bool:
+    store = factory()
+    await store.open()
+    try:
+        return bool(store.transactions)
+    finally:
+        await store.destroy()
+
+
+def test_state_machine_with_the_ordered_write_plan(mongodb_url: str, is_secantus: bool) -> None:
+    """The conformance state machine with ``transactions=False`` forced.
+
+    On a server with transactions the suite above runs the transactional
+    write plan; the ordered plan (what standalone servers get) must answer
+    like the reference store too. Without transactions the suite already ran
+    the ordered plan, so this is skipped. On secantusdb the run is sized by
+    the ``stand-in`` profile, as the suite's is.
+    """
+
+    def factory(clock: Clock | None = None, *, transactions: bool | None = False) -> MongoStorage:
+        return MongoStorage.from_url(
+            mongodb_url,
+            clock=clock,
+            namespace=unique_namespace(),
+            transactions=transactions,
+            serverSelectionTimeoutMS=10_000,
+        )
+
+    if not anyio.run(_uses_transactions, partial(factory, transactions=None)):
+        pytest.skip("this server has no transactions: the conformance suite already ran the ordered plan")
+    run_storage_machine(factory, machine_settings=PROFILES["stand-in"].stateful_settings() if is_secantus else None)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from memory_core_mongodb import MongoStorage
-from memory_core_mongodb.testing import free_port
 from pymongo.errors import (
     AutoReconnect,
     BulkWriteError,
@@ -20,6 +19,7 @@ from pymongo.errors import (
 )
 
 from memory_core.errors import BackendError
+from memory_core.testing import free_port
 
 pytestmark = pytest.mark.anyio
 

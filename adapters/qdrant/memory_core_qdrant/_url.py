@@ -23,12 +23,15 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memory_core.errors import ValidationError
 
-__all__ = ["MEMORY", "Settings", "check_bool", "check_positive_int", "parse_url"]
+__all__ = ["MEMORY", "STORE_CLASSES", "Settings", "check_bool", "check_positive_int", "parse_url", "resolve_url"]
 
 MEMORY = ":memory:"
 """Path value of the in-memory embedded engine."""
 
 Mode = Literal["edge", "server"]
+
+STORE_CLASSES: dict[Mode, str] = {"edge": "QdrantEdgeStore", "server": "QdrantServerStore"}
+"""Which class opens each mode (named in errors; this module imports neither)."""
 
 _COMMON = frozenset({"overfetch", "batch_size"})
 _SERVER = frozenset({"api_key", "prefer_grpc", "timeout", "exact", "grpc_port", "client"})
@@ -116,6 +119,25 @@ def parse_url(url: str) -> Settings:
         raise ValidationError("url", "credentials in the URL are not supported; pass the api_key option")
     server_url = f"{protocols[scheme]}://{parts.netloc}{parts.path.rstrip('/')}"
     return Settings("server", url=server_url, options=options)
+
+
+def resolve_url(url: str, options: dict[str, Any], *, mode: Mode) -> tuple[Settings, dict[str, Any]]:
+    """Parse ``url`` for the store class of ``mode`` and check the merged
+    options (keyword options override the URL's).
+
+    Returns:
+        The :class:`Settings` and the typed options (see :func:`check_options`).
+
+    Raises:
+        ValidationError: a malformed URL, a URL of the other mode (the message
+            names the class that opens it), an unknown option or a bad value.
+    """
+    settings = parse_url(url)
+    if settings.mode != mode:
+        raise ValidationError(
+            "url", f"{url!r} is not a URL for {STORE_CLASSES[mode]} (it opens a {STORE_CLASSES[settings.mode]})"
+        )
+    return settings, check_options(mode, {**settings.options, **options})
 
 
 def check_options(mode: Mode, options: dict[str, Any]) -> dict[str, Any]:

@@ -48,17 +48,17 @@ from typing import Any, ParamSpec, Self, TypeVar
 
 import anyio.to_thread
 import qdrant_edge as qe
-
-from memory_core_qdrant._url import MEMORY, Settings
-from memory_core_qdrant.base import (
+from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
-    INDEXED_FIELDS,
-    Matrix,
+    BaseVectorStore,
     PointFilter,
-    QdrantVectorStore,
     RawHit,
+    Vector,
 )
+
+from memory_core_qdrant._layout import INDEXED_FIELDS, TENANT_FIELD
+from memory_core_qdrant._url import MEMORY, resolve_url
 
 __all__ = ["QdrantEdgeStore", "edge_filter", "shard_config"]
 
@@ -125,13 +125,16 @@ async def _run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T
     return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
 
 
-class QdrantEdgeStore(QdrantVectorStore):
+class QdrantEdgeStore(BaseVectorStore):
     """Qdrant's engine in-process: ``qdrant::memory:`` or ``qdrant+path:///dir``.
+
+    The public methods and the layout are :class:`memory_core.vector.BaseVectorStore`'s;
+    this class implements its primitives on engine shards, plus :meth:`optimize`.
 
     Args:
         path: the data directory (created when missing), or None /
             ``":memory:"`` for a temporary directory removed on close.
-        namespace: collection-name prefix (see :class:`QdrantVectorStore`).
+        namespace: collection-name prefix (see :class:`memory_core.vector.BaseVectorStore`).
         overfetch: search over-fetch factor (int >= 1).
         batch_size: points per engine upsert call (int >= 1).
 
@@ -139,6 +142,7 @@ class QdrantEdgeStore(QdrantVectorStore):
         ValidationError: a bad namespace or option.
     """
 
+    backend_name = "qdrant"
     shares_collections = False
 
     def __init__(
@@ -157,8 +161,24 @@ class QdrantEdgeStore(QdrantVectorStore):
         self._shards: dict[str, qe.EdgeShard] = {}
 
     @classmethod
-    def _from_settings(cls, settings: Settings, *, namespace: str | None, **options: Any) -> Self:
-        return cls(settings.path, namespace=namespace, **options)
+    def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> Self:
+        """Build the store for ``qdrant::memory:`` or ``qdrant+path:///dir`` (no I/O).
+
+        Args:
+            url: ``qdrant::memory:``, ``qdrant+path:///relative/dir`` or
+                ``qdrant+path:////absolute/dir``; ``?overfetch=``/``?batch_size=``
+                may follow.
+            clock: accepted for the registry's signature; unused (payloads
+                carry the messages' own ``created_at``).
+            namespace: collection-name prefix.
+            **options: ``overfetch``, ``batch_size`` (override the URL's).
+
+        Raises:
+            ValidationError: a malformed URL, a server URL, an unknown option
+                or a bad value.
+        """
+        settings, checked = resolve_url(url, options, mode="edge")
+        return cls(settings.path, namespace=namespace, **checked)
 
     def __repr__(self) -> str:
         where = MEMORY if self.in_memory else self.path
@@ -210,7 +230,7 @@ class QdrantEdgeStore(QdrantVectorStore):
         root = self._root
         names = await _run(os.listdir, root)
         for name in sorted(names):
-            dimension = self._dimension_of(name)
+            dimension = self.dimension_of(name)
             if dimension is not None and await _run(_is_shard, os.path.join(root, name)):
                 self._shards[name] = await _run(qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension))
 
@@ -238,7 +258,7 @@ class QdrantEdgeStore(QdrantVectorStore):
                 shard = await _run(qe.EdgeShard.create, where, config)
             self._shards[name] = shard
         for field in INDEXED_FIELDS:  # creating an existing index is a no-op
-            schema = qe.KeywordIndexParams(is_tenant=True) if field == "resource_id" else qe.PayloadSchemaType.Keyword
+            schema = qe.KeywordIndexParams(is_tenant=True) if field == TENANT_FIELD else qe.PayloadSchemaType.Keyword
             await _run(shard.update, qe.UpdateOperation.create_field_index(field, schema))
 
     async def _drop(self, name: str) -> None:
@@ -248,7 +268,7 @@ class QdrantEdgeStore(QdrantVectorStore):
             await _run(shard.close)
         await _run(shutil.rmtree, os.path.join(self._root, name), ignore_errors=True)
 
-    async def _upsert(self, name: str, ids: list[str], vectors: Matrix, payloads: list[dict[str, Any]]) -> None:
+    async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
         shard = self._shards[name]
 
         def write() -> None:
@@ -265,7 +285,7 @@ class QdrantEdgeStore(QdrantVectorStore):
         assert condition is not None, "refusing an unfiltered delete"
         await _run(self._shards[name].update, qe.UpdateOperation.delete_points_by_filter(condition))
 
-    async def _search(self, name: str, vector: Matrix, limit: int, flt: PointFilter) -> list[RawHit]:
+    async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
         request = qe.QueryRequest(
             query=qe.Query.Nearest(vector.tolist()),
             limit=limit,
@@ -280,3 +300,17 @@ class QdrantEdgeStore(QdrantVectorStore):
 
     async def _count(self, name: str, flt: PointFilter) -> int:
         return await _run(self._shards[name].count, qe.CountRequest(exact=True, filter=edge_filter(flt)))
+
+    async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
+        shard, condition = self._shards[name], edge_filter(flt)
+
+        def distinct() -> set[str]:
+            # A facet over the message_id index; its limit must cover every
+            # distinct value, and the point count bounds them.
+            points = shard.count(qe.CountRequest(exact=True, filter=condition))
+            if points == 0:
+                return set()
+            answer = shard.facet(qe.FacetRequest("message_id", limit=points, exact=True, filter=condition))
+            return {str(hit.value) for hit in answer.hits}
+
+        return await _run(distinct)

@@ -19,20 +19,20 @@ from collections.abc import Iterable
 from typing import Any, Self
 
 from memory_core.errors import ValidationError
+from memory_core.vector import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_OVERFETCH,
+    BaseVectorStore,
+    PointFilter,
+    RawHit,
+    Vector,
+)
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from memory_core_qdrant._errors import is_transient
-from memory_core_qdrant._url import Settings
-from memory_core_qdrant.base import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_OVERFETCH,
-    INDEXED_FIELDS,
-    Matrix,
-    PointFilter,
-    QdrantVectorStore,
-    RawHit,
-)
+from memory_core_qdrant._layout import INDEXED_FIELDS, TENANT_FIELD
+from memory_core_qdrant._url import resolve_url
 
 __all__ = ["QdrantServerStore", "server_filter"]
 
@@ -49,8 +49,11 @@ def server_filter(flt: PointFilter) -> models.Filter | None:
     return models.Filter(must=must) if must else None
 
 
-class QdrantServerStore(QdrantVectorStore):
+class QdrantServerStore(BaseVectorStore):
     """A Qdrant server (``qdrant://``, ``qdrant+http://``, ``qdrant+https://``).
+
+    The public methods and the layout are :class:`memory_core.vector.BaseVectorStore`'s;
+    this class implements its primitives with qdrant-client.
 
     Args:
         url: ``http(s)://host:port[/prefix]`` for qdrant-client; ignored when
@@ -62,7 +65,7 @@ class QdrantServerStore(QdrantVectorStore):
         timeout: request timeout in seconds (qdrant-client's default when None).
         exact: exact (brute-force) search instead of HNSW (default False: the
             server picks; filtered searches over small tenants are exact anyway).
-        namespace: collection-name prefix (see :class:`QdrantVectorStore`).
+        namespace: collection-name prefix (see :class:`memory_core.vector.BaseVectorStore`).
         overfetch: search over-fetch factor (int >= 1).
         batch_size: points per upsert request (int >= 1).
 
@@ -70,6 +73,7 @@ class QdrantServerStore(QdrantVectorStore):
         ValidationError: neither ``url`` nor ``client``, or a bad option.
     """
 
+    backend_name = "qdrant"
     shares_collections = True
 
     def __init__(
@@ -101,8 +105,29 @@ class QdrantServerStore(QdrantVectorStore):
         self._owns_client = client is None
 
     @classmethod
-    def _from_settings(cls, settings: Settings, *, namespace: str | None, **options: Any) -> Self:
-        return cls(settings.url, namespace=namespace, **options)
+    def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> Self:
+        """Build the store for a server URL (no I/O).
+
+        Args:
+            url: ``qdrant://host:6333``, ``qdrant+http://...`` or
+                ``qdrant+https://host[:port][/prefix]``; options may follow as
+                ``?key=value``.
+            clock: accepted for the registry's signature; unused (payloads
+                carry the messages' own ``created_at``).
+            namespace: collection-name prefix.
+            **options: ``overfetch``, ``batch_size``, ``api_key``,
+                ``prefer_grpc``, ``grpc_port``, ``timeout`` (seconds), ``exact``
+                (bool: exact instead of HNSW search), ``client`` (an
+                ``AsyncQdrantClient`` to use instead of making one; not closed
+                by the store). Keyword options override the URL's.
+
+        Raises:
+            ValidationError: a malformed URL, an engine URL
+                (``qdrant::memory:``, ``qdrant+path:``), an unknown option or a
+                bad value.
+        """
+        settings, checked = resolve_url(url, options, mode="server")
+        return cls(settings.url, namespace=namespace, **checked)
 
     def __repr__(self) -> str:
         where = self.url if self._owns_client else "<client>"
@@ -149,14 +174,14 @@ class QdrantServerStore(QdrantVectorStore):
             # qdrant-client's local mode warns that it has no payload indexes.
             warnings.simplefilter("ignore", UserWarning)
             for field in INDEXED_FIELDS:
-                tenant = field == "resource_id"
+                tenant = field == TENANT_FIELD
                 schema = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=tenant)
                 await client.create_payload_index(name, field, field_schema=schema, wait=True)
 
     async def _drop(self, name: str) -> None:
         await self.client.delete_collection(name)
 
-    async def _upsert(self, name: str, ids: list[str], vectors: Matrix, payloads: list[dict[str, Any]]) -> None:
+    async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
         batch = models.Batch(ids=list(ids), vectors=vectors.tolist(), payloads=payloads)
         await self.client.upsert(name, points=batch, wait=True)
 
@@ -165,7 +190,7 @@ class QdrantServerStore(QdrantVectorStore):
         assert condition is not None, "refusing an unfiltered delete"
         await self.client.delete(name, points_selector=models.FilterSelector(filter=condition), wait=True)
 
-    async def _search(self, name: str, vector: Matrix, limit: int, flt: PointFilter) -> list[RawHit]:
+    async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
         answer = await self.client.query_points(
             name,
             query=vector.tolist(),
@@ -179,3 +204,12 @@ class QdrantServerStore(QdrantVectorStore):
     async def _count(self, name: str, flt: PointFilter) -> int:
         answer = await self.client.count(name, count_filter=server_filter(flt), exact=True)
         return answer.count
+
+    async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
+        # A facet over the message_id index; its limit must cover every
+        # distinct value, and the point count bounds them.
+        points = await self._count(name, flt)
+        if points == 0:
+            return set()
+        answer = await self.client.facet(name, "message_id", facet_filter=server_filter(flt), limit=points, exact=True)
+        return {str(hit.value) for hit in answer.hits}

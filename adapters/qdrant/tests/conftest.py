@@ -5,11 +5,10 @@ Every behaviour test runs on each mode (fixture param):
 - ``edge-memory``: Qdrant's engine in-process, ``qdrant::memory:``;
 - ``edge-path``: the same engine persisted in a temporary directory,
   ``qdrant+path:///...``;
-- ``client-local``: :class:`QdrantServerStore` over qdrant-client's own local
-  mode (``AsyncQdrantClient(location=":memory:")``), which exercises the server
-  code path without a server;
-- ``server``: a real Qdrant server at ``QDRANT_URL``; skipped (with the
-  reason) when the variable is not set.
+- ``server``: :class:`QdrantServerStore`, the qdrant-client code path: on the
+  real Qdrant server at ``QDRANT_URL`` when the variable is set, else on
+  qdrant-client's local mode (``AsyncQdrantClient(location=":memory:")``),
+  which speaks the same client API, so the server path runs everywhere.
 
 Each store gets a fresh namespace and is destroyed afterwards.
 """
@@ -23,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memory_core.vector import BaseVectorStore
 from qdrant_client import AsyncQdrantClient
 
-from memory_core_qdrant import QdrantServerStore, QdrantVectorStore
+from memory_core_qdrant import QdrantServerStore, from_url
 
-MODES = ["edge-memory", "edge-path", "client-local", "server"]
+MODES = ["edge-memory", "edge-path", "server"]
 
-StoreFactory = Callable[..., QdrantVectorStore]
+StoreFactory = Callable[..., BaseVectorStore]
 
 
 @pytest.fixture
@@ -46,8 +46,6 @@ def unique_namespace() -> str:
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
     """Which engine the test runs on."""
-    if request.param == "server" and not os.environ.get("QDRANT_URL"):
-        pytest.skip("QDRANT_URL is not set: no Qdrant server to test against")
     return str(request.param)
 
 
@@ -64,31 +62,40 @@ def store_factory(mode: str, tmp_path: Path, local_client: AsyncQdrantClient) ->
     """``factory(namespace=<fresh>, **options)`` -> an unopened store of ``mode``;
     stores of one test share one location (directory, client or server)."""
 
-    def factory(**options: Any) -> QdrantVectorStore:
+    def factory(**options: Any) -> BaseVectorStore:
         options.setdefault("namespace", unique_namespace())
         if mode == "edge-memory":
-            return QdrantVectorStore.from_url("qdrant::memory:", **options)
+            return from_url("qdrant::memory:", **options)
         if mode == "edge-path":
-            return QdrantVectorStore.from_url(f"qdrant+path:///{tmp_path / 'vectors'}", **options)
-        if mode == "client-local":
+            return from_url(f"qdrant+path:///{tmp_path / 'vectors'}", **options)
+        url = server_url()
+        if url is None:
             return QdrantServerStore(client=local_client, **options)
-        url = os.environ["QDRANT_URL"]
-        if "://" not in url:
-            url = f"qdrant://{url}"
-        elif url.startswith(("http://", "https://")):
-            url = f"qdrant+{url}"
-        return QdrantVectorStore.from_url(url, **options)
+        return from_url(url, **options)
 
     return factory
 
 
+def server_url() -> str | None:
+    """``QDRANT_URL`` as a ``qdrant`` URL (a bare ``host:port`` or an
+    ``http(s)://`` URL is accepted), or None when it is not set."""
+    url = os.environ.get("QDRANT_URL")
+    if not url:
+        return None
+    if "://" not in url:
+        return f"qdrant://{url}"
+    if url.startswith(("http://", "https://")):
+        return f"qdrant+{url}"
+    return url
+
+
 @pytest.fixture
-async def store(store_factory: StoreFactory) -> AsyncIterator[QdrantVectorStore]:
+async def store(store_factory: StoreFactory) -> AsyncIterator[BaseVectorStore]:
     """An opened store in a fresh namespace, destroyed after the test."""
     vectors = store_factory()
     await vectors.open()
     try:
         yield vectors
     finally:
-        if not vectors._closed:
+        if not vectors.closed:
             await vectors.destroy()

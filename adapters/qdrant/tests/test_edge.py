@@ -6,6 +6,7 @@ import json
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from memory_core import connect_vector
 from memory_core.errors import BackendError, ValidationError
 from memory_core.vector import VectorPoint, point_id
 
-from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, QdrantVectorStore
+from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, from_url
 
 pytestmark = pytest.mark.anyio
 
@@ -47,13 +48,15 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         await store.delete_messages(["m3"])
     assert sorted(os.listdir(where)) == ["memory_messages_16", "memory_messages_8"]
     async with await connect_vector(url_of(where)) as again:
+        assert isinstance(again, QdrantEdgeStore)  # dimensions() is BaseVectorStore's, not the protocol's
         assert await again.dimensions() == [8, 16]
-        assert await again.count() == 4
+        assert await again.count_points() == 4
         hits = await again.search(vec(0.0, 1.0), 5, resource_id="r1")
         assert [h.message_id for h in hits] == ["ñandú-1", "m1"]
         assert hits[1].score == pytest.approx(float(np.sqrt(0.5)), abs=1e-5)
         await again.delete_thread("t1")
     async with await connect_vector(url_of(where)) as third:
+        assert isinstance(third, QdrantEdgeStore)
         assert await third.count() == 2
         await third.destroy()
     assert os.listdir(where) == []
@@ -83,7 +86,7 @@ async def test_a_shard_with_the_engines_default_config_opens_and_is_reconfigured
 
 async def test_relative_path_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    store = QdrantVectorStore.from_url("qdrant+path:///rel/vectors")
+    store = from_url("qdrant+path:///rel/vectors")
     assert isinstance(store, QdrantEdgeStore)
     assert store.path == str(tmp_path / "rel" / "vectors")
     async with store:
@@ -92,7 +95,7 @@ async def test_relative_path_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 async def test_memory_mode_removes_its_directory_on_close() -> None:
-    store = QdrantVectorStore.from_url("qdrant::memory:")
+    store = from_url("qdrant::memory:")
     assert isinstance(store, QdrantEdgeStore) and store.in_memory
     async with store:
         await store.upsert(points())
@@ -105,7 +108,7 @@ async def test_memory_mode_removes_its_directory_on_close() -> None:
 async def test_a_second_opener_of_the_same_directory_gets_a_backend_error(tmp_path: Path) -> None:
     async with await connect_vector(url_of(tmp_path)) as first:
         await first.upsert(points())
-        second = QdrantVectorStore.from_url(url_of(tmp_path))
+        second = from_url(url_of(tmp_path))
         with pytest.raises(BackendError) as caught:
             await second.open()
         assert caught.value.backend == "qdrant"
@@ -113,7 +116,7 @@ async def test_a_second_opener_of_the_same_directory_gets_a_backend_error(tmp_pa
         assert caught.value.retryable is False
         assert caught.value.__cause__ is caught.value.original is not None
         await second.close()
-        assert await first.count() == 4
+        assert await first.count_points() == 4
 
 
 async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
@@ -122,10 +125,12 @@ async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
         await connect_vector(url_of(tmp_path), namespace="b") as second,
         await connect_vector(url_of(tmp_path)) as plain,
     ):
+        assert isinstance(plain, QdrantEdgeStore)
         await first.upsert(points())
         await second.upsert(points()[:1])
         await plain.upsert(points()[:2])
-        assert (await first.count(), await second.count(), await plain.count()) == (4, 1, 2)
+        assert (await first.count_points(), await second.count_points(), await plain.count_points()) == (4, 1, 2)
+        assert (await first.count(), await second.count(), await plain.count()) == (3, 1, 1)
         assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8", "memory_messages_8"]
         await plain.destroy()
         assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8"]
@@ -144,13 +149,13 @@ async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
     ],
 )
 def test_from_url_picks_the_backend(url: str, kind: type) -> None:
-    assert type(QdrantVectorStore.from_url(url)) is kind
+    assert type(from_url(url)) is kind
 
 
 def test_from_url_options() -> None:
-    edge = QdrantVectorStore.from_url("qdrant+path:////abs/v?batch_size=10&overfetch=2", namespace="n1")
+    edge = from_url("qdrant+path:////abs/v?batch_size=10&overfetch=2", namespace="n1")
     assert (edge.batch_size, edge.overfetch, edge.namespace) == (10, 2, "n1")
-    server = QdrantVectorStore.from_url("qdrant+https://h:1234/p?exact=true", overfetch=3)
+    server = from_url("qdrant+https://h:1234/p?exact=true", overfetch=3)
     assert isinstance(server, QdrantServerStore)
     assert (server.url, server.exact, server.overfetch) == ("https://h:1234/p", True, 3)
     assert QdrantServerStore.from_url("qdrant://h").url == "http://h"  # type: ignore[attr-defined]
@@ -178,9 +183,9 @@ def test_from_url_options() -> None:
         ("qdrant::memory:", {"unknown": 1}),
     ],
 )
-def test_bad_urls_and_options_are_rejected(url: str, options: dict[str, object]) -> None:
+def test_bad_urls_and_options_are_rejected(url: str, options: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
-        QdrantVectorStore.from_url(url, **options)
+        from_url(url, **options)
 
 
 def test_a_subclass_only_accepts_its_own_urls() -> None:

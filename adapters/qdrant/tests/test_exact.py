@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from memory_core.vector import VectorHit, VectorPoint
+from memory_core.vector import BaseVectorStore, VectorHit, VectorPoint
 
-from memory_core_qdrant import QdrantEdgeStore, QdrantVectorStore
+from memory_core_qdrant import QdrantEdgeStore, from_url
 
 pytestmark = pytest.mark.anyio
 
-StoreFactory = Callable[..., QdrantVectorStore]
+StoreFactory = Callable[..., BaseVectorStore]
 
 COUNT, DIM, RESOURCES, THREADS, TOP_K = 1500, 48, 6, 30, 10
 TIE = 1e-5
@@ -60,7 +60,7 @@ def assert_owners(got: list[VectorHit], threads: np.ndarray, resources: np.ndarr
         assert (hit.thread_id, hit.resource_id) == (f"t{threads[row]}", f"r{resources[row]}")
 
 
-async def test_engine_equals_numpy_brute_force(store: QdrantVectorStore) -> None:
+async def test_engine_equals_numpy_brute_force(store: BaseVectorStore) -> None:
     rng = np.random.default_rng(20250101)
     vectors = rng.standard_normal((COUNT, DIM)).astype(np.float32)
     ids = [f"m{i:05d}" for i in range(COUNT)]
@@ -98,7 +98,7 @@ async def test_optimized_engine_equals_numpy_brute_force(url: str, tmp_path: Pat
     ids = [f"m{i:05d}" for i in range(BIG)]
     resources = rng.integers(0, 40, BIG)
     threads = resources * 10 + rng.integers(0, 10, BIG)
-    store = QdrantVectorStore.from_url(url.format(tmp=tmp_path))
+    store = from_url(url.format(tmp=tmp_path))
     assert isinstance(store, QdrantEdgeStore)
     async with store:
         for start in range(0, BIG, 2000):

@@ -1,4 +1,4 @@
-"""CASES.md C15 and C16 through :class:`memory_core.Memory` on every mode,
+"""Bug cases C15 and C16 (``memory_core_conformance.rules``) through :class:`memory_core.Memory` on every mode,
 with the reference storage and the lexical embedder."""
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ import pytest
 from memory_core import InMemoryStorage, ManualClock, Memory, MemoryConfig, Message
 from memory_core.embedders import LexicalHashEmbedder
 from memory_core.memory import SemanticRecall
-
-from memory_core_qdrant import QdrantVectorStore
+from memory_core.vector import BaseVectorStore
 
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-StoreFactory = Callable[..., QdrantVectorStore]
+StoreFactory = Callable[..., BaseVectorStore]
 
 
 @pytest.fixture
@@ -85,7 +84,8 @@ async def test_resaving_a_shorter_text_leaves_no_stale_chunks(memory: Memory) ->
     await memory.create_thread("r1", thread_id="t1")
     long_text = " ".join(f"word{i}" for i in range(2000))  # several chunks
     await memory.save_messages([msg("m1", "t1", long_text)])
-    chunks = await memory.vector.count(thread_id="t1")
+    chunks = await memory.vector.count_points(thread_id="t1")
     assert chunks > 1
-    await memory.save_messages([msg("m1", "t1", "short now")])
     assert await memory.vector.count(thread_id="t1") == 1
+    await memory.save_messages([msg("m1", "t1", "short now")])
+    assert await memory.vector.count_points(thread_id="t1") == 1

@@ -4,30 +4,23 @@ with QDRANT_URL, on a real server)."""
 
 from __future__ import annotations
 
-import socket
-
 import httpx
 import numpy as np
 import pytest
 from memory_core.errors import BackendError
+from memory_core.testing import free_port
 from memory_core.vector import VectorPoint
 from qdrant_client import AsyncQdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from memory_core_qdrant import QdrantServerStore, QdrantVectorStore
+from memory_core_qdrant import QdrantServerStore, from_url
 from memory_core_qdrant._errors import is_transient
 
 pytestmark = pytest.mark.anyio
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 async def test_unreachable_server_raises_a_retryable_backend_error() -> None:
-    store = QdrantVectorStore.from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2")
+    store = from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2")
     with pytest.raises(BackendError) as caught:
         await store.open()
     error = caught.value

@@ -10,6 +10,7 @@ correct, and where costs grow linearly.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -24,6 +25,7 @@ from memory_core.storage import BaseStorage, message_key
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
 
 from memory_core_redis._keys import Layout, canon, filter_fields, message_member, seq_text, thread_member, time_key
 from memory_core_redis._scripts import Scripts
@@ -55,9 +57,10 @@ _RETRYABLE = (
     redis_errors.MasterDownError,
 )
 
-Snapshot = tuple[str, str, str, str, str, str, list[str]]
+Snapshot = tuple[str, str, str, str, str, str, str, list[str]]
 """(thread id, resource id, state "l"/"d", version, created key, updated key,
-filter field pairs): what the store slot learns about a changed thread."""
+last-message key or "", filter field pairs): what the store slot learns
+about a changed thread."""
 
 
 def _field_ops(patch: Mapping[str, Any]) -> list[str]:
@@ -92,11 +95,19 @@ def _conditions(conditions: Iterable[MetaCondition]) -> list[str]:
 
 
 def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
-    tid, title, meta, created, updated = rec
-    return Thread(tid, resource_id, title, loads(meta), from_us(int(created)), from_us(int(updated)))
+    tid, title, meta, created, updated, last = rec
+    return Thread(
+        tid,
+        resource_id,
+        title,
+        loads(meta),
+        from_us(int(created)),
+        from_us(int(updated)),
+        from_us(int(last)) if last else None,
+    )
 
 
-def _message(resource_id: str, rec: Sequence[str]) -> Message:
+def _message(resource_id: str, rec: Sequence[Any]) -> Message:
     mid, tid, role, kind, content, meta, created, seq = rec
     return Message(
         mid,
@@ -112,8 +123,8 @@ def _message(resource_id: str, rec: Sequence[str]) -> Message:
 
 
 def _snapshot(resource_id: str, lua: Sequence[str]) -> Snapshot:
-    tid, state, version, ckey, ukey, *fields = lua
-    return (tid, resource_id, state, version, ckey, ukey, list(fields))
+    tid, state, version, ckey, ukey, lkey, *fields = lua
+    return (tid, resource_id, state, version, ckey, ukey, lkey, list(fields))
 
 
 def _message_bounds(query: MessageQuery) -> tuple[str, str]:
@@ -136,6 +147,20 @@ def _thread_bounds(query: ThreadQuery) -> tuple[str, str]:
         return "-", "+"
     edge = "(" + thread_member(*query.after)
     return ("-", edge) if query.descending else (edge, "+")
+
+
+def _driver_options() -> frozenset[str]:
+    """Every keyword redis-py's clients, pools and connections take: what
+    ``**client_options`` may hold."""
+    names: set[str] = set()
+    for target in (Redis, RedisCluster, ConnectionPool, BlockingConnectionPool):
+        names.update(inspect.signature(target.__init__).parameters)
+    for connection in (Connection, SSLConnection, UnixDomainSocketConnection):
+        names.update(inspect.signature(connection.__init__).parameters)
+    return frozenset(names - {"self", "args", "kwargs", "connection_kwargs"})
+
+
+_DRIVER_OPTIONS = _driver_options()
 
 
 class _Locations:
@@ -197,6 +222,12 @@ class RedisStorage(BaseStorage):
         **client_options: Any,
     ) -> None:
         super().__init__(clock=clock)
+        for name in client_options:
+            # Caught here, before any I/O: redis-py would only fail on connect.
+            if name not in _DRIVER_OPTIONS:
+                raise ValidationError(
+                    f"option {name!r}", "not an option of the redis adapter or of redis-py (a misspelling?)"
+                )
         target = parse_url(url)
         chosen = prefix if prefix is not None else target.prefix or DEFAULT_PREFIX
         if not isinstance(chosen, str) or not chosen:
@@ -209,6 +240,7 @@ class RedisStorage(BaseStorage):
         self._client: Any = client
         self._owns_client = client is None
         self._scripts: Scripts | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._keys = Layout(chosen)
         self._thread_at = _Locations()
         self._message_at = _Locations()
@@ -235,7 +267,32 @@ class RedisStorage(BaseStorage):
 
     # ------------------------------------------------------------------ lifecycle
 
+    async def _ready(self) -> None:
+        """Open if needed, and follow the caller's event loop: redis-py's
+        connections belong to the loop that made them, so a store used from a
+        new loop (``asyncio.run`` per call, as sync frameworks call async
+        code) makes a new client there. A client passed in cannot be remade:
+        then a clear ValidationError."""
+        await super()._ready()
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            await self._rebind(loop)
+
+    async def _rebind(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._owns_client:
+            raise ValidationError(
+                "client",
+                "the redis client given to this store belongs to another event loop; redis-py connections "
+                "cannot move between loops: create the client (or let the store create it) in this loop",
+            )
+        # The old loop is gone (or busy elsewhere): its connections cannot be
+        # closed from here; drop them and connect again in this loop.
+        self._client = None
+        self._calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
+        await self._open()
+
     async def _open(self) -> None:
+        self._loop = asyncio.get_running_loop()
         if self._client is None:
             url, options = self._target.driver_url, self._client_options
             if self._cluster:
@@ -253,6 +310,8 @@ class RedisStorage(BaseStorage):
 
     async def _close(self) -> None:
         if self._owns_client and self._client is not None:
+            if asyncio.get_running_loop() is not self._loop:
+                return  # its connections belong to another (closed) loop: nothing to close from here
             await self._client.aclose()
 
     async def _destroy(self) -> None:
@@ -327,8 +386,8 @@ class RedisStorage(BaseStorage):
         indexes from snapshots and release deleted message ids."""
         flat_release = [part for pair in release for part in pair]
         args: list[Any] = [TOMBSTONE_TTL, len(snapshots)]
-        for tid, rid, state, version, ckey, ukey, fields in snapshots:
-            args += (tid, rid, state, version, ckey, ukey, *_counted(fields))
+        for tid, rid, state, version, ckey, ukey, lkey, fields in snapshots:
+            args += (tid, rid, state, version, ckey, ukey, lkey, *_counted(fields))
         first, rest = flat_release[: 2 * _RELEASE_CHUNK], flat_release[2 * _RELEASE_CHUNK :]
         await self._run("apply", self._keys.store, [*args, *_counted(first)])
         for start in range(0, len(rest), 2 * _RELEASE_CHUNK):
@@ -364,19 +423,37 @@ class RedisStorage(BaseStorage):
         floors = reply[2]
         fields = filter_fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
-        version = await self._run(
+        snap = await self._run(
             "put_thread",
             self._slot(rid),
             [mode, thread.id, floors[0], thread.title, dumps(thread.metadata), created, updated, *_counted(fields)],
         )
-        if version == "exists":
+        if snap == "exists":
             raise StaleStateError(f"thread {thread.id!r} exists")
         self._thread_at.put(thread.id, rid)
-        await self._apply([(thread.id, rid, "l", version, time_key(created), time_key(updated), fields)])
+        await self._apply([_snapshot(rid, snap)])
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:
+        found = await self._conditional_thread_patch(thread_id, title, metadata, now_us, ("-", ""))
+        return found if isinstance(found, Thread) else None
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        condition = ("n", "") if expected is None else ("s", dumps(expected))
+        found = await self._conditional_thread_patch(thread_id, None, {"working_memory": value}, now_us, condition)
+        return None if found is None else found != "mismatch"
+
+    async def _conditional_thread_patch(
+        self,
+        thread_id: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        now_us: int,
+        condition: tuple[str, str],
+    ) -> Thread | str | None:
+        """patch_thread.lua where the thread lives: the updated thread,
+        ``"mismatch"`` (condition failed, nothing written) or None (missing)."""
         patch = metadata or {}
         args = [
             thread_id,
@@ -385,6 +462,7 @@ class RedisStorage(BaseStorage):
             title or "",
             *_counted(_members(patch)),
             *_counted(_field_ops(patch)),
+            *condition,
         ]
 
         async def update(rid: str) -> tuple[str, Any] | None:
@@ -394,7 +472,10 @@ class RedisStorage(BaseStorage):
         found = await self._on_thread(thread_id, update)
         if found is None:
             return None
-        rid, (rec, snap) = found
+        rid, reply = found
+        if reply == "mismatch":
+            return "mismatch"
+        rec, snap = reply
         await self._apply([_snapshot(rid, snap)])
         return _thread(rid, rec)
 
@@ -410,10 +491,13 @@ class RedisStorage(BaseStorage):
         rid, (version, ids) = found
         for mid in ids:
             self._message_at.drop(mid)
-        await self._apply([(thread_id, rid, "d", version, "", "", [])], [(mid, rid) for mid in ids])
+        await self._apply([(thread_id, rid, "d", version, "", "", "", [])], [(mid, rid) for mid in ids])
 
     async def _threads(self, mode: str, query: ThreadQuery) -> Any:
-        index = "tc" if query.order_field == "created_at" else "tu"
+        if query.order_field == "last_message_at":
+            index = "tld" if query.descending else "tla"
+        else:
+            index = "tc" if query.order_field == "created_at" else "tu"
         lo, hi = _thread_bounds(query)
         limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
         conds = _conditions(query.metadata)
@@ -667,9 +751,20 @@ class RedisStorage(BaseStorage):
         else:
             mode, text = "s", working_memory
         rec = await self._run(
-            "patch_resource", self._slot(resource_id), [now_us, mode, text, *_counted(_members(metadata or {}))]
+            "patch_resource",
+            self._slot(resource_id),
+            [now_us, mode, text, *_counted(_members(metadata or {})), "-", ""],
         )
         return _resource(resource_id, rec)
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        condition = ("n", "") if expected is None else ("s", expected)
+        reply = await self._run("patch_resource", self._slot(resource_id), [now_us, "s", value, 0, *condition])
+        return bool(reply != "mismatch")
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        deleted: int = await self._client.delete(self._slot(resource_id) + "r")
+        return deleted > 0
 
 
 def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:

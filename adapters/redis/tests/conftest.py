@@ -9,32 +9,16 @@ Redis 7), ``env``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from memory_core.clock import Clock
 
 from memory_core_redis import RedisStorage
-
-
-def _load_servers() -> Any:
-    name = "memory_core_redis_test_servers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("servers.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-servers = _load_servers()
+from memory_core_redis.testing import Server, start_cluster, start_standalone
 
 TARGETS = ["valkey", "cluster", *(["env"] if os.environ.get("REDIS_URL") else [])]
 """Where adapter tests run: REDIS_URL's server only when it is set."""
@@ -47,10 +31,10 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="session")
-def standalone_server() -> Iterator[Any]:
+def standalone_server() -> Iterator[Server]:
     """A standalone valkey-server (no persistence) on a free loopback port
-    and a unix socket (``servers.Server``)."""
-    server = servers.start_standalone()
+    and a unix socket."""
+    server = start_standalone()
     try:
         yield server
     finally:
@@ -58,13 +42,13 @@ def standalone_server() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def redis_standalone(standalone_server: Any) -> str:
+def redis_standalone(standalone_server: Server) -> str:
     """``redis://`` URL of the standalone server."""
     return str(standalone_server.url)
 
 
 @pytest.fixture(scope="session")
-def redis_unix_socket(standalone_server: Any) -> str:
+def redis_unix_socket(standalone_server: Server) -> str:
     """Path of the standalone server's unix socket."""
     return str(standalone_server.socket)
 
@@ -72,7 +56,7 @@ def redis_unix_socket(standalone_server: Any) -> str:
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[str]:
     """``redis+cluster://`` URL of a three-primary valkey cluster on loopback."""
-    server = servers.start_cluster()
+    server = start_cluster()
     try:
         yield server.url
     finally:

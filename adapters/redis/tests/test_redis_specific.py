@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
-from memory_core import BackendError, ManualClock, Message, connect
-from memory_core.errors import ConflictError, StaleStateError
+from memory_core import BackendError, ManualClock, Message, Storage, connect
+from memory_core.errors import ConflictError, StaleStateError, ValidationError
 from redis.asyncio.cluster import RedisCluster
 
 from memory_core_redis import RedisStorage
@@ -38,7 +38,7 @@ async def all_keys(store: RedisStorage) -> list[str]:
     return [key async for key in store.client.scan_iter(match=store._keys.pattern, count=1000)]
 
 
-async def seed(store: RedisStorage, resource: str = "r1", thread: str = "t1", n: int = 5) -> list[Message]:
+async def seed(store: Storage, resource: str = "r1", thread: str = "t1", n: int = 5) -> list[Message]:
     await store.save_thread({"id": thread, "resource_id": resource, "metadata": {"k": 1}})
     return await store.save_messages(
         [
@@ -69,9 +69,9 @@ async def test_keys_carry_resource_and_store_hash_tags(make_store: MakeStore) ->
     assert tags == {prefix, f"{prefix}:{escape(odd)}", f"{prefix}:r2"}
     # thread, its messages and the resource's indexes share one slot
     resource_keys = {k[len(prefix) + len(escape(odd)) + 4 :] for k in keys if tag_of(k) == f"{prefix}:{escape(odd)}"}
-    assert {"r", "rm", "tc", "tu", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
+    assert {"r", "rm", "tc", "tu", "tla", "tld", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
     store_keys = {k[len(prefix) + 3 :] for k in keys if tag_of(k) == prefix}
-    assert {"seq", "msg", "tc", "tu", "g:t{a}:b", "g:t2"} == store_keys
+    assert {"seq", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2"} == store_keys
 
 
 async def _command_calls(client: Any) -> dict[str, int]:
@@ -233,7 +233,7 @@ async def test_late_global_update_never_resurrects_or_reverts(make_store: MakeSt
         assert old[0] is not None
         clock.advance(5)
         await store.update_thread("t1", title="new")
-        stale: Snapshot = ("t1", rid, "l", "1", "", "", [])  # version 1: older than anything applied since
+        stale: Snapshot = ("t1", rid, "l", "1", "", "", "", [])  # version 1: older than anything applied since
         await store._apply([stale])
         page = await store.list_threads(order_by={"field": "updated_at", "direction": "DESC"})
         assert [t.title for t in page.items] == ["new"]
@@ -387,3 +387,39 @@ async def test_bursts_of_reads_wait_for_connections_instead_of_failing(make_stor
         pages = await asyncio.gather(*(store.list_messages("t1", include=includes, per_page=20) for _ in range(40)))
         assert all(len(p.items) == len(pages[0].items) for p in pages)
         await store.destroy()
+
+
+def test_store_follows_a_new_event_loop(make_store: MakeStore) -> None:
+    """Sync frameworks call async code with ``asyncio.run`` per call: each call
+    is a new loop, and redis-py connections belong to the loop that made them."""
+    store = make_store()
+
+    async def write() -> None:
+        await store.save_thread({"id": "t1", "resource_id": "r1"})
+        await store.save_messages([Message("m1", "t1", "user", "hi")])
+
+    async def read() -> list[str]:
+        return [m.id for m in (await store.list_messages("t1")).items]
+
+    asyncio.run(write())
+    assert asyncio.run(read()) == ["m1"]  # a second loop: was "Event loop is closed"
+    asyncio.run(store.destroy())
+
+
+async def test_a_given_client_from_another_loop_is_a_clear_error(redis_target: str) -> None:
+    outer: list[Any] = []
+
+    def build() -> None:
+        async def make() -> None:
+            client = aioredis.Redis.from_url(redis_target, decode_responses=True)
+            store = RedisStorage(client=client, prefix=f"loop-{uuid.uuid4().hex}")
+            await store.open()
+            outer.append(store)
+
+        asyncio.run(make())
+
+    if "cluster" in redis_target:
+        pytest.skip("a standalone client is given here")
+    await asyncio.to_thread(build)
+    with pytest.raises(ValidationError, match="another event loop"):
+        await outer[0].get_thread("t1")

@@ -28,6 +28,8 @@ __all__ = [
     "count_messages",
     "count_threads",
     "delete_messages",
+    "delete_resource",
+    "delete_resource_record",
     "delete_thread",
     "get_messages",
     "get_resource",
@@ -41,12 +43,16 @@ __all__ = [
     "page_threads",
     "patch_messages",
     "patch_resource",
+    "patch_resource_in",
     "patch_thread",
+    "patch_thread_in",
     "put_resource",
     "put_thread",
     "read_state",
     "save_messages",
     "snapshot",
+    "swap_resource_memory",
+    "swap_thread_memory",
     "transaction",
 ]
 
@@ -94,7 +100,8 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _thread(row: Sequence[Any]) -> Thread:
-    return Thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]))
+    last = None if row[6] is None else from_us(row[6])
+    return Thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]), last)
 
 
 def _message(row: Sequence[Any]) -> Message:
@@ -158,17 +165,24 @@ def patch_thread(
     nulls, so it is not used).
     """
     with transaction(conn):
-        row = conn.execute(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = ?", (thread_id,)).fetchone()
-        if row is None:
-            return None
-        new_title = row[2] if title is None else title
-        encoded = row[3] if metadata is None else codec.dumps({**codec.loads(row[3]), **metadata})
-        updated_us = bump_us(row[5], now_us)
-        conn.execute(
-            "UPDATE threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
-            (new_title, encoded, updated_us, thread_id),
-        )
-    return _thread((row[0], row[1], new_title, encoded, row[4], updated_us))
+        return patch_thread_in(conn, thread_id, title, metadata, now_us)
+
+
+def patch_thread_in(
+    conn: sqlite3.Connection, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+) -> Thread | None:
+    """:func:`patch_thread` inside the caller's transaction."""
+    row = conn.execute(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = ?", (thread_id,)).fetchone()
+    if row is None:
+        return None
+    new_title = row[2] if title is None else title
+    encoded = row[3] if metadata is None else codec.dumps({**codec.loads(row[3]), **metadata})
+    updated_us = bump_us(row[5], now_us)
+    conn.execute(
+        "UPDATE threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
+        (new_title, encoded, updated_us, thread_id),
+    )
+    return _thread((row[0], row[1], new_title, encoded, row[4], updated_us, row[6]))
 
 
 def delete_thread(conn: sqlite3.Connection, thread_id: str) -> None:
@@ -376,14 +390,67 @@ def patch_resource(
     """Create or update: working memory unless NOT_GIVEN, metadata merged one
     level, ``updated_at`` bumped (a new resource: both times now)."""
     with transaction(conn):
-        row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
-        if row is None:
-            row = (resource_id, None, "{}", now_us, now_us)
-            updated_us = now_us
-        else:
-            updated_us = bump_us(row[4], now_us)
-        memory = row[1] if working_memory is NOT_GIVEN else working_memory
-        encoded = row[2] if metadata is None else codec.dumps({**codec.loads(row[2]), **metadata})
-        new = (resource_id, memory, encoded, row[3], updated_us)
-        conn.execute(_UPSERT_RESOURCE, new)
+        return patch_resource_in(conn, resource_id, working_memory, metadata, now_us)
+
+
+def patch_resource_in(
+    conn: sqlite3.Connection, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+) -> Resource:
+    """:func:`patch_resource` inside the caller's transaction."""
+    row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
+    if row is None:
+        row = (resource_id, None, "{}", now_us, now_us)
+        updated_us = now_us
+    else:
+        updated_us = bump_us(row[4], now_us)
+    memory = row[1] if working_memory is NOT_GIVEN else working_memory
+    encoded = row[2] if metadata is None else codec.dumps({**codec.loads(row[2]), **metadata})
+    new = (resource_id, memory, encoded, row[3], updated_us)
+    conn.execute(_UPSERT_RESOURCE, new)
     return _resource(new)
+
+
+def delete_resource_record(conn: sqlite3.Connection, resource_id: str) -> bool:
+    """Delete the resource row only; whether it existed."""
+    with transaction(conn):
+        return bool(conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1)
+
+
+def delete_resource(conn: sqlite3.Connection, resource_id: str) -> tuple[list[str], int, bool]:
+    """Erase the resource's threads, their messages and its record in one
+    transaction; returns (thread ids, message count, record existed)."""
+    with transaction(conn):
+        thread_ids = [row[0] for row in conn.execute("SELECT id FROM threads WHERE resource_id = ?", (resource_id,))]
+        messages = conn.execute("DELETE FROM messages WHERE resource_id = ?", (resource_id,)).rowcount
+        conn.execute("DELETE FROM threads WHERE resource_id = ?", (resource_id,))
+        existed = conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1
+    return thread_ids, messages, existed
+
+
+def swap_resource_memory(
+    conn: sqlite3.Connection, resource_id: str, expected: str | None, value: str, now_us: int
+) -> bool:
+    """Compare-and-set of a resource's working memory under one write lock:
+    write (as :func:`patch_resource`) only if the stored value is ``expected``."""
+    with transaction(conn):
+        row = conn.execute("SELECT working_memory FROM resources WHERE id = ?", (resource_id,)).fetchone()
+        if (None if row is None else row[0]) != expected:
+            return False
+        patch_resource_in(conn, resource_id, value, None, now_us)
+    return True
+
+
+def swap_thread_memory(
+    conn: sqlite3.Connection, thread_id: str, expected: str | None, value: str, now_us: int
+) -> bool | None:
+    """Compare-and-set of ``metadata["working_memory"]`` of a thread under one
+    write lock; None if the thread is missing."""
+    with transaction(conn):
+        row = conn.execute("SELECT metadata FROM threads WHERE id = ?", (thread_id,)).fetchone()
+        if row is None:
+            return None
+        current = codec.loads(row[0]).get("working_memory")
+        if (current if isinstance(current, str) else None) != expected:
+            return False
+        patch_thread_in(conn, thread_id, None, {"working_memory": value}, now_us)
+    return True

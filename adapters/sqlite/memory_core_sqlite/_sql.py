@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core import codec
-from memory_core.query import MessageQuery, MetaCondition, ThreadQuery
+from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
 
 __all__ = [
     "MESSAGE_COLUMNS",
@@ -37,10 +37,19 @@ __all__ = [
     "message_window",
 ]
 
-THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
+"""A thread's ``last_message_at``, computed when read (exact after every
+write; one probe of the ``messages_thread_order`` index per thread)."""
+THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT}"
 MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
 
 _THREAD_ORDER = {"created_at": "created_at", "updated_at": "updated_at"}
+# last_message_at orders with the core's sentinel for "no message" (last in
+# either direction); the sentinels are the core's int constants, not input.
+_LAST_ORDER = {
+    False: f"COALESCE({LAST_MESSAGE_AT}, {NO_MESSAGE_ASC_US})",
+    True: f"COALESCE({LAST_MESSAGE_AT}, {NO_MESSAGE_DESC_US})",
+}
 
 Params = list[Any]
 
@@ -96,7 +105,10 @@ def count_threads(query: ThreadQuery) -> tuple[str, Params]:
 def list_threads(query: ThreadQuery) -> tuple[str, Params]:
     """The window of threads: filter, (field, id) keyset, order, offset, limit."""
     clauses, params = _thread_filter(query)
-    column = _THREAD_ORDER[query.order_field]
+    if query.order_field == "last_message_at":
+        column = _LAST_ORDER[query.descending]
+    else:
+        column = _THREAD_ORDER[query.order_field]
     if query.after is not None:
         clauses.append(f"({column}, id) {'<' if query.descending else '>'} (?, ?)")
         params.extend(query.after)

@@ -292,3 +292,15 @@ class SQLiteStorage(BaseStorage):
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
     ) -> Resource:
         return await self._run(_ops.patch_resource, resource_id, working_memory, metadata, now_us)
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        return await self._run(_ops.swap_resource_memory, resource_id, expected, value, now_us)
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        return await self._run(_ops.swap_thread_memory, thread_id, expected, value, now_us)
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        return await self._run(_ops.delete_resource_record, resource_id)
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        return await self._run(_ops.delete_resource, resource_id)

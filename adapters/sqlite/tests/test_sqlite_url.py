@@ -113,7 +113,7 @@ async def test_memory_stores_are_separate() -> None:
         await first.save_thread({"id": "t1", "resource_id": "r1"})
         assert await second.get_thread("t1") is None
         assert (await first.get_thread("t1")) is not None
-        assert first.journal_mode == "memory"
+        assert isinstance(first, SQLiteStorage) and first.journal_mode == "memory"
     finally:
         await first.destroy()
         await second.destroy()

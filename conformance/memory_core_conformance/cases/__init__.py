@@ -1,6 +1,7 @@
 """The suite's case mixins (named ``*Rules``/``*Cases``, never ``Test*``, so
 pytest collects them only through an adapter's subclass)."""
 
+from memory_core_conformance.cases.activity import ActivityRules
 from memory_core_conformance.cases.bug_cases import BugCases
 from memory_core_conformance.cases.capabilities import CapabilityCases
 from memory_core_conformance.cases.concurrency import ConcurrencyCases
@@ -9,10 +10,12 @@ from memory_core_conformance.cases.operations import OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
 from memory_core_conformance.cases.paging import PagingRules
 from memory_core_conformance.cases.properties import PropertyCases
+from memory_core_conformance.cases.recall import RecallCases
 from memory_core_conformance.cases.stateful_case import StatefulCases
 from memory_core_conformance.cases.values import ValueRules
 
 __all__ = [
+    "ActivityRules",
     "BugCases",
     "CapabilityCases",
     "ConcurrencyCases",
@@ -21,6 +24,7 @@ __all__ = [
     "OrderingRules",
     "PagingRules",
     "PropertyCases",
+    "RecallCases",
     "StatefulCases",
     "ValueRules",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from memory_core.capabilities import Capability
 from memory_core.clock import ManualClock
 from memory_core.errors import ValidationError
-from memory_core.models import DateRange, Include, MessageFilter, OrderBy, ThreadFilter
+from memory_core.models import DateRange, Include, MessageFilter, MessagePageRequest, OrderBy, ThreadFilter
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase, ids, requires, unchanged_after
 from memory_core_conformance.harness import T0, StorageFactory, StorageReopener, at, message, thread
@@ -106,9 +107,10 @@ class BugCases(SuiteBase):
     async def test_c05_last_n_is_the_newest_n(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await store.save_messages([message(f"m{n:02}", created_at=at(n)) for n in range(1, 21)])
-        recall = await store.page_messages(("t1",), "r1", None, None, 0, 5, None, None, newest=True)
+        newest = MessagePageRequest(thread_ids=("t1",), resource_id="r1", per_page=5, newest=True)
+        recall = await store.page_messages(newest)
         assert ids(recall) == ["m16", "m17", "m18", "m19", "m20"] and recall.total == 20 and recall.has_more
-        older = await store.page_messages(("t1",), "r1", None, None, 1, 5, None, None, newest=True)
+        older = await store.page_messages(replace(newest, page=1))
         assert ids(older) == ["m11", "m12", "m13", "m14", "m15"]
         pages = {n: await store.list_messages("t1", "r1", page=n, per_page=5, order_by=DESC) for n in (0, 1, 3)}
         assert ids(pages[0]) == [f"m{n:02}" for n in range(20, 15, -1)]

@@ -2,18 +2,20 @@
 -- indexes up to date with thread snapshots, newest version wins (so late or
 -- reordered applications converge), and release deleted message ids.
 -- ARGV: tombstone ttl seconds, n, then per snapshot: thread id, resource id,
---       state "l"/"d", version, created key, updated key, n, filter field
---       pairs; then n, (message id, resource id) pairs to release.
+--       state "l"/"d", version, created key, updated key, last key ("" no
+--       message), n, filter field pairs; then n, (message id, resource id)
+--       pairs to release.
 local ttl, n = argn(), argn()
 for _ = 1, n do
-  local tid, rid, state, v, ckey, ukey = arg(), arg(), arg(), argn(), arg(), arg()
+  local tid, rid, state, v, ckey, ukey, lkey = arg(), arg(), arg(), argn(), arg(), arg(), arg()
   local fields = argpairs()
   local g = base .. 'g:' .. tid
-  local cur = redis.call('HMGET', g, 'v', 'c', 'u')
+  local cur = redis.call('HMGET', g, 'v', 'c', 'u', 'k')
   if not cur[1] or tonumber(cur[1]) < v then
     if cur[2] then
       redis.call('ZREM', base .. 'tc', cur[2] .. ':' .. tid)
       redis.call('ZREM', base .. 'tu', cur[3] .. ':' .. tid)
+      index_last(tid, cur[4] or '', nil)
     end
     redis.call('DEL', g)
     if state == 'd' then
@@ -21,6 +23,8 @@ for _ = 1, n do
       redis.call('EXPIRE', g, ttl)
     else
       redis.call('HSET', g, 'v', fmt(v), 'r', rid, 'c', ckey, 'u', ukey)
+      if lkey ~= '' then redis.call('HSET', g, 'k', lkey) end
+      index_last(tid, nil, lkey)
       hset_pairs(g, fields)
       redis.call('ZADD', base .. 'tc', 0, ckey .. ':' .. tid)
       redis.call('ZADD', base .. 'tu', 0, ukey .. ':' .. tid)

@@ -2,7 +2,7 @@
 -- Returns {version of the deletion, {message ids}} or nil if missing.
 local tid = arg()
 local key = base .. 't:' .. tid
-local g = redis.call('HMGET', key, 'c', 'u', 'v')
+local g = redis.call('HMGET', key, 'c', 'u', 'v', 'k')
 if not g[1] then return false end
 local index = base .. 'tm:' .. tid
 local members = redis.call('ZRANGE', index, 0, -1)
@@ -17,4 +17,5 @@ end
 redis.call('DEL', index, key)
 redis.call('ZREM', base .. 'tc', tkey(tonumber(g[1])) .. ':' .. tid)
 redis.call('ZREM', base .. 'tu', tkey(tonumber(g[2])) .. ':' .. tid)
+index_last(tid, g[4] or '', nil)
 return {fmt(tonumber(g[3]) + 1), ids}

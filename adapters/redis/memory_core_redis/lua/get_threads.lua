@@ -1,4 +1,4 @@
--- ARGV: thread ids. Returns one record {id, title, metadata, c, u} or nil each.
+-- ARGV: thread ids. Returns one record {id, title, metadata, c, u, l} or nil each.
 local out = {}
 for i = 1, #ARGV do out[i] = thread(ARGV[i]) end
 return out

@@ -86,6 +86,30 @@ local function merge(text, patch)
   return '{' .. table.concat(parts, ',') .. '}'
 end
 
+-- The JSON text of top-level member `keyjson` (a key as JSON text) of an
+-- object's text, or nil when absent.
+local function member(text, keyjson)
+  if string.byte(text, 2) == 125 then return nil end
+  local pos = 2
+  while true do
+    local ke = str_end(text, pos)
+    local ve = value_end(text, ke + 2)
+    if string.sub(text, pos, ke) == keyjson then return string.sub(text, ke + 2, ve) end
+    if string.byte(text, ve + 1) == 125 then return nil end
+    pos = ve + 2
+  end
+end
+
+-- Compare-and-set conditions: mode "-" none, "n" nothing stored (nil, or
+-- `json` only: not a JSON string), "s" stored equals `want`.
+local function condition_holds(mode, current, want, json)
+  if mode == '-' then return true end
+  if mode == 'n' then
+    return (not current) or (json and string.byte(current, 1) ~= 34)
+  end
+  return current == want
+end
+
 local function hset_pairs(key, flat)
   for i = 1, #flat, 200 do
     redis.call('HSET', key, unpack(flat, i, math.min(i + 199, #flat)))
@@ -188,23 +212,57 @@ local function message(mid)
   return {mid, g[1], g[2], g[3], g[4], g[5], g[6], g[7]}
 end
 
+-- A thread record {id, title, metadata, c, u, l}; l is the created_at (us)
+-- of its newest message, "" without messages.
 local function thread(tid)
-  local g = redis.call('HMGET', base .. 't:' .. tid, 'n', 'd', 'c', 'u')
+  local g = redis.call('HMGET', base .. 't:' .. tid, 'n', 'd', 'c', 'u', 'l')
   if not g[1] then return false end
-  return {tid, g[1], g[2], g[3], g[4]}
+  return {tid, g[1], g[2], g[3], g[4], g[5] or ''}
+end
+
+-- last_message_at sort keys: a thread without messages sorts last in either
+-- direction (same sentinels as memory_core.query.NO_MESSAGE_*_US).
+local NOLAST_ASC = tkey(9000000000000000)
+local NOLAST_DESC = tkey(-9000000000000000)
+local function last_keys(lkey)
+  if lkey == '' then return NOLAST_ASC, NOLAST_DESC end
+  return lkey, lkey
+end
+
+-- Move a thread's entries in this slot's last_message_at indexes ("tla"
+-- ASC, "tld" DESC) from old to new lkey ("" = no message; old nil = none yet).
+local function index_last(tid, old, new)
+  if old then
+    local a, d = last_keys(old)
+    redis.call('ZREM', base .. 'tla', a .. ':' .. tid)
+    redis.call('ZREM', base .. 'tld', d .. ':' .. tid)
+  end
+  if new then
+    local a, d = last_keys(new)
+    redis.call('ZADD', base .. 'tla', 0, a .. ':' .. tid)
+    redis.call('ZADD', base .. 'tld', 0, d .. ':' .. tid)
+  end
+end
+
+-- The sort key of a thread's newest message ("" without messages).
+local function newest_key(tid)
+  local m = redis.call('ZREVRANGEBYLEX', base .. 'tm:' .. tid, '+', '-', 'LIMIT', 0, 1)[1]
+  if not m then return '' end
+  return string.sub(m, 1, 17)
 end
 
 -- What the store-wide records need to know of a thread after a change:
--- {tid, "l", version, created key, updated key, filter field pairs...}.
+-- {tid, "l", version, created key, updated key, last key ("" none),
+--  filter field pairs...}.
 local function snapshot(tid)
   local key = base .. 't:' .. tid
-  local want = {'c', 'u', 'v'}
+  local want = {'c', 'u', 'v', 'k'}
   for _, f in ipairs(redis.call('HKEYS', key)) do
     if string.byte(f) == 126 then want[#want + 1] = f end
   end
   local g = redis.call('HMGET', key, unpack(want))
-  local out = {tid, 'l', g[3], tkey(tonumber(g[1])), tkey(tonumber(g[2]))}
-  for i = 4, #want do
+  local out = {tid, 'l', g[3], tkey(tonumber(g[1])), tkey(tonumber(g[2])), g[4] or ''}
+  for i = 5, #want do
     out[#out + 1] = want[i]
     out[#out + 1] = g[i]
   end
@@ -212,15 +270,27 @@ local function snapshot(tid)
 end
 
 -- R-BUMP: updated_at = min(max(now, old + 1), TIME_MAX_US); the version grows by one.
+-- Every message write bumps each thread whose messages it changed, so the
+-- bump also sets last_message_at ("l" us, "k" its sort key) from the newest message.
 local function bump(tid, now)
   local key = base .. 't:' .. tid
-  local g = redis.call('HMGET', key, 'u', 'v')
+  local g = redis.call('HMGET', key, 'u', 'v', 'k')
   if not g[1] then return nil end
   local u = tonumber(g[1])
   local nu = math.min(math.max(now, u + 1), TIME_MAX_US)
   redis.call('ZREM', base .. 'tu', tkey(u) .. ':' .. tid)
   redis.call('ZADD', base .. 'tu', 0, tkey(nu) .. ':' .. tid)
   redis.call('HSET', key, 'u', fmt(nu), 'v', fmt(tonumber(g[2]) + 1))
+  local old, new = g[3] or '', newest_key(tid)
+  if new ~= old then
+    index_last(tid, old, new)
+    if new == '' then
+      redis.call('HDEL', key, 'l', 'k')
+    else
+      local m = redis.call('ZREVRANGEBYLEX', base .. 'tm:' .. tid, '+', '-', 'LIMIT', 0, 1)[1]
+      redis.call('HSET', key, 'k', new, 'l', redis.call('HGET', message_key(m), 'c'))
+    end
+  end
   return snapshot(tid)
 end
 

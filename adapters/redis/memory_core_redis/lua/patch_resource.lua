@@ -1,11 +1,15 @@
 -- Create-or-update the resource record: working memory, metadata merge, bump.
 -- ARGV: now us, working memory mode ("-" keep, "n" clear, "s" set),
---       working memory, n, metadata member pairs.
--- Returns {working memory or nil, metadata json, c, u}.
+--       working memory, n, metadata member pairs, condition mode ("-" none,
+--       "n" no working memory stored, "s" it equals the next argument), text.
+-- Returns {working memory or nil, metadata json, c, u}, or "mismatch" when
+-- the condition fails (nothing written).
 local now, mode, wm = argn(), arg(), arg()
 local patch = argpairs()
+local cmode, ctext = arg(), arg()
 local key = base .. 'r'
-local g = redis.call('HMGET', key, 'd', 'u')
+local g = redis.call('HMGET', key, 'd', 'u', 'w')
+if not condition_holds(cmode, g[3], ctext, false) then return 'mismatch' end
 if g[1] then
   redis.call('HSET', key, 'u', fmt(math.min(math.max(now, tonumber(g[2]) + 1), TIME_MAX_US)))
 else

@@ -1,1 +1,0 @@
-"""Benchmarks that live outside the memory-core package (run from the repository root)."""

@@ -1,0 +1,334 @@
+"""``memory-core bench``: options -> targets -> live run -> JSON, Markdown, PNG.
+
+Also ``--compare A.json B.json``, which prints B/A ratios of p50 latency and
+throughput for every measurement both files hold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memory_core.errors import ValidationError
+from memory_core.registry import VECTOR_GROUP, known_schemes, storage_class
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from memory_core_bench.dataset import Dataset
+from memory_core_bench.report import BenchReport, compare_reports, markdown, targets
+from memory_core_bench.runner import (
+    DEFAULT_SIZES,
+    HUGE_SIZE,
+    BenchConfig,
+    StorageTarget,
+    VectorTarget,
+    run_bench,
+)
+from memory_core_bench.servers import RunningServer, bench_servers
+from memory_core_bench.workloads import WORKLOADS
+
+__all__ = ["BenchOptions", "RichProgress", "parse_sizes", "parse_target", "print_comparison", "run_command"]
+
+
+class RichProgress:
+    """A live rich display: overall progress, the current step, a log above.
+
+    Args:
+        console: where to draw.
+    """
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
+        self._overall: TaskID | None = None
+        self._current: TaskID | None = None
+
+    def __enter__(self) -> RichProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def begin(self, total_steps: int) -> None:
+        """See :class:`~memory_core_bench.runner.ProgressSink`."""
+        self._overall = self.progress.add_task("[bold]benchmark[/]", total=total_steps)
+
+    def step(self, description: str, total: int | None = None) -> None:
+        """See :class:`~memory_core_bench.runner.ProgressSink`."""
+        if self._current is not None:
+            self.progress.remove_task(self._current)
+        self._current = self.progress.add_task(description, total=total)
+
+    def advance(self, units: int = 1) -> None:
+        """See :class:`~memory_core_bench.runner.ProgressSink`."""
+        if self._current is not None:
+            self.progress.advance(self._current, units)
+
+    def end_step(self) -> None:
+        """See :class:`~memory_core_bench.runner.ProgressSink`."""
+        if self._current is not None:
+            self.progress.remove_task(self._current)
+            self._current = None
+        if self._overall is not None:
+            self.progress.advance(self._overall, 1)
+
+    def log(self, text: str) -> None:
+        """See :class:`~memory_core_bench.runner.ProgressSink`."""
+        self.progress.console.print(text, highlight=False)
+
+
+def parse_target(text: str) -> tuple[str, str]:
+    """``"name=URL"`` or ``"URL"`` -> (name, url); name is "" when not given."""
+    head, sep, rest = text.partition("=")
+    if sep and "://" not in head and ":" not in head:
+        return head, rest
+    return "", text
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """``"1000,10_000"`` -> ``(1000, 10000)``: store sizes in messages.
+
+    Raises:
+        ValidationError: (field ``--sizes``) no size, a size that is not an
+            integer, or one too small for the benchmark's dataset layout.
+    """
+    sizes: list[int] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        try:
+            size = int(item.replace("_", ""))
+        except ValueError:
+            raise ValidationError("--sizes", f"{item!r} is not an integer") from None
+        try:
+            Dataset(size).threads  # noqa: B018 - laying the dataset out is the check (size < 1, too small)
+        except ValueError as exc:
+            raise ValidationError("--sizes", f"{item!r}: {exc}") from None
+        sizes.append(size)
+    if not sizes:
+        raise ValidationError("--sizes", f"needs at least one size in messages, got {text!r}")
+    return tuple(sizes)
+
+
+@dataclass
+class BenchOptions:
+    """What the CLI was asked (see ``memory-core bench --help``)."""
+
+    storage: list[str] = field(default_factory=list)
+    vector: list[str] = field(default_factory=list)
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    huge: bool = False
+    workloads: list[str] = field(default_factory=list)
+    servers: bool = False
+    raw: bool = True
+    peers: bool = True
+    duration: float = 1.0
+    min_ops: int = 30
+    max_ops: int = 5_000
+    max_seconds: float = 20.0
+    concurrency: int = 8
+    dimension: int = 384
+    seed: int | None = None
+    out: Path = Path("bench-results")
+    plots: bool = True
+    limits: dict[str, int] = field(default_factory=dict)
+
+
+def _default_vectors() -> list[str]:
+    schemes = known_schemes(VECTOR_GROUP)
+    return ["qdrant::memory:"] if "qdrant" in schemes else ["none"]
+
+
+def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark as the CLI does; returns the exit code.
+
+    Starts valkey and secantusdb with ``servers`` (stopped again however the
+    run ends), writes ``results.json``, ``results.md`` and the plots into
+    ``options.out``, prints the targets.
+
+    Returns:
+        0 when everything ran; 1 when a result failed, a raw driver's answers
+        differed from the adapter's or a whole target failed; 2 for bad
+        options (unknown workload, a storage URL no installed adapter
+        handles, unwritable ``out``), before anything starts.
+    """
+    unknown = [w for w in options.workloads if w not in WORKLOADS]
+    if unknown:
+        console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}[/]")
+        return 2
+    # A storage URL no installed adapter handles is a typo, not a result.
+    for text in options.storage:
+        try:
+            storage_class(parse_target(text)[1])
+        except ValidationError as exc:
+            console.print(f"[red]error: --storage {escape(text)}: {escape(exc.reason)}[/]", soft_wrap=True)
+            return 2
+    # Before anything starts: an unwritable --out must not waste a long run.
+    try:
+        options.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        console.print(f"[red]cannot write results to {options.out}: {exc}[/]")
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="memory-core-bench-"))
+    servers: AbstractContextManager[list[RunningServer]] = (
+        bench_servers(console.print) if options.servers else nullcontext([])
+    )
+    try:
+        with servers as started:
+            return _run(options, console, argv, work, started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(
+    options: BenchOptions, console: Console, argv: Sequence[str] | None, work: Path, started: list[RunningServer]
+) -> int:
+    """The run itself, with the ``started`` servers up: targets, live run,
+    files; returns the exit code."""
+    storage: list[StorageTarget] = []
+    for text in options.storage or ["memory://", f"sqlite:///{work / 'bench.db'}"]:
+        name, url = parse_target(text)
+        target = StorageTarget(url, backend=name)
+        storage.append(StorageTarget(url, backend=name, max_size=options.limits.get(target.name)))
+    for server in started:
+        storage.append(
+            StorageTarget(
+                server.url,
+                backend=server.backend,
+                server_pid=server.pid,
+                note=f"{server.name} {server.version} started by the benchmark",
+                max_size=options.limits.get(server.backend),
+            )
+        )
+    vectors: list[VectorTarget] = []
+    for text in options.vector or _default_vectors():
+        name, url = parse_target(text)
+        vectors.append(
+            VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none" else ""))
+        )
+    sizes = tuple(sorted(set(options.sizes) | ({HUGE_SIZE} if options.huge else set())))
+    config = BenchConfig(
+        storage=storage,
+        vectors=vectors,
+        sizes=sizes,
+        workloads=frozenset(options.workloads) if options.workloads else None,
+        duration=options.duration,
+        min_ops=options.min_ops,
+        max_ops=options.max_ops,
+        max_seconds=options.max_seconds,
+        concurrency=options.concurrency,
+        raw=options.raw,
+        peers=options.peers,
+        dimension=options.dimension,
+        workdir=work,
+        checkpoint=options.out / "results.partial.json",
+    )
+    if options.seed is not None:
+        config.seed = options.seed
+    with RichProgress(console) as live:
+        report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
+    for server in started:
+        report.notes.append(f"{server.name} {server.version} was started by the benchmark (pid {server.pid}).")
+    report.write_json(options.out / "results.json")
+    (options.out / "results.partial.json").unlink(missing_ok=True)
+    (options.out / "results.md").write_text(markdown(report), encoding="utf-8")
+    console.print(f"wrote {options.out / 'results.json'} and {options.out / 'results.md'}")
+    if options.plots:
+        try:
+            from memory_core_bench.plots import write_plots
+
+            for path in write_plots(report, options.out):
+                console.print(f"wrote {path}")
+        except ImportError as exc:
+            console.print(f"[yellow]no plots: {exc}[/]")
+    _print_targets(report, console)
+    failed = [r for r in report.results if r.error is not None or r.verified is False]
+    for text in report.failures:
+        console.print(f"[red]failed: {escape(text)}[/]")
+    return 1 if failed or report.failures else 0
+
+
+def _print_targets(report: BenchReport, console: Console) -> None:
+    table = Table(title="targets (measured, not asserted)", title_justify="left")
+    for column in ("target", "backend", "workload", "size", "measured", "met"):
+        table.add_column(column)
+    for check in targets(report):
+        table.add_row(
+            check.target,
+            check.backend,
+            check.workload,
+            f"{check.size:,}",
+            f"{check.measured:.2f}",
+            "[green]yes[/]" if check.met else "[red]no[/]",
+        )
+    _print_wide(console, table)
+
+
+def _print_wide(console: Console, table: Table) -> None:
+    """Print ``table``; piped output is not wrapped at 80 columns, so rows
+    stay whole (greppable)."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    width = console.width
+    console.width = max(width, 180)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
+
+
+def print_comparison(a_path: Path, b_path: Path, console: Console) -> int:
+    """Print B/A ratios for every measurement in both reports; returns the
+    exit code (2 when a file is not a readable report)."""
+    try:
+        a = BenchReport.read_json(a_path)
+        b = BenchReport.read_json(b_path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        console.print(f"[red]cannot compare: {exc}[/]")
+        return 2
+    rows = compare_reports(a, b)
+    table = Table(title=f"B / A  (A = {a_path}, B = {b_path}); p50 ratio < 1: B is faster", title_justify="left")
+    for column in ("backend", "subject", "workload", "size", "p50 A (µs)", "p50 B (µs)", "p50 B/A", "ops/s B/A"):
+        table.add_column(column, justify="right" if column[0] in "ps" and column != "subject" else "left")
+    for row in rows:
+        colour = "green" if row.p50_ratio < 0.95 else "red" if row.p50_ratio > 1.05 else "white"
+        table.add_row(
+            row.backend,
+            row.subject,
+            row.workload,
+            f"{row.size:,}",
+            f"{row.p50_a_us:,.0f}",
+            f"{row.p50_b_us:,.0f}",
+            f"[{colour}]{row.p50_ratio:.2f}[/]",
+            f"{row.ops_ratio:.2f}",
+        )
+    _print_wide(console, table)
+    if not rows:
+        console.print("[yellow]no measurement appears in both files[/]")
+    return 0

@@ -1,0 +1,152 @@
+"""Evidence coverage of whole ``Memory.recall`` results over LoCoMo.
+
+Where :mod:`memory_core_bench.retrieval` scores the semantic hits alone, this
+scores what an agent actually receives: every message id of
+``Memory.recall(thread, resource, vector_search_string=question)`` in
+resource scope, i.e. the last ``--last-messages`` messages of the
+conversation's last session (default 0: none) plus the ``top_k`` hits and
+``message_range`` messages of context around each. It shows what
+``message_range`` adds and, with a history page, what
+``SemanticRecall(exclude_recent=True)`` adds (each pair is run both ways).
+
+Run::
+
+    python -m memory_core_bench.recall_coverage /path/to/locomo10 --embedder lexical --embedder minilm
+    python -m memory_core_bench.recall_coverage /path/to/locomo10 --embedder minilm --last-messages 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_core import Memory, MemoryConfig, SemanticRecall, connect, connect_vector
+from memory_core.cli.locomo import load_dir
+from memory_core.embedders import get_embedder
+from rich.console import Console
+from rich.table import Table
+
+from memory_core_bench.retrieval import coverage
+
+__all__ = ["main", "run_coverage"]
+
+
+async def run_coverage(
+    folder: Path,
+    embedder_name: str,
+    top_ks: Sequence[int],
+    ranges: Sequence[int],
+    vector_url: str,
+    last_messages: int = 0,
+) -> list[dict[str, Any]]:
+    """Load every conversation into ``memory://`` + ``vector_url`` through
+    ``Memory`` (so vectors are made exactly as in production), then score the
+    coverage of each (top_k, message_range), and with ``last_messages`` > 0
+    each also with ``exclude_recent``. Returns one row per setting."""
+    conversations = load_dir(folder)
+    storage = await connect("memory://")
+    vectors = await connect_vector(vector_url)
+    rows: list[dict[str, Any]] = []
+    async with Memory(storage, vectors, get_embedder(embedder_name)) as memory:
+        started = time.perf_counter()
+        for conversation in conversations:
+            for thread in conversation.threads:
+                await storage.save_thread(thread)
+            by_thread: dict[str, list[Any]] = {}
+            for message in conversation.messages:
+                by_thread.setdefault(message.thread_id, []).append(message)
+            for batch in by_thread.values():
+                await memory.save_messages(batch)
+        load_seconds = time.perf_counter() - started
+        settings = [
+            (top_k, message_range, exclude)
+            for top_k in top_ks
+            for message_range in ranges
+            for exclude in ((False, True) if last_messages else (False,))
+        ]
+        for top_k, message_range, exclude in settings:
+            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude)
+            config = MemoryConfig(last_messages=last_messages or False, semantic_recall=semantic)
+            returned: list[list[str]] = []
+            evidence: list[list[str]] = []
+            sizes: list[int] = []
+            started = time.perf_counter()
+            for conversation in conversations:
+                anchor = conversation.threads[-1].id
+                for question in conversation.questions:
+                    if not question.evidence:
+                        continue
+                    result = await memory.recall(
+                        anchor,
+                        conversation.resource_id,
+                        vector_search_string=question.question,
+                        thread_config=config,
+                    )
+                    returned.append([m.id for m in result.messages])
+                    evidence.append(list(question.evidence))
+                    sizes.append(len(result.messages))
+            elapsed = time.perf_counter() - started
+            rows.append(
+                {
+                    "embedder": embedder_name,
+                    "top_k": top_k,
+                    "message_range": message_range,
+                    "last_messages": last_messages,
+                    "exclude_recent": exclude,
+                    "questions": len(evidence),
+                    "coverage": coverage(returned, evidence),
+                    "mean_messages_returned": sum(sizes) / len(sizes),
+                    "recall_ms_mean": 1000 * elapsed / len(sizes),
+                    "load_seconds": load_seconds,
+                }
+            )
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``python -m memory_core_bench.recall_coverage LOCOMO_DIR``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("locomo", type=Path)
+    parser.add_argument("--embedder", action="append", default=None, help="lexical | minilm (repeat)")
+    parser.add_argument("--top-k", action="append", type=int, default=None)
+    parser.add_argument("--message-range", action="append", type=int, default=None)
+    parser.add_argument("--last-messages", type=int, default=0, help="history page size (0: none)")
+    parser.add_argument("--vector", default="qdrant::memory:")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for name in args.embedder or ["lexical"]:
+        rows += asyncio.run(
+            run_coverage(
+                args.locomo, name, args.top_k or [5, 10], args.message_range or [0, 2], args.vector, args.last_messages
+            )
+        )
+    table = Table(title="LoCoMo evidence coverage of whole recall results (resource scope)")
+    columns = ("embedder", "last", "top_k", "message_range", "exclude_recent", "coverage", "messages returned")
+    for column in (*columns, "recall ms"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            row["embedder"],
+            str(row["last_messages"]),
+            str(row["top_k"]),
+            str(row["message_range"]),
+            str(row["exclude_recent"]),
+            f"{row['coverage']:.3f}",
+            f"{row['mean_messages_returned']:.1f}",
+            f"{row['recall_ms_mean']:.2f}",
+        )
+    Console().print(table)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

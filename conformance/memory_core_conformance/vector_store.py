@@ -1,0 +1,389 @@
+"""``VectorStoreConformance``: the vector store on its own (rule VECTOR-STORE).
+
+What every :class:`memory_core.vector.BaseVectorStore` answers the same way,
+whatever its backend: the R-VEC layout (one collection per dimension behind
+the namespace prefix, UUIDv5 point ids), upserts that replace, counts of
+points and of distinct messages, deletes by message, thread and resource,
+filtered cosine search with one hit per message (its best chunk), namespace
+isolation, ``destroy``, validation before any write, and the life cycle.
+
+A vector adapter's test module subclasses :class:`VectorStoreConformance`
+and provides one fixture, ``vector_store_factory``: ``factory(**options) ->
+BaseVectorStore``, unopened, in a fresh namespace unless ``namespace=`` is
+given; the options are the base's (``namespace``, ``overfetch``,
+``batch_size``). Stores made by one factory share one location (directory,
+client or server), so a store built again with a namespace sees that
+namespace's collections. Every test destroys the stores it made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.vector import BaseVectorStore, VectorPoint
+
+__all__ = ["VectorStoreConformance", "VectorStoreFactory"]
+
+VectorStoreFactory = Callable[..., BaseVectorStore]
+"""``factory(**options) -> BaseVectorStore``: unopened, fresh namespace unless given."""
+
+DIM = 8
+
+Vector = npt.NDArray[np.float32]
+
+
+def unit(*values: float, dim: int = DIM) -> Vector:
+    """A unit vector whose first entries are ``values`` (rest zero)."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[: len(values)] = values
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def axis(index: int, dim: int = DIM) -> Vector:
+    """The unit vector along ``index``."""
+    vector = np.zeros(dim, dtype=np.float32)
+    vector[index] = 1.0
+    return vector
+
+
+def point(
+    message_id: str,
+    vector: Vector,
+    thread_id: str = "t1",
+    resource_id: str = "r1",
+    chunk: int = 0,
+    created_at_us: int = 1_735_689_600_000_000,
+) -> VectorPoint:
+    """A :class:`VectorPoint` with the suite's defaults (thread t1, resource r1)."""
+    return VectorPoint(message_id, chunk, vector, thread_id, resource_id, created_at_us)
+
+
+class VectorStoreConformance:
+    """The store-level vector suite. Fixture to override: ``vector_store_factory``."""
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.conformance, pytest.mark.anyio]
+
+    @pytest.fixture
+    def vector_store_factory(self) -> VectorStoreFactory:
+        """Override: ``factory(**options) -> BaseVectorStore`` (unopened, fresh namespace)."""
+        raise NotImplementedError(f"{type(self).__name__} must define the fixture vector_store_factory")
+
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        """Adapters run on asyncio."""
+        return "asyncio"
+
+    @pytest.fixture
+    async def store(self, vector_store_factory: VectorStoreFactory) -> AsyncIterator[BaseVectorStore]:
+        """An opened store in a fresh namespace, destroyed after the test."""
+        vectors = vector_store_factory()
+        await vectors.open()
+        try:
+            yield vectors
+        finally:
+            if not vectors.closed:
+                await vectors.destroy()
+
+    # ------------------------------------------------------------------ layout and ids
+
+    async def test_vector_store_collection_is_named_by_dimension_with_namespace_prefix(
+        self, store: BaseVectorStore
+    ) -> None:
+        await store.upsert([point("m1", axis(0)), point("m2", axis(1, dim=16))])
+        assert await store.dimensions() == [DIM, 16]
+        assert store.collection(DIM) == f"{store.namespace}_memory_messages_{DIM}"
+        assert await store.count() == 2
+
+    @pytest.mark.parametrize(
+        "message_id",
+        ["msg_01", "42", "ñandú-1", "a b", "🧵 plan", "x" * 256, "T-1", "t-1", "00000000-0000-0000-0000-000000000000"],
+    )
+    async def test_vector_store_any_message_id_round_trips(self, store: BaseVectorStore, message_id: str) -> None:
+        thread_id, resource_id = f"th {message_id}"[:256], f"res {message_id}"[:256]
+        await store.upsert([point(message_id, axis(0), thread_id=thread_id, resource_id=resource_id)])
+        hits = await store.search(axis(0), 3)
+        assert [(h.message_id, h.thread_id, h.resource_id) for h in hits] == [(message_id, thread_id, resource_id)]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert await store.count(thread_id=thread_id) == 1
+        assert await store.count(resource_id=resource_id) == 1
+        await store.delete_messages([message_id])
+        assert await store.count() == 0
+
+    async def test_vector_store_ids_are_compared_exactly(self, store: BaseVectorStore) -> None:
+        await store.upsert([point("T-1", axis(0)), point("t-1", axis(1)), point("t-1 ", axis(2))])
+        assert await store.count() == 3
+        await store.delete_messages(["t-1"])
+        assert sorted(h.message_id for h in await store.search(axis(0), 5)) == ["T-1", "t-1 "]
+
+    async def test_vector_store_reupsert_replaces_and_never_duplicates(self, store: BaseVectorStore) -> None:
+        await store.upsert([point("m1", axis(0)), point("m2", axis(1))])
+        await store.upsert([point("m1", axis(2)), point("m2", axis(1))])
+        assert await store.count() == 2
+        hits = await store.search(axis(2), 1)
+        assert [h.message_id for h in hits] == ["m1"]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+    async def test_vector_store_same_point_twice_in_one_call_keeps_the_last(self, store: BaseVectorStore) -> None:
+        await store.upsert([point("m1", axis(0)), point("m1", axis(3))])
+        assert await store.count() == 1
+        hits = await store.search(axis(3), 1)
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+    # ------------------------------------------------------------------ counts and deletes
+
+    async def test_vector_store_counts_by_thread_and_resource(self, store: BaseVectorStore) -> None:
+        await store.upsert(
+            [
+                point("a1", axis(0), "t1", "r1"),
+                point("a1", axis(1), "t1", "r1", chunk=1),
+                point("a2", axis(1), "t1", "r1"),
+                point("b1", axis(2), "t2", "r1"),
+                point("c1", axis(3), "t3", "r2"),
+            ]
+        )
+        assert await store.count_points() == 5
+        assert await store.count_points(thread_id="t1") == 3
+        assert await store.count_points(resource_id="r1") == 4
+        assert await store.count_points(thread_id="t3", resource_id="r1") == 0
+        assert await store.count_points(thread_id="t3", resource_id="r2") == 1
+        assert await store.count_points(thread_id="nope") == 0
+        # count: distinct messages (a1's two chunks count once)
+        assert await store.count() == 4
+        assert await store.count(thread_id="t1") == 2
+        assert await store.count(resource_id="r1") == 3
+        assert await store.count("r1", "t1") == 2
+        assert await store.count(thread_id="t3", resource_id="r1") == 0
+        assert await store.count(thread_id="nope") == 0
+
+    async def test_vector_store_delete_messages_removes_every_chunk_and_dimension(self, store: BaseVectorStore) -> None:
+        await store.upsert(
+            [point("m1", axis(0), chunk=c) for c in range(3)] + [point("m1", axis(0, dim=16)), point("m2", axis(1))]
+        )
+        assert await store.count_points() == 5
+        assert await store.count() == 2  # m1 in two dimensions is one message
+        await store.delete_messages(["m1", "unknown"])
+        assert await store.count() == 1
+        assert [h.message_id for h in await store.search(axis(0), 5)] == ["m2"]
+        assert await store.search(axis(0, dim=16), 5) == []
+        await store.delete_messages([])
+        assert await store.count() == 1
+
+    async def test_vector_store_delete_thread_removes_only_that_thread(self, store: BaseVectorStore) -> None:
+        await store.upsert(
+            [
+                point("a1", axis(0), "t1"),
+                point("a2", axis(1), "t1", chunk=1),
+                point("b1", axis(2), "t2"),
+                point("a3", axis(0, dim=16), "t1"),
+            ]
+        )
+        await store.delete_thread("t1")
+        assert await store.count() == 1
+        assert await store.count(thread_id="t2") == 1
+        await store.delete_thread("never-existed")
+        assert await store.count() == 1
+
+    async def test_vector_store_delete_resource_removes_only_that_resource(self, store: BaseVectorStore) -> None:
+        await store.upsert(
+            [
+                point("a1", axis(0), "t1", "r1"),
+                point("a1", axis(1), "t1", "r1", chunk=1),
+                point("a2", axis(0, dim=16), "t2", "r1"),
+                point("b1", axis(2), "t3", "r2"),
+            ]
+        )
+        await store.delete_resource("r1")
+        assert (await store.count(), await store.count_points()) == (1, 1)
+        assert await store.count(resource_id="r1") == 0
+        assert [h.message_id for h in await store.search(axis(0), 5)] == ["b1"]
+        await store.delete_resource("never-existed")
+        assert await store.count(resource_id="r2") == 1
+
+    # ------------------------------------------------------------------ search
+
+    async def test_vector_store_search_filters_by_thread_and_resource(self, store: BaseVectorStore) -> None:
+        # C16's layout with explicit vectors: axis 0 means "apples".
+        await store.upsert(
+            [
+                point("a1", unit(1.0, 0.1), "t1", "r1"),
+                point("a2", unit(0.1, 1.0), "t1", "r1"),
+                point("b1", unit(1.0, 0.3), "t2", "r1"),
+                point("b2", unit(0.0, 0.2, 1.0), "t2", "r1"),
+                point("c1", unit(1.0), "t3", "r2"),
+            ]
+        )
+        query = axis(0)
+        in_thread = await store.search(query, 4, thread_id="t1")
+        assert [h.message_id for h in in_thread] == ["a1", "a2"]
+        in_resource = await store.search(query, 4, resource_id="r1")
+        assert [h.message_id for h in in_resource] == ["a1", "b1", "a2", "b2"]
+        assert [h.message_id for h in await store.search(query, 4, resource_id="r2")] == ["c1"]
+        assert await store.search(query, 4, thread_id="t4") == []
+        assert await store.search(query, 4, thread_id="t3", resource_id="r1") == []
+        everywhere = await store.search(query, 2)
+        assert [h.message_id for h in everywhere] == ["c1", "a1"]
+        assert [h.score for h in in_resource] == sorted((h.score for h in in_resource), reverse=True)
+
+    async def test_vector_store_one_hit_per_message_with_its_best_chunk(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        store = vector_store_factory(overfetch=1)  # forces the widening loop
+        await store.open()
+        try:
+            # m-long has 40 chunks all closer to the query than any other message.
+            chunks = [point("m-long", unit(1.0, 0.01 * (c + 1)), chunk=c) for c in range(40)]
+            others = [point(f"m{i}", unit(1.0, 1.0 + i)) for i in range(5)]
+            await store.upsert(chunks + others)
+            hits = await store.search(axis(0), 3)
+            assert [h.message_id for h in hits] == ["m-long", "m0", "m1"]
+            assert hits[0].score == pytest.approx(float(unit(1.0, 0.01)[0]), abs=1e-5)
+            all_hits = await store.search(axis(0), 10)
+            assert [h.message_id for h in all_hits] == ["m-long", "m0", "m1", "m2", "m3", "m4"]
+        finally:
+            await store.destroy()
+
+    async def test_vector_store_top_k_zero_and_missing_collection(self, store: BaseVectorStore) -> None:
+        assert await store.search(axis(0), 5) == []  # no collection yet
+        await store.upsert([point("m1", axis(0))])
+        assert await store.search(axis(0), 0) == []
+        assert await store.search(axis(0, dim=32), 5) == []  # no collection of that dimension
+
+    # ------------------------------------------------------------------ namespaces and collections
+
+    async def test_vector_store_namespaces_isolate_stores(self, vector_store_factory: VectorStoreFactory) -> None:
+        first, second = vector_store_factory(), vector_store_factory()
+        async with first, second:
+            await first.upsert([point("m1", axis(0))])
+            await second.upsert([point("m1", axis(1)), point("m2", axis(2))])
+            assert await first.count() == 1
+            assert await second.count() == 2
+            await first.delete_thread("t1")
+            assert await second.count() == 2
+            assert [h.message_id for h in await first.search(axis(2), 5)] == []
+            await first.destroy()
+            assert await second.count() == 2
+            assert [h.message_id for h in await second.search(axis(2), 1)] == ["m2"]
+            await second.destroy()
+
+    async def test_vector_store_destroy_removes_the_collections(self, vector_store_factory: VectorStoreFactory) -> None:
+        store = vector_store_factory()
+        namespace = store.namespace
+        await store.open()
+        await store.upsert([point("m1", axis(0)), point("m2", axis(0, dim=16))])
+        await store.destroy()
+        with pytest.raises(AdapterClosedError):
+            await store.count()
+        # A store built again on the same namespace (and location) finds nothing.
+        again = vector_store_factory(namespace=namespace)
+        async with again:
+            assert await again.dimensions() == []
+            assert await again.count() == 0
+            await again.destroy()
+
+    async def test_vector_store_collection_creation_is_idempotent_and_concurrent(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        store = vector_store_factory()
+        async with store:
+            async with anyio.create_task_group() as group:
+                for i in range(8):
+                    group.start_soon(store.upsert, [point(f"m{i}", axis(i % DIM))])
+            assert await store.count() == 8
+            assert await store.dimensions() == [DIM]
+            await store.destroy()
+
+    async def test_vector_store_large_upsert_is_batched(self, vector_store_factory: VectorStoreFactory) -> None:
+        rng = np.random.default_rng(3)
+        store = vector_store_factory(batch_size=7)
+        async with store:
+            vectors = rng.standard_normal((50, DIM)).astype(np.float32)
+            await store.upsert([point(f"m{i}", vectors[i], thread_id=f"t{i % 3}") for i in range(50)])
+            assert await store.count() == 50
+            assert await store.count(thread_id="t0") == 17
+            await store.delete_messages([f"m{i}" for i in range(0, 50, 2)])
+            assert await store.count() == 25
+            await store.destroy()
+
+    # ------------------------------------------------------------------ validation
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            np.zeros(DIM, dtype=np.float32),
+            np.array([np.nan] + [0.0] * (DIM - 1), dtype=np.float32),
+            np.array([np.inf] + [0.0] * (DIM - 1), dtype=np.float32),
+            np.ones((2, DIM), dtype=np.float32),
+            np.array([], dtype=np.float32),
+        ],
+        ids=["zero", "nan", "inf", "2d", "empty"],
+    )
+    async def test_vector_store_bad_vectors_are_rejected_before_any_write(
+        self, store: BaseVectorStore, bad: Vector
+    ) -> None:
+        with pytest.raises(ValidationError):
+            await store.upsert([point("ok", axis(0)), point("bad", bad)])
+        assert await store.count() == 0
+        with pytest.raises(ValidationError):
+            await store.search(bad, 3)
+
+    @pytest.mark.parametrize(
+        "fields",
+        [{"message_id": ""}, {"thread_id": "  "}, {"resource_id": "a\x00b"}, {"chunk": -1}, {"created_at_us": 1.5}],
+    )
+    async def test_vector_store_bad_points_are_rejected(self, store: BaseVectorStore, fields: dict[str, Any]) -> None:
+        good: dict[str, Any] = {
+            "message_id": "m1",
+            "chunk": 0,
+            "vector": axis(0),
+            "thread_id": "t1",
+            "resource_id": "r1",
+            "created_at_us": 0,
+        }
+        with pytest.raises(ValidationError):
+            await store.upsert([VectorPoint(**{**good, **fields})])
+        assert await store.count() == 0
+
+    async def test_vector_store_bad_arguments_are_rejected(self, store: BaseVectorStore) -> None:
+        for top_k in (-1, True, 2.0):
+            with pytest.raises(ValidationError, match="top_k"):
+                await store.search(axis(0), top_k)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="thread_id"):
+            await store.search(axis(0), 1, thread_id="")
+        with pytest.raises(ValidationError, match="message_ids"):
+            await store.delete_messages("m1")
+        with pytest.raises(ValidationError):
+            await store.delete_thread("")
+        with pytest.raises(ValidationError):
+            await store.delete_resource("")
+        with pytest.raises(ValidationError):
+            await store.count(resource_id=5)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError):
+            await store.count_points(thread_id="\x00")
+
+    # ------------------------------------------------------------------ life cycle
+
+    async def test_lifecycle_vector_store(self, vector_store_factory: VectorStoreFactory) -> None:
+        store = vector_store_factory()
+        await store.open()
+        await store.open()
+        await store.upsert([point("m1", axis(0))])
+        await store.destroy()
+        await store.close()  # idempotent
+        assert store.closed
+        with pytest.raises(AdapterClosedError):
+            await store.upsert([point("m1", axis(0))])
+        with pytest.raises(AdapterClosedError):
+            await store.open()
+
+    async def test_lifecycle_vector_store_opens_lazily(self, vector_store_factory: VectorStoreFactory) -> None:
+        store = vector_store_factory()
+        await store.upsert([point("m1", axis(0))])
+        assert await store.count() == 1
+        await store.destroy()

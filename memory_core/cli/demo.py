@@ -1,0 +1,400 @@
+"""``memory-core demo``: load conversations, then show a real session of use.
+
+Registered as the ``demo`` command of the entry-point group ``memory_core.cli``.
+
+The demo is the project's main job: it loads LoCoMo-format conversations
+(the shipped sample, or ``--locomo DIR``) into the embedded default storage
+(a SQLite file) with vectors in the in-process Qdrant engine, then exercises
+the API a chat agent uses and prints each answer as a table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource as _rusage
+import shutil
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memory_core.cli.host import console, user_errors
+from memory_core.cli.locomo import Conversation, load_dir, load_sample
+from memory_core.errors import ValidationError
+from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
+from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
+from memory_core.registry import connect, connect_vector
+
+__all__ = [
+    "DEMO_APPLICATION_ID",
+    "VECTORS_MARKER",
+    "DemoReport",
+    "demo",
+    "is_demo_database",
+    "load_conversations",
+    "prepare_demo_files",
+    "print_banner",
+    "run_session",
+    "vectors_folder",
+]
+
+DEMO_APPLICATION_ID = int.from_bytes(b"MCDE", "big")
+"""SQLite ``PRAGMA application_id`` of every database the demo creates: the
+mark that lets a later run recognise (and replace) it."""
+
+VECTORS_MARKER = "memory-core-demo.marker"
+"""File the demo writes into each vectors folder it creates, for the same purpose."""
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def is_demo_database(path: Path) -> bool:
+    """Whether ``path`` is a SQLite file the demo created (its header carries
+    :data:`DEMO_APPLICATION_ID`); reads 72 bytes, writes nothing."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(72)
+    except (FileNotFoundError, IsADirectoryError):
+        return False
+    return header.startswith(_SQLITE_HEADER) and int.from_bytes(header[68:72], "big") == DEMO_APPLICATION_ID
+
+
+def vectors_folder(db: Path) -> Path:
+    """The demo's Qdrant folder beside the SQLite file ``db``: ``<stem>.vectors``."""
+    return db.with_suffix(".vectors")
+
+
+def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> None:
+    """Make the demo's files beside ``db`` ready: the SQLite file ``db`` itself
+    (when ``database``) and the Qdrant folder :func:`vectors_folder` (when
+    ``vectors``). Each must be missing or a previous demo's (recognised by its
+    mark); a previous demo's is removed unless ``keep``; a new one is created
+    with the mark. Everything is checked before anything is removed, so a
+    refusal leaves every file as it was.
+
+    Raises:
+        ValidationError: (field ``--db``) ``db`` is a folder or its parent is
+            not one; ``db``, its ``-wal``/``-shm``/``-journal`` file or the
+            vectors folder exists and is not the demo's; or SQLite cannot
+            create ``db``.
+    """
+    advice = "choose another --db path"
+    if db.is_dir():
+        raise ValidationError("--db", f"{str(db)!r} is a folder; give a file path such as memory-core-demo.db")
+    if db.parent.exists() and not db.parent.is_dir():
+        raise ValidationError("--db", f"{str(db.parent)!r} is not a folder; {advice}")
+    files = _database_files(db) if database else []
+    taken = [path for path in files if path.exists()]
+    if taken and not is_demo_database(db):
+        raise ValidationError("--db", f"{taken[0]} exists and was not made by memory-core demo; {advice}")
+    folder = vectors_folder(db) if vectors else None
+    if folder is not None and folder.exists() and not (folder / VECTORS_MARKER).is_file():
+        raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
+    if not keep:
+        for path in taken:
+            path.unlink()
+        if folder is not None and folder.exists():
+            shutil.rmtree(folder)
+    if database and not db.exists():
+        _create_database(db)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+
+
+def _database_files(db: Path) -> list[Path]:
+    return [db, *(Path(f"{db}{suffix}") for suffix in _SQLITE_SIDE_FILES)]
+
+
+def _create_database(db: Path) -> None:
+    """An empty SQLite file with the demo's mark (the adapter adds its schema)."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(db)
+        try:
+            connection.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")
+            connection.commit()
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        db.unlink(missing_ok=True)  # made just now, by this call
+        raise ValidationError("--db", f"cannot create {db}: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class DemoReport:
+    """What the load step did: counts and wall time in seconds."""
+
+    resources: int
+    threads: int
+    messages: int
+    seconds: float
+
+
+async def load_conversations(memory: Memory, conversations: Sequence[Conversation], console: Console) -> DemoReport:
+    """Save every thread and message (one batch per thread), with a progress bar."""
+    total = sum(len(c.messages) for c in conversations)
+    started = time.perf_counter()
+    threads = 0
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    ) as progress:
+        task = progress.add_task("[bold]loading[/]", total=total)
+        for conversation in conversations:
+            progress.update(task, description=f"[bold]loading[/] {conversation.resource_id}")
+            by_thread: dict[str, list[Message]] = {}
+            for message in conversation.messages:
+                by_thread.setdefault(message.thread_id, []).append(message)
+            for thread in conversation.threads:
+                await memory.storage.save_thread(thread)
+                threads += 1
+                batch = by_thread.get(thread.id, [])
+                if batch:
+                    await memory.save_messages(batch)
+                progress.advance(task, len(batch))
+        # The bar stays on screen: its last words say the load is over.
+        progress.update(task, description=f"[bold]loaded[/] {len(conversations)}/{len(conversations)} conversations")
+    return DemoReport(len(conversations), threads, total, time.perf_counter() - started)
+
+
+def print_banner(console: Console, storage_url: str, vector_url: str | None) -> None:
+    """The demo's title, then the storage and vector URLs in full: printed with
+    soft wrap, so a long path is wrapped by the terminal, never cut short."""
+    console.rule("[bold]memory-core demo[/]")
+    console.print(f"[bold]storage:[/] {escape(storage_url)}", soft_wrap=True)
+    vectors = escape(vector_url) if vector_url else "none (semantic recall off)"
+    console.print(f"[bold]vectors:[/] {vectors}", soft_wrap=True)
+
+
+def _messages_table(
+    title: str, messages: Sequence[Message], hits: Sequence[str] = (), starred: frozenset[str] = frozenset()
+) -> Table:
+    """Messages as rows. With ``hits`` (message ids, best first) a ``hit``
+    column shows each found message's rank and its row is bold; ``starred``
+    ids get a ★ before the id."""
+    rank = {message_id: number for number, message_id in enumerate(hits, 1)}
+    table = Table(title=title, title_justify="left", show_lines=False)
+    if rank:
+        table.add_column("hit", no_wrap=True, justify="right")
+    table.add_column("created_at (UTC)", no_wrap=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("speaker", no_wrap=True)
+    table.add_column("text")
+    for message in messages:
+        assert message.created_at is not None
+        star = "[bold yellow]★ [/]" if message.id in starred else ""
+        text = message.content if isinstance(message.content, str) else str(message.content)
+        cells = [
+            message.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+            star + escape(message.id),
+            escape(str(message.metadata.get("speaker", message.role))),
+            escape(text if len(text) <= 110 else text[:107] + "..."),
+        ]
+        if rank:
+            cells.insert(0, f"#{rank[message.id]}" if message.id in rank else "")
+        table.add_row(*cells, style="bold" if message.id in rank else None)
+    return table
+
+
+def _threads_table(title: str, threads: Sequence[Thread]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "title", "created_at", "updated_at"):
+        table.add_column(column, no_wrap=True)
+    for thread in threads:
+        assert thread.created_at is not None and thread.updated_at is not None
+        table.add_row(
+            thread.id, thread.title, f"{thread.created_at:%Y-%m-%d %H:%M}", f"{thread.updated_at:%Y-%m-%d %H:%M:%S}"
+        )
+    return table
+
+
+async def run_session(memory: Memory, conversation: Conversation, console: Console) -> dict[str, Any]:
+    """Show one session of use on ``conversation``; returns key figures."""
+    resource = conversation.resource_id
+    speaker_b = conversation.speakers[1]
+    facts: dict[str, Any] = {}
+
+    page = await memory.list_threads(ThreadFilter(resource_id=resource), page=0, per_page=5)
+    console.print(
+        _threads_table(
+            f"1. list_threads(resource={resource!r}, per_page=5): page {page.page}, "
+            f"total {page.total}, has_more {page.has_more}",
+            page.items,
+        )
+    )
+    facts["threads_total"] = page.total
+
+    longest = max(conversation.threads, key=lambda t: sum(1 for m in conversation.messages if m.thread_id == t.id))
+    latest = conversation.threads[-1]
+    recent = await memory.recall(latest.id, resource_id=resource, per_page=6)
+    console.print(
+        _messages_table(
+            f"2. recall({latest.id!r}, per_page=6): newest 6 of {recent.total}, oldest first, "
+            f"has_more {recent.has_more}",
+            recent.messages,
+        )
+    )
+
+    assert latest.created_at is not None
+    window = DateRange(start=latest.created_at + timedelta(seconds=2), end=latest.created_at + timedelta(seconds=5))
+    dated = await memory.recall(
+        latest.id,
+        resource_id=resource,
+        per_page=10,
+        filter=MessageFilter(date_range=window),
+        order_by=OrderBy("created_at", "ASC"),
+    )
+    console.print(
+        _messages_table(
+            f"3. date-range recall: created_at in [{window.start:%H:%M:%S}, {window.end:%H:%M:%S}] "
+            f"-> total {dated.total}",
+            dated.messages,
+        )
+    )
+
+    spoken = await memory.recall(
+        longest.id, resource_id=resource, per_page=4, filter=MessageFilter(metadata={"speaker": speaker_b})
+    )
+    console.print(
+        _messages_table(
+            f"4. metadata filter {{speaker: {speaker_b!r}}} in {longest.id!r}: newest 4 of {spoken.total}",
+            spoken.messages,
+        )
+    )
+    facts["speaker_total"] = spoken.total
+
+    in_longest = [m for m in conversation.messages if m.thread_id == longest.id]
+    target = in_longest[len(in_longest) // 2]
+    around = await memory.list_messages(
+        longest.id, resource_id=resource, per_page=0, include=[Include(target.id, with_previous=2, with_next=2)]
+    )
+    console.print(
+        _messages_table(
+            f"5. include window: 2 before and 2 after {target.id!r} (the hit, in bold)", around.items, [target.id]
+        )
+    )
+
+    walked: list[str] = []
+    pages = 0
+    cursor: str | None = None
+    while True:
+        step = await memory.list_messages(longest.id, resource_id=resource, per_page=10, cursor=cursor)
+        pages += 1
+        walked.extend(m.id for m in step.items)
+        cursor = step.next_cursor
+        if cursor is None:
+            break
+    console.print(
+        f"[bold]6. cursor walk[/] through {longest.id!r}: {pages} pages of 10, {len(walked)} messages, "
+        f"{len(set(walked))} distinct, first {walked[0]!r}, last {walked[-1]!r}"
+    )
+    facts["walked"] = len(walked)
+
+    note = f"# {conversation.speakers[0]}\n- talks with {speaker_b}\n- threads so far: {page.total}"
+    await memory.update_working_memory(latest.id, note, resource_id=resource)
+    stored = await memory.get_working_memory(latest.id, resource_id=resource)
+    console.print(f"[bold]7. working memory[/] (resource scope) after update_working_memory:\n{stored}")
+    facts["working_memory"] = stored
+
+    question = next((q for q in conversation.questions if q.evidence), None)
+    if question is not None and memory.vector is not None:
+        found = await memory.recall(
+            latest.id,
+            resource_id=resource,
+            vector_search_string=question.question,
+            per_page=0,
+            thread_config={"semantic_recall": {"top_k": 5, "message_range": 1, "scope": "resource"}},
+        )
+        evidence = frozenset(question.evidence)
+        hit = sorted(evidence & set(found.semantic_hits))
+        console.print(
+            _messages_table(
+                f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message "
+                f"(hit = rank, in bold), ★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
+                found.messages,
+                found.semantic_hits,
+                evidence,
+            )
+        )
+        facts["evidence_found"] = len(hit)
+    return facts
+
+
+WM_TEMPLATE = "# User\n- name:\n- interests:\n"
+
+
+def _peak_rss_mib() -> float:
+    # ru_maxrss is KiB on Linux.
+    return _rusage.getrusage(_rusage.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def demo(
+    db: Annotated[Path, typer.Option(help="SQLite file for the embedded default storage.")] = Path(
+        "memory-core-demo.db"
+    ),
+    locomo: Annotated[
+        Path | None, typer.Option(help="Folder of LoCoMo *.json conversations (default: the shipped sample).")
+    ] = None,
+    storage: Annotated[str | None, typer.Option(help="Storage URL instead of --db (e.g. redis://...).")] = None,
+    vector: Annotated[
+        str | None, typer.Option(help="Vector URL (default: the in-process Qdrant engine next to --db); 'none' = off.")
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="lexical | minilm | minilm-torch")] = "lexical",
+    keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
+) -> None:
+    """Load conversations into the embedded default and show a session of use."""
+    with user_errors():
+        conversations = load_dir(locomo) if locomo is not None else load_sample()
+        if storage is None or vector is None:
+            # Never replaces a file the demo did not make (see prepare_demo_files).
+            prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
+        if storage is None:
+            storage = f"sqlite:///{db}"
+        if vector is None:
+            vector = f"qdrant+path:///{vectors_folder(db).resolve()}"
+        asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
+
+
+async def _demo(
+    storage_url: str, vector_url: str | None, embedder_name: str, conversations: list[Conversation]
+) -> None:
+    started = time.perf_counter()
+    embedder = None
+    if vector_url:
+        from memory_core.embedders import get_embedder
+
+        # Built before any store is opened, so a bad name leaves nothing open.
+        embedder = get_embedder(embedder_name)
+    store = await connect(storage_url)
+    vectors = await connect_vector(vector_url) if vector_url else None
+    config = MemoryConfig(
+        last_messages=10,
+        # Semantic recall needs a vector store (Memory refuses it otherwise).
+        semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource") if vectors else False,
+        working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
+    )
+    async with Memory(store, vectors, embedder, config) as memory:
+        print_banner(console, storage_url, vector_url)
+        report = await load_conversations(memory, conversations, console)
+        rate = report.messages / report.seconds if report.seconds else float("inf")
+        console.print(
+            f"loaded {report.resources} resources, {report.threads} threads, {report.messages} messages "
+            f"in {report.seconds:.2f} s ({rate:,.0f} messages/s)"
+        )
+        await run_session(memory, conversations[0], console)
+    console.rule(f"done in {time.perf_counter() - started:.2f} s wall, peak RSS {_peak_rss_mib():.0f} MiB")

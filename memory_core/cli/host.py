@@ -1,0 +1,129 @@
+"""The ``memory-core`` command host: a typer app whose subcommands come from
+the entry-point group ``memory_core.cli``.
+
+Each distribution registers its own commands (``demo`` here, ``check`` in
+memory-core-conformance, ``bench`` in memory-core-bench), so the core imports
+none of them. An entry point names a plain function; its signature (typer
+``Annotated`` options) is the command line and its docstring the help. A
+command whose distribution is missing, or whose module fails to import, still
+answers: one red line that names the package to install, exit 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from memory_core.errors import MemoryCoreError
+
+__all__ = ["COMMAND_GROUP", "PROVIDERS", "USER_ERROR", "build_app", "console", "main", "user_errors"]
+
+COMMAND_GROUP = "memory_core.cli"
+"""Entry-point group of ``memory-core`` subcommands: ``name = "module:function"``."""
+
+USER_ERROR = 2
+"""Exit code for a mistake in the command line (bad URL, scheme, path, option
+value, missing package): one red line, no traceback."""
+
+PROVIDERS: dict[str, tuple[str, str]] = {
+    "check": ("memory-core-conformance", "./conformance"),
+    "bench": ("memory-core-bench", "./benchmarks"),
+}
+"""Commands other distributions of this project provide: name -> (distribution,
+folder in a checkout). Only used to say what to install when one is missing."""
+
+console = Console()
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Report what the user's input caused (a memory-core error such as a bad
+    URL, scheme or option; a missing file or folder; a missing optional
+    package) as one red line and exit with :data:`USER_ERROR`."""
+    try:
+        yield
+    except (MemoryCoreError, OSError, ImportError) as exc:
+        fail(str(exc))
+
+
+def fail(message: str) -> None:
+    """Print ``error: <message>`` as one red line and exit with :data:`USER_ERROR`.
+
+    Raises:
+        typer.Exit: always.
+    """
+    console.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    raise typer.Exit(USER_ERROR) from None
+
+
+def _install_hint(name: str, distribution: str | None) -> str:
+    dist, folder = PROVIDERS.get(name, (distribution or "the package that provides it", ""))
+    if folder:  # ours: not on PyPI, installed from a clone
+        return f"pip install -e {folder} ({dist}, from a clone of memory-core; it is not on PyPI)"
+    return f"pip install {dist}"
+
+
+def _unavailable(reason: str) -> Callable[..., None]:
+    """A stand-in command that fails with ``reason``."""
+
+    def command(ctx: typer.Context) -> None:
+        fail(reason)
+
+    command.__doc__ = f"(unavailable: {reason})"
+    return command
+
+
+def _load(entry: EntryPoint) -> tuple[Callable[..., Any], bool]:
+    """The command function of ``entry``, or a stand-in (second item True)
+    when its module cannot be imported."""
+    distribution = entry.dist.name if entry.dist is not None else None
+    try:
+        loaded: Callable[..., Any] = entry.load()
+    except ImportError as exc:
+        missing = (exc.name or "a dependency").split(".")[0]
+        owner = distribution or PROVIDERS.get(entry.name, ("its package", ""))[0]
+        if missing == entry.value.split(".")[0].split(":")[0]:
+            reason = f"the {owner} package is not installed"
+        else:
+            reason = f"{owner} needs {missing}, which is not installed"
+        return _unavailable(f"{reason}; install it with: {_install_hint(entry.name, distribution)}"), True
+    return loaded, False
+
+
+def build_app(commands: Iterable[EntryPoint] | None = None) -> typer.Typer:
+    """A ``memory-core`` app holding ``commands`` (default: every entry point
+    of :data:`COMMAND_GROUP`) plus, for each :data:`PROVIDERS` command not
+    among them, a stand-in that names the distribution to install.
+
+    Args:
+        commands: entry points to register (tests pass a chosen set).
+
+    Returns:
+        A fresh ``typer.Typer``; loading it imports each command's module
+        (which should import its heavy dependencies only when run).
+    """
+    app = typer.Typer(help="memory-core: async storage for agent conversation memory.", no_args_is_help=True)
+    # A callback keeps typer in group mode even with a single command.
+    app.callback()(lambda: None)
+    found = {entry.name: entry for entry in (entry_points(group=COMMAND_GROUP) if commands is None else commands)}
+    extra = {"allow_extra_args": True, "ignore_unknown_options": True}
+    for name in sorted(found.keys() | PROVIDERS.keys()):
+        if name in found:
+            function, stand_in = _load(found[name])
+        else:
+            reason = f"the {name} command comes with {PROVIDERS[name][0]}, which is not installed"
+            function, stand_in = _unavailable(f"{reason}; install it with: {_install_hint(name, None)}"), True
+        # A stand-in accepts any arguments, so the user sees why, not a usage error.
+        app.command(name=name, context_settings=extra if stand_in else None)(function)
+    return app
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    """Entry point of the ``memory-core`` script and ``python -m memory_core``."""
+    build_app()()

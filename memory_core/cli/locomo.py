@@ -1,0 +1,183 @@
+"""Load LoCoMo-format conversations into memory-core records.
+
+The LoCoMo benchmark ("Evaluating Very Long-Term Conversational Memory of LLM
+Agents", ACL 2024) stores one two-person conversation per JSON file; its
+data set's README gives the mapping used here:
+
+- one conversation = one resource (``locomo-<file stem>``);
+- one session K = one thread (``<resource>:s<K>``), created at the session's
+  date-time (read as UTC);
+- turn n of a session = one message (id ``<resource>:<dia_id>``), created at
+  the session time + n seconds, role ``user`` for ``speaker_a`` and
+  ``assistant`` for ``speaker_b``, metadata ``{speaker, dia_id, session}``;
+- a question's ``evidence`` names the message ids recall should find.
+
+The project's own sample conversation (``memory_core/cli/data/sample.json``) uses
+the same format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from memory_core.errors import ValidationError
+from memory_core.models import Message, Thread
+
+__all__ = ["Conversation", "Question", "load_conversation", "load_dir", "load_sample", "parse_session_time"]
+
+_SESSION = re.compile(r"session_(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """A LoCoMo question; ``evidence`` holds message ids (may be empty)."""
+
+    question: str
+    answer: str
+    evidence: tuple[str, ...]
+    category: int
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation mapped onto memory-core records."""
+
+    resource_id: str
+    speakers: tuple[str, str]
+    threads: list[Thread]
+    messages: list[Message]
+    questions: list[Question]
+
+
+def parse_session_time(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` -> aware UTC datetime (LoCoMo has no zone).
+
+    Raises:
+        ValueError: ``text`` is not in that form.
+    """
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+_JSON_NAMES = {str: "string", list: "array", dict: "object", int: "integer"}
+
+
+def _get(container: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    """``container[key]`` when it is a ``kind``; else a ValidationError whose
+    field is ``where`` (file and key path)."""
+    value = container.get(key)
+    if not isinstance(value, kind):
+        got = type(value).__name__ if key in container else "nothing"
+        raise ValidationError(where, f"must be a JSON {_JSON_NAMES[kind]}, got {got}")
+    return value
+
+
+def load_conversation(data: Any, name: str, source: str | None = None) -> Conversation:
+    """Map one parsed LoCoMo JSON object (named ``name``) onto records.
+
+    Args:
+        data: the parsed JSON of one conversation file.
+        name: the conversation's name (the resource id is ``locomo-<name>``).
+        source: where ``data`` came from, for error fields (default ``name``).
+
+    Raises:
+        ValidationError: ``data`` is not a LoCoMo conversation: not an object,
+            a missing or mistyped key (``speaker_a``, ``session_<N>``, a turn's
+            ``speaker``/``dia_id``/``text``, a question), an unparseable
+            ``session_<N>_date_time``, or no session with a message. The field
+            names the source and the key, e.g. ``"26.json: session_3[4].text"``.
+    """
+    source = source or name
+    if not isinstance(data, dict):
+        raise ValidationError(source, f"must be a JSON object (one LoCoMo conversation), got {type(data).__name__}")
+    resource_id = f"locomo-{name}"
+    speaker_a = _get(data, "speaker_a", str, f"{source}: speaker_a")
+    speaker_b = _get(data, "speaker_b", str, f"{source}: speaker_b")
+    sessions = sorted(int(m.group(1)) for key in data if (m := _SESSION.fullmatch(key)))
+    threads: list[Thread] = []
+    messages: list[Message] = []
+    for number in sessions:
+        key = f"session_{number}"
+        turns = _get(data, key, list, f"{source}: {key}")
+        when = _get(data, f"{key}_date_time", str, f"{source}: {key}_date_time")
+        try:
+            started = parse_session_time(when)
+        except ValueError:
+            raise ValidationError(
+                f"{source}: {key}_date_time", f"must look like '1:56 pm on 8 May, 2023', got {when!r}"
+            ) from None
+        thread_id = f"{resource_id}:s{number}"
+        threads.append(Thread(thread_id, resource_id, f"Session {number}", {"session": number}, started, started))
+        for index, turn in enumerate(turns):
+            where = f"{source}: {key}[{index}]"
+            if not isinstance(turn, dict):
+                raise ValidationError(where, f"must be a JSON object, got {type(turn).__name__}")
+            speaker = _get(turn, "speaker", str, f"{where}.speaker")
+            dia_id = _get(turn, "dia_id", str, f"{where}.dia_id")
+            messages.append(
+                Message(
+                    id=f"{resource_id}:{dia_id}",
+                    thread_id=thread_id,
+                    role="user" if speaker == speaker_a else "assistant",
+                    content=_get(turn, "text", str, f"{where}.text"),
+                    resource_id=resource_id,
+                    metadata={"speaker": speaker, "dia_id": dia_id, "session": number},
+                    created_at=started + timedelta(seconds=index),
+                )
+            )
+    if not messages:
+        raise ValidationError(source, "holds no session_<N> list with a message")
+    qa = _get(data, "qa", list, f"{source}: qa") if "qa" in data else []
+    questions = [_question(q, f"{source}: qa[{index}]", resource_id) for index, q in enumerate(qa)]
+    return Conversation(resource_id, (speaker_a, speaker_b), threads, messages, questions)
+
+
+def _question(q: Any, where: str, resource_id: str) -> Question:
+    """One ``qa`` entry (at ``where``) as a :class:`Question`."""
+    if not isinstance(q, dict):
+        raise ValidationError(where, f"must be a JSON object, got {type(q).__name__}")
+    evidence = _get(q, "evidence", list, f"{where}.evidence") if "evidence" in q else []
+    return Question(
+        _get(q, "question", str, f"{where}.question"),
+        str(q.get("answer", q.get("adversarial_answer", ""))),
+        tuple(f"{resource_id}:{e}" for e in evidence if isinstance(e, str)),
+        _get(q, "category", int, f"{where}.category") if "category" in q else 0,
+    )
+
+
+def load_dir(path: str | Path) -> list[Conversation]:
+    """Every ``*.json`` conversation in ``path``, by file name.
+
+    Raises:
+        FileNotFoundError: ``path`` is not a folder or holds no JSON file.
+        ValidationError: a file is not UTF-8 JSON or not a LoCoMo
+            conversation (see :func:`load_conversation`); the field names it.
+    """
+    folder = Path(path)
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"no LoCoMo *.json files in {folder}")
+    return [load_conversation(_read_json(f), f.stem, str(f)) for f in files]
+
+
+def _read_json(path: Path) -> Any:
+    """The parsed JSON in ``path``; ValidationError (field: the path) when it
+    is not UTF-8 JSON."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValidationError(str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        reason = f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        raise ValidationError(str(path), reason) from None
+
+
+def load_sample() -> list[Conversation]:
+    """The small sample conversation shipped with memory-core."""
+    text = resources.files("memory_core.cli").joinpath("data/sample.json").read_text(encoding="utf-8")
+    return [load_conversation(json.loads(text), "sample")]

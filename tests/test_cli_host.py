@@ -1,0 +1,70 @@
+"""One ``memory-core`` command, extended by entry points: ``demo`` comes from
+the core, ``check`` from memory-core-conformance, ``bench`` from
+memory-core-bench, each found through the group ``memory_core.cli``; a
+missing one names the distribution to install."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_core.cli import build_app
+from memory_core.cli.host import COMMAND_GROUP
+
+OWNERS = {"demo": "memory-core", "check": "memory-core-conformance", "bench": "memory-core-bench"}
+
+
+def test_each_command_is_registered_by_its_own_distribution() -> None:
+    found = {ep.name: ep for ep in entry_points(group=COMMAND_GROUP)}
+    for name, distribution in OWNERS.items():
+        assert name in found, f"{distribution} does not register {name!r}"
+        dist = found[name].dist
+        assert dist is not None and dist.name == distribution
+
+
+def test_the_installed_script_lists_every_command() -> None:
+    script = Path(sys.executable).with_name("memory-core")
+    for command in ([str(script), "--help"], [sys.executable, "-m", "memory_core", "--help"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, env={"COLUMNS": "200"})
+        assert done.returncode == 0, done.stderr
+        for name in OWNERS:
+            assert f"│ {name} " in done.stdout, done.stdout
+
+
+def test_demo_runs_through_the_entry_point(tmp_path: Path) -> None:
+    result = CliRunner().invoke(build_app(), ["demo", "--db", str(tmp_path / "d.db"), "--vector", "none"])
+    assert result.exit_code == 0, result.output
+    assert "loaded 1 resources, 3 threads, 36 messages" in result.output
+
+
+def test_check_runs_through_the_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMORY_CORE_HYPOTHESIS_PROFILE", "quick")
+    # Only the two cheapest rule tests: the whole suite runs in the conformance tests.
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k test_c07_bad_page_bounds_rejected_alike")
+    result = CliRunner().invoke(build_app(), ["check", "memory://"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "C07" in result.output and "CONFORMANT" in result.output and "NOT CONFORMANT" not in result.output
+
+
+def test_bench_runs_through_the_entry_point(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["bench", "--storage", "memory://", "--vector", "none", "--sizes", "200", "--workloads", "recall_newest"]
+    args += ["--duration", "0", "--min-ops", "2", "--max-ops", "2", "--no-raw", "--no-peers", "--no-plots"]
+    result = CliRunner().invoke(build_app(), [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "results.json").is_file() and "recall_newest" in (out / "results.md").read_text()
+
+
+@pytest.mark.parametrize(("name", "folder"), [("check", "./conformance"), ("bench", "./benchmarks")])
+def test_a_missing_command_names_the_distribution_to_install(name: str, folder: str) -> None:
+    others = [ep for ep in entry_points(group=COMMAND_GROUP) if ep.name != name]
+    result = CliRunner().invoke(build_app(others), [name, "anything", "--option"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert f"the {name} command comes with {OWNERS[name]}, which is not installed" in result.output
+    assert f"pip install -e {folder}" in result.output

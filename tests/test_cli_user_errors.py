@@ -1,0 +1,93 @@
+"""The command line and the demo for a fresh user: mistakes are one red line
+and exit code 2, and the demo's output shows long paths whole and marks the
+messages recall found."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from memory_core import (
+    Memory,
+    MemoryConfig,
+    WorkingMemory,
+    connect,
+)
+from memory_core.cli import app, build_app
+from memory_core.cli.demo import print_banner, run_session
+from memory_core.cli.locomo import load_sample
+
+pytestmark = pytest.mark.anyio
+
+HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["demo", "--storage", "bogus://x", "--vector", "none"], "unknown storage scheme 'bogus'"),
+        (["demo", "--storage", "memory://", "--vector", "nope://x"], "unknown vector store scheme 'nope'"),
+        (["demo", "--locomo", "/nonexistent/locomo"], "no LoCoMo *.json files"),
+        (["demo", "--embedder", "bogus"], "unknown embedder 'bogus'"),
+        (["demo", "--storage", "sqlite:///x.db?timeout=soon", "--vector", "none"], "must be a number of seconds"),
+        (["demo", "--db", "{tmp}/file.txt/x.db", "--vector", "none"], "file.txt' is not a folder"),
+    ],
+)
+def test_cli_user_errors_are_one_red_line_and_exit_2(args: list[str], says: str, tmp_path: Path) -> None:
+    (tmp_path / "file.txt").write_text("a file, not a folder")
+    result = CliRunner().invoke(app, [arg.replace("{tmp}", str(tmp_path)) for arg in args])
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert "Traceback" not in result.output
+
+
+def test_cli_check_without_the_conformance_package_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both entries: an earlier test may have imported the check module, and
+    # a cached submodule would be found behind a hidden parent.
+    monkeypatch.setitem(sys.modules, "memory_core_conformance", None)
+    monkeypatch.setitem(sys.modules, "memory_core_conformance.check", None)
+    monkeypatch.setitem(sys.modules, "memory_core_conformance.cli", None)
+    # A fresh app: its `check` entry point now fails to load.
+    result = CliRunner().invoke(build_app(), ["check", "memory://"])
+    assert result.exit_code == 2
+    assert "memory-core-conformance package is not installed" in result.output
+    assert "pip install -e ./conformance" in result.output
+
+
+def test_demo_banner_prints_long_paths_whole() -> None:
+    out = io.StringIO()
+    vector = "qdrant+path:///" + "/".join(["a-rather-long-folder-name"] * 6) + "/memory-core-demo.vectors"
+    print_banner(Console(file=out, width=40), "sqlite:///memory-core-demo.db", vector)
+    assert vector in out.getvalue()
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+async def test_demo_marks_the_found_messages() -> None:
+    from memory_core import connect_vector
+
+    conversation = load_sample()[0]
+    out = io.StringIO()
+    console = Console(file=out, width=250)
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True))
+    async with Memory(await connect("memory://"), await connect_vector("qdrant::memory:"), config=config) as memory:
+        for thread in conversation.threads:
+            await memory.storage.save_thread(thread)
+        await memory.save_messages(list(conversation.messages))
+        await run_session(memory, conversation, console)
+    lines = out.getvalue().splitlines()
+    include_step = next(i for i, line in enumerate(lines) if line.startswith("5. include window"))
+    recall_step = next(i for i, line in enumerate(lines) if line.startswith("8. semantic recall"))
+    rank = re.compile(r"^│\s+#(\d+) │")
+    target_rows = [line for line in lines[include_step:recall_step] if rank.match(line)]
+    assert len(target_rows) == 1 and "'locomo-sample:" in lines[include_step]
+    assert target_rows[0].split("│")[3].strip() == lines[include_step].split("'")[1]
+    hit_ranks = sorted(int(m.group(1)) for line in lines[recall_step:] if (m := rank.match(line)))
+    assert hit_ranks == [1, 2, 3, 4, 5]

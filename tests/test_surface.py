@@ -1,0 +1,224 @@
+"""The app developer's surface of ``Memory`` (issue 12): generated ids,
+append-style saves, explicit thread creation, working memory by resource
+with versions, erasure with vectors, chat formats, and inputs refused before
+any I/O. Storage-level rules (R-LAST, R-ERASE, R-WM) live in the conformance
+suite; these tests cover what the facade composes, on every embedded store."""
+
+from __future__ import annotations
+
+import importlib.util
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_core import (
+    ConflictError,
+    ManualClock,
+    Memory,
+    MemoryConfig,
+    Message,
+    OwnershipError,
+    ResourceErasure,
+    ValidationError,
+    WorkingMemory,
+    connect,
+    connect_vector,
+    new_message_id,
+)
+from memory_core.chat import from_openai_chat, from_responses_items, to_openai_chat, to_responses_items
+from memory_core.registry import register_vector
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+URLS = ["memory://"] + (["sqlite"] if importlib.util.find_spec("memory_core_sqlite") else [])
+WM = MemoryConfig(working_memory=WorkingMemory(enabled=True, template="# empty"))
+
+
+@pytest.fixture(params=URLS)
+async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Memory]:
+    url = f"sqlite:///{tmp_path / 'memory.db'}" if request.param == "sqlite" else request.param
+    storage = await connect(url, clock=ManualClock(T0))
+    async with Memory(storage, config=WM) as memory:
+        yield memory
+
+
+async def test_generated_message_ids_are_time_ordered_uuid7() -> None:
+    ids = [new_message_id() for _ in range(50)]
+    assert ids == sorted(ids) and len(set(ids)) == 50
+    assert all(uuid.UUID(i).version == 7 for i in ids)
+
+
+async def test_append_messages_generates_ids_and_keeps_order(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    saved = await memory.append_messages("t1", [("user", "hi"), {"role": "assistant", "content": "hello"}])
+    assert [m.content for m in saved] == ["hi", "hello"]
+    assert all(uuid.UUID(m.id).version == 7 for m in saved)
+    again = await memory.append_messages("t1", [("user", "hi")])  # the snippet run twice: a new message
+    page = await memory.list_messages("t1")
+    assert [m.id for m in page.items] == [*(m.id for m in saved), again[0].id]
+    with pytest.raises(OwnershipError):
+        await memory.append_messages("t1", [("user", "x")], resource_id="u2")
+    for bad in ([("user",)], [{"role": "user", "content": "x", "colour": 1}], "hi", [("developer", "x")]):
+        with pytest.raises(ValidationError):
+            await memory.append_messages("t1", bad)  # type: ignore[arg-type]
+    assert (await memory.list_messages("t1")).total == 3
+
+
+async def test_save_messages_fills_missing_ids_and_skips_system(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    saved = await memory.save_messages(
+        [
+            {"thread_id": "t1", "role": "system", "content": "You are terse."},
+            {"thread_id": "t1", "role": "user", "content": "hi"},
+            {"id": None, "thread_id": "t1", "role": "assistant", "content": "yo"},
+        ]
+    )
+    assert [m.role for m in saved] == ["user", "assistant"]
+    assert [m.role for m in (await memory.list_messages("t1")).items] == ["user", "assistant"]
+    assert await memory.save_messages([Message("s", "t1", "system", "only system")]) == []
+    # the storage itself still keeps system messages when asked
+    await memory.storage.save_messages([Message("s", "t1", "system", "kept")])
+    assert (await memory.list_messages("t1")).total == 3
+
+
+async def test_create_thread_is_explicit_and_get_or_create_reuses(memory: Memory) -> None:
+    first = await memory.create_thread("u1", thread_id="t1", title="trip", metadata={"a": 1})
+    with pytest.raises(ConflictError):
+        await memory.create_thread("u1", thread_id="t1", title="other")
+    assert await memory.get_thread("t1") == first
+    thread, created = await memory.get_or_create_thread("u1", "t1", title="ignored")
+    assert (thread, created) == (first, False)
+    fresh, created = await memory.get_or_create_thread("u1", "t2", title="new")
+    assert created and fresh.title == "new"
+    with pytest.raises(OwnershipError, match="another resource"):
+        await memory.get_or_create_thread("u2", "t1")
+    replaced = await memory.create_thread("u1", thread_id="t1", title="reset", replace=True)
+    assert replaced.title == "reset" and replaced.metadata == {}
+
+
+async def test_clone_title_defaults_to_clone_of(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1", title="trip")
+    clone, _ = await memory.clone_thread("t1")
+    named, _ = await memory.clone_thread("t1", title="mine")
+    assert (clone.title, named.title) == ("Clone of trip", "mine")
+
+
+async def test_working_memory_by_resource_with_stored_flag_and_versions(memory: Memory) -> None:
+    state = await memory.read_working_memory(resource_id="u1")  # no thread needed
+    assert (state.text, state.stored, state.version) == ("# empty", False, None)
+    await memory.update_working_memory(None, "# empty", resource_id="u1")  # the template's text, stored
+    state = await memory.read_working_memory(resource_id="u1")
+    assert state.stored and state.text == "# empty" and state.version is not None
+    await memory.update_working_memory(None, "v2", "u1", if_version=state.version)
+    with pytest.raises(ConflictError):  # that version is gone
+        await memory.update_working_memory(None, "v3", "u1", if_version=state.version)
+    with pytest.raises(ConflictError):  # something is stored
+        await memory.update_working_memory(None, "v3", "u1", if_version=None)
+    assert await memory.get_working_memory(resource_id="u1") == "v2"
+    await memory.create_thread("u1", thread_id="t1")
+    assert await memory.get_working_memory("t1") == "v2"  # through the thread, as before
+    assert await memory.append_working_memory("t1", "likes tea") == "v2\nlikes tea"
+    with pytest.raises(ValidationError):
+        await memory.read_working_memory()
+    with pytest.raises(ValidationError):
+        await memory.read_working_memory(resource_id="u1", thread_config={"working_memory": {"scope": "thread"}})
+
+
+async def test_append_refused_with_a_schema(memory: Memory) -> None:
+    config = {"working_memory": {"enabled": True, "schema": {"type": "object"}}}
+    with pytest.raises(ValidationError, match="schema"):
+        await memory.append_working_memory(None, "x", resource_id="u1", thread_config=config)
+
+
+async def test_delete_resource_removes_vectors_too(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_qdrant")
+    storage = await connect("memory://", clock=ManualClock(T0))
+    vectors = await connect_vector("qdrant::memory:")
+    async with Memory(storage, vectors, config=WM) as memory:
+        await memory.create_thread("u1", thread_id="t1")
+        await memory.create_thread("u2", thread_id="k1")
+        await memory.append_messages("t1", [("user", "I fly to Lisbon"), ("assistant", "noted")])
+        await memory.append_messages("k1", [("user", "other user")])
+        await memory.update_working_memory(None, "# u1", resource_id="u1")
+        erased = await memory.delete_resource("u1")
+        assert erased == ResourceErasure("u1", ["t1"], 2, True)
+        assert await vectors.count(resource_id="u1") == 0 and await vectors.count(resource_id="u2") == 1
+        assert not (await memory.read_working_memory(resource_id="u1")).stored
+
+
+async def test_inputs_refused_before_io(memory: Memory) -> None:
+    class Size(IntEnum):
+        SMALL = 2
+
+    await memory.create_thread("u1", thread_id="t1")
+    await memory.append_messages("t1", [("user", "a"), ("user", "b"), ("user", "c")])
+    page = await memory.list_messages("t1", per_page=Size.SMALL)
+    assert type(page.per_page) is int and len(page.items) == 2
+    for bad in (["t1"], 5, ""):
+        with pytest.raises(ValidationError):
+            await memory.reindex(thread_id=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="Message needs the field"):
+        await memory.storage.save_messages([{"role": "user", "content": "hi"}])
+
+
+async def test_connect_errors_name_the_option_and_the_url_kind() -> None:
+    pytest.importorskip("memory_core_redis")
+    with pytest.raises(ValidationError, match="option 'namesapce'"):
+        await connect("redis://127.0.0.1:1/0", namesapce="x")  # nothing listens on port 1: no I/O happened
+    register_vector("vectorish", object())
+    with pytest.raises(ValidationError, match="vector store URL"):
+        await connect("vectorish://x")
+    pytest.importorskip("memory_core_sqlite")
+    with pytest.raises(ValidationError, match="storage URL"):
+        await connect_vector("sqlite:///x.db")
+
+
+def _chat() -> list[dict[str, Any]]:
+    return [
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "weather?"}, {"type": "image_url", "image_url": {}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny.", "refusal": None},
+    ]
+
+
+def _responses() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "weather?"},
+        {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "brief"}]},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+    ]
+
+
+async def test_chat_formats_round_trip_losslessly_through_a_store() -> None:
+    storage = await connect("memory://", clock=ManualClock(T0))
+    async with storage:
+        await storage.save_thread({"id": "t1", "resource_id": "u1"})
+        chat = from_openai_chat(_chat(), "t1")
+        assert [m.role for m in chat] == ["system", "user", "assistant", "tool", "assistant"]
+        items = from_responses_items(_responses(), "t1")
+        assert [m.role for m in items] == ["user", "system", "assistant", "tool", "assistant"]
+        await storage.save_messages(chat + items)
+        stored = (await storage.list_messages("t1", per_page=False)).items
+        assert to_openai_chat(stored[:5]) == _chat()
+        assert to_responses_items(stored[5:]) == _responses()
+        # other messages convert by text
+        assert to_openai_chat([Message("x", "t1", "user", "plain")]) == [{"role": "user", "content": "plain"}]
+    for bad in ([{"role": "critic", "content": "x"}], [{"content": "x"}], ["hi"], {"role": "user"}):
+        with pytest.raises(ValidationError):
+            from_openai_chat(bad, "t1")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        from_responses_items([{"type": "message", "role": "tool", "content": "x"}], "t1")
