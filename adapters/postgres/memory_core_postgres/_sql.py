@@ -33,12 +33,13 @@ from typing import Any
 
 from memory_core import codec
 from memory_core.clock import from_us
-from memory_core.query import MessageQuery, MetaCondition, ThreadQuery
+from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
 
 __all__ = [
     "MESSAGE_COLUMNS",
     "RESOURCE_COLUMNS",
     "THREAD_COLUMNS",
+    "LAST_MESSAGE_AT",
     "Params",
     "bump_sql",
     "meta_document",
@@ -48,7 +49,10 @@ __all__ = [
     "read_state",
 ]
 
-THREAD_COLUMNS = "id, resource_id, title, metadata, created_at, updated_at"
+LAST_MESSAGE_AT = "(SELECT max(m.created_at) FROM messages m WHERE m.thread_id = threads.id)"
+"""A thread's ``last_message_at`` (R-LAST), computed when read: exact after
+every write, one backward probe of the ``messages_thread_order`` index."""
+THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT} AS last_message_at"
 MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
 RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
 
@@ -118,10 +122,17 @@ def page_threads(query: ThreadQuery) -> tuple[str, Params]:
     count = f"SELECT count(*) AS total FROM threads{_where(clauses)}"
     if query.limit == 0:
         return f"SELECT total FROM ({count}) c", params
-    column = query.order_field
     window = list(clauses)
+    if query.order_field == "last_message_at":
+        # Ordered in µs with the core's "no message" sentinel (last either way),
+        # which lies beyond what a Python datetime can bind.
+        sentinel = NO_MESSAGE_DESC_US if query.descending else NO_MESSAGE_ASC_US
+        column = f"COALESCE((extract(epoch FROM {LAST_MESSAGE_AT}) * 1000000)::bigint, {sentinel})"
+    else:
+        column = query.order_field
     if query.after is not None:
-        position = f"({params.add(from_us(query.after[0]))}, {params.add(query.after[1])})"
+        first = query.after[0] if query.order_field == "last_message_at" else from_us(query.after[0])
+        position = f"({params.add(first)}, {params.add(query.after[1])})"
         window.append(f"({column}, id) {'<' if query.descending else '>'} {position}")
     direction = "DESC" if query.descending else "ASC"
     paging = f" LIMIT {params.add(query.limit, '::bigint')} OFFSET {params.add(query.offset, '::bigint')}"
@@ -198,9 +209,11 @@ def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Para
     params = Params()
     sql = (
         "SELECT 0 AS kind, id, resource_id, NULL::text AS thread_id, title, NULL::text AS role,"
-        " NULL::json AS type, NULL::json AS content, metadata, created_at, updated_at, NULL::bigint AS seq"
+        " NULL::json AS type, NULL::json AS content, metadata, created_at, updated_at, NULL::bigint AS seq,"
+        f" {LAST_MESSAGE_AT} AS last_message_at"
         f" FROM threads WHERE id = ANY({params.add(thread_ids, '::text[]')})"
-        " UNION ALL SELECT 1, id, resource_id, thread_id, NULL, role, type, content, metadata, created_at, NULL, seq"
+        " UNION ALL SELECT 1, id, resource_id, thread_id, NULL, role, type, content, metadata, created_at, NULL, seq,"
+        " NULL"
         f" FROM messages WHERE id = ANY({params.add(message_ids, '::text[]')})"
     )
     return sql, params

@@ -42,7 +42,7 @@ from memory_core_postgres._url import (
     schema_name,
 )
 
-__all__ = ["PostgresStorage", "keep_session"]
+__all__ = ["PostgresStorage", "is_transient", "keep_session"]
 
 T = TypeVar("T")
 
@@ -63,9 +63,25 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     still rolls back a transaction left open before calling this."""
 
 
+def is_transient(exc: Exception) -> bool:
+    """Whether an asyncpg/socket error is worth retrying: serialization
+    failures, deadlocks, too many connections, server shutdown, lost or
+    refused connections."""
+    state = getattr(exc, "sqlstate", None) or ""
+    return state.startswith(_RETRYABLE_STATES) or isinstance(exc, asyncpg.exceptions.InterfaceError | OSError)
+
+
 def _thread(row: Any, offset: int = 0) -> Thread:
     o = offset
-    return Thread(row[o], row[o + 1], codec.loads(row[o + 2]), codec.loads(row[o + 3]), row[o + 4], row[o + 5])
+    return Thread(
+        row[o],
+        row[o + 1],
+        codec.loads(row[o + 2]),
+        codec.loads(row[o + 3]),
+        row[o + 4],
+        row[o + 5],
+        last_message_at=row[o + 6],
+    )
 
 
 def _message(row: Any, offset: int = 0) -> Message:
@@ -168,10 +184,7 @@ class PostgresStorage(BaseStorage):
 
     def is_retryable(self, exc: Exception) -> bool:
         """Serialization failures, deadlocks, lost or refused connections."""
-        state = getattr(exc, "sqlstate", None) or ""
-        if state.startswith(_RETRYABLE_STATES):
-            return True
-        return isinstance(exc, asyncpg.exceptions.InterfaceError | OSError) or super().is_retryable(exc)
+        return is_transient(exc) or super().is_retryable(exc)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -273,25 +286,54 @@ class PostgresStorage(BaseStorage):
                 new_title,
             )
             return None if row is None else _thread(row)
+        thread = await self._merge_thread_metadata(thread_id, new_title, metadata, now, lambda _: True)
+        return thread if isinstance(thread, Thread) else None
+
+    async def _merge_thread_metadata(
+        self,
+        thread_id: str,
+        title: str | None,
+        metadata: dict[str, Any],
+        now: datetime,
+        accept: Callable[[dict[str, Any]], bool],
+    ) -> Thread | bool | None:
+        """Set ``title`` (JSON text or None: keep), merge ``metadata`` one level
+        and bump, if ``accept(stored metadata)``: the updated thread, False
+        when refused, None when missing. A compare-and-set on ``xmin``, retried
+        while the row keeps changing (the merge cannot run in SQL: see the
+        module docstring)."""
         for _ in range(_CAS_ATTEMPTS):
-            old = await self.pool.fetchrow(f"SELECT {_sql.THREAD_COLUMNS}, xmin FROM threads WHERE id = $1", thread_id)
+            old = await self.pool.fetchrow("SELECT metadata, xmin FROM threads WHERE id = $1", thread_id)
             if old is None:
                 return None
-            merged = {**codec.loads(old[3]), **metadata}
+            stored = codec.loads(old[0])
+            if not accept(stored):
+                return False
+            merged = {**stored, **metadata}
             row = await self.pool.fetchrow(
                 f"UPDATE threads SET title = COALESCE($4::json, title), metadata = $5, meta = $6,"
                 f" updated_at = {_BUMP} WHERE id = $1 AND xmin = $7 RETURNING {_sql.THREAD_COLUMNS}",
                 thread_id,
                 now,
                 _MAX_AT,
-                new_title,
+                title,
                 codec.dumps(merged),
                 _sql.meta_document(merged),
-                old[6],
+                old[1],
             )
             if row is not None:
                 return _thread(row)
-        raise StaleStateError(f"thread {thread_id!r} kept changing under update_thread")
+        raise StaleStateError(f"thread {thread_id!r} kept changing under a metadata update")
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        def holds_expected(metadata: dict[str, Any]) -> bool:
+            current = metadata.get("working_memory")
+            return (current if isinstance(current, str) else None) == expected
+
+        done = await self._merge_thread_metadata(
+            thread_id, None, {"working_memory": value}, from_us(now_us), holds_expected
+        )
+        return None if done is None else done is not False
 
     async def _delete_thread(self, thread_id: str) -> None:
         await self.pool.execute("DELETE FROM threads WHERE id = $1", thread_id)  # messages: ON DELETE CASCADE
@@ -434,7 +476,9 @@ class PostgresStorage(BaseStorage):
         messages: list[Message] = []
         for row in await self.pool.fetch(sql, *params):
             if row[0] == 0:
-                threads[row[1]] = Thread(row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10])
+                threads[row[1]] = Thread(
+                    row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], last_message_at=row[12]
+                )
             else:
                 messages.append(
                     Message(
@@ -503,6 +547,49 @@ class PostgresStorage(BaseStorage):
             if row is not None:
                 return _resource(row)
         raise StaleStateError(f"resource {resource_id!r} kept changing under update_resource")
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        now = from_us(now_us)
+        if expected is None:  # missing, or holding no working memory
+            status = await self.pool.execute(
+                "INSERT INTO resources AS r (id, working_memory, metadata, created_at, updated_at)"
+                " VALUES ($1, $4::json, '{}', $2, $2) ON CONFLICT (id) DO UPDATE SET"
+                " working_memory = excluded.working_memory,"
+                " updated_at = LEAST(GREATEST($2, r.updated_at + interval '1 microsecond'), $3)"
+                " WHERE r.working_memory IS NULL",
+                resource_id,
+                now,
+                _MAX_AT,
+                codec.dumps(value),
+            )
+            return bool(status == "INSERT 0 1")
+        # codec.dumps is deterministic, so equal strings have equal stored text.
+        status = await self.pool.execute(
+            f"UPDATE resources SET working_memory = $4::json, updated_at = {_BUMP}"
+            " WHERE id = $1 AND working_memory::text = $5",
+            resource_id,
+            now,
+            _MAX_AT,
+            codec.dumps(value),
+            codec.dumps(expected),
+        )
+        return bool(status == "UPDATE 1")
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        return bool(await self.pool.execute("DELETE FROM resources WHERE id = $1", resource_id) == "DELETE 1")
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        # One statement, so one transaction: threads (their messages cascade),
+        # messages and the record. Each CTE reports what it removed.
+        row = await self.pool.fetchrow(
+            "WITH gone_threads AS (DELETE FROM threads WHERE resource_id = $1 RETURNING id),"
+            " gone_messages AS (DELETE FROM messages WHERE resource_id = $1 RETURNING 1),"
+            " gone_record AS (DELETE FROM resources WHERE id = $1 RETURNING 1)"
+            " SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM gone_threads),"
+            " (SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_record)",
+            resource_id,
+        )
+        return list(row[0]), int(row[1]), bool(row[2])
 
 
 def _order_key(message: Message) -> tuple[datetime, int]:

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memory_core.testing import free_port
+
 __all__ = ["PostgresServer", "start_postgres"]
 
 _SYSTEM_USER = "pgserver"
@@ -31,12 +33,6 @@ _SYSTEM_USER = "pgserver"
 
 _FAST = ("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300")
 """Server settings of a throwaway test server: no durability work."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -104,7 +100,7 @@ def start_postgres(timeout: float = 60.0) -> PostgresServer:
     subprocess.run(
         [*initdb, "--locale=C", "--no-sync", "--no-instructions"], check=True, capture_output=True, user=user
     )
-    port = _free_port()
+    port = free_port()
     log = folder / "postgres.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(

@@ -1,83 +1,81 @@
 """``PgVectorStore``: the memory-core vector store on PostgreSQL + pgvector (R-VEC).
 
-One table per dimension, ``memory_messages_<dim>``, in the store's schema
-(the same URL, schema and namespace rules as :class:`PostgresStorage`, so
-``connect_vector`` takes the storage's URL): ``point_id uuid`` primary key
-(:func:`memory_core.vector.point_id`), ``message_id``, ``chunk``,
-``thread_id``, ``resource_id``, ``created_at`` (µs) and ``embedding
-vector(<dim>)`` stored L2-normalised, with btree indexes on the three ids.
+A :class:`~memory_core.vector.BaseVectorStore`: the core validates, batches,
+keeps each message's best chunk and over-fetches; this module implements its
+primitives in SQL. One table per dimension, ``memory_messages_<dim>``, in the
+store's schema (the same URL, schema and namespace rules as
+:class:`~memory_core_postgres.PostgresStorage`, so ``connect_vector`` takes
+the storage's URL and a namespace is a schema, as for the storage):
+``point_id uuid`` primary key (:func:`memory_core.vector.point_id`),
+``message_id``, ``chunk``, ``thread_id``, ``resource_id``, ``created_at``
+(µs) and ``embedding vector(<dim>)`` (unit rows), with btree indexes on the
+three ids.
 
-Search is exact by default: a scan of the rows under the thread/resource
-filter (the indexes find them), best chunk per message, cosine score
-``1 - (embedding <=> query)``; so recall equals brute force. ``index=hnsw``
-adds an HNSW index (``vector_cosine_ops``) and searches through it with
-``hnsw.ef_search`` = ``ef_search``: faster on large collections, approximate,
-and (pgvector 0.6 has no iterative index scans) a filtered search may return
-fewer than ``top_k`` hits when the filter is selective.
+Search is exact by default: the rows under the thread/resource filter (found
+by the indexes) sorted by cosine distance, so recall equals brute force.
+``index=hnsw`` adds an HNSW index (``vector_cosine_ops``) and searches through
+it with ``hnsw.ef_search`` = ``ef_search``: faster on large collections,
+approximate, and (pgvector 0.6 has no iterative index scans) a filtered
+search may return fewer than ``top_k`` hits when the filter is selective.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Iterable
+from typing import Any
 
 import asyncpg
-import numpy as np
-import numpy.typing as npt
-from memory_core.errors import AdapterClosedError, BackendError, BackendGuard, ValidationError
-from memory_core.validation import check_id
-from memory_core.vector import VectorHit, VectorPoint, collection_name, point_id
+from memory_core.errors import BackendError, ValidationError
+from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from pgvector.asyncpg import register_vector
 
 from memory_core_postgres._schema import LOCK_CLASS
 from memory_core_postgres._url import DEFAULT_SCHEMA, VECTOR_OPTIONS, check_options, parse_url, quote_ident, schema_name
-from memory_core_postgres.storage import keep_session
+from memory_core_postgres.storage import is_transient, keep_session
 
-__all__ = ["MAX_TOP_K", "PgVectorStore"]
+__all__ = ["PgVectorStore"]
 
-MAX_TOP_K = 1000
-"""Largest ``top_k`` a search accepts (as the core's recall limit)."""
-
-_TABLE = re.compile(r"memory_messages_([1-9][0-9]*)")
-
-
-def _unit(vector: Any, field: str) -> npt.NDArray[np.float32]:
-    """A finite, non-zero 1-D vector, L2-normalised, as float32."""
-    try:
-        array = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise ValidationError(field, "must be a 1-D array of numbers") from None
-    norm = float(np.linalg.norm(array)) if array.ndim == 1 and array.size else 0.0
-    if array.ndim != 1 or not np.all(np.isfinite(array)) or not 0.0 < norm < float("inf"):
-        raise ValidationError(field, "must be a non-empty 1-D array of finite numbers, not all zero")
-    if array.size > 16000:
-        raise ValidationError(field, f"has {array.size} dimensions; pgvector stores at most 16000")
-    return array / np.float32(norm)
+_HNSW_MAX_DIMENSIONS = 2000
+"""pgvector 0.6 indexes vectors of at most 2,000 dimensions (larger ones are
+searched exactly)."""
 
 
-class PgVectorStore:
+def _where(flt: PointFilter, params: list[Any]) -> str:
+    """The SQL condition of ``flt`` (values bound into ``params``)."""
+    clauses = []
+    if flt.message_ids:
+        params.append(list(flt.message_ids))
+        clauses.append(f"message_id = ANY(${len(params)}::text[])")
+    for column, value in (("thread_id", flt.thread_id), ("resource_id", flt.resource_id)):
+        if value is not None:
+            params.append(value)
+            clauses.append(f"{column} = ${len(params)}")
+    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+class PgVectorStore(BaseVectorStore):
     """Semantic-recall vectors in PostgreSQL with pgvector.
 
-    Construction does no I/O; ``open()`` creates the pool, the ``vector``
-    extension (if missing; needs the privilege) and the schema. Tables are
-    created per dimension on first upsert, under an advisory lock. Driver
-    errors are raised as :class:`~memory_core.errors.BackendError`.
+    Construction does no I/O; ``open()`` creates the ``vector`` extension (if
+    missing; needs the privilege), the schema and the connection pool.
+    Tables are created per dimension on first upsert, under an advisory lock.
 
     Args:
         dsn: a libpq URL (see :meth:`from_url` for the accepted forms).
         schema / namespace / min_size / max_size: as for
-            :class:`~memory_core_postgres.PostgresStorage`.
+            :class:`~memory_core_postgres.PostgresStorage` (the namespace
+            names the schema ``<schema>_<namespace>``, not a table prefix).
         index: ``"exact"`` (default: brute force under the filter, exact
             recall) or ``"hnsw"`` (approximate, see the module docstring).
         ef_search: HNSW candidate list size per search (default 100).
+        overfetch / batch_size: see :class:`~memory_core.vector.BaseVectorStore`.
 
     Raises:
         ValidationError: a bad option.
     """
 
     backend_name = "pgvector"
+    shares_collections = True
 
     def __init__(
         self,
@@ -89,7 +87,10 @@ class PgVectorStore:
         max_size: int = 10,
         index: str = "exact",
         ef_search: int = 100,
+        overfetch: int = DEFAULT_OVERFETCH,
+        batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
+        super().__init__(overfetch=overfetch, batch_size=batch_size)
         options = check_options({"schema": schema, "min_size": min_size, "max_size": max_size})
         if index not in ("exact", "hnsw"):
             raise ValidationError("index", f"must be 'exact' or 'hnsw', got {index!r}")
@@ -102,8 +103,6 @@ class PgVectorStore:
         self.index = index
         self.ef_search = ef_search
         self._pool: asyncpg.Pool | None = None
-        self._tables: set[int] = set()
-        self._closed = False
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> PgVectorStore:
@@ -132,58 +131,34 @@ class PgVectorStore:
     def __repr__(self) -> str:
         return f"PgVectorStore(schema={self.schema!r}, index={self.index!r})"
 
-    # ------------------------------------------------------------------ lifecycle
-
-    async def __aenter__(self) -> Self:
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.close()
-
     def is_retryable(self, exc: Exception) -> bool:
         """Serialization failures, deadlocks, lost or refused connections."""
-        state = getattr(exc, "sqlstate", None) or ""
-        return state.startswith(("40001", "40P01", "53300", "57P", "08")) or isinstance(
-            exc, asyncpg.exceptions.InterfaceError | OSError
+        return is_transient(exc) or super().is_retryable(exc)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open connection pool (search_path: the schema, then pgvector's)."""
+        assert self._pool is not None, "open the store first"
+        return self._pool
+
+    def _table(self, name: str) -> str:
+        return f"{quote_ident(self.schema)}.{quote_ident(name)}"
+
+    # ------------------------------------------------------------------ primitives
+
+    async def _connect(self) -> None:
+        extension_schema = await self._prepare()
+        self._pool = await asyncpg.create_pool(
+            self.dsn,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            server_settings={
+                "search_path": f"{quote_ident(self.schema)}, {quote_ident(extension_schema)}",
+                "hnsw.ef_search": str(self.ef_search),
+            },
+            init=lambda conn: register_vector(conn, schema=extension_schema),
+            reset=keep_session,
         )
-
-    def _guard(self, operation: str) -> BackendGuard:
-        return BackendGuard(self, operation)
-
-    async def open(self) -> None:
-        """Connect, create the extension and schema if missing (idempotent).
-
-        Raises:
-            AdapterClosedError: the store was closed.
-            BackendError: the server is unreachable or has no pgvector.
-        """
-        if self._closed:
-            raise AdapterClosedError("pgvector store is closed")
-        if self._pool is not None:
-            return
-        with self._guard("open"):
-            extension_schema = await self._prepare()
-            pool = await asyncpg.create_pool(
-                self.dsn,
-                min_size=self.min_size,
-                max_size=self.max_size,
-                server_settings={
-                    "search_path": f"{quote_ident(self.schema)}, {quote_ident(extension_schema)}",
-                    "hnsw.ef_search": str(self.ef_search),
-                },
-                init=lambda conn: register_vector(conn, schema=extension_schema),
-                reset=keep_session,
-            )
-            try:
-                async with pool.acquire() as conn:
-                    await self._refresh(conn)
-            except BaseException:
-                await pool.close()
-                raise
-        self._pool = pool
 
     async def _prepare(self) -> str:
         """Create the extension (if missing) and the schema; returns the
@@ -207,57 +182,17 @@ class PgVectorStore:
         finally:
             await conn.close()
 
-    async def close(self) -> None:
-        """Release the pool (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
+    async def _disconnect(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
-            with self._guard("close"):
-                await pool.close()
+            await pool.close()
 
-    async def destroy(self) -> None:
-        """Drop this store's tables (and its schema when that leaves it
-        empty), then close. For tests and benchmarks."""
-        pool = await self._ready()
-        with self._guard("destroy"):
-            async with pool.acquire() as conn:
-                await self._refresh(conn)
-                for dimension in sorted(self._tables):
-                    await conn.execute(f"DROP TABLE IF EXISTS {self._table(dimension)}")
-                empty = await conn.fetchval(
-                    "SELECT NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                    " WHERE n.nspname = $1)",
-                    self.schema,
-                )
-                if empty:
-                    await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(self.schema)}")
-        await self.close()
+    async def _list_collections(self) -> Iterable[str]:
+        rows = await self.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", self.schema)
+        return [row[0] for row in rows]
 
-    async def _ready(self) -> asyncpg.Pool:
-        if self._closed:
-            raise AdapterClosedError("pgvector store is closed")
-        if self._pool is None:
-            await self.open()
-        assert self._pool is not None
-        return self._pool
-
-    # ------------------------------------------------------------------ layout
-
-    def _table(self, dimension: int) -> str:
-        return f"{quote_ident(self.schema)}.{collection_name(dimension)}"
-
-    async def _refresh(self, conn: asyncpg.Connection) -> None:
-        """Re-read which dimension tables exist (other processes create them)."""
-        names = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", self.schema)
-        self._tables = {int(m.group(1)) for row in names if (m := _TABLE.fullmatch(row[0]))}
-
-    async def _ensure(self, conn: asyncpg.Connection, dimension: int) -> None:
-        if dimension in self._tables:
-            return
-        table = self._table(dimension)
-        name = collection_name(dimension)
+    async def _create_collection(self, name: str, dimension: int) -> None:
+        table = self._table(name)
         script = (
             f'CREATE TABLE IF NOT EXISTS {table} (point_id uuid PRIMARY KEY, message_id text COLLATE "C" NOT NULL,'
             ' chunk integer NOT NULL, thread_id text COLLATE "C" NOT NULL, resource_id text COLLATE "C" NOT NULL,'
@@ -266,152 +201,66 @@ class PgVectorStore:
             f" CREATE INDEX IF NOT EXISTS {name}_thread ON {table} (thread_id);"
             f" CREATE INDEX IF NOT EXISTS {name}_resource ON {table} (resource_id);"
         )
-        if self.index == "hnsw" and dimension <= 2000:  # pgvector indexes at most 2000 dimensions
+        if self.index == "hnsw" and dimension <= _HNSW_MAX_DIMENSIONS:
             script += f" CREATE INDEX IF NOT EXISTS {name}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops);"
-        async with conn.transaction():
+        async with self.pool.acquire() as conn, conn.transaction():
+            # IF NOT EXISTS alone races (two creators can both pass the check).
             await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", LOCK_CLASS, f"{self.schema}.{name}")
             await conn.execute(script)
-        self._tables.add(dimension)
 
-    # ------------------------------------------------------------------ VectorStore
-
-    async def upsert(self, points: Sequence[VectorPoint]) -> None:
-        """Insert or replace these points (same message id and chunk replaces);
-        vectors are stored L2-normalised, each dimension in its own table.
-
-        Raises:
-            ValidationError: a point with a bad id, chunk, time or vector;
-                nothing is written.
-            BackendError: the server failed.
-        """
-        groups: dict[int, dict[str, tuple[Any, ...]]] = {}
-        for index, point in enumerate(points):
-            field = f"points[{index}]"
-            if not isinstance(point, VectorPoint):
-                raise ValidationError(field, f"must be a VectorPoint, got {type(point).__name__}")
-            for name in ("message_id", "thread_id", "resource_id"):
-                check_id(getattr(point, name), f"{field}.{name}")
-            for name in ("chunk", "created_at_us"):
-                value = getattr(point, name)
-                if isinstance(value, bool) or not isinstance(value, int) or (name == "chunk" and not value >= 0):
-                    raise ValidationError(f"{field}.{name}", "must be an int (a chunk >= 0)")
-            vector = _unit(point.vector, f"{field}.vector")
-            pid = point_id(point.message_id, point.chunk)
-            row = (pid, point.message_id, point.chunk, point.thread_id, point.resource_id, point.created_at_us, vector)
-            groups.setdefault(vector.shape[0], {})[pid] = row
-        pool = await self._ready()
-        if not groups:
-            return
-        with self._guard("upsert"):
-            async with pool.acquire() as conn:
-                for dimension, rows in groups.items():
-                    await self._ensure(conn, dimension)
-                    await conn.executemany(
-                        f"INSERT INTO {self._table(dimension)} (point_id, message_id, chunk, thread_id, resource_id,"
-                        " created_at, embedding) VALUES ($1::uuid, $2, $3, $4, $5, $6, $7) ON CONFLICT (point_id)"
-                        " DO UPDATE SET message_id = excluded.message_id, chunk = excluded.chunk,"
-                        " thread_id = excluded.thread_id, resource_id = excluded.resource_id,"
-                        " created_at = excluded.created_at, embedding = excluded.embedding",
-                        list(rows.values()),
-                    )
-
-    async def _delete_where(self, operation: str, clause: str, value: Any) -> None:
-        pool = await self._ready()
-        with self._guard(operation):
-            async with pool.acquire() as conn:
-                await self._refresh(conn)
-                if self._tables:
-                    # One statement (one round trip, atomic) across every dimension's table.
-                    deletes = ", ".join(
-                        f"d{d} AS (DELETE FROM {self._table(d)} WHERE {clause})" for d in sorted(self._tables)
-                    )
-                    await conn.execute(f"WITH {deletes} SELECT 1", value)
-
-    async def delete_messages(self, message_ids: Sequence[str]) -> None:
-        """Remove every point (all chunks) of these messages.
-
-        Raises:
-            ValidationError: a bad id.
-        """
-        ids = [check_id(m, f"message_ids[{i}]") for i, m in enumerate(message_ids)]
-        if ids:
-            await self._delete_where("delete_messages", "message_id = ANY($1::text[])", ids)
-
-    async def delete_thread(self, thread_id: str) -> None:
-        """Remove every point of this thread.
-
-        Raises:
-            ValidationError: a bad id.
-        """
-        await self._delete_where("delete_thread", "thread_id = $1", check_id(thread_id, "thread_id"))
-
-    async def search(
-        self,
-        vector: Any,
-        top_k: int,
-        *,
-        thread_id: str | None = None,
-        resource_id: str | None = None,
-    ) -> list[VectorHit]:
-        """The ``top_k`` most similar messages (cosine), best first (ties by
-        message id), one hit per message (its best chunk), filtered by thread
-        and/or resource.
-
-        Raises:
-            ValidationError: a bad vector, ``top_k`` (int 1-1000) or id.
-        """
-        query = _unit(vector, "vector")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValidationError("top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}")
-        params: list[Any] = [query]
-        clauses = []
-        for column, value in (("thread_id", thread_id), ("resource_id", resource_id)):
-            if value is not None:
-                params.append(check_id(value, column))
-                clauses.append(f"{column} = ${len(params)}")
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        pool = await self._ready()
-        dimension = int(query.shape[0])
-        table = self._table(dimension)
-        params.append(top_k)
-        limit = f"${len(params)}"
-        if self.index == "hnsw":
-            # Through the index: nearest chunks first, then the best per message.
-            source = (
-                f"(SELECT message_id, thread_id, resource_id, embedding <=> $1 AS distance FROM {table}{where}"
-                f" ORDER BY embedding <=> $1 LIMIT {limit} * 4) c"
+    async def _drop(self, name: str) -> None:
+        # The schema goes with its last table (it may also hold the storage's).
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"DROP TABLE IF EXISTS {self._table(name)}")
+            empty = await conn.fetchval(
+                "SELECT NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = $1)",
+                self.schema,
             )
-        else:
-            source = f"(SELECT message_id, thread_id, resource_id, embedding <=> $1 AS distance FROM {table}{where}) c"
-        sql = (
-            f"SELECT message_id, thread_id, resource_id, min(distance) AS distance FROM {source}"
-            f" GROUP BY message_id, thread_id, resource_id ORDER BY distance, message_id LIMIT {limit}"
+            if empty:
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(self.schema)}")
+
+    async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
+        rows = [
+            (pid, p["message_id"], p["chunk"], p["thread_id"], p["resource_id"], p["created_at"], vector)
+            for pid, p, vector in zip(ids, payloads, vectors, strict=True)
+        ]
+        # executemany pipelines the rows in one transaction (one round trip).
+        await self.pool.executemany(
+            f"INSERT INTO {self._table(name)} (point_id, message_id, chunk, thread_id, resource_id, created_at,"
+            " embedding) VALUES ($1::uuid, $2, $3, $4, $5, $6, $7) ON CONFLICT (point_id) DO UPDATE SET"
+            " message_id = excluded.message_id, chunk = excluded.chunk, thread_id = excluded.thread_id,"
+            " resource_id = excluded.resource_id, created_at = excluded.created_at, embedding = excluded.embedding",
+            rows,
         )
-        with self._guard("search"):
-            try:
-                rows = await pool.fetch(sql, *params)
-            except asyncpg.UndefinedTableError:
-                return []  # nothing of this dimension was ever stored
-        return [VectorHit(r[0], r[1], r[2], 1.0 - float(r[3])) for r in rows]
 
-    async def count(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
-        """How many points match the filter (all when both are None).
-
-        Raises:
-            ValidationError: a bad id.
-        """
+    async def _delete(self, name: str, flt: PointFilter) -> None:
         params: list[Any] = []
-        clauses = []
-        for column, value in (("thread_id", thread_id), ("resource_id", resource_id)):
-            if value is not None:
-                params.append(check_id(value, column))
-                clauses.append(f"{column} = ${len(params)}")
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        pool = await self._ready()
-        with self._guard("count"):
-            async with pool.acquire() as conn:
-                await self._refresh(conn)
-                if not self._tables:
-                    return 0
-                parts = " + ".join(f"(SELECT count(*) FROM {self._table(d)}{where})" for d in sorted(self._tables))
-                return int(await conn.fetchval(f"SELECT {parts}", *params))
+        where = _where(flt, params)
+        await self.pool.execute(f"DELETE FROM {self._table(name)}{where}", *params)
+
+    async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
+        params: list[Any] = [vector]
+        where = _where(flt, params)
+        params.append(limit)
+        fields = flt.hit_fields()
+        # Exact: the filtered rows sorted by distance (ties by id). HNSW: the
+        # index answers ORDER BY distance LIMIT n, and only that order.
+        tie = "" if self.index == "hnsw" else ", message_id"
+        sql = (
+            f"SELECT {', '.join(fields)}, 1 - (embedding <=> $1) AS score FROM {self._table(name)}{where}"
+            f" ORDER BY embedding <=> $1{tie} LIMIT ${len(params)}"
+        )
+        rows = await self.pool.fetch(sql, *params)
+        return [flt.hit(dict(zip(fields, row[:-1], strict=True)), float(row[-1])) for row in rows]
+
+    async def _count(self, name: str, flt: PointFilter) -> int:
+        params: list[Any] = []
+        where = _where(flt, params)
+        return int(await self.pool.fetchval(f"SELECT count(*) FROM {self._table(name)}{where}", *params))
+
+    async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
+        params: list[Any] = []
+        where = _where(flt, params)
+        rows = await self.pool.fetch(f"SELECT DISTINCT message_id FROM {self._table(name)}{where}", *params)
+        return {row[0] for row in rows}
