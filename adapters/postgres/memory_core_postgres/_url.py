@@ -41,7 +41,7 @@ DEFAULT_SCHEMA = "memory_core"
 
 _SCHEMES = ("postgresql", "postgres")
 _OPTIONS = frozenset({"schema", "min_size", "max_size", "text_search_config"})
-VECTOR_OPTIONS = frozenset({"index", "ef_search"})
+VECTOR_OPTIONS = frozenset({"index", "ef_search", "overfetch", "batch_size"})
 """Options only the pgvector store reads (the storage ignores them in a shared URL)."""
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]+")

@@ -3,10 +3,10 @@
 A :class:`~memory_core.vector.BaseVectorStore`: the core validates, batches,
 keeps each message's best chunk and over-fetches; this module implements its
 primitives in SQL. One table per dimension, ``memory_messages_<dim>``, in the
-store's schema (the same URL, schema and namespace rules as
+store's schema (the same URL and ``schema`` option as
 :class:`~memory_core_postgres.PostgresStorage`, so ``connect_vector`` takes
-the storage's URL and a namespace is a schema, as for the storage):
-``point_id uuid`` primary key (:func:`memory_core.vector.point_id`),
+the storage's URL), ``<namespace>_memory_messages_<dim>`` with a namespace
+(R-VEC's prefix, as on every vector backend): ``point_id uuid`` primary key (:func:`memory_core.vector.point_id`),
 ``message_id``, ``chunk``, ``thread_id``, ``resource_id``, ``created_at``
 (µs) and ``embedding vector(<dim>)`` (unit rows), with btree indexes on the
 three ids.
@@ -30,10 +30,21 @@ from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVector
 from pgvector.asyncpg import register_vector
 
 from memory_core_postgres._schema import LOCK_CLASS
-from memory_core_postgres._url import DEFAULT_SCHEMA, VECTOR_OPTIONS, check_options, parse_url, quote_ident, schema_name
+from memory_core_postgres._url import (
+    DEFAULT_SCHEMA,
+    MAX_IDENTIFIER,
+    VECTOR_OPTIONS,
+    check_options,
+    parse_url,
+    quote_ident,
+)
 from memory_core_postgres.storage import is_transient, keep_session
 
 __all__ = ["PgVectorStore"]
+
+_MAX_NAMESPACE = MAX_IDENTIFIER - len("_memory_messages_16000_h")
+"""Longest namespace whose table and index names fit PostgreSQL's 63-byte
+identifier limit (longer names would be silently truncated, merging stores)."""
 
 _HNSW_MAX_DIMENSIONS = 2000
 """pgvector 0.6 indexes vectors of at most 2,000 dimensions (larger ones are
@@ -62,9 +73,10 @@ class PgVectorStore(BaseVectorStore):
 
     Args:
         dsn: a libpq URL (see :meth:`from_url` for the accepted forms).
-        schema / namespace / min_size / max_size: as for
-            :class:`~memory_core_postgres.PostgresStorage` (the namespace
-            names the schema ``<schema>_<namespace>``, not a table prefix).
+        schema / min_size / max_size: as for
+            :class:`~memory_core_postgres.PostgresStorage`.
+        namespace: table-name prefix isolating this store (R-VEC; at most
+            38 characters here, for PostgreSQL's identifier limit).
         index: ``"exact"`` (default: brute force under the filter, exact
             recall) or ``"hnsw"`` (approximate, see the module docstring).
         ef_search: HNSW candidate list size per search (default 100).
@@ -90,14 +102,18 @@ class PgVectorStore(BaseVectorStore):
         overfetch: int = DEFAULT_OVERFETCH,
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
-        super().__init__(overfetch=overfetch, batch_size=batch_size)
+        if isinstance(namespace, str) and len(namespace) > _MAX_NAMESPACE:
+            raise ValidationError(
+                "namespace", f"must be at most {_MAX_NAMESPACE} characters here (PostgreSQL's identifier limit)"
+            )
+        super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
         options = check_options({"schema": schema, "min_size": min_size, "max_size": max_size})
         if index not in ("exact", "hnsw"):
             raise ValidationError("index", f"must be 'exact' or 'hnsw', got {index!r}")
         if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
             raise ValidationError("ef_search", f"must be an int from 1 to 1000, got {ef_search!r}")
         self.dsn = dsn
-        self.schema = schema_name(options["schema"], namespace)
+        self.schema: str = options["schema"]
         self.min_size = options["min_size"]
         self.max_size = options["max_size"]
         self.index = index
@@ -111,9 +127,10 @@ class PgVectorStore(BaseVectorStore):
         Args:
             url: ``postgresql://`` or ``postgres://`` URL (the storage's URL
                 works); query options ``schema``, ``min_size``, ``max_size``,
-                ``index`` (``exact``/``hnsw``), ``ef_search``.
+                ``index`` (``exact``/``hnsw``), ``ef_search``, ``overfetch``,
+                ``batch_size``.
             clock: accepted for the registry's signature; unused.
-            namespace: the schema ``<schema>_<namespace>``.
+            namespace: table-name prefix (see the class).
             **options: the same options; they override the URL's.
 
         Raises:
@@ -123,13 +140,14 @@ class PgVectorStore(BaseVectorStore):
         merged: dict[str, Any] = {**query, **options}
         vector_options = {k: merged.pop(k) for k in list(merged) if k in VECTOR_OPTIONS}
         merged.pop("text_search_config", None)  # a storage option: shared URLs may carry it
-        if "ef_search" in vector_options:
-            raw = vector_options["ef_search"]
-            vector_options["ef_search"] = int(raw) if isinstance(raw, str) and raw.isdigit() else raw
+        for name in ("ef_search", "overfetch", "batch_size"):  # ints; from a URL they are text
+            raw = vector_options.get(name)
+            if isinstance(raw, str) and raw.isdigit():
+                vector_options[name] = int(raw)
         return cls(dsn, namespace=namespace, **check_options(merged), **vector_options)
 
     def __repr__(self) -> str:
-        return f"PgVectorStore(schema={self.schema!r}, index={self.index!r})"
+        return f"PgVectorStore(schema={self.schema!r}, namespace={self.namespace!r}, index={self.index!r})"
 
     def is_retryable(self, exc: Exception) -> bool:
         """Serialization failures, deadlocks, lost or refused connections."""
@@ -197,28 +215,23 @@ class PgVectorStore(BaseVectorStore):
             f'CREATE TABLE IF NOT EXISTS {table} (point_id uuid PRIMARY KEY, message_id text COLLATE "C" NOT NULL,'
             ' chunk integer NOT NULL, thread_id text COLLATE "C" NOT NULL, resource_id text COLLATE "C" NOT NULL,'
             f" created_at bigint NOT NULL, embedding vector({dimension}) NOT NULL);"
-            f" CREATE INDEX IF NOT EXISTS {name}_message ON {table} (message_id);"
-            f" CREATE INDEX IF NOT EXISTS {name}_thread ON {table} (thread_id);"
-            f" CREATE INDEX IF NOT EXISTS {name}_resource ON {table} (resource_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_m')} ON {table} (message_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_t')} ON {table} (thread_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_r')} ON {table} (resource_id);"
         )
         if self.index == "hnsw" and dimension <= _HNSW_MAX_DIMENSIONS:
-            script += f" CREATE INDEX IF NOT EXISTS {name}_hnsw ON {table} USING hnsw (embedding vector_cosine_ops);"
+            script += (
+                f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_h')} ON {table}"
+                " USING hnsw (embedding vector_cosine_ops);"
+            )
         async with self.pool.acquire() as conn, conn.transaction():
             # IF NOT EXISTS alone races (two creators can both pass the check).
             await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", LOCK_CLASS, f"{self.schema}.{name}")
             await conn.execute(script)
 
     async def _drop(self, name: str) -> None:
-        # The schema goes with its last table (it may also hold the storage's).
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(f"DROP TABLE IF EXISTS {self._table(name)}")
-            empty = await conn.fetchval(
-                "SELECT NOT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = $1)",
-                self.schema,
-            )
-            if empty:
-                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(self.schema)}")
+        # The schema stays: the storage or other namespaces may live in it.
+        await self.pool.execute(f"DROP TABLE IF EXISTS {self._table(name)}")
 
     async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
         rows = [

@@ -62,7 +62,8 @@ def test_bad_urls_and_options_are_validation_errors(url: str, options: dict[str,
 
 def test_vector_store_options() -> None:
     store = PgVectorStore.from_url("postgresql://h/db?index=hnsw&ef_search=64&schema=v", namespace="n1")
-    assert (store.schema, store.index, store.ef_search) == ("v_n1", "hnsw", 64)
+    assert (store.schema, store.index, store.ef_search) == ("v", "hnsw", 64)
+    assert store.collection(8) == "n1_memory_messages_8"  # R-VEC's namespace prefix
     for bad in ({"index": "ivf"}, {"ef_search": 0}, {"ef_search": "many"}):
         with pytest.raises(ValidationError):
             PgVectorStore.from_url("postgresql://h/db", **bad)

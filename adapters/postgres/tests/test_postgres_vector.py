@@ -9,12 +9,15 @@ import asyncio
 import os
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import asyncpg
 import pytest
+from memory_core.errors import ValidationError
 from memory_core.storage import BaseStorage
 from memory_core.vector import VectorStore
 from memory_core_conformance.vector import VectorConformance, VectorFactory
+from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
 
 from memory_core_postgres import PgVectorStore, PostgresStorage
 
@@ -57,3 +60,23 @@ class TestPostgresWithPgVectorHnsw(TestPostgresWithPgVector):
     """The same cases with an HNSW index (small collections: exact answers)."""
 
     index = "hnsw"
+
+
+class TestPgVectorStore(VectorStoreConformance):
+    """The store-level vector suite (rule VECTOR-STORE) on pgvector, exact search."""
+
+    @pytest.fixture
+    def vector_store_factory(self, vector_url: str) -> VectorStoreFactory:
+        def factory(**options: Any) -> PgVectorStore:
+            options.setdefault("namespace", f"v{uuid.uuid4().hex[:16]}")
+            return PgVectorStore.from_url(vector_url, **options)
+
+        return factory
+
+
+def test_namespace_longer_than_the_identifier_limit_allows_is_refused() -> None:
+    """``<namespace>_memory_messages_<dim>_h`` must fit 63 bytes: PostgreSQL
+    would silently truncate longer names and merge two stores' tables."""
+    assert PgVectorStore("postgresql://h/db", namespace="n" * 39).namespace == "n" * 39
+    with pytest.raises(ValidationError, match="namespace"):
+        PgVectorStore("postgresql://h/db", namespace="n" * 40)

@@ -23,18 +23,20 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-
 from memory_core import codec
-from memory_core.bench.dataset import BenchMessage, ThreadSpec
-from memory_core.bench.subjects import AdapterSubject, Answer, Kind, Subject
-from memory_core.clock import from_us
+from memory_core.clock import TIME_MAX_US, from_us
 
-__all__ = ["RawPostgres", "make"]
+from memory_core_bench.dataset import BenchMessage, ThreadSpec
+from memory_core_bench.subjects import AdapterSubject, Answer, Kind, Subject
+
+__all__ = ["MIRRORED", "RawPostgres", "make"]
 
 _COLS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
+_BUMP = "LEAST(GREATEST($2, updated_at + interval '1 microsecond'), $3)"  # R-BUMP, saturating
+_LAST_MESSAGE_AT = "(SELECT max(m.created_at) FROM messages m WHERE m.thread_id = threads.id)"
 _SAVE = (
-    "WITH b AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],"
-    " $7::text[], $8::timestamptz[], $9::text[]) WITH ORDINALITY"
+    "WITH b AS (SELECT * FROM unnest($1::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],"
+    " $9::text[], $10::timestamptz[], $11::text[]) WITH ORDINALITY"
     " AS b(id, thread_id, resource_id, role, content, metadata, meta, created_at, body, ord)),"
     " owned AS (SELECT b.* FROM b JOIN threads t ON t.id = b.thread_id AND t.resource_id = b.resource_id),"
     " w AS (INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, meta,"
@@ -43,10 +45,18 @@ _SAVE = (
     " ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, role = excluded.role, type = excluded.type,"
     " content = excluded.content, metadata = excluded.metadata, meta = excluded.meta, search = excluded.search"
     " RETURNING 1),"
-    " bump AS (UPDATE threads SET updated_at = GREATEST($10, updated_at + interval '1 microsecond')"
+    f" bump AS (UPDATE threads SET updated_at = {_BUMP}"
     " WHERE id IN (SELECT thread_id FROM owned) RETURNING 1)"
     " SELECT (SELECT count(*) FROM owned), (SELECT count(*) FROM w), (SELECT count(*) FROM bump)"
 )
+_MAX_AT = from_us(TIME_MAX_US)
+
+MIRRORED = {
+    "_BUMP": "memory_core_postgres.storage:_BUMP",
+    "_LAST_MESSAGE_AT": "memory_core_postgres._sql:LAST_MESSAGE_AT",
+}
+"""The adapter layout this baseline repeats by hand: our name -> the adapter's
+``module:attribute``; a test fails when the two differ."""
 
 
 def make(adapter: AdapterSubject) -> RawPostgres | None:
@@ -99,10 +109,12 @@ class RawPostgres(Subject):
         return self._pool
 
     async def open(self) -> None:
-        """A pool like the adapter's (search_path = the schema)."""
+        """A pool like the adapter's (search_path = the schema, no session reset)."""
+        from memory_core_postgres.storage import keep_session
+
         quoted = '"' + self.schema.replace('"', '""') + '"'
         self._pool = await asyncpg.create_pool(
-            self.dsn, min_size=1, max_size=10, server_settings={"search_path": quoted}
+            self.dsn, min_size=1, max_size=10, server_settings={"search_path": quoted}, reset=keep_session
         )
 
     async def close(self) -> None:
@@ -146,7 +158,8 @@ class RawPostgres(Subject):
 
     async def save(self, prepared: Any) -> None:
         """One statement: owners checked, upserts with new sequences, bumps."""
-        owned, written, _ = await self.pool.fetchrow(_SAVE, *prepared, _now())
+        ids, *columns = prepared
+        owned, written, _ = await self.pool.fetchrow(_SAVE, ids, _now(), _MAX_AT, *columns)
         if owned != len(prepared[0]) or written != owned:
             raise LookupError("a thread is missing or owned by another resource")
 
@@ -250,10 +263,12 @@ class RawPostgres(Subject):
         return Answer(int(rows[0][1]), tuple(r[0] for r in items))
 
     async def list_threads(self, resource_id: str, page: int, per_page: int) -> Answer:
-        """Count + page of threads (created_at DESC, id DESC) in one statement."""
+        """Count + page of threads (created_at DESC, id DESC) with each one's
+        newest message time (R-LAST, as the adapter returns it) in one statement."""
         rows = await self.pool.fetch(
             "SELECT c.total, w.* FROM (SELECT count(*) AS total FROM threads WHERE resource_id = $1) c"
-            " LEFT JOIN LATERAL (SELECT id, resource_id, title, metadata, created_at, updated_at FROM threads"
+            " LEFT JOIN LATERAL (SELECT id, resource_id, title, metadata, created_at, updated_at,"
+            f" {_LAST_MESSAGE_AT} FROM threads"
             " WHERE resource_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3) w ON true",
             resource_id,
             per_page,
