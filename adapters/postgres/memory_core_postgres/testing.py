@@ -7,7 +7,7 @@ pgvector extension, so a real server starts from ``pip install`` alone.
 launcher, so the URL is an ordinary ``postgresql://127.0.0.1:<port>/``).
 Durability is off (``fsync=off``): the data dies with the folder anyway.
 
-Needs the test extra: ``pip install memory-core-postgres[test]``.
+Needs the test extra: ``pip install -e './adapters/postgres[test]'``.
 """
 
 from __future__ import annotations
