@@ -16,6 +16,7 @@ refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.models import Message, Resource, Thread
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage
 from memory_core.vector import message_text
@@ -467,6 +469,27 @@ class PostgresStorage(BaseStorage):
         for window in windows:
             window.sort(key=_order_key)
         return windows
+
+    async def _read(self, plan: ReadPlan) -> ReadParts:
+        """The plan's parts concurrently, a page with its count in one
+        statement (``_page_messages``, ``_page_threads``) and every window in
+        one (``_message_windows``); records through the core's default."""
+        records = ReadPlan(threads=plan.threads, resources=plan.resources, owner_resources=plan.owner_resources)
+        calls: dict[str, Awaitable[Any]] = {}
+        if plan.threads or plan.resources:
+            calls["records"] = super()._read(records)
+        if plan.messages is not None:
+            calls["messages"] = self._page_messages(plan.messages)
+        if plan.thread_page is not None:
+            calls["thread_page"] = self._page_threads(plan.thread_page)
+        if plan.windows:
+            calls["windows"] = self._message_windows(plan.windows)
+        results = dict(zip(calls, await asyncio.gather(*calls.values()), strict=True))
+        found: ReadParts = results.get("records", ReadParts())
+        message_total, messages = results.get("messages", (0, []))
+        thread_total, thread_items = results.get("thread_page", (0, []))
+        windows = results.get("windows", [])
+        return ReadParts(found.threads, found.resources, message_total, messages, thread_total, thread_items, windows)
 
     async def _read_state(
         self, thread_ids: Sequence[str], message_ids: Sequence[str]
