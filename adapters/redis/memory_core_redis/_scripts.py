@@ -14,7 +14,12 @@ from typing import Any
 
 from memory_core.clock import TIME_MAX_US
 
-__all__ = ["SCRIPT_NAMES", "Scripts", "script_text"]
+INTENT_LEASE_MS = 30_000
+"""How long (ms) an intent of a multi-slot write is presumed in flight: an
+older one whose write never finished is rolled forward or back by whoever
+meets it (README.md, "Crash safety"). Far above any step's duration."""
+
+__all__ = ["INTENT_LEASE_MS", "SCRIPT_NAMES", "Scripts", "script_text"]
 
 SCRIPT_NAMES = (
     "apply",
@@ -31,6 +36,7 @@ SCRIPT_NAMES = (
     "put_resource",
     "put_thread",
     "save_messages",
+    "state",
     "threads",
     "window",
 )
@@ -39,7 +45,7 @@ SCRIPT_NAMES = (
 def script_text(name: str) -> str:
     """The full source of script ``name`` (constants + helpers + body)."""
     folder = files("memory_core_redis") / "lua"
-    constants = f"local TIME_MAX_US = {TIME_MAX_US}\n"
+    constants = f"local TIME_MAX_US = {TIME_MAX_US}\nlocal INTENT_LEASE_MS = {INTENT_LEASE_MS}\n"
     return constants + (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
 
 

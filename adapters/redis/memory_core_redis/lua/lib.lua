@@ -310,3 +310,26 @@ local function missing_threads(tids)
   end
   return out
 end
+
+-- Intents of multi-slot writes (store slot only): zsets "pt" (thread ids)
+-- and "pm" (message ids) scored by a stamp: server ms * 1000 + a counter,
+-- unique per write, so a write clears exactly its own intents.
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function new_stamp()
+  return server_ms() * 1000 + redis.call('INCR', base .. 'stamp') % 1000
+end
+-- Stamps below this belong to writes presumed dead (older than the lease).
+local function lease_cutoff() return (server_ms() - INTENT_LEASE_MS) * 1000 end
+
+-- Remove intents {member, stamp, ...} of zset `suffix` still holding that stamp.
+local function clear_intents(suffix, pairs)
+  local key = base .. suffix
+  for i = 1, #pairs, 2 do
+    if tonumber(redis.call('ZSCORE', key, pairs[i])) == tonumber(pairs[i + 1]) then
+      redis.call('ZREM', key, pairs[i])
+    end
+  end
+end
