@@ -427,9 +427,9 @@ class RedisStorage(BaseStorage):
                 return _Claim(int(reply[1]), list(reply[2]), reply[3], list(reply[4]))
             _, kind, item, holder, pending, cutoff = reply
             if not await self._release_dead(kind, item, holder, pending, int(cutoff)):
-                if kind == "t":
-                    raise StaleStateError(f"thread {item!r} belongs to resource {holder!r}")
-                raise StaleStateError(f"message {item!r} is stored under resource {holder!r}")
+                # never name the other tenant's resource
+                what = "thread" if kind == "t" else "message"
+                raise StaleStateError(f"{what} {item!r} belongs to another resource")
 
     async def _release_dead(self, kind: str, item: str, holder: str, pending: str, cutoff: int) -> bool:
         """Roll back a reservation of ``item`` by ``holder`` that no live
