@@ -572,6 +572,7 @@ class RedisStorage(BaseStorage):
         if reply is None or reply == "mismatch":
             await self._settle(thread_id, rid, intent, missing=reply is None)
             return reply
+        assert rid is not None
         rec, snap = reply
         await self._apply([_snapshot(rid, snap)], threads=intent)
         return _thread(rid, rec)

@@ -29,7 +29,8 @@ pytestmark = pytest.mark.anyio
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 WRITE_STEPS = frozenset(
-    {"claim", "put_thread", "patch_thread", "save_messages", "patch_messages", "delete_messages", "delete_thread", "apply"}
+    {"claim", "apply", "put_thread", "patch_thread", "save_messages", "patch_messages", "delete_messages"}
+    | {"delete_thread"}
 )
 """The scripts of a write's steps (reads before a write are not steps)."""
 
@@ -61,7 +62,8 @@ Op = Callable[[RedisStorage], Awaitable[Any]]
 
 
 def message(mid: str, thread: str, second: int) -> dict[str, Any]:
-    return {"id": mid, "thread_id": thread, "role": "user", "content": mid, "created_at": T0 + timedelta(seconds=second)}
+    created = T0 + timedelta(seconds=second)
+    return {"id": mid, "thread_id": thread, "role": "user", "content": mid, "created_at": created}
 
 
 async def seed(store: RedisStorage) -> None:
@@ -123,8 +125,8 @@ async def check_consistent(store: RedisStorage) -> None:
             ids = await walk(store, field, direction)
             assert sorted(ids) == sorted(by_resource), f"{field} {direction}: {ids} vs {sorted(by_resource)}"
     for tid in THREAD_IDS:
-        thread = await store.get_thread(tid)
-        assert (thread.resource_id if thread else None) == by_resource.get(tid)
+        found = await store.get_thread(tid)
+        assert (found.resource_id if found else None) == by_resource.get(tid)
 
 
 async def age_intents(store: RedisStorage) -> None:
