@@ -36,17 +36,28 @@ SCRIPT_NAMES = (
     "put_resource",
     "put_thread",
     "save_messages",
+    "solo_save",
     "state",
     "threads",
     "window",
 )
 
 
+COMPOSITES = {"solo_save": ("claim", "save_messages", "apply")}
+"""Standalone-only scripts running several steps in one call: each step's
+body becomes a local function ``step_<name>`` the composite's body calls."""
+
+
 def script_text(name: str) -> str:
-    """The full source of script ``name`` (constants + helpers + body)."""
+    """The full source of script ``name`` (constants + helpers + steps of a
+    composite + body)."""
     folder = files("memory_core_redis") / "lua"
     constants = f"local TIME_MAX_US = {TIME_MAX_US}\nlocal INTENT_LEASE_MS = {INTENT_LEASE_MS}\n"
-    return constants + (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+    parts = [constants, (folder / "lib.lua").read_text("utf-8")]
+    for step in COMPOSITES.get(name, ()):
+        parts.append(f"local function step_{step}()\n{(folder / f'{step}.lua').read_text('utf-8')}\nend")
+    parts.append((folder / f"{name}.lua").read_text("utf-8"))
+    return "\n".join(parts)
 
 
 class Scripts:

@@ -27,7 +27,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
 
-from memory_core_redis._keys import Layout, canon, filter_fields, message_member, seq_text, thread_member, time_key
+from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key
 from memory_core_redis._scripts import Scripts
 from memory_core_redis._url import DEFAULT_PREFIX, parse_url
 
@@ -129,6 +129,10 @@ def _snapshot(resource_id: str, lua: Sequence[str]) -> Snapshot:
         return (lua[0], resource_id, "d", lua[2], "", "", "", [])
     tid, state, version, ckey, ukey, lkey, *fields = lua
     return (tid, resource_id, state, version, ckey, ukey, lkey, list(fields))
+
+
+def _claim(reply: Sequence[Any]) -> _Claim:
+    return _Claim(int(reply[1]), list(reply[2]), reply[3], list(reply[4]))
 
 
 class _Claim(NamedTuple):
@@ -259,6 +263,7 @@ class RedisStorage(BaseStorage):
         self._keys = Layout(chosen)
         self._thread_at = _Locations()
         self._message_at = _Locations()
+        self._solo = False
 
     @classmethod
     def from_url(
@@ -322,6 +327,8 @@ class RedisStorage(BaseStorage):
             raise ValidationError("client", "must be created with decode_responses=True")
         self._scripts = Scripts(self._client)
         await self._scripts.load()
+        # one server holds every key: a write may span slots in one script
+        self._solo = not isinstance(self._client, RedisCluster)
 
     async def _close(self) -> None:
         if self._owns_client and self._client is not None:
@@ -409,22 +416,42 @@ class RedisStorage(BaseStorage):
         ``sequences`` numbers.
 
         Raises:
-            StaleStateError: an id is held by another resource (the core
-                raises ConflictError). A holder whose slot has no trace of
-                the id (a write that died) is rolled back and the claim
-                retried, so a dead write never blocks an id.
+            StaleStateError: an id is held by another resource (see :meth:`_claimed`).
         """
-        args = [
+        args = self._claim_args(sequences, threads, messages, touched)
+        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, args)))
+
+    @staticmethod
+    def _claim_args(
+        sequences: int,
+        threads: Iterable[tuple[str, str]],
+        messages: Iterable[tuple[str, str]],
+        touched: Sequence[str],
+    ) -> list[Any]:
+        """claim.lua's arguments (recording intents)."""
+        return [
+            "1",
             sequences,
             *_counted([part for pair in threads for part in pair]),
             *_counted([part for pair in messages for part in pair]),
             len(touched),
             *touched,
         ]
+
+    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
+        """Run ``call`` (a script whose reply starts as claim.lua's) until it
+        is "ok"; its reply.
+
+        Raises:
+            StaleStateError: an id is held by another resource (the core
+                raises ConflictError). A holder whose slot has no trace of
+                the id (a write that died) is rolled back and the call
+                repeated, so a dead write never blocks an id.
+        """
         while True:
-            reply = await self._run("claim", self._keys.store, args)
+            reply = await call()
             if reply[0] == "ok":
-                return _Claim(int(reply[1]), list(reply[2]), reply[3], list(reply[4]))
+                return reply
             _, kind, item, holder, pending, cutoff = reply
             if not await self._release_dead(kind, item, holder, pending, int(cutoff)):
                 # never name the other tenant's resource
@@ -681,55 +708,62 @@ class RedisStorage(BaseStorage):
         return found
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-        claims = [(m.id, m.resource_id or "") for m in messages]
-        claim = await self._claim(sequences=len(messages), messages=claims, touched=bump)
-        first = claim.first
         groups: dict[str, list[Any]] = defaultdict(list)
-        sequences = []
+        sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
             assert m.resource_id is not None and m.created_at is not None
-            seq = first + index + 1 if m.sequence is None else m.sequence
-            sequences.append(seq)
-            created = to_us(m.created_at)
-            member = message_member(created, seq, m.id) if m.sequence is None else ""
-            groups[m.resource_id].append(
-                (
-                    m.id,
-                    m.thread_id,
-                    m.role,
-                    m.type,
-                    dumps(m.content),
-                    dumps(m.metadata),
-                    created,
-                    member,
-                    seq,
-                    *_counted(filter_fields(m.metadata)),
-                )
+            sizes[m.resource_id] += 1
+            # a new message's member and sequence are made in Lua from the claim's first number
+            new = m.sequence is None
+            groups[m.resource_id] += (
+                m.id,
+                m.thread_id,
+                m.role,
+                m.type,
+                dumps(m.content),
+                dumps(m.metadata),
+                to_us(m.created_at),
+                "*" if new else "",
+                index + 1 if new else m.sequence,
+                *_counted(filter_fields(m.metadata)),
             )
-        replies = await self._gather(
-            self._run(
-                "save_messages",
-                self._slot(rid),
-                [now_us, len(batch), *(part for row in batch for part in row), len(bump), *bump],
+        claim_args = self._claim_args(len(messages), (), [(m.id, m.resource_id or "") for m in messages], bump)
+
+        def save_args(first: int, rid: str) -> list[Any]:
+            return [now_us, first, sizes[rid], *groups[rid], len(bump), *bump]
+
+        if self._solo:
+            claim_args[0] = "0"  # one atomic script: nothing can be left half done
+            solo = [self._keys.store, TOMBSTONE_TTL, len(claim_args), *claim_args, len(groups)]
+            for rid in groups:
+                args = save_args(0, rid)
+                solo += (self._slot(rid), rid, len(args), *args)
+            reply = await self._claimed(lambda: self._run("solo_save", self._keys.store, solo))
+            first, replies = int(reply[1]), reply[5]
+        else:
+            claim = _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args)))
+            first = claim.first
+            replies = await self._gather(
+                self._run("save_messages", self._slot(rid), save_args(first, rid)) for rid in groups
             )
-            for rid, batch in groups.items()
-        )
         snapshots: list[Snapshot] = []
         unused: list[tuple[str, str]] = []
         stale: str | None = None
-        for rid, (status, payload) in zip(groups, replies, strict=True):
-            if status == "stale":
-                stale = payload
-                unused += ((row[0], rid) for row in groups[rid] if row[7])  # new ids, never written
+        for rid, reply in zip(groups, replies, strict=True):
+            if reply[0] == "stale":
+                stale = reply[1]
+                unused += ((mid, rid) for mid in reply[2])  # new ids, never written
                 continue
-            snapshots += (_snapshot(rid, s) for s in payload)
-            for row in groups[rid]:
-                self._message_at.put(row[0], rid)
-        intents = [(tid, claim.stamp) for tid in bump]
-        await self._apply(snapshots, unused, threads=intents, messages=[(m.id, claim.stamp) for m in messages])
+            snapshots += (_snapshot(rid, s) for s in reply[1])
+        for m in messages:
+            if m.resource_id is not None and (m.id, m.resource_id) not in unused:
+                self._message_at.put(m.id, m.resource_id)
+        if not self._solo:
+            intents = [(tid, claim.stamp) for tid in bump]
+            await self._apply(snapshots, unused, threads=intents, messages=[(m.id, claim.stamp) for m in messages])
         if stale is not None:
             raise StaleStateError(f"{stale!r} changed while saving")
-        return sequences
+        return [first + index + 1 if m.sequence is None else m.sequence for index, m in enumerate(messages)]
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         by_id = {p.id: p for p in patches}

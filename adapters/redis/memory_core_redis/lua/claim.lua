@@ -2,13 +2,14 @@
 -- reserve thread and message ids for their resources and allocate sequence
 -- numbers. All or nothing: an id already held by another resource is a
 -- conflict and nothing is written.
--- ARGV: sequence numbers wanted, n, (thread id, resource id) pairs,
+-- ARGV: record intents "1"/"0" (a single-script write needs none),
+--       sequence numbers wanted, n, (thread id, resource id) pairs,
 --       n, (message id, resource id) pairs, n, thread ids the write changes.
 -- Returns {"ok", first sequence - 1, {version floors of the claimed
 -- threads}, stamp, {resource id or nil of each changed thread}} or
 -- {"conflict", "t"/"m", id, holder, stamp of its pending intent or "",
 --  lease cutoff}.
-local nseq = argn()
+local intents, nseq = arg() == '1', argn()
 local threads = argpairs()
 local msgs = argpairs()
 local touched = arglist(argn())
@@ -35,11 +36,11 @@ for i = 1, #threads, 2 do
 end
 for i = 1, #msgs, 2 do
   redis.call('HSET', base .. 'msg', msgs[i], msgs[i + 1])
-  redis.call('ZADD', base .. 'pm', stamp, msgs[i])
+  if intents then redis.call('ZADD', base .. 'pm', stamp, msgs[i]) end
 end
 local owners = {}
 for i, tid in ipairs(touched) do
-  redis.call('ZADD', base .. 'pt', stamp, tid)
+  if intents then redis.call('ZADD', base .. 'pt', stamp, tid) end
   owners[i] = redis.call('HGET', base .. 'g:' .. tid, 'r')
 end
 local first = 0

@@ -3,6 +3,7 @@
 -- key a script touches is built from it, so all share its hash tag (slot).
 -- Numbers leave scripts formatted with %d (tostring prints 7.2e+15).
 local base = KEYS[1]
+-- (a composite script, standalone only, reassigns it for each step)
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -12,9 +13,10 @@ local function tkey(us)
   return '0' .. string.format('%016d', 9000000000000000 + us)
 end
 
--- ARGV reader.
-local argi = 0
-local function arg() argi = argi + 1; return ARGV[argi] end
+-- ARGV reader; a composite script points it at each step's arguments.
+local args, argi = ARGV, 0
+local function arg() argi = argi + 1; return args[argi] end
+local function use_args(t) args, argi = t, 0 end
 local function argn() return tonumber(arg()) end
 local function arglist(n)
   local t = {}
