@@ -252,3 +252,21 @@ async def test_deleting_more_messages_than_a_release_chunk_frees_every_id(redis_
         await store.save_messages([message(f"b{i}", "other", i) for i in (0, n // 2, n - 1)])
         assert (await store.list_messages_by_resource("b")).total == 3
         await store.destroy()
+
+
+async def test_standalone_saves_in_one_script_and_a_cluster_in_three_steps(
+    redis_standalone: str, redis_cluster: str
+) -> None:
+    save = OPS["save_messages_two_resources"]
+    for target, expected in (
+        (redis_standalone, ["solo_save"]),
+        (redis_cluster, ["claim", "save_messages", "save_messages", "apply"]),
+    ):
+        namespace, steps = await run_dropped(target, save, 0)
+        assert steps == expected
+        async with RedisStorage.from_url(target, namespace=namespace) as store:
+            stored = await store.get_messages(["n1", "n2"])
+            assert [(m.resource_id, m.thread_id) for m in stored] == [("r1", "t1"), ("r2", "t3")]
+            assert stored[0].sequence is not None and stored[1].sequence == stored[0].sequence + 1
+            await check_consistent(store)
+            await store.destroy()
