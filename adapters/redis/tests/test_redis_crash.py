@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 from memory_core import BackendError
+from memory_core.clock import to_us
 from memory_core.errors import ConflictError
 from redis import exceptions as redis_errors
 
 from memory_core_redis import RedisStorage
+from memory_core_redis._keys import message_member
 from memory_core_redis._scripts import INTENT_LEASE_MS
 from memory_core_redis.storage import RELEASE_CHUNK
 
@@ -268,5 +270,9 @@ async def test_standalone_saves_in_one_script_and_a_cluster_in_three_steps(
             stored = await store.get_messages(["n1", "n2"])
             assert [(m.resource_id, m.thread_id) for m in stored] == [("r1", "t1"), ("r2", "t3")]
             assert stored[0].sequence is not None and stored[1].sequence == stored[0].sequence + 1
+            for m in stored:  # Lua makes the index member exactly as _keys.message_member does
+                assert m.resource_id is not None and m.created_at is not None and m.sequence is not None
+                member = await store.client.hget(store._slot(m.resource_id) + "m:" + m.id, "k")
+                assert member == message_member(to_us(m.created_at), m.sequence, m.id)
             await check_consistent(store)
             await store.destroy()
