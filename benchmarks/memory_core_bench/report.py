@@ -28,11 +28,17 @@ __all__ = [
     "compare_reports",
     "growth",
     "markdown",
+    "noisy",
+    "repeat_cv",
     "summarize",
     "targets",
 ]
 
 SCHEMA_VERSION = 1
+
+NOISY_CV = 0.25
+"""A result whose repeats disagree by more than this coefficient of
+variation is flagged as noisy (other work competing for the CPUs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,11 @@ class Result:
             on the same data (None where not compared).
         params: the workload's shape (page, depth, batch ...).
         error: set when the workload failed (then the stats are zeros).
+        repeat_cv: how much the repeats of this measurement disagree: the
+            coefficient of variation (stdev / mean) of the medians of its
+            consecutive blocks of ops (of each process's median for
+            ``multi_process``); None with fewer than 3 blocks. A quiet
+            machine keeps it well under :data:`NOISY_CV`.
     """
 
     backend: str
@@ -112,6 +123,7 @@ class Result:
     verified: bool | None = None
     params: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    repeat_cv: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -382,6 +394,37 @@ def targets(report: BenchReport) -> list[TargetCheck]:
                     )
                 )
     return checks
+
+
+def repeat_cv(latencies_ns: Sequence[int], block: int) -> float | None:
+    """Coefficient of variation of the medians of consecutive ``block``-op
+    slices of ``latencies_ns`` (a last, shorter slice counts when it holds
+    at least half a block); None with fewer than 3 slices.
+
+    Raises:
+        ValueError: ``block`` < 1.
+    """
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    medians = [
+        _quantile(sorted(latencies_ns[k : k + block]), 0.5)
+        for k in range(0, len(latencies_ns), block)
+        if len(latencies_ns[k : k + block]) * 2 >= block
+    ]
+    if len(medians) < 3:
+        return None
+    mean = sum(medians) / len(medians)
+    if mean <= 0:
+        return None
+    return math.sqrt(sum((m - mean) ** 2 for m in medians) / len(medians)) / mean
+
+
+def noisy(report: BenchReport, threshold: float = NOISY_CV) -> list[Result]:
+    """The results whose repeats disagree widely (``repeat_cv`` above
+    ``threshold``), worst first: their numbers depend on what else the
+    machine was doing."""
+    found = [r for r in report.results if r.error is None and r.repeat_cv is not None and r.repeat_cv > threshold]
+    return sorted(found, key=lambda r: -(r.repeat_cv or 0.0))
 
 
 # ---------------------------------------------------------------------- Markdown
