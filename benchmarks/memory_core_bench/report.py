@@ -455,9 +455,11 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 def markdown(report: BenchReport) -> str:
-    """The whole report as Markdown: one table per backend and size (each
-    subject's p50/p95/p99 and throughput, with the ratio to the backend's
-    adapter), populate speed, growth with size, and every target."""
+    """The whole report as Markdown: the per-backend summary and noise
+    warning (:mod:`memory_core_bench.summary`), one table per backend and
+    size (each subject's p50/p95/p99, throughput and the spread of its
+    repeats, with the ratio to the backend's adapter), populate speed,
+    growth with size, and every target."""
     out: list[str] = ["# memory-core benchmark results", ""]
     meta = report.meta
     if meta:
@@ -472,7 +474,21 @@ def markdown(report: BenchReport) -> str:
         versions = meta.get("versions", {})
         if versions:
             out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-        out.append("- latencies in µs or ms per op (wall time, p50/p95/p99); throughput in ops/s; RSS in MiB")
+        out.append(
+            "- latencies in µs or ms per op (wall time, p50/p95/p99); throughput in ops/s; RSS in MiB; "
+            "spread: coefficient of variation of the repeats (blocks of ops; processes for multi_process)"
+        )
+        out.append("")
+    # summary builds on this module: imported here, not at the top.
+    from memory_core_bench.summary import summary_text
+
+    lines = summary_text(report)
+    if lines:
+        out.append("## Summary (computed from this run)")
+        out.append("")
+        out.append("```text")
+        out.extend(lines)
+        out.append("```")
         out.append("")
     for note in report.notes:
         out.append(f"> {note}")
@@ -498,12 +514,13 @@ def markdown(report: BenchReport) -> str:
                 "p50 / adapter",
                 "RSS client",
                 "RSS server",
+                "spread",
                 "ok",
             ]
             body: list[list[str]] = []
             for r in rows:
                 if r.error is not None:
-                    body.append([r.workload, r.subject, "error", "", "", "", "", "", "", "", r.error[:60]])
+                    body.append([r.workload, r.subject, "error", "", "", "", "", "", "", "", "", r.error[:60]])
                     continue
                 base = next(
                     (a for a in rows if a.kind == "adapter" and a.workload == r.workload and a.error is None), None
@@ -524,6 +541,7 @@ def markdown(report: BenchReport) -> str:
                         ratio,
                         _mib(r.client_rss_mib),
                         _mib(r.server_rss_mib),
+                        "" if r.repeat_cv is None else f"{r.repeat_cv:.0%}",
                         ok,
                     ]
                 )
