@@ -108,7 +108,7 @@ def _tick(value: float, _: object = None) -> str:
 def _log_ticks(low: float, high: float) -> list[float]:
     """Tick values on a log axis from ``low`` to ``high``: the 1-2-5 series
     inside, thinned to at most 6; when fewer than 2 fall inside (a narrow
-    range), the two ends rounded to 2 significant digits."""
+    range), three values spread inside it, rounded to 2 significant digits."""
     if low <= 0 or high <= 0:
         return []
     ticks = [
@@ -120,7 +120,11 @@ def _log_ticks(low: float, high: float) -> list[float]:
     while len(ticks) > 6:
         ticks = ticks[::2]
     if len(ticks) < 2:
-        ticks = sorted({float(f"{low:.2g}"), float(f"{high:.2g}")})
+        inner = [low + (high - low) * f for f in (0.1, 0.5, 0.9)]
+        for digits in (2, 3, 4):  # as few digits as keep 2 ticks on the axis
+            ticks = sorted({v for v in (float(f"{x:.{digits}g}") for x in inner) if low <= v <= high})
+            if len(ticks) >= 2:
+                break
     return ticks
 
 

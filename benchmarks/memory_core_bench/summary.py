@@ -55,6 +55,8 @@ class BackendSummary:
 
 
 def _us(value: float) -> str:
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:,.2f} s"
     if value >= 1000:
         return f"{value / 1000:,.1f} ms" if value >= 10_000 else f"{value / 1000:,.2f} ms"
     return f"{value:,.0f} µs"
