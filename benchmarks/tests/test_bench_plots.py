@@ -107,3 +107,17 @@ def test_missing_matplotlib_says_exactly_what_to_install(tmp_path: Path, monkeyp
     assert result.exit_code == 0, result.output
     assert "no plots: plots need matplotlib: pip install 'memory-core-bench[plots]'" in result.output
     assert not list(tmp_path.glob("*.png"))
+
+
+def test_missing_peers_say_exactly_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory_core_bench.baselines import missing_peers
+
+    # The peer module must be imported afresh, with its library absent.
+    monkeypatch.delitem(sys.modules, "memory_core_bench.baselines.peer_openai", raising=False)
+    monkeypatch.setitem(sys.modules, "agents", None)
+    lines = missing_peers("sqlite")
+    assert any(
+        line.startswith("peer openai not run on sqlite: ") and line.endswith("pip install 'memory-core-bench[peers]'")
+        for line in lines
+    ), lines
+    assert missing_peers("valkey") == []  # no peers are compared on valkey
