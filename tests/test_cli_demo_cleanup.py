@@ -128,5 +128,5 @@ def test_a_failed_demo_on_redis_removes_its_keys(redis_url: str, tmp_path: Path)
         app, ["demo", "--db", str(tmp_path / "demo.db"), "--storage", redis_url, "--vector", "memory://?bogus=1"]
     )
     assert result.exit_code == 2, result.output
-    assert "unknown" in result.output and "'bogus'" in result.output, result.output
+    assert "memory:// takes no path or options" in result.output, result.output
     assert _redis_keys(redis_url) == before
