@@ -83,9 +83,9 @@ def mongodb_url() -> Iterator[str]:
 def _redis_keys(url: str) -> list[str]:
     import redis
 
-    client = redis.Redis.from_url(url)
+    client = redis.Redis.from_url(url, decode_responses=True)
     try:
-        return sorted(key.decode() for key in client.keys("*"))
+        return sorted(str(key) for key in client.keys("*"))
     finally:
         client.close()
 

@@ -35,6 +35,7 @@ from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
+from memory_core.vector import BaseVectorStore
 
 __all__ = [
     "DEMO_APPLICATION_ID",
@@ -450,7 +451,11 @@ async def _demo(
         vectors = None
         if vector_url:
             vectors = await connect_vector(vector_url, **({"namespace": namespace} if own_vector_namespace else {}))
-            stack.push_async_callback(vectors.destroy if own_vector_namespace else vectors.close)
+            # Every vector adapter subclasses BaseVectorStore, which can destroy its namespace.
+            if own_vector_namespace and isinstance(vectors, BaseVectorStore):
+                stack.push_async_callback(vectors.destroy)
+            else:
+                stack.push_async_callback(vectors.close)
         config = MemoryConfig(
             last_messages=10,
             # Semantic recall needs a vector store (Memory refuses it otherwise).
