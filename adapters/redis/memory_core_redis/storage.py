@@ -643,7 +643,7 @@ class RedisStorage(BaseStorage):
         if stale is not None:
             raise StaleStateError(f"thread {stale!r} changed while updating")
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)
         replies = await self._gather(
             self._run("delete_messages", self._slot(rid), [len(mids), *mids, len(bump), *bump, now_us])
@@ -658,6 +658,7 @@ class RedisStorage(BaseStorage):
                 self._message_at.drop(mid)
         if snapshots or release:
             await self._apply(snapshots, release)
+        return len(release)
 
     async def _messages(self, mode: str, query: MessageQuery) -> list[tuple[str, Any]]:
         """Run messages.lua in every slot the query covers: (resource id,
