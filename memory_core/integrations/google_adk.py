@@ -137,7 +137,7 @@ def _check_names(app_name: Any, user_id: Any) -> None:
     check_id(user_id, "user_id")
 
 
-class MemoryCoreSessionService(BaseSessionService):
+class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
     """An ADK ``BaseSessionService`` over a :class:`~memory_core.Memory`.
 
     Args:
@@ -328,7 +328,7 @@ class MemoryCoreSessionService(BaseSessionService):
         return self._commit_event_to_session(session, event)
 
 
-class MemoryCoreMemoryService(BaseMemoryService):
+class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
     """An ADK ``BaseMemoryService``: search is memory-core semantic recall
     over the user's sessions (resource scope).
 
@@ -380,7 +380,7 @@ class MemoryCoreMemoryService(BaseMemoryService):
         stored = await newest_messages(self.memory, thread_id, owner, None)
         known = {e.id for e in map(_event_of, stored) if e is not None}
         new = [_event_message(e, thread_id, owner) for e in events if e.id not in known and not e.partial]
-        metadata = {"adk_app": app_name, "adk_user": user_id, "adk_session": session_id, "state": {}}
+        metadata: dict[str, Any] = {"adk_app": app_name, "adk_user": user_id, "adk_session": session_id, "state": {}}
         metadata["last_update_time"] = max((e.timestamp for e in events), default=platform_time.get_time())
         await save_to(self.memory, thread_id, owner, new, metadata=metadata)
 

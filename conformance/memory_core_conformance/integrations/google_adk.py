@@ -40,7 +40,7 @@ APP = "app"
 USERS = ("u1", "u2")
 SESSION_IDS = ("s1", "s2", "s3")
 
-_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=10)
+_text = st.text(st.characters(codec="utf-8"), max_size=10)
 _values = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), _text, st.lists(st.integers(0, 9), max_size=2))
 _state = st.dictionaries(
     st.sampled_from(["k", "n", "app:theme", "app:k", "user:name", "user:k", "temp:scratch"]), _values, max_size=3
