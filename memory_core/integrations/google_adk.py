@@ -12,7 +12,7 @@ global, so each key is one id; ``%`` and ``:`` inside a part are escaped):
   resource; its ``metadata`` holds ``adk_app``, ``adk_user``, ``adk_session``,
   the session ``state`` and ``last_update_time`` (seconds, the last event's
   timestamp as ADK keeps it), and its working-memory slot the session's
-  revision (a fresh uuid per append, compared and set atomically:
+  revision (a fresh uuid at creation and per append, compared and set atomically:
   :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`);
 - each event is one message: ``type`` :data:`EVENT_TYPE`, ``content``
   ``{"event": <ADK's own JSON of it>, "content": <its text>}``
@@ -187,12 +187,14 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
         thread_id = check_id(session_thread(app_name, user_id, session_id), "session_id")
         now = platform_time.get_time()
+        revision = uuid.uuid4().hex  # the first revision: a copy from before a delete and re-create is stale
         metadata = {
             "adk_app": app_name,
             "adk_user": user_id,
             "adk_session": session_id,
             "state": deltas["session"],
             "last_update_time": now,
+            "working_memory": revision,
         }
         try:
             await self.memory.storage.insert_thread(
@@ -202,7 +204,9 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
         await self._apply_scoped(app_name, user_id, deltas)
         merged = await self._merged(app_name, user_id, deltas["session"])
-        return Session(id=session_id, app_name=app_name, user_id=user_id, state=merged, last_update_time=now)
+        session = Session(id=session_id, app_name=app_name, user_id=user_id, state=merged, last_update_time=now)
+        session._storage_update_marker = revision
+        return session
 
     async def get_session(
         self,
@@ -293,7 +297,8 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         shared state, the rest to the session's state.
 
         Atomic against other appenders: the session's stored revision must
-        be the one ``session`` was loaded at, and is replaced by compare-and-set.
+        be the one ``session`` was created or loaded at, and is replaced by
+        compare-and-set (a ``Session`` built by hand carries none: load it).
 
         Raises:
             SessionNotFoundError: the session is not stored.
