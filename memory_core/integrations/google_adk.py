@@ -110,7 +110,7 @@ def event_text(event: Event) -> str:
 def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[str, Any]]:
     """ADK's split of a state (delta) into ``app``, ``user`` and ``session``
     parts (``temp:`` dropped), each checked as JSON (R-JSON)."""
-    deltas = _session_util.extract_state_delta(dict(state or {}))
+    deltas: dict[str, dict[str, Any]] = _session_util.extract_state_delta(dict(state or {}))
     for scope, delta in deltas.items():
         check_json_object(delta, f"{field} ({scope} state)")
     return deltas
