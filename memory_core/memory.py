@@ -694,11 +694,13 @@ class Memory:
         await self._index([m for m in updated if m.id in touched])
         return updated
 
-    async def delete_messages(self, ids: Sequence[str]) -> None:
-        """Delete messages and their vectors (unknown ids ignored)."""
-        await self.storage.delete_messages(ids)
+    async def delete_messages(self, ids: Sequence[str]) -> int:
+        """Delete messages and their vectors (unknown ids ignored); returns
+        how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
+        removed = await self.storage.delete_messages(ids)
         if self.vector is not None and ids:
             await self._vector_call("delete_messages", self.vector.delete_messages(list(ids)))
+        return removed
 
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
         """See :meth:`BaseStorage.get_messages`."""

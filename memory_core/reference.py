@@ -147,10 +147,10 @@ class InMemoryStorage(BaseStorage):
                 self._messages[patch.id] = copy.deepcopy(patch.apply(old))
         self._bump(bump, now_us)
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        for message_id in ids:
-            self._messages.pop(message_id, None)
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        removed = sum(self._messages.pop(message_id, None) is not None for message_id in ids)
         self._bump(bump, now_us)
+        return removed
 
     def _bump(self, thread_ids: Sequence[str], now_us: int) -> None:
         """Bump ``updated_at`` and recompute ``last_message_at`` of these threads

@@ -126,7 +126,7 @@ class Storage(Protocol):
     ) -> Page[Thread]: ...
     async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]: ...
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]: ...
-    async def delete_messages(self, ids: Sequence[str]) -> None: ...
+    async def delete_messages(self, ids: Sequence[str]) -> int: ...
     async def get_messages(self, ids: Sequence[str]) -> list[Message]: ...
     async def list_messages(
         self,
@@ -609,18 +609,23 @@ class BaseStorage(ABC):
             check_id(thread_id, f"{where}.thread_id")
         return MessagePatch(msg_id, role, kind, content, metadata, thread_id)
 
-    async def delete_messages(self, ids: Sequence[str]) -> None:
+    async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete known ids, ignore unknown ones; bump their threads. The
-        remaining order is unchanged; an emptied thread remains."""
+        remaining order is unchanged; an emptied thread remains.
+
+        Returns how many messages this call removed (distinct ids): of racing
+        deletes of one id exactly one counts it, so ``delete_messages([id]) ==
+        1`` is an atomic "I took it" (the integrations' pop uses this)."""
         wanted = check_id_list(ids, "ids")
         if not wanted:
-            return
+            return 0
         await self._ready()
         with self._guard("delete_messages"):
-            found = await self._get_messages(wanted)
-            if found:
-                bump = list(dict.fromkeys(m.thread_id for m in found))
-                await self._delete_messages([m.id for m in found], bump, to_us(self.clock.now()))
+            found = await self._get_messages(list(dict.fromkeys(wanted)))
+            if not found:
+                return 0
+            bump = list(dict.fromkeys(m.thread_id for m in found))
+            return await self._delete_messages([m.id for m in found], bump, to_us(self.clock.now()))
 
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
         """The messages found among ``ids``, in R-ORDER ascending."""
@@ -1027,8 +1032,11 @@ class BaseStorage(ABC):
         :class:`~memory_core.errors.StaleStateError`, writing nothing."""
 
     @abstractmethod
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        """Delete these messages and bump the threads in ``bump``."""
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        """Delete these messages (distinct ids) and bump the threads in
+        ``bump``; returns how many of them this call removed, counted
+        atomically with the delete (an id a concurrent writer removed first
+        does not count)."""
 
     @abstractmethod
     async def _list_messages(self, query: MessageQuery) -> list[Message]:

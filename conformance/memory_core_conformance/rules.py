@@ -215,8 +215,9 @@ _RULE_LIST = [
         "OPS",
         "storage operations",
         "Each storage operation does what its docstring says: save_thread replaces the whole record, updates are "
-        "partial (metadata and content merged one level), deletes ignore unknown ids, get_messages returns found "
-        "ids in R-ORDER once each, and writes racing each other cannot break ownership or existence checks.",
+        "partial (metadata and content merged one level), deletes ignore unknown ids and return how many messages "
+        "they removed (of racing deletes of one message exactly one counts it), get_messages returns found ids in "
+        "R-ORDER once each, and writes racing each other cannot break ownership or existence checks.",
     ),
     Rule(
         "LIFECYCLE",

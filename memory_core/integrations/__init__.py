@@ -7,8 +7,8 @@ imports a framework:
   a Session for the OpenAI Agents SDK, plus recall and working-memory tools.
 - :mod:`memory_core.integrations.pydantic_ai` (``memory-core[pydantic-ai]``):
   a message-history store for Pydantic AI, plus tools.
-- :mod:`memory_core.integrations.adk` (``memory-core[adk]``): a session
-  service and a memory service for Google ADK.
+- :mod:`memory_core.integrations.google_adk` (``memory-core[google-adk]``):
+  a session service and a memory service for Google ADK.
 
 Shared mapping (every integration): a framework's conversation is a thread,
 its user is the thread's resource, each framework record (item, message,

@@ -18,7 +18,6 @@ from memory_core.models import Message, MessagePageRequest, PerPage, Thread
 from memory_core.validation import check_id
 
 __all__ = [
-    "POP_CLAIMS_RESOURCE",
     "context_resource",
     "delete_conversation",
     "new_message_id",
@@ -27,11 +26,6 @@ __all__ = [
     "pop_newest",
     "save_to",
 ]
-
-POP_CLAIMS_RESOURCE = "memory-core:pop-claims"
-"""Resource that owns pop claims (empty marker threads, see :func:`pop_newest`)."""
-
-_CLAIM_PREFIX = "pop:"
 
 
 async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
@@ -93,15 +87,10 @@ async def save_to(
 async def pop_newest(memory: Memory, thread_id: str, resource_id: str) -> Message | None:
     """Remove and return the thread's newest message; None when empty.
 
-    Atomic under concurrent poppers on every backend, built on the one
-    create-if-absent primitive every store has (``insert_thread``): a popper
-    claims the newest message by inserting the marker thread
-    ``pop:<message id>`` (owned by :data:`POP_CLAIMS_RESOURCE`); exactly one
-    claim succeeds, and only its popper returns the message. A popper whose
-    claim fails deletes the message too (helping, so a popper that died after
-    its claim never leaves the message stuck) and reads again. Markers stay,
-    one small empty thread per pop, so a popper holding a stale read can
-    never claim the same message again (not even after ``clear``).
+    Atomic under concurrent poppers on every backend: read the newest
+    message, then delete it; ``delete_messages`` counts only what this call
+    removed, so of racing poppers exactly one gets 1 and returns the message.
+    A popper that lost the race reads again. Nothing is left behind.
 
     Raises:
         OwnershipError: the thread belongs to another resource.
@@ -110,15 +99,8 @@ async def pop_newest(memory: Memory, thread_id: str, resource_id: str) -> Messag
         newest = await newest_messages(memory, thread_id, resource_id, 1)
         if not newest:
             return None
-        message = newest[0]
-        marker = Thread(_CLAIM_PREFIX + message.id, POP_CLAIMS_RESOURCE, metadata={"thread_id": thread_id})
-        try:
-            await memory.storage.insert_thread(marker)
-        except ConflictError:
-            await memory.delete_messages([message.id])
-            continue
-        await memory.delete_messages([message.id])
-        return message
+        if await memory.delete_messages([newest[0].id]) == 1:
+            return newest[0]
 
 
 async def delete_conversation(memory: Memory, thread_id: str, resource_id: str) -> None:

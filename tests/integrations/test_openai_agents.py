@@ -47,6 +47,7 @@ async def test_pop_item_is_atomic_under_concurrent_poppers(open_memory: OpenMemo
             numbers = [int(item["content"].split()[1]) for item in result]
             assert numbers == sorted(numbers, reverse=True)
         assert await writer.get_items() == []
+        assert [t.id for t in (await memory.list_threads()).items] == ["s"]  # pops leave nothing behind
 
 
 @pytest.mark.anyio

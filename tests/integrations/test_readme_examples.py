@@ -21,12 +21,13 @@ def _examples() -> list[str]:
 
 def test_each_integration_has_an_example() -> None:
     examples = _examples()
-    assert len(examples) == 2
+    assert len(examples) == 3
     assert "MemoryCoreSession" in examples[0] and "MessageHistory" in examples[1]
+    assert "MemoryCoreSessionService" in examples[2]
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("index", range(2), ids=["openai-agents", "pydantic-ai"])
+@pytest.mark.parametrize("index", range(3), ids=["openai-agents", "pydantic-ai", "google-adk"])
 async def test_readme_example_runs(
     index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -37,4 +38,4 @@ async def test_readme_example_runs(
     if result is not None:
         await result
     printed = capsys.readouterr().out.strip()
-    assert printed == ["3 items seen", "4"][index]
+    assert printed == ["3 items seen", "4", "3 contents seen"][index]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pymongo import AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 
 Doc = dict[str, Any]
 Session = AsyncClientSession | None
+
+T = TypeVar("T")
 
 
 def supports_transactions(hello: Mapping[str, Any]) -> bool:
@@ -212,16 +214,16 @@ class MongoStorage(BaseStorage):
     def _resources(self) -> AsyncCollection[Doc]:
         return self._collection(RESOURCES)
 
-    async def _atomic(self, work: Callable[[Session], Awaitable[None]]) -> None:
-        """Run ``work`` all-or-nothing: in a transaction (retried on transient
-        transaction errors) when the deployment has them; otherwise directly,
-        as the ordered write plan described in the README."""
+    async def _atomic(self, work: Callable[[Session], Awaitable[T]]) -> T:
+        """Run ``work`` all-or-nothing and return its answer: in a transaction
+        (retried on transient transaction errors) when the deployment has
+        them; otherwise directly, as the ordered write plan described in the
+        README."""
         assert self._client is not None
         if not self.transactions:
-            await work(None)
-            return
+            return await work(None)
         async with self._client.start_session() as session:
-            await session.with_transaction(work)
+            return await session.with_transaction(work)
 
     async def _allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the
@@ -430,12 +432,13 @@ class MongoStorage(BaseStorage):
 
         await self._atomic(work)
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        async def work(session: Session) -> None:
-            await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        async def work(session: Session) -> int:
+            result = await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
             await self._bump_threads(bump, now_us, {}, session)
+            return result.deleted_count
 
-        await self._atomic(work)
+        return await self._atomic(work)
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         docs = await self._find(self._messages, message_list_plan(query), query.offset, query.limit)

@@ -432,15 +432,18 @@ class PostgresStorage(BaseStorage):
         )
         await self._write(lambda: self.pool.execute(sql, *args))
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        await self.pool.execute(
-            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]))"
-            f" UPDATE threads SET updated_at = {_BUMP} WHERE id = ANY($4::text[])",
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        # One statement: a racing delete of the same row waits for ours and then finds nothing to count.
+        removed = await self.pool.fetchval(
+            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING 1),"
+            f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id = ANY($4::text[]))"
+            " SELECT count(*) FROM gone",
             list(ids),
             from_us(now_us),
             _MAX_AT,
             list(bump),
         )
+        return int(removed)
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         return (await self._page_messages(query))[1]

@@ -807,7 +807,7 @@ class RedisStorage(BaseStorage):
         if stale is not None:
             raise StaleStateError(f"thread {stale!r} changed while updating")
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)
         claim = await self._claim(touched=bump)
         replies = await self._gather(
@@ -822,6 +822,7 @@ class RedisStorage(BaseStorage):
             for mid in deleted:
                 self._message_at.drop(mid)
         await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
+        return len(release)
 
     async def _messages(self, mode: str, query: MessageQuery) -> list[tuple[str, Any]]:
         """Run messages.lua in every slot the query covers: (resource id,

@@ -315,11 +315,13 @@ def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bu
         _bump(conn, bump, now_us)
 
 
-def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-    """Delete these messages and bump their threads, in one transaction."""
+def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+    """Delete these messages and bump their threads, in one transaction;
+    returns how many rows this transaction removed."""
     with transaction(conn):
-        conn.execute(f"DELETE FROM messages WHERE id {_BY_IDS}", (_sql.id_list(ids),))
+        removed = conn.execute(f"DELETE FROM messages WHERE id {_BY_IDS}", (_sql.id_list(ids),)).rowcount
         _bump(conn, bump, now_us)
+    return removed
 
 
 def list_messages(conn: sqlite3.Connection, query: MessageQuery) -> list[Message]:

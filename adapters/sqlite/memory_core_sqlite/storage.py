@@ -290,8 +290,8 @@ class SQLiteStorage(BaseStorage):
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         await self._run(_ops.patch_messages, patches, bump, now_us)
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
-        await self._run(_ops.delete_messages, ids, bump, now_us)
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        return await self._run(_ops.delete_messages, ids, bump, now_us)
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         return await self._run(_ops.list_messages, query)

@@ -5,7 +5,9 @@ Each race runs many rounds of two tasks started together. Between the core's
 read and the adapter's write the other task may commit; an adapter that
 does not re-verify inside its write (raising
 :class:`~memory_core.errors.StaleStateError`) lets both succeed and leaves a
-message under another resource's thread, or an orphan message.
+message under another resource's thread, or an orphan message; a delete
+that does not count its removals inside the write lets two racing deletes
+both claim one message.
 """
 
 from __future__ import annotations
@@ -42,6 +44,19 @@ async def _race(first: Callable[[], Awaitable[Any]], second: Callable[[], Awaita
         group.start_soon(run, 0, first)
         group.start_soon(run, 1, second)
     return outcomes
+
+
+async def _counts(first: Callable[[], Awaitable[int]], second: Callable[[], Awaitable[int]]) -> list[int]:
+    """Run both calls at once; their answers."""
+    answers = [-1, -1]
+
+    async def run(index: int, call: Callable[[], Awaitable[int]]) -> None:
+        answers[index] = await call()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, 0, first)
+        group.start_soon(run, 1, second)
+    return answers
 
 
 async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
@@ -90,6 +105,12 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
         assert outcomes[0] == "ok" and outcomes[1] in ("ok", "NotFoundError"), f"round {n}: {outcomes}"
         assert await a.get_thread(victim) is None
         assert await a.get_messages([f"o{n}"]) == [], f"round {n}: message o{n} outlived its deleted thread"
+
+        # One message deleted twice at once: exactly one delete counts it (the integrations' atomic pop).
+        doomed = f"d{n}"
+        await a.save_messages([message(doomed, "home1")])
+        counts = await _counts(partial(a.delete_messages, [doomed]), partial(b.delete_messages, [doomed]))
+        assert sorted(counts) == [0, 1], f"round {n}: delete_messages x2 counted {counts}"
 
 
 class ConcurrencyCases(SuiteBase):

@@ -118,10 +118,11 @@ class OperationCases(SuiteBase):
     async def test_ops_delete_messages_ignores_unknown_and_leaves_the_thread(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await store.save_messages([message("m1"), message("m2")])
-        await store.delete_messages(["m1", "ghost", "m1"])
-        await store.delete_messages([])
+        assert await store.delete_messages(["m1", "ghost", "m1"]) == 1  # distinct ids removed
+        assert await store.delete_messages([]) == 0
+        assert await store.delete_messages(["m1"]) == 0  # already gone
         assert ids(await store.list_messages("t1")) == ["m2"]
-        await store.delete_messages(["m2"])
+        assert await store.delete_messages(["m2"]) == 1
         page = await store.list_messages("t1")
         assert page.items == [] and page.total == 0 and not page.has_more
         assert await store.get_thread("t1") is not None

@@ -8,5 +8,5 @@ run these. A module imports its framework only when it is imported.
 
 - :mod:`.openai_agents`: the Agents SDK ``Session`` vs ``SQLiteSession``.
 - :mod:`.pydantic_ai`: a message-history store vs an in-memory list.
-- :mod:`.adk`: an ADK ``BaseSessionService`` vs ``InMemorySessionService``.
+- :mod:`.google_adk`: an ADK ``BaseSessionService`` vs ``InMemorySessionService``.
 """

@@ -1,0 +1,413 @@
+"""Google ADK integration: a session service and a memory service backed by
+any memory-core storage (``pip install "memory-core[google-adk]"``).
+
+Mapping (ADK keys sessions by app, user and session id; memory-core ids are
+global, so each key is one id; ``%`` and ``:`` inside a part are escaped):
+
+- the user ``(app_name, user_id)`` is the resource ``adk:<app>:<user>``; its
+  ``metadata`` holds the ``user:`` state (keys without the prefix);
+- the app is the resource ``adk-app:<app>``; its ``metadata`` holds the
+  ``app:`` state;
+- a session is the thread ``adk:<app>:<user>:<session>`` owned by the user's
+  resource; its ``metadata`` holds ``adk_app``, ``adk_user``, ``adk_session``,
+  the session ``state`` and ``last_update_time`` (seconds, the last event's
+  timestamp as ADK keeps it), and its working-memory slot the session's
+  revision (a fresh uuid at creation and per append, compared and set atomically:
+  :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`);
+- each event is one message: ``type`` :data:`EVENT_TYPE`, ``content``
+  ``{"event": <ADK's own JSON of it>, "content": <its text>}``
+  (``Event.model_dump(mode="json", exclude_none=True)``, as ADK's
+  ``DatabaseSessionService`` stores it, read back with
+  ``Event.model_validate``), role per :func:`event_role`.
+
+``temp:`` state is never stored (ADK's base service trims it from the event
+and keeps it in the in-memory session only). Semantics follow ADK's
+``InMemorySessionService`` (the reference of
+``memory_core_conformance.integrations.google_adk``), except that an append
+through a session object older than the stored session raises ADK's
+``StaleSessionError``, as ADK's ``DatabaseSessionService`` does, and that
+state must be JSON (R-JSON: ``ValidationError`` before any write).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.memory._utils import format_timestamp
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.platform import time as platform_time
+from google.adk.platform import uuid as platform_uuid
+from google.adk.sessions import _session_util
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from google.adk.sessions.state import State
+
+from memory_core.errors import ConflictError, ValidationError
+from memory_core.memory import Memory
+from memory_core.models import Message, Role, Thread, ThreadFilter
+from memory_core.validation import check_id, check_json_object, check_message
+
+from ._threads import delete_conversation, new_message_id, newest_messages, save_to
+
+__all__ = [
+    "EVENT_TYPE",
+    "MemoryCoreMemoryService",
+    "MemoryCoreSessionService",
+    "app_resource",
+    "event_role",
+    "event_text",
+    "session_thread",
+    "user_resource",
+]
+
+EVENT_TYPE = "google-adk/event"
+"""``Message.type`` of a stored ADK ``Event``."""
+
+_LIST_PAGE = 100
+
+
+def _key(*parts: str) -> str:
+    return ":".join(p.replace("%", "%25").replace(":", "%3A") for p in parts)
+
+
+def user_resource(app_name: str, user_id: str) -> str:
+    """The resource id of an ADK user: ``adk:<app>:<user>``."""
+    return "adk:" + _key(app_name, user_id)
+
+
+def app_resource(app_name: str) -> str:
+    """The resource id holding an ADK app's ``app:`` state: ``adk-app:<app>``."""
+    return "adk-app:" + _key(app_name)
+
+
+def session_thread(app_name: str, user_id: str, session_id: str) -> str:
+    """The thread id of an ADK session: ``adk:<app>:<user>:<session>``."""
+    return "adk:" + _key(app_name, user_id, session_id)
+
+
+def event_role(event: Event) -> Role:
+    """``tool`` for an event carrying function responses, ``user`` for one
+    the user wrote (``author == "user"``), else ``assistant``."""
+    parts = event.content.parts if event.content and event.content.parts else []
+    if any(part.function_response is not None for part in parts):
+        return "tool"
+    return "user" if event.author == "user" else "assistant"
+
+
+def event_text(event: Event) -> str:
+    """The text semantic recall embeds: the event's text parts, newline-joined."""
+    parts = event.content.parts if event.content and event.content.parts else []
+    return "\n".join(part.text for part in parts if part.text)
+
+
+def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[str, Any]]:
+    """ADK's split of a state (delta) into ``app``, ``user`` and ``session``
+    parts (``temp:`` dropped), each checked as JSON (R-JSON)."""
+    deltas: dict[str, dict[str, Any]] = _session_util.extract_state_delta(dict(state or {}))
+    for scope, delta in deltas.items():
+        check_json_object(delta, f"{field} ({scope} state)")
+    return deltas
+
+
+def _event_message(event: Event, thread_id: str, owner: str) -> Message:
+    record = {"event": event.model_dump(mode="json", exclude_none=True), "content": event_text(event)}
+    return check_message(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), "event")
+
+
+def _event_of(message: Message) -> Event | None:
+    if message.type != EVENT_TYPE or not isinstance(message.content, dict):
+        return None
+    return Event.model_validate(message.content["event"])
+
+
+def _revision(thread: Thread) -> str | None:
+    value = thread.metadata.get("working_memory")
+    return value if isinstance(value, str) else None
+
+
+def _check_names(app_name: Any, user_id: Any) -> None:
+    check_id(app_name, "app_name")
+    check_id(user_id, "user_id")
+
+
+class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
+    """An ADK ``BaseSessionService`` over a :class:`~memory_core.Memory`.
+
+    Args:
+        memory: storage (and optional vector store, which indexes every
+            event's text for :class:`MemoryCoreMemoryService`); shared, not
+            closed here.
+
+    Raises (every method):
+        ValidationError: a bad id (R-ID, at most 256 characters once mapped)
+            or non-JSON state, before any write.
+    """
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    async def _merged(self, app_name: str, user_id: str, session_state: Mapping[str, Any]) -> dict[str, Any]:
+        app = await self.memory.storage.get_resource(app_resource(app_name))
+        user = await self.memory.storage.get_resource(user_resource(app_name, user_id))
+        merged = dict(session_state)
+        merged.update({State.APP_PREFIX + k: v for k, v in (app.metadata if app else {}).items()})
+        merged.update({State.USER_PREFIX + k: v for k, v in (user.metadata if user else {}).items()})
+        return merged
+
+    async def _apply_scoped(self, app_name: str, user_id: str, deltas: Mapping[str, dict[str, Any]]) -> None:
+        if deltas["app"]:
+            await self.memory.storage.update_resource(app_resource(app_name), metadata=deltas["app"])
+        if deltas["user"]:
+            await self.memory.storage.update_resource(user_resource(app_name, user_id), metadata=deltas["user"])
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        """Create a session (id stripped of surrounding blanks as ADK does;
+        a new uuid when None or blank); ``app:``/``user:`` keys of ``state``
+        update the shared state, ``temp:`` keys are dropped.
+
+        Raises:
+            AlreadyExistsError: the user already has a session with this id.
+        """
+        _check_names(app_name, user_id)
+        deltas = _split_state(state, "state")
+        session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
+        thread_id = check_id(session_thread(app_name, user_id, session_id), "session_id")
+        now = platform_time.get_time()
+        revision = uuid.uuid4().hex  # the first revision: a copy from before a delete and re-create is stale
+        metadata = {
+            "adk_app": app_name,
+            "adk_user": user_id,
+            "adk_session": session_id,
+            "state": deltas["session"],
+            "last_update_time": now,
+            "working_memory": revision,
+        }
+        try:
+            await self.memory.storage.insert_thread(
+                Thread(thread_id, user_resource(app_name, user_id), metadata=metadata)
+            )
+        except ConflictError:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from None
+        await self._apply_scoped(app_name, user_id, deltas)
+        merged = await self._merged(app_name, user_id, deltas["session"])
+        session = Session(id=session_id, app_name=app_name, user_id=user_id, state=merged, last_update_time=now)
+        session._storage_update_marker = revision
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        """The session with its events (oldest first) and merged state, or
+        None. ``config.num_recent_events`` keeps the newest n (0: none);
+        ``config.after_timestamp`` then keeps the events after the newest one
+        older than it (ADK's in-memory rule)."""
+        _check_names(app_name, user_id)
+        session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
+        thread_id = session_thread(app_name, user_id, session_id)
+        thread = await self.memory.storage.get_thread(thread_id, user_resource(app_name, user_id))
+        if thread is None:
+            return None
+        limit = config.num_recent_events if config else None
+        stored = await newest_messages(self.memory, thread_id, thread.resource_id, limit)
+        events = [e for e in map(_event_of, stored) if e is not None] if limit != 0 else []
+        if config and config.after_timestamp is not None:
+            older = [i for i, e in enumerate(events) if e.timestamp < config.after_timestamp]
+            if older:
+                events = events[older[-1] + 1 :]
+        return self._session(thread, await self._merged(app_name, user_id, thread.metadata["state"]), events)
+
+    @staticmethod
+    def _session(thread: Thread, state: dict[str, Any], events: list[Event]) -> Session:
+        meta = thread.metadata
+        session = Session(
+            id=meta["adk_session"],
+            app_name=meta["adk_app"],
+            user_id=meta["adk_user"],
+            state=state,
+            events=events,
+            last_update_time=meta["last_update_time"],
+        )
+        session._storage_update_marker = _revision(thread)
+        return session
+
+    async def list_sessions(self, *, app_name: str, user_id: str | None = None) -> ListSessionsResponse:
+        """Every session of the app (of ``user_id`` when given), without
+        events, with merged state, ordered by (last_update_time, user_id,
+        id); read page by page (100 threads a read)."""
+        check_id(app_name, "app_name")
+        owner = None if user_id is None else user_resource(app_name, check_id(user_id, "user_id"))
+        where = ThreadFilter(resource_id=owner, metadata={"adk_app": app_name})
+        threads: list[Thread] = []
+        cursor: str | None = None
+        while True:
+            page = await self.memory.storage.list_threads(where, per_page=_LIST_PAGE, cursor=cursor)
+            threads += page.items
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        app = await self.memory.storage.get_resource(app_resource(app_name))
+        app_state = {State.APP_PREFIX + k: v for k, v in (app.metadata if app else {}).items()}
+        user_states: dict[str, dict[str, Any]] = {}
+        sessions = []
+        for thread in threads:
+            user = thread.metadata["adk_user"]
+            if user not in user_states:
+                found = await self.memory.storage.get_resource(thread.resource_id)
+                user_states[user] = {State.USER_PREFIX + k: v for k, v in (found.metadata if found else {}).items()}
+            sessions.append(self._session(thread, {**thread.metadata["state"], **app_state, **user_states[user]}, []))
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Delete the session, its events and their vectors (missing: no-op)."""
+        _check_names(app_name, user_id)
+        session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
+        await delete_conversation(
+            self.memory, session_thread(app_name, user_id, session_id), user_resource(app_name, user_id)
+        )
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's ``user:`` state, keys without the prefix (``{}`` when none)."""
+        _check_names(app_name, user_id)
+        found = await self.memory.storage.get_resource(user_resource(app_name, user_id))
+        return dict(found.metadata) if found else {}
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Store a (non-partial) event and apply its state delta: ``temp:``
+        keys to the in-memory ``session`` only, ``app:``/``user:`` keys to the
+        shared state, the rest to the session's state.
+
+        Atomic against other appenders: the session's stored revision must
+        be the one ``session`` was created or loaded at, and is replaced by
+        compare-and-set (a ``Session`` built by hand carries none: load it).
+
+        Raises:
+            SessionNotFoundError: the session is not stored.
+            StaleSessionError: the stored session changed since ``session``
+                was loaded (reload it, as with ADK's database service).
+            ValidationError: a non-JSON state delta or event, before any write.
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        deltas = _split_state(event.actions.state_delta if event.actions else None, "event.actions.state_delta")
+        thread_id = session_thread(session.app_name, session.user_id, session.id)
+        owner = user_resource(session.app_name, session.user_id)
+        message = _event_message(event, thread_id, owner)
+        thread = await self.memory.storage.get_thread(thread_id, owner)
+        if thread is None:
+            raise SessionNotFoundError(f"Session {session.id} not found.")
+        revision, fresh = _revision(thread), uuid.uuid4().hex
+        if session._storage_update_marker != revision or not await self.memory.storage.swap_thread_working_memory(
+            thread_id, revision, fresh
+        ):
+            raise StaleSessionError("The session changed in storage since it was loaded; reload it.")
+        await save_to(self.memory, thread_id, owner, [message])
+        state = {**thread.metadata["state"], **deltas["session"]}
+        await self.memory.storage.update_thread(
+            thread_id, metadata={"state": state, "last_update_time": event.timestamp}
+        )
+        await self._apply_scoped(session.app_name, session.user_id, deltas)
+        session.last_update_time = event.timestamp
+        session._storage_update_marker = fresh
+        return self._commit_event_to_session(session, event)
+
+
+class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
+    """An ADK ``BaseMemoryService``: search is memory-core semantic recall
+    over the user's sessions (resource scope).
+
+    Args:
+        memory: a Memory with a vector store (the one the session service
+            writes to, so events stored there are searchable at once).
+        top_k: memories per search, 1-1000 (default 5).
+
+    Raises:
+        ValidationError: ``memory`` has no vector store, or a bad ``top_k``.
+    """
+
+    def __init__(self, memory: Memory, *, top_k: int = 5) -> None:
+        if memory.vector is None or memory.embedder is None:
+            raise ValidationError("memory.vector", "semantic recall needs a vector store (Memory(storage, vector))")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
+            raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
+        self.memory = memory
+        self.top_k = top_k
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        """Store (and index) the session's events that its thread does not
+        hold yet, matched by event id; a session kept by
+        :class:`MemoryCoreSessionService` in the same memory is already there."""
+        await self.add_events_to_memory(
+            app_name=session.app_name, user_id=session.user_id, events=session.events, session_id=session.id
+        )
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Store the events not stored yet in the session's thread (created
+        on first write, owned by the user); ``custom_metadata`` is ignored.
+
+        Raises:
+            ValidationError: no ``session_id``, or a bad id or event.
+        """
+        _check_names(app_name, user_id)
+        if session_id is None:
+            raise ValidationError("session_id", "memory-core keeps events by session: give one")
+        thread_id = check_id(session_thread(app_name, user_id, session_id), "session_id")
+        owner = user_resource(app_name, user_id)
+        stored = await newest_messages(self.memory, thread_id, owner, None)
+        known = {e.id for e in map(_event_of, stored) if e is not None}
+        new = [_event_message(e, thread_id, owner) for e in events if e.id not in known and not e.partial]
+        metadata: dict[str, Any] = {"adk_app": app_name, "adk_user": user_id, "adk_session": session_id, "state": {}}
+        metadata["last_update_time"] = max((e.timestamp for e in events), default=platform_time.get_time())
+        await save_to(self.memory, thread_id, owner, new, metadata=metadata)
+
+    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        """The ``top_k`` stored events of the user (any session) nearest to
+        ``query`` that carry content, best first, as ``MemoryEntry`` (id,
+        content, author, ISO-8601 local timestamp, as ADK's in-memory service)."""
+        _check_names(app_name, user_id)
+        assert self.memory.vector is not None and self.memory.embedder is not None
+        vector = (await self.memory.embedder.embed([query]))[0]
+        hits = await self.memory.vector.search(vector, self.top_k, resource_id=user_resource(app_name, user_id))
+        found = {m.id: m for m in await self.memory.storage.get_messages([hit.message_id for hit in hits])}
+        memories = []
+        for hit in hits:
+            event = _event_of(found[hit.message_id]) if hit.message_id in found else None
+            if event is not None and event.content is not None:
+                memories.append(
+                    MemoryEntry(
+                        id=event.id,
+                        content=event.content,
+                        author=event.author,
+                        timestamp=format_timestamp(event.timestamp),
+                    )
+                )
+        return SearchMemoryResponse(memories=memories)

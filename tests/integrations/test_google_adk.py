@@ -1,0 +1,104 @@
+"""Google ADK: the session service against ADK's InMemorySessionService,
+stale appends, state scopes and the memory service, on every backend."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.genai import types
+from memory_core_conformance.integrations.google_adk import run_session_service_machine
+
+from memory_core import ValidationError
+from memory_core.integrations.google_adk import MemoryCoreMemoryService, MemoryCoreSessionService, user_resource
+
+from .conftest import OpenMemory
+
+
+def said(author: str, text: str, **delta: object) -> Event:
+    role = "user" if author == "user" else "model"
+    return Event(
+        invocation_id="inv",
+        author=author,
+        content=types.Content(role=role, parts=[types.Part(text=text)]),
+        actions=EventActions(state_delta=dict(delta)),
+    )
+
+
+def test_differential_against_in_memory_session_service(open_memory: OpenMemory) -> None:
+    @asynccontextmanager
+    async def service() -> AsyncIterator[MemoryCoreSessionService]:
+        async with open_memory() as memory:
+            yield MemoryCoreSessionService(memory)
+
+    run_session_service_machine(service)
+
+
+@pytest.mark.anyio
+async def test_stale_appends_are_rejected_and_write_nothing(open_memory: OpenMemory) -> None:
+    async with open_memory() as memory:
+        service = MemoryCoreSessionService(memory)
+        created = await service.create_session(app_name="a", user_id="u", session_id="s")
+        first = await service.get_session(app_name="a", user_id="u", session_id="s")
+        second = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert first is not None and second is not None
+        await service.append_event(first, said("user", "hello", k=1))
+        await service.append_event(first, said("assistant", "hi"))  # the appender's own copy stays current
+        for stale in (second, created):
+            with pytest.raises(StaleSessionError):
+                await service.append_event(stale, said("user", "lost", k=2))
+        stored = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert stored is not None
+        assert [e.content.parts[0].text for e in stored.events if e.content and e.content.parts] == ["hello", "hi"]
+        assert stored.state == {"k": 1}
+        await service.append_event(stored, said("user", "reloaded"))  # a reloaded copy may append again
+
+
+@pytest.mark.anyio
+async def test_state_scopes_live_in_resources_and_temp_is_never_stored(open_memory: OpenMemory) -> None:
+    async with open_memory() as memory:
+        service = MemoryCoreSessionService(memory)
+        state = {"k": "session", "app:theme": "dark", "user:name": "Ada", "temp:scratch": 1}
+        session = await service.create_session(app_name="a", user_id="u", state=state, session_id="s")
+        assert session.state == {"k": "session", "app:theme": "dark", "user:name": "Ada"}
+        await service.append_event(session, said("user", "x", **{"temp:step": 2, "user:name": "Bob"}))
+        assert session.state["temp:step"] == 2  # in memory for the invocation ...
+        stored = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert stored is not None and "temp:step" not in stored.state  # ... never stored
+        assert stored.events[0].actions.state_delta == {"user:name": "Bob"}
+        other = await service.create_session(app_name="a", user_id="u", session_id="s2")
+        assert other.state == {"app:theme": "dark", "user:name": "Bob"}  # shared across the user's sessions
+        resource = await memory.storage.get_resource(user_resource("a", "u"))
+        assert resource is not None and resource.metadata == {"name": "Bob"}
+        assert await service.get_user_state(app_name="a", user_id="u") == {"name": "Bob"}
+        with pytest.raises(AlreadyExistsError):
+            await service.create_session(app_name="a", user_id="u", session_id="s")
+        with pytest.raises(ValidationError, match="R-JSON"):
+            await service.create_session(app_name="a", user_id="u", session_id="s3", state={"k": float("nan")})
+        assert await service.get_session(app_name="a", user_id="u", session_id="s3") is None
+        generated = await service.create_session(app_name="a", user_id="u")
+        assert generated.id and await service.get_session(app_name="a", user_id="u", session_id=generated.id)
+
+
+@pytest.mark.anyio
+async def test_memory_service_searches_the_users_events_only(open_memory: OpenMemory) -> None:
+    async with open_memory() as memory:
+        sessions, recall = MemoryCoreSessionService(memory), MemoryCoreMemoryService(memory, top_k=2)
+        alice = await sessions.create_session(app_name="a", user_id="alice", session_id="s")
+        await sessions.append_event(alice, said("user", "my cat is called Miso"))
+        await sessions.append_event(alice, said("user", "I like trains"))
+        bob = await sessions.create_session(app_name="a", user_id="bob", session_id="s")
+        await sessions.append_event(bob, said("user", "my cat is called Rex"))
+        await recall.add_session_to_memory(alice)  # already stored: nothing added twice
+        assert len((await sessions.get_session(app_name="a", user_id="alice", session_id="s")).events) == 2  # type: ignore[union-attr]
+        found = await recall.search_memory(app_name="a", user_id="alice", query="cat Miso")
+        texts = [m.content.parts[0].text for m in found.memories if m.content.parts]
+        assert texts[0] == "my cat is called Miso" and "my cat is called Rex" not in texts
+        assert found.memories[0].author == "user" and found.memories[0].id == alice.events[0].id
+        with pytest.raises(ValidationError, match="session_id"):
+            await recall.add_events_to_memory(app_name="a", user_id="alice", events=alice.events)
