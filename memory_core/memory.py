@@ -41,6 +41,7 @@ from memory_core.models import (
     WorkingMemoryState,
 )
 from memory_core.query import NOT_GIVEN
+from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
 from memory_core.storage import MessageParts, Storage, message_key
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
@@ -498,6 +499,31 @@ class Memory:
             for thread_id in erased.thread_ids:
                 await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
         return erased
+
+    async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
+        """Delete messages or threads older than ``policy`` allows, with their
+        vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
+
+        Each batch's vectors are deleted just before its messages, so an
+        interrupted run leaves no vector without its message; running again
+        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes it.
+
+        Returns:
+            :class:`~memory_core.retention.PruneReport`.
+
+        Raises:
+            ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
+            BackendError: a store failed (run again to finish).
+        """
+        hook = None if self.vector is None else self._drop_vectors
+        return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
+
+    async def _drop_vectors(self, batch: PruneBatch) -> None:
+        assert self.vector is not None
+        if batch.message_ids is None:
+            await self._vector_call("prune", self.vector.delete_thread(batch.thread_id))
+        else:
+            await self._vector_call("prune", self.vector.delete_messages(list(batch.message_ids)))
 
     async def list_threads(
         self,

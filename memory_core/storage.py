@@ -49,6 +49,7 @@ from memory_core.models import (
     ThreadFilter,
 )
 from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, prune
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
     check_id,
@@ -155,6 +156,9 @@ class Storage(Protocol):
     async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool: ...
     async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool: ...
     async def delete_resource(self, resource_id: str) -> ResourceErasure: ...
+    async def prune(
+        self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
+    ) -> PruneReport: ...
     async def close(self) -> None: ...
     async def destroy(self) -> None: ...
 
@@ -858,6 +862,29 @@ class BaseStorage(ABC):
         with self._guard("delete_resource"):
             thread_ids, messages, existed = await self._delete_resource(resource_id)
         return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
+
+    async def prune(
+        self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
+    ) -> PruneReport:
+        """Delete messages or threads older than ``policy`` allows (R-PRUNE),
+        in batches, composed from public calls (see
+        :mod:`memory_core.retention` for the exact semantics). Vectors are
+        removed by :meth:`memory_core.Memory.prune`.
+
+        Args:
+            policy: a :class:`~memory_core.retention.RetentionPolicy`.
+            dry_run: report what would be removed, write nothing.
+            before_delete: awaited before each delete with its
+                :class:`~memory_core.retention.PruneBatch` (``Memory`` drops
+                vectors there).
+
+        Returns:
+            :class:`~memory_core.retention.PruneReport`.
+
+        Raises:
+            ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
+        """
+        return await prune(self, policy, self.clock.now(), dry_run=dry_run, before_delete=before_delete)
 
     # ------------------------------------------------------------------ primitives
 

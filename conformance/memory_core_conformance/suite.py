@@ -33,6 +33,7 @@ from memory_core_conformance.cases import (
     PagingRules,
     PropertyCases,
     RecallCases,
+    RetentionRules,
     StatefulCases,
     ValueRules,
 )
@@ -48,6 +49,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     CapabilityCases,
     ConcurrencyCases,
     BugCases,
+    RetentionRules,
     ActivityRules,
     OperationCases,
     FilterRules,
