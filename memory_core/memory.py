@@ -43,6 +43,7 @@ from memory_core.models import (
 from memory_core.query import NOT_GIVEN
 from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
 from memory_core.storage import MessageParts, Storage, message_key
+from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
     MAX_ID_LENGTH,
@@ -394,6 +395,7 @@ class Memory:
 
     # ------------------------------------------------------------------ threads
 
+    @traced("create_memory")
     async def create_thread(
         self,
         resource_id: str,
@@ -430,6 +432,7 @@ class Memory:
             return await self.storage.save_thread(thread)
         return await self.storage.insert_thread(thread)
 
+    @traced("create_memory")
     async def get_or_create_thread(
         self,
         resource_id: str,
@@ -475,12 +478,14 @@ class Memory:
         """See :meth:`BaseStorage.update_thread`."""
         return await self.storage.update_thread(thread_id, title=title, metadata=metadata)
 
+    @traced("delete_memory")
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread, its messages and their vectors (unknown: no-op)."""
         await self.storage.delete_thread(thread_id)
         if self.vector is not None:
             await self.vector.delete_thread(thread_id)
 
+    @traced("delete_memory")
     async def delete_resource(self, resource_id: str) -> ResourceErasure:
         """Forget a resource (a user): its threads, their messages and vectors,
         and its working memory. No id stays reserved; an unknown id is no
@@ -500,6 +505,7 @@ class Memory:
                 await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
         return erased
 
+    @traced("delete_memory")
     async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
         """Delete messages or threads older than ``policy`` allows, with their
         vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
@@ -536,6 +542,7 @@ class Memory:
         """See :meth:`BaseStorage.list_threads` (Mastra's ``listThreads``)."""
         return await self.storage.list_threads(filter, page, per_page, order_by, cursor)
 
+    @traced("create_memory")
     async def clone_thread(
         self,
         source_id: str,
@@ -621,6 +628,7 @@ class Memory:
 
     # ------------------------------------------------------------------ messages
 
+    @traced("update_memory")
     async def save_messages(
         self, messages: Sequence[Message | Mapping[str, Any]], *, persist_system: bool = False
     ) -> list[Message]:
@@ -663,6 +671,7 @@ class Memory:
             await self._generate_titles(saved)
         return saved
 
+    @traced("update_memory")
     async def append_messages(
         self,
         thread_id: str,
@@ -709,6 +718,7 @@ class Memory:
             batch.append(item)
         return await self.save_messages(batch)
 
+    @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
         messages are re-embedded."""
@@ -721,6 +731,7 @@ class Memory:
         await self._index([m for m in updated if m.id in touched])
         return updated
 
+    @traced("delete_memory")
     async def delete_messages(self, ids: Sequence[str]) -> None:
         """Delete messages and their vectors (unknown ids ignored)."""
         await self.storage.delete_messages(ids)
@@ -747,6 +758,7 @@ class Memory:
             thread_id, resource_id, include, filter, page, per_page, order_by, cursor
         )
 
+    @traced("update_memory")
     async def reindex(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
         """Re-embed every message of one thread or one resource, replacing their
         vectors: the repair path after a failed vector write. Returns the number
@@ -822,6 +834,7 @@ class Memory:
 
     # ------------------------------------------------------------------ recall
 
+    @traced("search_memory")
     async def recall(
         self,
         thread_id: str,
@@ -1102,6 +1115,7 @@ class Memory:
 
     # ------------------------------------------------------------------ working memory
 
+    @traced("search_memory")
     async def read_working_memory(
         self,
         thread_id: str | None = None,
@@ -1146,6 +1160,7 @@ class Memory:
         """
         return (await self.read_working_memory(thread_id, resource_id, thread_config)).text
 
+    @traced("update_memory")
     async def update_working_memory(
         self,
         thread_id: str | None,
@@ -1191,6 +1206,7 @@ class Memory:
             raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 
+    @traced("update_memory")
     async def append_working_memory(
         self,
         thread_id: str | None,
