@@ -42,6 +42,7 @@ __all__ = [
     "Operation",
     "capture_content",
     "set_capture_content",
+    "set_tracer_provider",
     "traced",
 ]
 
@@ -76,6 +77,24 @@ def capture_content() -> bool:
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in ("1", "true")
 
 
+def set_tracer_provider(provider: Any) -> None:
+    """Trace memory-core with this OpenTelemetry ``TracerProvider`` instead of
+    the global one (``opentelemetry.trace.set_tracer_provider``); None goes
+    back to the global provider."""
+    _tracer.clear()
+    if provider is not None:
+        _tracer.append(provider.get_tracer(TRACER_NAME, _own_version()))
+
+
+def _own_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memory-core")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return None
+
+
 def _get_tracer() -> Any:
     """The OpenTelemetry tracer, or None when the application has not imported
     OpenTelemetry (never imports it itself)."""
@@ -84,14 +103,8 @@ def _get_tracer() -> Any:
     api = sys.modules.get("opentelemetry.trace")
     if api is None:
         return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        own = version("memory-core")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        own = None
     # get_tracer returns a proxy that follows a provider set later.
-    _tracer.append(api.get_tracer(TRACER_NAME, own))
+    _tracer.append(api.get_tracer(TRACER_NAME, _own_version()))
     return _tracer[0]
 
 
