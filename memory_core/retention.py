@@ -1,6 +1,6 @@
 """Retention: delete messages or threads older than an age (R-PRUNE).
 
-:class:`RetentionPolicy` says what to remove; :func:`prune` removes it by
+:class:`RetentionPolicy` says what to remove; :func:`apply_policy` removes it by
 composing public storage calls (``list_threads`` by cursor,
 ``list_messages`` with a date filter by cursor, ``delete_messages``,
 ``delete_thread``), in batches, so every backend behaves exactly alike and
@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
+from memory_core.clock import TIME_MIN
 from memory_core.errors import ValidationError
 from memory_core.models import DateRange, MessageFilter, OrderBy, ThreadFilter
 from memory_core.validation import check_bool, check_datetime, check_id
@@ -48,7 +49,7 @@ from memory_core.validation import check_bool, check_datetime, check_id
 if TYPE_CHECKING:
     from memory_core.storage import Storage
 
-__all__ = ["MAX_BATCH", "PruneBatch", "PruneHook", "PruneReport", "RetentionPolicy", "prune"]
+__all__ = ["MAX_BATCH", "PruneBatch", "PruneHook", "PruneReport", "RetentionPolicy", "apply_policy"]
 
 PruneTarget = Literal["messages", "threads"]
 MAX_BATCH = 10_000
@@ -105,7 +106,8 @@ class RetentionPolicy:
         if self.before is not None:
             return self.before
         assert self.older_than is not None
-        return now - self.older_than
+        # An age beyond the R-TIME range reaches before every storable time: nothing is that old.
+        return now - self.older_than if now - TIME_MIN > self.older_than else TIME_MIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,7 @@ class PruneReport:
         return sum(self.messages.values())
 
 
-async def prune(
+async def apply_policy(
     storage: Storage,
     policy: RetentionPolicy,
     now: datetime,
@@ -189,6 +191,8 @@ async def prune(
     cutoff = policy.cutoff(now)
     threads: list[str] = []
     counts: dict[str, int] = {}
+    if cutoff <= TIME_MIN:  # nothing storable is older (R-TIME)
+        return PruneReport(policy.target, cutoff, policy.resource_id, dry_run)
     scope = ThreadFilter(resource_id=policy.resource_id)
     order = OrderBy("created_at", "ASC")
     cursor: str | None = None

@@ -49,7 +49,7 @@ from memory_core.models import (
     ThreadFilter,
 )
 from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, prune
+from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, apply_policy
 from memory_core.telemetry import traced
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
@@ -907,7 +907,7 @@ class BaseStorage(ABC):
         Raises:
             ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
         """
-        return await prune(self, policy, self.clock.now(), dry_run=dry_run, before_delete=before_delete)
+        return await apply_policy(self, policy, self.clock.now(), dry_run=dry_run, before_delete=before_delete)
 
     # ------------------------------------------------------------------ primitives
 

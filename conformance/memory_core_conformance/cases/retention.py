@@ -98,6 +98,9 @@ class RetentionRules(SuiteBase):
         report = await store.prune(RetentionPolicy(older_than=timedelta(hours=1)))
         assert report.cutoff == at(5)
         assert report.messages == {"t1": 1, "t2": 2, "k1": 1}
+        # an age reaching past 1900 (R-TIME) finds nothing that old
+        ancient = await store.prune(RetentionPolicy("threads", older_than=timedelta(days=365 * 400)))
+        assert ancient.threads == () and ancient.messages == {}
 
     async def test_r_prune_batches_resume_after_an_interruption(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1", created_at=at(0)))
