@@ -27,6 +27,8 @@ _RAW = {
     "redis": "memory_core_bench.baselines.raw_redis",
     "rediss": "memory_core_bench.baselines.raw_redis",
     "mongodb": "memory_core_bench.baselines.raw_mongo",
+    "postgresql": "memory_core_bench.baselines.raw_postgres",
+    "postgres": "memory_core_bench.baselines.raw_postgres",
 }
 
 _RAW_VECTOR = {
