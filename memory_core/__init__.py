@@ -38,6 +38,7 @@ from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.reference_vector import InMemoryVectorStore
 from memory_core.registry import connect, connect_vector, register_storage, register_vector
+from memory_core.retention import PruneReport, RetentionPolicy
 from memory_core.storage import BaseStorage, Storage
 from memory_core.tokens import EstimateTokenCounter, TokenCounter
 from memory_core.vector import BaseVectorStore, VectorStore
@@ -67,10 +68,12 @@ __all__ = [
     "OrderBy",
     "OwnershipError",
     "Page",
+    "PruneReport",
     "RecallResult",
     "RecallSource",
     "Resource",
     "ResourceErasure",
+    "RetentionPolicy",
     "SemanticRecall",
     "Storage",
     "SystemClock",

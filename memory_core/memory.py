@@ -40,7 +40,9 @@ from memory_core.models import (
     WorkingMemoryState,
 )
 from memory_core.query import NOT_GIVEN
+from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
 from memory_core.storage import MessageParts, Storage, message_key
+from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
     MAX_ID_LENGTH,
@@ -392,6 +394,7 @@ class Memory:
 
     # ------------------------------------------------------------------ threads
 
+    @traced("create_memory")
     async def create_thread(
         self,
         resource_id: str,
@@ -428,6 +431,7 @@ class Memory:
             return await self.storage.save_thread(thread)
         return await self.storage.insert_thread(thread)
 
+    @traced("create_memory")
     async def get_or_create_thread(
         self,
         resource_id: str,
@@ -473,12 +477,14 @@ class Memory:
         """See :meth:`BaseStorage.update_thread`."""
         return await self.storage.update_thread(thread_id, title=title, metadata=metadata)
 
+    @traced("delete_memory")
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread, its messages and their vectors (unknown: no-op)."""
         await self.storage.delete_thread(thread_id)
         if self.vector is not None:
             await self.vector.delete_thread(thread_id)
 
+    @traced("delete_memory")
     async def delete_resource(self, resource_id: str) -> ResourceErasure:
         """Forget a resource (a user): its threads, their messages and vectors,
         and its working memory. No id stays reserved; an unknown id is no
@@ -498,6 +504,32 @@ class Memory:
                 await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
         return erased
 
+    @traced("delete_memory")
+    async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
+        """Delete messages or threads older than ``policy`` allows, with their
+        vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
+
+        Each batch's vectors are deleted just before its messages, so an
+        interrupted run leaves no vector without its message; running again
+        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes it.
+
+        Returns:
+            :class:`~memory_core.retention.PruneReport`.
+
+        Raises:
+            ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
+            BackendError: a store failed (run again to finish).
+        """
+        hook = None if self.vector is None else self._drop_vectors
+        return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
+
+    async def _drop_vectors(self, batch: PruneBatch) -> None:
+        assert self.vector is not None
+        if batch.message_ids is None:
+            await self._vector_call("prune", self.vector.delete_thread(batch.thread_id))
+        else:
+            await self._vector_call("prune", self.vector.delete_messages(list(batch.message_ids)))
+
     async def list_threads(
         self,
         filter: ThreadFilter | Mapping[str, Any] | None = None,
@@ -509,6 +541,7 @@ class Memory:
         """See :meth:`BaseStorage.list_threads` (Mastra's ``listThreads``)."""
         return await self.storage.list_threads(filter, page, per_page, order_by, cursor)
 
+    @traced("create_memory")
     async def clone_thread(
         self,
         source_id: str,
@@ -594,6 +627,7 @@ class Memory:
 
     # ------------------------------------------------------------------ messages
 
+    @traced("update_memory")
     async def save_messages(
         self, messages: Sequence[Message | Mapping[str, Any]], *, persist_system: bool = False
     ) -> list[Message]:
@@ -636,6 +670,7 @@ class Memory:
             await self._generate_titles(saved)
         return saved
 
+    @traced("update_memory")
     async def append_messages(
         self,
         thread_id: str,
@@ -682,6 +717,7 @@ class Memory:
             batch.append(item)
         return await self.save_messages(batch)
 
+    @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
         messages are re-embedded."""
@@ -694,6 +730,7 @@ class Memory:
         await self._index([m for m in updated if m.id in touched])
         return updated
 
+    @traced("delete_memory")
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete messages and their vectors (unknown ids ignored); returns
         how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
@@ -722,6 +759,7 @@ class Memory:
             thread_id, resource_id, include, filter, page, per_page, order_by, cursor
         )
 
+    @traced("update_memory")
     async def reindex(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
         """Re-embed every message of one thread or one resource, replacing their
         vectors: the repair path after a failed vector write. Returns the number
@@ -797,6 +835,7 @@ class Memory:
 
     # ------------------------------------------------------------------ recall
 
+    @traced("search_memory")
     async def recall(
         self,
         thread_id: str,
@@ -1073,6 +1112,7 @@ class Memory:
 
     # ------------------------------------------------------------------ working memory
 
+    @traced("search_memory")
     async def read_working_memory(
         self,
         thread_id: str | None = None,
@@ -1116,6 +1156,7 @@ class Memory:
         """
         return (await self.read_working_memory(thread_id, resource_id, thread_config)).text
 
+    @traced("update_memory")
     async def update_working_memory(
         self,
         thread_id: str | None,
@@ -1160,6 +1201,7 @@ class Memory:
             raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 
+    @traced("update_memory")
     async def append_working_memory(
         self,
         thread_id: str | None,

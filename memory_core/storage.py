@@ -50,6 +50,8 @@ from memory_core.models import (
 )
 from memory_core.plan import ReadParts, ReadPlan, Window
 from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, apply_policy
+from memory_core.telemetry import traced
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
     check_id,
@@ -162,6 +164,9 @@ class Storage(Protocol):
     async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool: ...
     async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool: ...
     async def delete_resource(self, resource_id: str) -> ResourceErasure: ...
+    async def prune(
+        self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
+    ) -> PruneReport: ...
     async def close(self) -> None: ...
     async def destroy(self) -> None: ...
 
@@ -287,6 +292,7 @@ class BaseStorage(ABC):
 
     # ------------------------------------------------------------------ threads
 
+    @traced("search_memory")
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
         """The thread, or None if missing or (with ``resource_id``) owned by
         another resource.
@@ -319,6 +325,7 @@ class BaseStorage(ABC):
         thread = parts.threads.get(thread_id)
         return thread, None if thread is None else parts.resources.get(thread.resource_id)
 
+    @traced("update_memory")
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread:
         """Upsert a whole thread (every field replaced); returns it as stored.
 
@@ -347,6 +354,7 @@ class BaseStorage(ABC):
 
         return await self._optimistic("save_thread", attempt)
 
+    @traced("create_memory")
     async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread:
         """Save a new thread, never replacing one (as :meth:`save_thread`
         otherwise). Atomic: of two racing inserts of one id, one fails.
@@ -371,6 +379,7 @@ class BaseStorage(ABC):
         created = valid.created_at or self.clock.now()
         return replace(valid, created_at=created, updated_at=valid.updated_at or created)
 
+    @traced("update_memory")
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> Thread:
@@ -393,6 +402,7 @@ class BaseStorage(ABC):
             raise NotFoundError(f"thread {thread_id!r} does not exist")
         return updated
 
+    @traced("delete_memory")
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread and all its messages; unknown id: no error."""
         check_id(thread_id, "thread_id")
@@ -400,6 +410,7 @@ class BaseStorage(ABC):
         with self._guard("delete_thread"):
             await self._delete_thread(thread_id)
 
+    @traced("search_memory")
     async def list_threads(
         self,
         filter: ThreadFilter | Mapping[str, Any] | None = None,
@@ -440,6 +451,7 @@ class BaseStorage(ABC):
 
     # ------------------------------------------------------------------ messages
 
+    @traced("update_memory")
     async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
         """Upsert messages by id; returns them as stored, in input order.
 
@@ -515,6 +527,7 @@ class BaseStorage(ABC):
                 records.append(_as_stored(message, owner, message.created_at or self.clock.assign(), None))
         return records, list(bump)
 
+    @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """Partial updates, one mapping per message: ``{"id", "role"?, "type"?,
         "content"?, "metadata"?, "thread_id"?}``.
@@ -609,6 +622,7 @@ class BaseStorage(ABC):
             check_id(thread_id, f"{where}.thread_id")
         return MessagePatch(msg_id, role, kind, content, metadata, thread_id)
 
+    @traced("delete_memory")
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete known ids, ignore unknown ones; bump their threads. The
         remaining order is unchanged; an emptied thread remains.
@@ -627,6 +641,7 @@ class BaseStorage(ABC):
             bump = list(dict.fromkeys(m.thread_id for m in found))
             return await self._delete_messages([m.id for m in found], bump, to_us(self.clock.now()))
 
+    @traced("search_memory")
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
         """The messages found among ``ids``, in R-ORDER ascending."""
         wanted = check_id_list(ids, "ids")
@@ -637,6 +652,7 @@ class BaseStorage(ABC):
             found = await self._get_messages(list(dict.fromkeys(wanted)))
         return sorted(found, key=message_key)
 
+    @traced("search_memory")
     async def list_messages(
         self,
         thread_id: str | Sequence[str],
@@ -674,6 +690,7 @@ class BaseStorage(ABC):
             )
         )
 
+    @traced("search_memory")
     async def list_messages_by_resource(
         self,
         resource_id: str,
@@ -698,6 +715,7 @@ class BaseStorage(ABC):
             )
         )
 
+    @traced("search_memory")
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]:
         """The shared message-page composition behind every listing.
 
@@ -721,6 +739,7 @@ class BaseStorage(ABC):
         parts = await self.message_parts(request)
         return parts.merge(parts.windows)
 
+    @traced("search_memory")
     async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts:
         """:meth:`page_messages` before the merge: the main page and each
         include's window apart (one read, as ``page_messages``), for callers
@@ -788,6 +807,7 @@ class BaseStorage(ABC):
             parts.threads,
         )
 
+    @traced("search_memory")
     async def include_windows(
         self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
     ) -> list[list[Message]]:
@@ -826,6 +846,7 @@ class BaseStorage(ABC):
 
     # ------------------------------------------------------------------ resources
 
+    @traced("search_memory")
     async def get_resource(self, resource_id: str) -> Resource | None:
         """The resource, or None."""
         check_id(resource_id, "resource_id")
@@ -833,6 +854,7 @@ class BaseStorage(ABC):
         with self._guard("get_resource"):
             return await self._get_resource(resource_id)
 
+    @traced("update_memory")
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource:
         """Upsert a whole resource; None datetimes mean now. Returns it."""
         valid = check_resource(resource)
@@ -843,6 +865,7 @@ class BaseStorage(ABC):
             await self._put_resource(stored)
         return stored
 
+    @traced("update_memory")
     async def update_resource(
         self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
     ) -> Resource:
@@ -864,6 +887,7 @@ class BaseStorage(ABC):
         with self._guard("update_resource"):
             return await self._patch_resource(resource_id, working_memory, patch, to_us(self.clock.now()))
 
+    @traced("update_memory")
     async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool:
         """Compare-and-set of a resource's working memory: set it to ``value``
         only if it is ``expected`` now (None: nothing stored, or no resource);
@@ -887,6 +911,7 @@ class BaseStorage(ABC):
         with self._guard("swap_working_memory"):
             return await self._swap_resource_memory(resource_id, expected, value, to_us(self.clock.now()))
 
+    @traced("update_memory")
     async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool:
         """Compare-and-set of a thread's working memory
         (``metadata["working_memory"]``): set it to ``value`` only if it is
@@ -913,6 +938,7 @@ class BaseStorage(ABC):
             raise NotFoundError(f"thread {thread_id!r} does not exist")
         return swapped
 
+    @traced("delete_memory")
     async def delete_resource(self, resource_id: str) -> ResourceErasure:
         """Erase a resource: every thread it owns, their messages, and its
         record (working memory, metadata). No id stays reserved: the resource,
@@ -935,6 +961,30 @@ class BaseStorage(ABC):
         with self._guard("delete_resource"):
             thread_ids, messages, existed = await self._delete_resource(resource_id)
         return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
+
+    @traced("delete_memory")
+    async def prune(
+        self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
+    ) -> PruneReport:
+        """Delete messages or threads older than ``policy`` allows (R-PRUNE),
+        in batches, composed from public calls (see
+        :mod:`memory_core.retention` for the exact semantics). Vectors are
+        removed by :meth:`memory_core.Memory.prune`.
+
+        Args:
+            policy: a :class:`~memory_core.retention.RetentionPolicy`.
+            dry_run: report what would be removed, write nothing.
+            before_delete: awaited before each delete with its
+                :class:`~memory_core.retention.PruneBatch` (``Memory`` drops
+                vectors there).
+
+        Returns:
+            :class:`~memory_core.retention.PruneReport`.
+
+        Raises:
+            ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
+        """
+        return await apply_policy(self, policy, self.clock.now(), dry_run=dry_run, before_delete=before_delete)
 
     # ------------------------------------------------------------------ primitives
 

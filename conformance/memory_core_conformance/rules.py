@@ -152,6 +152,15 @@ _RULE_LIST = [
         "any resource and other resources untouched; an unknown id is no error; a bad id is a ValidationError.",
     ),
     Rule(
+        "R-PRUNE",
+        "retention: prune by age",
+        "prune(RetentionPolicy) deletes, in the resource or store-wide, every message created strictly before the "
+        "cutoff (before=, or the store clock's now minus older_than; threads stay), or every thread whose "
+        "last_message_at (created_at when it has none) is before it, with its messages; it reports deleted thread "
+        "ids and per-thread message counts, writes nothing in a dry run, resumes exactly with the same cutoff, and "
+        "refuses a bad policy before any I/O.",
+    ),
+    Rule(
         "R-WM",
         "working memory compare-and-set",
         "swap_working_memory / swap_thread_working_memory write only over the expected value (None: nothing "

@@ -34,6 +34,7 @@ from memory_core.memory import Memory
 from memory_core.models import Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
+from memory_core.retention import RetentionPolicy
 from memory_core.storage import BaseStorage
 from memory_core_conformance import strategies as mst
 from memory_core_conformance.compare import Failed, assert_same, capture, summary
@@ -511,6 +512,19 @@ class StorageStateMachine(RuleBasedStateMachine):
         """Erase a resource: its threads, their messages, its record (the
         answers list what went, and must agree)."""
         self._both("delete_resource", resource_id)
+
+    @rule(
+        kind=st.sampled_from(["messages", "threads"]),
+        cutoff=st.one_of(_TIMES.map(lambda t: {"before": t}), st.just({"older_than": timedelta(microseconds=1)})),
+        resource_id=st.none() | _resource_ids,
+        batch_size=st.integers(1, 3),
+        dry_run=st.booleans(),
+    )
+    def prune(self, kind: str, cutoff: dict[str, Any], resource_id: str | None, batch_size: int, dry_run: bool) -> None:
+        """Retention (R-PRUNE): messages or threads older than a cutoff, in
+        small batches, sometimes a dry run (reports and the state after must agree)."""
+        policy = RetentionPolicy(kind, resource_id=resource_id, batch_size=batch_size, **cutoff)  # type: ignore[arg-type]
+        self._both("prune", policy, dry_run=dry_run)
 
     # ------------------------------------------------------------------ reads
 

@@ -34,6 +34,7 @@ from memory_core_conformance.cases import (
     PagingRules,
     PropertyCases,
     RecallCases,
+    RetentionRules,
     StatefulCases,
     ValueRules,
 )
@@ -50,6 +51,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     CapabilityCases,
     ConcurrencyCases,
     BugCases,
+    RetentionRules,
     ActivityRules,
     OperationCases,
     FilterRules,

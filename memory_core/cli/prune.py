@@ -1,0 +1,93 @@
+"""``memory-core prune URL --older-than 30d``: apply a retention policy.
+
+Registered as the ``prune`` command of the entry-point group
+``memory_core.cli``. Everything is checked (age, flags, URLs) before a store
+is opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
+whose points go with their messages) or
+:meth:`memory_core.storage.BaseStorage.prune`; semantics in
+:mod:`memory_core.retention`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from datetime import timedelta
+from typing import Annotated
+
+import typer
+
+from memory_core.cli.host import console, fail, user_errors
+from memory_core.errors import ValidationError
+from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
+
+__all__ = ["parse_age", "prune"]
+
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_AGE = re.compile(r"(\d{1,9})([smhdw])")
+
+
+def parse_age(text: str) -> timedelta:
+    """An age such as ``30d``, ``12h``, ``90m``, ``2w`` or ``1d12h`` (units s,
+    m, h, d, w; summed) as a timedelta.
+
+    Raises:
+        ValidationError: anything else, or an age of zero (field ``--older-than``).
+    """
+    parts = _AGE.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValidationError("--older-than", f"must look like 30d, 12h, 90m, 2w or 1d12h, got {text!r}")
+    age = timedelta(0)
+    for number, unit in parts:
+        age += timedelta(**{_UNITS[unit]: int(number)})
+    if age <= timedelta(0):
+        raise ValidationError("--older-than", "must be more than zero")
+    return age
+
+
+def prune(
+    url: Annotated[str, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
+    older_than: Annotated[str, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, 1d12h.")],
+    resource: Annotated[str | None, typer.Option(help="Only this resource (default: the whole store).")] = None,
+    threads: Annotated[
+        bool, typer.Option("--threads", help="Delete whole threads whose last message is older (with messages).")
+    ] = False,
+    messages: Annotated[
+        bool, typer.Option("--messages", help="Delete older messages, keep threads (the default).")
+    ] = False,
+    vector: Annotated[str | None, typer.Option(help="Vector store URL: its points go with their messages.")] = None,
+    batch_size: Annotated[int, typer.Option(help=f"Records per read and delete (1-{MAX_BATCH}).")] = 500,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; delete nothing.")] = False,
+) -> None:
+    """Delete messages (or threads) older than an age; print what went."""
+    with user_errors():
+        if threads and messages:
+            fail("give --threads or --messages, not both")
+        policy = RetentionPolicy(
+            "threads" if threads else "messages",
+            older_than=parse_age(older_than),
+            resource_id=resource,
+            batch_size=batch_size,
+        )
+        report = asyncio.run(_prune(url, vector, policy, dry_run))
+    verb = "would remove" if report.dry_run else "removed"
+    scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
+    if report.target == "threads":
+        what = f"{len(report.threads)} threads ({report.message_count} messages) last active"
+    else:
+        what = f"{report.message_count} messages from {len(report.messages)} threads, created"
+    console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
+
+
+async def _prune(url: str, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
+    from memory_core.embedders import LexicalHashEmbedder
+    from memory_core.memory import Memory
+    from memory_core.registry import connect_vector, storage_class
+
+    # Built without I/O, so a bad storage URL fails before the vector store opens.
+    storage = storage_class(url).from_url(url)
+    vectors = await connect_vector(vector_url) if vector_url is not None else None
+    # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
+    embedder = LexicalHashEmbedder() if vectors is not None else None
+    async with Memory(storage, vectors, embedder) as memory:
+        return await memory.prune(policy, dry_run=dry_run)

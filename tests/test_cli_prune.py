@@ -1,0 +1,99 @@
+"""``memory-core prune``: the retention command on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_core import Thread, connect
+from memory_core.cli import app
+from memory_core.cli.prune import parse_age
+from memory_core.errors import ValidationError
+
+pytest.importorskip("memory_core_sqlite")
+
+OLD = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _seed(url: str) -> None:
+    async def seed() -> None:
+        async with await connect(url) as store:
+            await store.save_thread(Thread("stale", "r1", created_at=OLD))
+            await store.save_thread(Thread("live", "r2", created_at=OLD))
+            await store.save_messages(
+                [
+                    {"id": "s1", "thread_id": "stale", "role": "user", "content": "a", "created_at": OLD},
+                    {"id": "l1", "thread_id": "live", "role": "user", "content": "b", "created_at": OLD},
+                    {"id": "l2", "thread_id": "live", "role": "user", "content": "c"},  # now
+                ]
+            )
+
+    asyncio.run(seed())
+
+
+def _state(url: str) -> tuple[list[str], list[str]]:
+    async def read() -> tuple[list[str], list[str]]:
+        async with await connect(url) as store:
+            threads = sorted(t.id for t in (await store.list_threads(per_page=False)).items)
+            messages = sorted(m.id for m in await store.get_messages(["s1", "l1", "l2"]))
+            return threads, messages
+
+    return asyncio.run(read())
+
+
+def test_prune_messages_dry_run_then_for_real(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _seed(url)
+    dry = CliRunner().invoke(app, ["prune", url, "--older-than", "30d", "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert dry.output.startswith("would remove 2 messages from 2 threads, created before ")
+    assert dry.output.rstrip().endswith("in the whole store")
+    assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
+    done = CliRunner().invoke(app, ["prune", url, "--older-than", "30d", "--resource", "r2"])
+    assert done.exit_code == 0 and done.output.rstrip().endswith("in resource 'r2'")
+    assert _state(url) == (["live", "stale"], ["l2", "s1"])
+
+
+def test_prune_threads(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 't.db'}"
+    _seed(url)
+    done = CliRunner().invoke(app, ["prune", url, "--older-than", "4w", "--threads", "--batch-size", "1"])
+    assert done.exit_code == 0 and done.output.startswith("removed 1 threads (1 messages) last active before ")
+    assert _state(url) == (["live"], ["l1", "l2"])
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--older-than", "30x"], "--older-than: must look like 30d"),
+        (["--older-than", "0d"], "--older-than: must be more than zero"),
+        (["--older-than", "1d", "--threads", "--messages"], "give --threads or --messages, not both"),
+        (["--older-than", "1d", "--resource", " "], "resource_id"),
+        (["--older-than", "1d", "--batch-size", "0"], "batch_size"),
+        (["--older-than", "1d", "--vector", "nope://x"], "unknown vector store scheme 'nope'"),
+    ],
+)
+def test_prune_user_errors_touch_nothing(args: list[str], says: str, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    _seed(url)
+    result = CliRunner().invoke(app, ["prune", url, *args])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1 and says in result.output
+    assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
+
+
+def test_prune_refuses_an_unknown_scheme() -> None:
+    result = CliRunner().invoke(app, ["prune", "bogus://x", "--older-than", "1d"])
+    assert result.exit_code == 2 and "unknown storage scheme 'bogus'" in result.output
+
+
+def test_parse_age_sums_units() -> None:
+    assert parse_age("1d12h") == timedelta(days=1, hours=12)
+    assert parse_age("90m") == timedelta(minutes=90)
+    for bad in ("", "d", "1.5d", "1d ", "-1d", "1y"):
+        with pytest.raises(ValidationError):
+            parse_age(bad)
