@@ -4,9 +4,9 @@ Builds a SQLite store of N messages (``--messages``, default 10^5: 100
 resources x 10 threads, about 100 messages per thread, short texts with
 metadata), then:
 
-1. copies it to each other backend it can start (valkey, secantusdb, another
-   SQLite file) with :func:`memory_core.transfer.copy_store` and prints
-   messages/s for the copy alone and for copy plus verification;
+1. copies it to each destination (``--to``: ``sqlite``, another file;
+   ``redis``, valkey; ``mongodb``, secantusdb; default all) with :func:`memory_core.transfer.copy_store` and prints
+   messages/s of the whole copy (export, import, verification);
 2. exports it to a file and imports that into a fresh SQLite file, printing
    the peak Python heap (tracemalloc) of each, and the peak RSS of this
    process at the end.
@@ -55,7 +55,9 @@ async def build_source(storage: Storage, messages: int) -> None:
         thread = n % threads
         created = start + timedelta(milliseconds=n)
         text = f"message {n}: the quick brown fox jumps over the lazy dog"
-        batch.append(Message(f"m{n}", f"t{thread}", "user" if n % 2 else "assistant", text, None, "v2", {"i": n}, created))
+        batch.append(
+            Message(f"m{n}", f"t{thread}", "user" if n % 2 else "assistant", text, None, "v2", {"i": n}, created)
+        )
         if len(batch) == 1000:
             await storage.save_messages(batch)
             batch = []
@@ -70,7 +72,7 @@ async def _copy(source: Storage, url: str, options: dict[str, Any], total: int, 
         whole = time.perf_counter() - started
         copied = report.imported.written["messages"]
         assert report.verified and copied == total, report.difference
-        log(f"sqlite -> {destination.backend_name}: {total / whole:,.0f} messages/s (copy + verify, {whole:.1f} s)")
+        log(f"sqlite -> {url.split(':', 1)[0]}: {total / whole:,.0f} messages/s (copy + verify, {whole:.1f} s)")
     finally:
         await destination.destroy()
 
@@ -101,7 +103,7 @@ async def _memory(source: Storage, folder: Path, log: Callable[[str], None]) -> 
         await destination.close()
 
 
-async def _run(messages: int, log: Callable[[str], None]) -> None:
+async def _run(messages: int, backends: set[str], log: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="mc-copy-bench-") as tmp:
         folder = Path(tmp)
         source = await connect(f"sqlite:///{folder / 'source.db'}")
@@ -111,6 +113,7 @@ async def _run(messages: int, log: Callable[[str], None]) -> None:
         with bench_servers(log) as servers:
             targets: list[tuple[str, dict[str, Any]]] = [(f"sqlite:///{folder / 'copy.db'}", {})]
             targets += [(server.url, {"namespace": "copybench"}) for server in servers]
+            targets = [(url, options) for url, options in targets if url.split(":", 1)[0] in backends]
             for url, options in targets:
                 await _copy(source, url, options, messages, log)
         await _memory(source, folder, log)
@@ -122,8 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m memory_core_bench.copy [--messages N]``."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000, help="messages in the source store")
+    parser.add_argument(
+        "--to", action="append", choices=["sqlite", "redis", "mongodb"], help="destinations (default: all three)"
+    )
     args = parser.parse_args(argv)
-    asyncio.run(_run(args.messages, print))
+    asyncio.run(_run(args.messages, set(args.to or ["sqlite", "redis", "mongodb"]), print))
     return 0
 
 

@@ -26,9 +26,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from memory_core.cli.host import fail, user_errors
 from memory_core.registry import build_storage, build_vector, url_scheme
 from memory_core.storage import Storage
-from memory_core.vector import VectorStore
 from memory_core.transfer import copy_store, export_lines, import_lines
 from memory_core.validation import check_id
+from memory_core.vector import VectorStore
 
 __all__ = ["copy", "export", "import_"]
 

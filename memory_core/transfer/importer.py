@@ -148,7 +148,9 @@ class _Import:
 
     async def message(self, message: Message, number: int, where: str) -> None:
         if message.resource_id != self.group or message.thread_id not in self.threads:
-            raise TransferError(where, f"message {message.id!r} comes before the record of thread {message.thread_id!r}")
+            raise TransferError(
+                where, f"message {message.id!r} comes before the record of thread {message.thread_id!r}"
+            )
         if message.id in self.batch:
             raise TransferError(where, f"message {message.id!r} appears twice")
         record = message_record(message)

@@ -100,7 +100,6 @@ def message_record(message: Message) -> dict[str, Any]:
     }
 
 
-_CHECKS = {"resource": check_resource, "thread": check_thread}
 # Fields a record must carry although the storage API has defaults for them:
 # an import keeps times and owners exactly, never "now" or "the thread's".
 _REQUIRED = {
@@ -145,7 +144,13 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
         if fields.get(name) is None:
             raise TransferError(where, f"{kind} record needs {name}")
     try:
-        model: Record = check_message(fields, "message") if kind == "message" else _CHECKS[kind](fields, kind)
+        model: Record
+        if kind == "message":
+            model = check_message(fields, "message")
+        elif kind == "thread":
+            model = check_thread(fields, "thread")
+        else:
+            model = check_resource(fields, "resource")
     except ValidationError as exc:
         raise TransferError(where, str(exc)) from None
     return kind, value, model

@@ -40,9 +40,7 @@ def secantus_url() -> Iterator[str]:
 
 
 @pytest.fixture
-async def new_store(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> AsyncIterator[NewStore]:
+async def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[NewStore]:
     """``await new_store("sqlite" | "valkey" | "secantus" | "memory")``."""
     opened: list[Storage] = []
 

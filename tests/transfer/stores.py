@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_core import Message, Resource, Storage, Thread, ThreadFilter
+from memory_core.models import Role
 
-_TEXTS = ["hello", "héllo wörld", "日本語のテキスト", "emoji 🧠🔁", "tab\tand\nnewline", "", "quote \" back \\ slash"]
+_TEXTS = ["hello", "héllo wörld", "日本語のテキスト", "emoji 🧠🔁", "tab\tand\nnewline", "", 'quote " back \\ slash']
 _VALUES: list[Any] = [0, -1, 2**63 - 1, -(2**63), 1.5, 1.0, -0.25, 1e-7, True, False, None, "s", "ü", [], {}]
 
 
@@ -55,8 +56,10 @@ async def fill(storage: Storage, seed: int, *, resources: int = 4, messages: int
         # A few distinct instants: many messages share one, across threads.
         created = base + timedelta(microseconds=rng.randint(0, 12) * 250)
         content: Any = rng.choice(_TEXTS) if rng.random() < 0.7 else {"parts": [{"type": "text", "text": "x"}], "n": n}
-        role = rng.choice(["user", "assistant", "system", "tool"])
-        batch.append(Message(f"msg-{seed}-{n}", thread.id, role, content, thread.resource_id, "v2", _metadata(rng), created))
+        role: Role = rng.choice(["user", "assistant", "system", "tool"])
+        batch.append(
+            Message(f"msg-{seed}-{n}", thread.id, role, content, thread.resource_id, "v2", _metadata(rng), created)
+        )
         if len(batch) == 17:
             await storage.save_messages(batch)
             batch = []

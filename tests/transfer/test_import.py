@@ -39,7 +39,11 @@ async def test_export_layout(new_store: NewStore) -> None:
     records = [json.loads(line) for line in lines]
     assert records[0] == {"kind": "header", "format": "memory-core/jsonl", "version": 1, "messages": 60}
     assert records[-1]["kind"] == "trailer"
-    assert records[-1]["counts"] == {"resources": 2, "threads": sum(r["kind"] == "thread" for r in records), "messages": 60}
+    assert records[-1]["counts"] == {
+        "resources": 2,
+        "threads": sum(r["kind"] == "thread" for r in records),
+        "messages": 60,
+    }
     rank = {"resource": 0, "thread": 1, "message": 2}
     groups = [
         (owner, [rank[r["kind"]] for r in group])
@@ -156,9 +160,19 @@ async def test_import_never_replaces_other_content(new_store: NewStore) -> None:
     assert kept is not None and kept.title == "" and kept.metadata == {}
 
     other = await new_store("sqlite")
-    await other.save_thread(Thread(thread["id"], thread["resource_id"], thread["title"], thread["metadata"],
-                                   thread["created_at"], thread["updated_at"]))
-    await other.save_messages([Message(record["id"], record["thread_id"], "user", "mine", created_at=record["created_at"])])
+    await other.save_thread(
+        Thread(
+            thread["id"],
+            thread["resource_id"],
+            thread["title"],
+            thread["metadata"],
+            thread["created_at"],
+            thread["updated_at"],
+        )
+    )
+    await other.save_messages(
+        [Message(record["id"], record["thread_id"], "user", "mine", created_at=record["created_at"])]
+    )
     with pytest.raises(ConflictError, match=f"message {record['id']!r} exists"):
         await import_lines(other, lines)
     [mine] = await other.get_messages([record["id"]])
