@@ -19,13 +19,13 @@ HOPS = ["sqlite", "valkey", "secantus", "sqlite"]
 LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[3] / "shared/data/locomo10"))
 
 
-async def _hops(first: Storage, new_store: NewStore) -> None:
+async def _hops(first: Storage, new_store: NewStore, page_size: int = 37, batch_size: int = 29) -> None:
     expected = await snapshot(first)
     trailer = await summarize(first)
     source = first
     for kind in HOPS[1:]:
         destination = await new_store(kind)
-        report = await copy_store(source, destination, page_size=37, batch_size=29)
+        report = await copy_store(source, destination, page_size=page_size, batch_size=batch_size)
         assert report.verified, f"{kind}: {report.difference}"
         assert report.imported.written["messages"] == trailer["counts"]["messages"]
         assert await snapshot(destination) == expected, kind
@@ -51,4 +51,5 @@ async def test_locomo_round_trip(new_store: NewStore) -> None:
         await first.save_messages(conversation.messages)
         await first.update_resource(conversation.resource_id, working_memory=f"# {conversation.speakers}")
     assert (await summarize(first))["counts"] == {"resources": 10, "threads": 272, "messages": 5882}
-    await _hops(first, new_store)
+    # Default page and batch sizes: fewer round trips to secantusdb, which writes slowly.
+    await _hops(first, new_store, page_size=1000, batch_size=500)
