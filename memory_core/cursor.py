@@ -21,6 +21,7 @@ from typing import Any
 
 from memory_core.clock import TIME_MAX_US, TIME_MIN_US
 from memory_core.errors import ValidationError
+from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US
 from memory_core.validation import INT64_MAX, check_id
 
 __all__ = ["MAX_CURSOR_CHARS", "decode_cursor", "encode_cursor", "fingerprint"]
@@ -71,10 +72,12 @@ def _parse(cursor: str) -> Any:
 
 def _check_part(part: Any, kind: type, position: int) -> None:
     if kind is int and type(part) is int:
-        # Position 0 is always a time (created_at or updated_at µs); later
-        # ints are insertion sequences.
+        # Position 0 is always a time (created_at, updated_at or
+        # last_message_at µs, whose sentinels sort threads without messages
+        # last); later ints are insertion sequences.
         low, high = (TIME_MIN_US, TIME_MAX_US) if position == 0 else (0, INT64_MAX)
-        if not low <= part <= high:
+        sentinel = position == 0 and part in (NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US)
+        if not (low <= part <= high or sentinel):
             raise ValidationError("cursor", "holds a position outside the stored range", "R-CURSOR")
     elif kind is str and type(part) is str:
         check_id(part, "cursor")

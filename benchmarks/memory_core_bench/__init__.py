@@ -7,6 +7,12 @@ vector URL) at several store sizes, beside the raw driver doing the same work
 on the adapter's own schema and, where installed, peer libraries; it reports
 throughput, p50/p95/p99 latency (µs), peak RSS and growth with size as JSON,
 Markdown and PNG plots (matplotlib: ``pip install 'memory-core-bench[plots]'``).
+The run ends with a summary per backend computed from its numbers
+(:mod:`memory_core_bench.summary`: good at, costs, when to pick it) and a
+warning naming measurements whose repeats disagree (a noisy machine);
+:mod:`memory_core_bench.multiprocess` is the ``multi_process`` workload (N
+spawned processes sharing one store), :mod:`memory_core_bench.plots` the
+PNGs, :mod:`memory_core_bench.report` the records, Markdown and targets.
 
 Library use::
 

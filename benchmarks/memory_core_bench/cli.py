@@ -38,6 +38,14 @@ def bench(
         float, typer.Option(help="Timed seconds after which a slow workload stops short of --min-ops.")
     ] = 20.0,
     concurrency: Annotated[int, typer.Option(help="Concurrent tasks in the agent loop.")] = 8,
+    processes: Annotated[
+        int,
+        typer.Option(help="Processes sharing one store in the multi_process workload (0: skip it)."),
+    ] = 4,
+    show_targets: Annotated[
+        bool,
+        typer.Option("--targets", help="Also print the project's own targets table (adapter <= 1.25x raw ...)."),
+    ] = False,
     seed: Annotated[int | None, typer.Option(help="Dataset seed (default: fixed).")] = None,
     out: Annotated[Path, typer.Option(help="Folder for results.json, results.md and PNG plots.")] = Path(
         "bench-results"
@@ -50,7 +58,8 @@ def bench(
         tuple[Path, Path] | None, typer.Option(help="Print B/A ratios of two results.json files, run nothing.")
     ] = None,
 ) -> None:
-    """Benchmark storages (and vector stores) against their raw drivers and peers."""
+    """Benchmark storages (and vector stores) against their raw drivers and peers;
+    end with what the numbers say about each backend."""
     from memory_core_bench.command import BenchOptions, parse_sizes, print_comparison, run_command
 
     if compare is not None:
@@ -83,6 +92,8 @@ def bench(
         out=out,
         plots=plots,
         limits=limits,
+        processes=processes,
+        targets=show_targets,
     )
     with user_errors():
         code = run_command(options, console)

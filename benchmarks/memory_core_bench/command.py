@@ -1,4 +1,6 @@
-"""``memory-core bench``: options -> targets -> live run -> JSON, Markdown, PNG.
+"""``memory-core bench``: options -> targets -> live run -> JSON, Markdown,
+PNG -> the plain-language summary per backend (and the project's targets
+table with ``--targets``).
 
 Also ``--compare A.json B.json``, which prints B/A ratios of p50 latency and
 throughput for every measurement both files hold.
@@ -30,7 +32,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from memory_core_bench.baselines import missing_peers
 from memory_core_bench.dataset import Dataset
+from memory_core_bench.multiprocess import DEFAULT_PROCESSES, MULTI_PROCESS
 from memory_core_bench.report import BenchReport, compare_reports, markdown, targets
 from memory_core_bench.runner import (
     DEFAULT_SIZES,
@@ -41,9 +45,18 @@ from memory_core_bench.runner import (
     run_bench,
 )
 from memory_core_bench.servers import RunningServer, bench_servers
+from memory_core_bench.summary import backend_summaries, noise_warning
 from memory_core_bench.workloads import WORKLOADS
 
-__all__ = ["BenchOptions", "RichProgress", "parse_sizes", "parse_target", "print_comparison", "run_command"]
+__all__ = [
+    "BenchOptions",
+    "RichProgress",
+    "parse_sizes",
+    "parse_target",
+    "print_comparison",
+    "print_summary",
+    "run_command",
+]
 
 
 class RichProgress:
@@ -157,6 +170,8 @@ class BenchOptions:
     out: Path = Path("bench-results")
     plots: bool = True
     limits: dict[str, int] = field(default_factory=dict)
+    processes: int = DEFAULT_PROCESSES
+    targets: bool = False
 
 
 def _default_vectors() -> list[str]:
@@ -169,7 +184,9 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
 
     Starts valkey and secantusdb with ``servers`` (stopped again however the
     run ends), writes ``results.json``, ``results.md`` and the plots into
-    ``options.out``, prints the targets.
+    ``options.out``, says what to install for missing peers or plots, prints
+    the targets table (``options.targets``) and ends with the summary per
+    backend and a warning naming noisy measurements.
 
     Returns:
         0 when everything ran; 1 when a result failed, a raw driver's answers
@@ -177,9 +194,12 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
         options (unknown workload, a storage URL no installed adapter
         handles, unwritable ``out``), before anything starts.
     """
-    unknown = [w for w in options.workloads if w not in WORKLOADS]
+    unknown = [w for w in options.workloads if w not in WORKLOADS and w != MULTI_PROCESS]
     if unknown:
-        console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}[/]")
+        console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join([*WORKLOADS, MULTI_PROCESS])}[/]")
+        return 2
+    if options.processes < 0:
+        console.print(f"[red]--processes must be >= 0, got {options.processes}[/]")
         return 2
     # A storage URL no installed adapter handles is a typo, not a result.
     for text in options.storage:
@@ -247,9 +267,14 @@ def _run(
         dimension=options.dimension,
         workdir=work,
         checkpoint=options.out / "results.partial.json",
+        processes=options.processes,
     )
     if options.seed is not None:
         config.seed = options.seed
+    if options.peers:
+        for backend in {t.name for t in storage}:
+            for text in missing_peers(backend):
+                console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)
     with RichProgress(console) as live:
         report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
     for server in started:
@@ -265,8 +290,11 @@ def _run(
             for path in write_plots(report, options.out):
                 console.print(f"wrote {path}")
         except ImportError as exc:
-            console.print(f"[yellow]no plots: {exc}[/]")
-    _print_targets(report, console)
+            # escape: "[plots]" in the pip hint is not rich markup.
+            console.print(f"[yellow]no plots: {escape(str(exc))}[/]", soft_wrap=True)
+    if options.targets:
+        _print_targets(report, console)
+    print_summary(report, console)
     failed = [r for r in report.results if r.error is not None or r.verified is False]
     for text in report.failures:
         console.print(f"[red]failed: {escape(text)}[/]")
@@ -287,6 +315,22 @@ def _print_targets(report: BenchReport, console: Console) -> None:
             "[green]yes[/]" if check.met else "[red]no[/]",
         )
     _print_wide(console, table)
+
+
+def print_summary(report: BenchReport, console: Console) -> None:
+    """Per backend, what the run says it is good at (+), what it costs (-)
+    and when to pick it (->); then a warning naming noisy measurements."""
+    console.print()
+    console.print("[bold]What this run says, backend by backend[/] (computed from the numbers above)")
+    for s in backend_summaries(report):
+        console.print(f"[bold]{escape(s.backend)}[/] (up to {s.size:,}):", highlight=False)
+        for text in s.good_at:
+            console.print(f"  [green]+[/] {escape(text)}", highlight=False, soft_wrap=True)
+        for text in s.costs:
+            console.print(f"  [red]-[/] {escape(text)}", highlight=False, soft_wrap=True)
+        console.print(f"  [bold]->[/] {escape(s.pick)}", highlight=False, soft_wrap=True)
+    for line in noise_warning(report):
+        console.print(f"[yellow]{escape(line)}[/]", highlight=False, soft_wrap=True)
 
 
 def _print_wide(console: Console, table: Table) -> None:

@@ -28,11 +28,17 @@ __all__ = [
     "compare_reports",
     "growth",
     "markdown",
+    "noisy",
+    "repeat_cv",
     "summarize",
     "targets",
 ]
 
 SCHEMA_VERSION = 1
+
+NOISY_CV = 0.25
+"""A result whose repeats disagree by more than this coefficient of
+variation is flagged as noisy (other work competing for the CPUs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,11 @@ class Result:
             on the same data (None where not compared).
         params: the workload's shape (page, depth, batch ...).
         error: set when the workload failed (then the stats are zeros).
+        repeat_cv: how much the repeats of this measurement disagree: the
+            coefficient of variation (stdev / mean) of the medians of its
+            consecutive blocks of ops (of each process's median for
+            ``multi_process``); None with fewer than 3 blocks. A quiet
+            machine keeps it well under :data:`NOISY_CV`.
     """
 
     backend: str
@@ -112,6 +123,7 @@ class Result:
     verified: bool | None = None
     params: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    repeat_cv: float | None = None
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -384,6 +396,37 @@ def targets(report: BenchReport) -> list[TargetCheck]:
     return checks
 
 
+def repeat_cv(latencies_ns: Sequence[int], block: int) -> float | None:
+    """Coefficient of variation of the medians of consecutive ``block``-op
+    slices of ``latencies_ns`` (a last, shorter slice counts when it holds
+    at least half a block); None with fewer than 3 slices.
+
+    Raises:
+        ValueError: ``block`` < 1.
+    """
+    if block < 1:
+        raise ValueError(f"block must be >= 1, got {block}")
+    medians = [
+        _quantile(sorted(latencies_ns[k : k + block]), 0.5)
+        for k in range(0, len(latencies_ns), block)
+        if len(latencies_ns[k : k + block]) * 2 >= block
+    ]
+    if len(medians) < 3:
+        return None
+    mean = sum(medians) / len(medians)
+    if mean <= 0:
+        return None
+    return math.sqrt(sum((m - mean) ** 2 for m in medians) / len(medians)) / mean
+
+
+def noisy(report: BenchReport, threshold: float = NOISY_CV) -> list[Result]:
+    """The results whose repeats disagree widely (``repeat_cv`` above
+    ``threshold``), worst first: their numbers depend on what else the
+    machine was doing."""
+    found = [r for r in report.results if r.error is None and r.repeat_cv is not None and r.repeat_cv > threshold]
+    return sorted(found, key=lambda r: -(r.repeat_cv or 0.0))
+
+
 # ---------------------------------------------------------------------- Markdown
 
 
@@ -412,9 +455,11 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
 
 
 def markdown(report: BenchReport) -> str:
-    """The whole report as Markdown: one table per backend and size (each
-    subject's p50/p95/p99 and throughput, with the ratio to the backend's
-    adapter), populate speed, growth with size, and every target."""
+    """The whole report as Markdown: the per-backend summary and noise
+    warning (:mod:`memory_core_bench.summary`), one table per backend and
+    size (each subject's p50/p95/p99, throughput and the spread of its
+    repeats, with the ratio to the backend's adapter), populate speed,
+    growth with size, and every target."""
     out: list[str] = ["# memory-core benchmark results", ""]
     meta = report.meta
     if meta:
@@ -429,7 +474,21 @@ def markdown(report: BenchReport) -> str:
         versions = meta.get("versions", {})
         if versions:
             out.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-        out.append("- latencies in µs or ms per op (wall time, p50/p95/p99); throughput in ops/s; RSS in MiB")
+        out.append(
+            "- latencies in µs or ms per op (wall time, p50/p95/p99); throughput in ops/s; RSS in MiB; "
+            "spread: coefficient of variation of the repeats (blocks of ops; processes for multi_process)"
+        )
+        out.append("")
+    # summary builds on this module: imported here, not at the top.
+    from memory_core_bench.summary import summary_text
+
+    lines = summary_text(report)
+    if lines:
+        out.append("## Summary (computed from this run)")
+        out.append("")
+        out.append("```text")
+        out.extend(lines)
+        out.append("```")
         out.append("")
     for note in report.notes:
         out.append(f"> {note}")
@@ -455,12 +514,13 @@ def markdown(report: BenchReport) -> str:
                 "p50 / adapter",
                 "RSS client",
                 "RSS server",
+                "spread",
                 "ok",
             ]
             body: list[list[str]] = []
             for r in rows:
                 if r.error is not None:
-                    body.append([r.workload, r.subject, "error", "", "", "", "", "", "", "", r.error[:60]])
+                    body.append([r.workload, r.subject, "error", "", "", "", "", "", "", "", "", r.error[:60]])
                     continue
                 base = next(
                     (a for a in rows if a.kind == "adapter" and a.workload == r.workload and a.error is None), None
@@ -481,6 +541,7 @@ def markdown(report: BenchReport) -> str:
                         ratio,
                         _mib(r.client_rss_mib),
                         _mib(r.server_rss_mib),
+                        "" if r.repeat_cv is None else f"{r.repeat_cv:.0%}",
                         ok,
                     ]
                 )

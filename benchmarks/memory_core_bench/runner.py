@@ -12,7 +12,12 @@ busy machine. Reads run first, writes last. A raw driver is checked against
 the adapter (``Result.verified``): for reads, the first answers must be
 equal; for writes, the adapter must read back what the raw driver wrote.
 Vector targets get the same treatment with the ``semantic`` workload,
-checked against numpy's exact top-k.
+checked against numpy's exact top-k. Then, unless ``processes`` is 0, the
+``multi_process`` workload (:mod:`memory_core_bench.multiprocess`) runs N
+processes on the adapter's store (not on ``memory://``: ``n/a``).
+
+Every result carries ``repeat_cv``, how much its blocks of ops disagree
+(:func:`memory_core_bench.report.noisy` flags a noisy machine).
 
 Peak RSS (Linux): the high-water mark ``VmHWM`` of this process, and of the
 server when its pid is known, is reset (``/proc/<pid>/clear_refs``) before
@@ -39,7 +44,14 @@ from memory_core.registry import url_scheme
 
 from memory_core_bench import baselines
 from memory_core_bench.dataset import DEFAULT_SEED, Dataset, ThreadSpec
-from memory_core_bench.report import BenchReport, LatencyStats, PopulateRecord, Result, summarize
+from memory_core_bench.multiprocess import (
+    DEFAULT_PROCESSES,
+    MULTI_PROCESS,
+    MULTI_PROCESS_TITLE,
+    run_processes,
+    shares_across_processes,
+)
+from memory_core_bench.report import BenchReport, LatencyStats, PopulateRecord, Result, repeat_cv, summarize
 from memory_core_bench.subjects import AdapterSubject, AdapterVectorSubject, Answer, Subject, VectorSubject
 from memory_core_bench.workloads import READ_WORKLOADS, WRITE_WORKLOADS, AgentLoop, Semantic
 
@@ -125,6 +137,8 @@ class BenchConfig:
         verify: compare raw drivers' answers with the adapter's.
         checkpoint: write the report so far to this JSON file after each
             target (a crash late in a long run keeps what was measured).
+        processes: worker processes of the ``multi_process`` workload (0:
+            do not run it).
     """
 
     storage: list[StorageTarget] = field(default_factory=list)
@@ -144,6 +158,7 @@ class BenchConfig:
     workdir: Path = field(default_factory=lambda: Path("bench-work"))
     verify: bool = True
     checkpoint: Path | None = None
+    processes: int = DEFAULT_PROCESSES
 
     def wants(self, name: str) -> bool:
         """Whether workload ``name`` is selected."""
@@ -409,6 +424,8 @@ def _result(backend: str, name: str, size: int, entry: _Entry, phase: _Phase) ->
         client_rss_mib=phase.client,
         server_rss_mib=phase.server,
         params=dict(entry.workload.params),
+        # Concurrent lanes queue on each other: their blocks are not repeats.
+        repeat_cv=repeat_cv(entry.latencies, BLOCK) if entry.workload.concurrency == 1 else None,
     )
 
 
@@ -556,12 +573,32 @@ async def _run_storage(
                         )
                 _report(report, result, progress)
             progress.end_step()
+        if _wants_processes(config, target):
+            progress.step(f"{target.name} @ {size:,}: {MULTI_PROCESS_TITLE.replace('N', str(config.processes))}")
+            with _Phase(target.server_pid) as phase:
+                result = await asyncio.to_thread(
+                    run_processes,
+                    target.name,
+                    target.url,
+                    namespace,
+                    dataset,
+                    processes=config.processes,
+                    duration=config.duration,
+                    max_ops=config.max_ops,
+                )
+            result.server_rss_mib = phase.server
+            _report(report, result, progress)
+            progress.end_step()
     finally:
         for subject in reversed(opened):
             try:
                 await subject.close()
             except Exception as exc:
                 progress.log(f"[yellow]closing {subject.label}: {exc!r}[/]")
+
+
+def _wants_processes(config: BenchConfig, target: StorageTarget) -> bool:
+    return config.processes > 0 and config.wants(MULTI_PROCESS) and shares_across_processes(target.url)
 
 
 async def _same_writes(entry: _Entry, adapter: AdapterSubject, subjects: Sequence[Subject]) -> bool:
@@ -676,6 +713,7 @@ def _steps(config: BenchConfig) -> int:
     for size in config.sizes:
         targets = [t for t in config.storage if t.max_size is None or size <= t.max_size]
         steps += len(targets) * (storage_workloads + 1)
+        steps += sum(1 for t in targets if _wants_processes(config, t))
         if config.wants(Semantic.name):
             steps += len(config.vectors) * 3
     return steps
@@ -711,9 +749,17 @@ async def run_bench(
             "max_ops": config.max_ops,
             "max_seconds": config.max_seconds,
             "concurrency": config.concurrency,
+            "processes": config.processes,
             "dimension": config.dimension,
             "storage": [
-                {"backend": t.name, "url": t.url, "note": t.note, "max_size": t.max_size, "server_pid": t.server_pid}
+                {
+                    "backend": t.name,
+                    "url": t.url,
+                    "note": t.note,
+                    "max_size": t.max_size,
+                    "server_pid": t.server_pid,
+                    "multi_process": shares_across_processes(t.url),
+                }
                 for t in config.storage
             ],
             "vectors": [{"backend": t.name, "url": t.url} for t in config.vectors],

@@ -39,6 +39,7 @@ def run_smoke(
     peers: bool = False,
     raw: bool = True,
     servers: bool = False,
+    processes: int = 0,
 ) -> BenchReport:
     """Every workload a few times (1 warm-up op, 3 timed) at a tiny size.
 
@@ -53,6 +54,8 @@ def run_smoke(
             (backend ``mongodb``) for the run; they are stopped before this
             returns or raises. One that cannot start is left out, with a
             note in the report.
+        processes: worker processes of the ``multi_process`` workload (0,
+            the default: not run; spawning interpreters takes seconds).
 
     Returns:
         The :class:`BenchReport` (check it with :func:`smoke_problems`).
@@ -74,6 +77,7 @@ def run_smoke(
             peers=peers,
             dimension=32,
             workdir=workdir,
+            processes=processes,
         )
         report = asyncio.run(run_bench(config, command=["run_smoke", *storage_urls]))
     report.notes.extend(notes)

@@ -27,7 +27,7 @@ def _value(thing: Any) -> Any:
     return thing(PROBE_US) if callable(thing) else thing
 
 
-@pytest.mark.parametrize("baseline", ["raw_sqlite", "raw_mongo"])
+@pytest.mark.parametrize("baseline", ["raw_sqlite", "raw_mongo", "raw_postgres"])
 def test_baseline_mirrors_the_adapter_layout(baseline: str) -> None:
     module = _module(f"memory_core_bench.baselines.{baseline}")
     assert module.MIRRORED, f"{baseline} names no adapter layout it mirrors"

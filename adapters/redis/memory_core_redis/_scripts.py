@@ -14,7 +14,12 @@ from typing import Any
 
 from memory_core.clock import TIME_MAX_US
 
-__all__ = ["SCRIPT_NAMES", "Scripts", "script_text"]
+INTENT_LEASE_MS = 30_000
+"""How long (ms) an intent of a multi-slot write is presumed in flight: an
+older one whose write never finished is rolled forward or back by whoever
+meets it (README.md, "Crash safety"). Far above any step's duration."""
+
+__all__ = ["INTENT_LEASE_MS", "SCRIPT_NAMES", "Scripts", "script_text"]
 
 SCRIPT_NAMES = (
     "apply",
@@ -31,16 +36,28 @@ SCRIPT_NAMES = (
     "put_resource",
     "put_thread",
     "save_messages",
+    "solo_save",
+    "state",
     "threads",
     "window",
 )
 
 
+COMPOSITES = {"solo_save": ("claim", "save_messages", "apply")}
+"""Standalone-only scripts running several steps in one call: each step's
+body becomes a local function ``step_<name>`` the composite's body calls."""
+
+
 def script_text(name: str) -> str:
-    """The full source of script ``name`` (constants + helpers + body)."""
+    """The full source of script ``name`` (constants + helpers + steps of a
+    composite + body)."""
     folder = files("memory_core_redis") / "lua"
-    constants = f"local TIME_MAX_US = {TIME_MAX_US}\n"
-    return constants + (folder / "lib.lua").read_text("utf-8") + "\n" + (folder / f"{name}.lua").read_text("utf-8")
+    constants = f"local TIME_MAX_US = {TIME_MAX_US}\nlocal INTENT_LEASE_MS = {INTENT_LEASE_MS}\n"
+    parts = [constants, (folder / "lib.lua").read_text("utf-8")]
+    for step in COMPOSITES.get(name, ()):
+        parts.append(f"local function step_{step}()\n{(folder / f'{step}.lua').read_text('utf-8')}\nend")
+    parts.append((folder / f"{name}.lua").read_text("utf-8"))
+    return "\n".join(parts)
 
 
 class Scripts:

@@ -13,7 +13,7 @@ import asyncio
 import inspect
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
@@ -27,11 +27,11 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
 
-from memory_core_redis._keys import Layout, canon, filter_fields, message_member, seq_text, thread_member, time_key
+from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key
 from memory_core_redis._scripts import Scripts
 from memory_core_redis._url import DEFAULT_PREFIX, parse_url
 
-__all__ = ["RedisStorage"]
+__all__ = ["RELEASE_CHUNK", "RedisStorage"]
 
 T = TypeVar("T")
 
@@ -47,7 +47,9 @@ per-node limit, so the store queues its own calls instead."""
 _MAX_WINDOW = 2**50
 """Offsets and limits are clamped to this before they reach Lua (whose
 numbers are doubles): no store holds that many items, so answers are equal."""
-_RELEASE_CHUNK = 10_000
+RELEASE_CHUNK = 5_000
+"""Message ids one apply call releases: a delete of more releases them in
+several calls (each bounded in argument size and server time)."""
 _RETRYABLE = (
     redis_errors.ConnectionError,  # includes BusyLoadingError
     redis_errors.TimeoutError,
@@ -123,8 +125,25 @@ def _message(resource_id: str, rec: Sequence[Any]) -> Message:
 
 
 def _snapshot(resource_id: str, lua: Sequence[str]) -> Snapshot:
+    if lua[1] == "d":  # state.lua's deletion: {id, "d", version or ""}
+        return (lua[0], resource_id, "d", lua[2], "", "", "", [])
     tid, state, version, ckey, ukey, lkey, *fields = lua
     return (tid, resource_id, state, version, ckey, ukey, lkey, list(fields))
+
+
+def _claim(reply: Sequence[Any]) -> _Claim:
+    return _Claim(int(reply[1]), list(reply[2]), reply[3], list(reply[4]))
+
+
+class _Claim(NamedTuple):
+    """What step one of a write got: first sequence number - 1, version
+    floors of the claimed threads, the write's intent stamp, and the
+    resource holding each thread it changes (None: no such thread)."""
+
+    first: int
+    floors: list[str]
+    stamp: str
+    owners: list[str | None]
 
 
 def _message_bounds(query: MessageQuery) -> tuple[str, str]:
@@ -244,6 +263,7 @@ class RedisStorage(BaseStorage):
         self._keys = Layout(chosen)
         self._thread_at = _Locations()
         self._message_at = _Locations()
+        self._solo = False
 
     @classmethod
     def from_url(
@@ -307,6 +327,8 @@ class RedisStorage(BaseStorage):
             raise ValidationError("client", "must be created with decode_responses=True")
         self._scripts = Scripts(self._client)
         await self._scripts.load()
+        # one server holds every key: a write may span slots in one script
+        self._solo = not isinstance(self._client, RedisCluster)
 
     async def _close(self) -> None:
         if self._owns_client and self._client is not None:
@@ -381,18 +403,128 @@ class RedisStorage(BaseStorage):
             return None
         return await call(fresh)
 
-    async def _apply(self, snapshots: Sequence[Snapshot], release: Sequence[tuple[str, str]] = ()) -> None:
-        """Last step of a write (README: "apply"): update the store slot's thread records and
-        indexes from snapshots and release deleted message ids."""
+    async def _claim(
+        self,
+        *,
+        sequences: int = 0,
+        threads: Sequence[tuple[str, str]] = (),
+        messages: Sequence[tuple[str, str]] = (),
+        touched: Sequence[str] = (),
+    ) -> _Claim:
+        """Step one of a write (README: "Crash safety"): record intents for
+        the ``touched`` thread ids, reserve (id, resource) pairs, allocate
+        ``sequences`` numbers.
+
+        Raises:
+            StaleStateError: an id is held by another resource (see :meth:`_claimed`).
+        """
+        args = self._claim_args(sequences, threads, messages, touched)
+        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, args)))
+
+    @staticmethod
+    def _claim_args(
+        sequences: int,
+        threads: Iterable[tuple[str, str]],
+        messages: Iterable[tuple[str, str]],
+        touched: Sequence[str],
+    ) -> list[Any]:
+        """claim.lua's arguments (recording intents)."""
+        return [
+            "1",
+            sequences,
+            *_counted([part for pair in threads for part in pair]),
+            *_counted([part for pair in messages for part in pair]),
+            len(touched),
+            *touched,
+        ]
+
+    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
+        """Run ``call`` (a script whose reply starts as claim.lua's) until it
+        is "ok"; its reply.
+
+        Raises:
+            StaleStateError: an id is held by another resource (the core
+                raises ConflictError). A holder whose slot has no trace of
+                the id (a write that died) is rolled back and the call
+                repeated, so a dead write never blocks an id.
+        """
+        while True:
+            reply = await call()
+            if reply[0] == "ok":
+                return reply
+            _, kind, item, holder, pending, cutoff = reply
+            if not await self._release_dead(kind, item, holder, pending, int(cutoff)):
+                # never name the other tenant's resource
+                what = "thread" if kind == "t" else "message"
+                raise StaleStateError(f"{what} {item!r} belongs to another resource")
+
+    async def _release_dead(self, kind: str, item: str, holder: str, pending: str, cutoff: int) -> bool:
+        """Roll back a reservation of ``item`` by ``holder`` that no live
+        write backs (its intent older than the lease or gone) and that the
+        holder's slot has no trace of; True when released."""
+        if pending and int(pending) >= cutoff:
+            return False  # a write in flight holds it
+        tids, mids = ([item], []) if kind == "t" else ([], [item])
+        threads, messages = await self._run("state", self._slot(holder), [len(tids), *tids, *mids])
+        intent = [(item, pending)] if pending else []
+        if kind == "m":
+            if messages[0]:
+                return False
+            await self._apply([], [(item, holder)], messages=intent)
+            return True
+        snap = _snapshot(holder, threads[0])
+        await self._apply([snap], threads=intent)
+        return snap[2] == "d"
+
+    async def _roll_forward(self, pending: Sequence[Sequence[Any]], cutoff: int) -> None:
+        """Bring the store slot up to date with the slots of threads that
+        have intents (``[thread id, resource id or None, stamp]`` each): apply
+        what each slot holds now (always safe: newest version wins) and
+        clear the intents older than the lease, whose writes are dead."""
+        groups: dict[str, list[str]] = defaultdict(list)
+        stamps: dict[str, int] = {}
+        for tid, rid, stamp in pending:
+            stamps[tid] = int(stamp)
+            if rid is not None:
+                groups[rid].append(tid)
+        replies = await self._gather(
+            self._run("state", self._slot(rid), [len(tids), *tids]) for rid, tids in groups.items()
+        )
+        snapshots: list[Snapshot] = []
+        for rid, (threads, _) in zip(groups, replies, strict=True):
+            for lua in threads:
+                snap = _snapshot(rid, lua)
+                # no trace in the slot: a dead write's claim, or a live one's
+                # not yet written (then leave it alone)
+                if snap[3] != "" or stamps[snap[0]] < cutoff:
+                    snapshots.append(snap)
+        dead = [(tid, str(stamp)) for tid, stamp in stamps.items() if stamp < cutoff]
+        await self._apply(snapshots, threads=dead)
+
+    async def _apply(
+        self,
+        snapshots: Sequence[Snapshot],
+        release: Sequence[tuple[str, str]] = (),
+        *,
+        threads: Sequence[tuple[str, str]] = (),
+        messages: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        """Last step of a write (README: "apply"): update the store slot's
+        thread records and indexes from snapshots, release deleted message
+        ids (RELEASE_CHUNK per call), then clear the (id, stamp) intents of
+        ``threads`` and ``messages``."""
         flat_release = [part for pair in release for part in pair]
+        step = 2 * RELEASE_CHUNK
+        chunks = [flat_release[i : i + step] for i in range(0, len(flat_release), step)] or [[]]
+        for chunk in chunks[:-1]:
+            await self._run("apply", self._keys.store, [TOMBSTONE_TTL, 0, *_counted(chunk), 0, 0])
         args: list[Any] = [TOMBSTONE_TTL, len(snapshots)]
         for tid, rid, state, version, ckey, ukey, lkey, fields in snapshots:
             args += (tid, rid, state, version, ckey, ukey, lkey, *_counted(fields))
-        first, rest = flat_release[: 2 * _RELEASE_CHUNK], flat_release[2 * _RELEASE_CHUNK :]
-        await self._run("apply", self._keys.store, [*args, *_counted(first)])
-        for start in range(0, len(rest), 2 * _RELEASE_CHUNK):
-            chunk = rest[start : start + 2 * _RELEASE_CHUNK]
-            await self._run("apply", self._keys.store, [TOMBSTONE_TTL, 0, *_counted(chunk)])
+        args += _counted(chunks[-1])
+        args += _counted([part for pair in threads for part in pair])
+        args += _counted([part for pair in messages for part in pair])
+        await self._run("apply", self._keys.store, args)
 
     async def _gather(self, calls: Iterable[Awaitable[T]]) -> list[T]:
         return list(await asyncio.gather(*calls))
@@ -417,21 +549,17 @@ class RedisStorage(BaseStorage):
         if absent, atomically in the resource slot) and its index entries."""
         assert thread.created_at is not None and thread.updated_at is not None
         rid = thread.resource_id
-        reply = await self._run("claim", self._keys.store, [0, 1, thread.id, rid, 0])
-        if reply[0] == "conflict":
-            raise StaleStateError(f"thread {thread.id!r} belongs to resource {reply[3]!r}, not {rid!r}")
-        floors = reply[2]
+        claim = await self._claim(threads=[(thread.id, rid)], touched=[thread.id])
+        intent = [(thread.id, claim.stamp)]
         fields = filter_fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
-        snap = await self._run(
-            "put_thread",
-            self._slot(rid),
-            [mode, thread.id, floors[0], thread.title, dumps(thread.metadata), created, updated, *_counted(fields)],
-        )
+        args = [mode, thread.id, claim.floors[0], thread.title, dumps(thread.metadata), created, updated]
+        snap = await self._run("put_thread", self._slot(rid), [*args, *_counted(fields)])
         if snap == "exists":
+            await self._apply([], threads=intent)
             raise StaleStateError(f"thread {thread.id!r} exists")
         self._thread_at.put(thread.id, rid)
-        await self._apply([_snapshot(rid, snap)])
+        await self._apply([_snapshot(rid, snap)], threads=intent)
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
@@ -465,33 +593,45 @@ class RedisStorage(BaseStorage):
             *condition,
         ]
 
-        async def update(rid: str) -> tuple[str, Any] | None:
-            got = await self._run("patch_thread", self._slot(rid), args)
-            return None if got is None else (rid, got)
-
-        found = await self._on_thread(thread_id, update)
-        if found is None:
-            return None
-        rid, reply = found
-        if reply == "mismatch":
-            return "mismatch"
+        claim = await self._claim(touched=[thread_id])
+        rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
+        reply = None if rid is None else await self._run("patch_thread", self._slot(rid), args)
+        if reply is None or reply == "mismatch":
+            await self._settle(thread_id, rid, intent, missing=reply is None)
+            return reply
+        assert rid is not None
         rec, snap = reply
-        await self._apply([_snapshot(rid, snap)])
+        await self._apply([_snapshot(rid, snap)], threads=intent)
         return _thread(rid, rec)
 
-    async def _delete_thread(self, thread_id: str) -> None:
-        async def delete(rid: str) -> tuple[str, Any] | None:
-            got = await self._run("delete_thread", self._slot(rid), [thread_id])
-            return None if got is None else (rid, got)
+    async def _settle(self, thread_id: str, rid: str | None, intent: list[tuple[str, str]], *, missing: bool) -> None:
+        """End a thread write that changed nothing: clear its intent, and
+        when the directory named a resource whose slot lacks the thread (a
+        deletion that died before its last step), apply that deletion."""
+        snapshots: list[Snapshot] = []
+        if missing and rid is not None:
+            self._thread_at.drop(thread_id)
+            threads, _ = await self._run("state", self._slot(rid), [1, thread_id])
+            snap = _snapshot(rid, threads[0])
+            if snap[3] != "":  # a live or tombstoned thread; no trace: maybe a claim in flight
+                snapshots.append(snap)
+        await self._apply(snapshots, threads=intent)
 
-        found = await self._on_thread(thread_id, delete)
+    async def _delete_thread(self, thread_id: str) -> None:
+        claim = await self._claim(touched=[thread_id])
+        rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
         self._thread_at.drop(thread_id)
-        if found is None:
+        reply = None if rid is None else await self._run("delete_thread", self._slot(rid), [thread_id, TOMBSTONE_TTL])
+        if reply is None:
+            # also what a retry of a delete that died after its slot's step finds
+            await self._settle(thread_id, rid, intent, missing=True)
             return
-        rid, (version, ids) = found
+        assert rid is not None
+        version, ids = reply
         for mid in ids:
             self._message_at.drop(mid)
-        await self._apply([(thread_id, rid, "d", version, "", "", "", [])], [(mid, rid) for mid in ids])
+        snap: Snapshot = (thread_id, rid, "d", version, "", "", "", [])
+        await self._apply([snap], [(mid, rid) for mid in ids], threads=intent)
 
     async def _threads(self, mode: str, query: ThreadQuery) -> Any:
         if query.order_field == "last_message_at":
@@ -513,7 +653,13 @@ class RedisStorage(BaseStorage):
             limit,
             *_counted(conds),
         ]
-        return await self._run("threads", base, args)
+        reply = await self._run("threads", base, [*args, "1"])
+        if isinstance(reply, list) and reply and reply[0] == "pending":
+            # writes that did not finish (or are in flight) touched threads:
+            # bring the global index up to date with their slots, then read
+            await self._roll_forward(reply[2:], int(reply[1]))
+            reply = await self._run("threads", base, [*args, "0"])
+        return reply
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         found = await self._threads("l", query)
@@ -562,59 +708,67 @@ class RedisStorage(BaseStorage):
         return found
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-        claims = [part for m in messages for part in (m.id, m.resource_id or "")]
-        reply = await self._run("claim", self._keys.store, [len(messages), 0, *_counted(claims)])
-        if reply[0] == "conflict":
-            raise StaleStateError(f"message {reply[2]!r} is stored under resource {reply[3]!r}")
-        first = int(reply[1])
         groups: dict[str, list[Any]] = defaultdict(list)
-        sequences = []
+        sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
             assert m.resource_id is not None and m.created_at is not None
-            seq = first + index + 1 if m.sequence is None else m.sequence
-            sequences.append(seq)
-            created = to_us(m.created_at)
-            member = message_member(created, seq, m.id) if m.sequence is None else ""
-            groups[m.resource_id].append(
-                (
-                    m.id,
-                    m.thread_id,
-                    m.role,
-                    m.type,
-                    dumps(m.content),
-                    dumps(m.metadata),
-                    created,
-                    member,
-                    seq,
-                    *_counted(filter_fields(m.metadata)),
-                )
+            sizes[m.resource_id] += 1
+            # a new message's member and sequence are made in Lua from the claim's first number
+            new = m.sequence is None
+            groups[m.resource_id] += (
+                m.id,
+                m.thread_id,
+                m.role,
+                m.type,
+                dumps(m.content),
+                dumps(m.metadata),
+                to_us(m.created_at),
+                "*" if new else "",
+                index + 1 if new else m.sequence,
+                *_counted(filter_fields(m.metadata)),
             )
-        replies = await self._gather(
-            self._run(
-                "save_messages",
-                self._slot(rid),
-                [now_us, len(batch), *(part for row in batch for part in row), len(bump), *bump],
+        claim_args = self._claim_args(len(messages), (), [(m.id, m.resource_id or "") for m in messages], bump)
+
+        def save_args(first: int, rid: str) -> list[Any]:
+            return [now_us, first, sizes[rid], *groups[rid], len(bump), *bump]
+
+        if self._solo:
+            claim_args[0] = "0"  # one atomic script: nothing can be left half done
+            solo = [self._keys.store, TOMBSTONE_TTL, len(claim_args), *claim_args, len(groups)]
+            for rid in groups:
+                args = save_args(0, rid)
+                solo += (self._slot(rid), rid, len(args), *args)
+            reply = await self._claimed(lambda: self._run("solo_save", self._keys.store, solo))
+            first, replies = int(reply[1]), reply[5]
+        else:
+            claim = _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args)))
+            first = claim.first
+            replies = await self._gather(
+                self._run("save_messages", self._slot(rid), save_args(first, rid)) for rid in groups
             )
-            for rid, batch in groups.items()
-        )
         snapshots: list[Snapshot] = []
+        unused: list[tuple[str, str]] = []
         stale: str | None = None
-        for rid, (status, payload) in zip(groups, replies, strict=True):
-            if status == "stale":
-                stale = payload
+        for rid, reply in zip(groups, replies, strict=True):
+            if reply[0] == "stale":
+                stale = reply[1]
+                unused += ((mid, rid) for mid in reply[2])  # new ids, never written
                 continue
-            snapshots += (_snapshot(rid, s) for s in payload)
-            for row in groups[rid]:
-                self._message_at.put(row[0], rid)
-        if snapshots:
-            await self._apply(snapshots)
+            snapshots += (_snapshot(rid, s) for s in reply[1])
+        for m in messages:
+            if m.resource_id is not None and (m.id, m.resource_id) not in unused:
+                self._message_at.put(m.id, m.resource_id)
+        if not self._solo:
+            intents = [(tid, claim.stamp) for tid in bump]
+            await self._apply(snapshots, unused, threads=intents, messages=[(m.id, claim.stamp) for m in messages])
         if stale is not None:
             raise StaleStateError(f"{stale!r} changed while saving")
-        return sequences
+        return [first + index + 1 if m.sequence is None else m.sequence for index, m in enumerate(messages)]
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         by_id = {p.id: p for p in patches}
         groups, _ = await self._group(list(by_id), self._message_at, threads=False, fresh=False)
+        claim = await self._claim(touched=bump)
         calls = []
         for rid, mids in groups.items():
             args: list[Any] = [now_us, len(mids)]
@@ -638,13 +792,13 @@ class RedisStorage(BaseStorage):
                 stale = payload
                 continue
             snapshots += (_snapshot(rid, s) for s in payload)
-        if snapshots:
-            await self._apply(snapshots)
+        await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
         if stale is not None:
             raise StaleStateError(f"thread {stale!r} changed while updating")
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)
+        claim = await self._claim(touched=bump)
         replies = await self._gather(
             self._run("delete_messages", self._slot(rid), [len(mids), *mids, len(bump), *bump, now_us])
             for rid, mids in groups.items()
@@ -656,8 +810,7 @@ class RedisStorage(BaseStorage):
             release += ((mid, rid) for mid in deleted)
             for mid in deleted:
                 self._message_at.drop(mid)
-        if snapshots or release:
-            await self._apply(snapshots, release)
+        await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
 
     async def _messages(self, mode: str, query: MessageQuery) -> list[tuple[str, Any]]:
         """Run messages.lua in every slot the query covers: (resource id,

@@ -71,7 +71,7 @@ async def test_keys_carry_resource_and_store_hash_tags(make_store: MakeStore) ->
     resource_keys = {k[len(prefix) + len(escape(odd)) + 4 :] for k in keys if tag_of(k) == f"{prefix}:{escape(odd)}"}
     assert {"r", "rm", "tc", "tu", "tla", "tld", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
     store_keys = {k[len(prefix) + 3 :] for k in keys if tag_of(k) == prefix}
-    assert {"seq", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2"} == store_keys
+    assert {"seq", "stamp", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2"} == store_keys
 
 
 async def _command_calls(client: Any) -> dict[str, int]:

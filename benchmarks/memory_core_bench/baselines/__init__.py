@@ -20,13 +20,17 @@ from pathlib import Path
 
 from memory_core_bench.subjects import AdapterSubject, Subject, VectorSubject
 
-__all__ = ["peer_subjects", "raw_subject", "vector_baselines"]
+__all__ = ["PEERS_HINT", "missing_peers", "peer_subjects", "raw_subject", "vector_baselines"]
+
+PEERS_HINT = "pip install 'memory-core-bench[peers]'"
 
 _RAW = {
     "sqlite": "memory_core_bench.baselines.raw_sqlite",
     "redis": "memory_core_bench.baselines.raw_redis",
     "rediss": "memory_core_bench.baselines.raw_redis",
     "mongodb": "memory_core_bench.baselines.raw_mongo",
+    "postgresql": "memory_core_bench.baselines.raw_postgres",
+    "postgres": "memory_core_bench.baselines.raw_postgres",
 }
 
 _RAW_VECTOR = {
@@ -72,6 +76,19 @@ def peer_subjects(backend: str, workdir: Path) -> list[Subject]:
         if peer is not None:
             found.append(peer)
     return found
+
+
+def missing_peers(backend: str) -> list[str]:
+    """One line per peer of ``backend`` that cannot be imported, saying what
+    is missing and what to install (empty when every peer imports)."""
+    lines: list[str] = []
+    for name in _PEERS.get(backend, ()):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            label = name.rsplit(".", 1)[-1].removeprefix("peer_")
+            lines.append(f"peer {label} not run on {backend}: {exc}; {PEERS_HINT}")
+    return lines
 
 
 def vector_baselines(backend: str, workdir: Path, *, raw: bool = True, url: str | None = None) -> list[VectorSubject]:

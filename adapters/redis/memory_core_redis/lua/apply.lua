@@ -1,17 +1,26 @@
--- Store slot, last step of a write: bring the global thread records and
--- indexes up to date with thread snapshots, newest version wins (so late or
--- reordered applications converge), and release deleted message ids.
+-- Store slot, last step of a write (or a roll-forward): bring the global
+-- thread records and indexes up to date with thread snapshots, newest
+-- version wins (so late or reordered applications converge), release
+-- message ids and clear the write's intents.
 -- ARGV: tombstone ttl seconds, n, then per snapshot: thread id, resource id,
---       state "l"/"d", version, created key, updated key, last key ("" no
---       message), n, filter field pairs; then n, (message id, resource id)
---       pairs to release.
+--       state "l"/"d", version ("" for a thread its slot has no trace of:
+--       one past the global version, and only while the resource still
+--       holds the id), created key, updated key, last key ("" no message),
+--       n, filter field pairs; then n, (message id, resource id) pairs to
+--       release; n, (thread id, stamp) and n, (message id, stamp) intents
+--       to clear.
 local ttl, n = argn(), argn()
 for _ = 1, n do
-  local tid, rid, state, v, ckey, ukey, lkey = arg(), arg(), arg(), argn(), arg(), arg(), arg()
+  local tid, rid, state, v, ckey, ukey, lkey = arg(), arg(), arg(), arg(), arg(), arg(), arg()
   local fields = argpairs()
   local g = base .. 'g:' .. tid
-  local cur = redis.call('HMGET', g, 'v', 'c', 'u', 'k')
-  if not cur[1] or tonumber(cur[1]) < v then
+  local cur = redis.call('HMGET', g, 'v', 'c', 'u', 'k', 'r')
+  if v == '' then
+    v = (cur[5] == rid) and (tonumber(cur[1]) or 0) + 1 or 0
+  else
+    v = tonumber(v)
+  end
+  if v > 0 and (not cur[1] or tonumber(cur[1]) < v) then
     if cur[2] then
       redis.call('ZREM', base .. 'tc', cur[2] .. ':' .. tid)
       redis.call('ZREM', base .. 'tu', cur[3] .. ':' .. tid)
@@ -37,4 +46,6 @@ for i = 1, #release, 2 do
     redis.call('HDEL', base .. 'msg', release[i])
   end
 end
+clear_intents('pt', argpairs())
+clear_intents('pm', argpairs())
 return 1

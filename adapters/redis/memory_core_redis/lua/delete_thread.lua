@@ -1,6 +1,7 @@
--- Delete a thread and every message in it. ARGV: id.
+-- Delete a thread and every message in it, leaving a tombstone "x:<id>"
+-- (its deletion's version) for ttl seconds. ARGV: id, ttl.
 -- Returns {version of the deletion, {message ids}} or nil if missing.
-local tid = arg()
+local tid, ttl = arg(), arg()
 local key = base .. 't:' .. tid
 local g = redis.call('HMGET', key, 'c', 'u', 'v', 'k')
 if not g[1] then return false end
@@ -18,4 +19,6 @@ redis.call('DEL', index, key)
 redis.call('ZREM', base .. 'tc', tkey(tonumber(g[1])) .. ':' .. tid)
 redis.call('ZREM', base .. 'tu', tkey(tonumber(g[2])) .. ':' .. tid)
 index_last(tid, g[4] or '', nil)
-return {fmt(tonumber(g[3]) + 1), ids}
+local v = fmt(tonumber(g[3]) + 1)
+redis.call('SET', base .. 'x:' .. tid, v, 'EX', ttl)
+return {v, ids}

@@ -3,6 +3,7 @@
 -- key a script touches is built from it, so all share its hash tag (slot).
 -- Numbers leave scripts formatted with %d (tostring prints 7.2e+15).
 local base = KEYS[1]
+-- (a composite script, standalone only, reassigns it for each step)
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -12,9 +13,10 @@ local function tkey(us)
   return '0' .. string.format('%016d', 9000000000000000 + us)
 end
 
--- ARGV reader.
-local argi = 0
-local function arg() argi = argi + 1; return ARGV[argi] end
+-- ARGV reader; a composite script points it at each step's arguments.
+local args, argi = ARGV, 0
+local function arg() argi = argi + 1; return args[argi] end
+local function use_args(t) args, argi = t, 0 end
 local function argn() return tonumber(arg()) end
 local function arglist(n)
   local t = {}
@@ -309,4 +311,27 @@ local function missing_threads(tids)
     if redis.call('EXISTS', base .. 't:' .. tid) == 0 then out[#out + 1] = tid end
   end
   return out
+end
+
+-- Intents of multi-slot writes (store slot only): zsets "pt" (thread ids)
+-- and "pm" (message ids) scored by a stamp: server ms * 1000 + a counter,
+-- unique per write, so a write clears exactly its own intents.
+local function server_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function new_stamp()
+  return server_ms() * 1000 + redis.call('INCR', base .. 'stamp') % 1000
+end
+-- Stamps below this belong to writes presumed dead (older than the lease).
+local function lease_cutoff() return (server_ms() - INTENT_LEASE_MS) * 1000 end
+
+-- Remove intents {member, stamp, ...} of zset `suffix` still holding that stamp.
+local function clear_intents(suffix, pairs)
+  local key = base .. suffix
+  for i = 1, #pairs, 2 do
+    if tonumber(redis.call('ZSCORE', key, pairs[i])) == tonumber(pairs[i + 1]) then
+      redis.call('ZREM', key, pairs[i])
+    end
+  end
 end

@@ -1,24 +1,38 @@
 -- Upsert a batch of messages of this resource, then bump threads; atomic.
--- ARGV: now us, n, then per message: id, thread id, role, type, content
---       json, metadata json, created us, member ("" for an id the core read
---       as stored), sequence, n, filter field pairs; then n, thread ids to bump.
--- Returns {"ok", {snapshots}}, or {"stale", id} when a thread is missing or
--- an id's stored/new state is not what the core read (nothing written).
-local now, n = argn(), argn()
+-- ARGV: now us, first sequence - 1 (from the claim), n, then per message:
+--       id, thread id, role, type, content json, metadata json, created us,
+--       "" for an id the core read as stored (else "*"), sequence (a new
+--       message: its offset after the first), n, filter field pairs; then n,
+--       thread ids to bump.
+-- Returns {"ok", {snapshots}}, or {"stale", id, {ids of the new messages}}
+-- when a thread is missing or an id's stored/new state is not what the core
+-- read (nothing written).
+local now, first, n = argn(), argn(), argn()
 local batch = {}
 for i = 1, n do
   batch[i] = {id = arg(), tid = arg(), role = arg(), type = arg(), content = arg(),
               meta = arg(), c = arg(), member = arg(), seq = arg()}
   batch[i].fields = argpairs()
+  if batch[i].member ~= '' then
+    batch[i].seq = fmt(first + tonumber(batch[i].seq))
+    batch[i].member = tkey(tonumber(batch[i].c)) .. ':' .. string.format('%020d', batch[i].seq) .. ':' .. batch[i].id
+  end
+end
+local function stale(id)
+  local new = {}
+  for _, m in ipairs(batch) do
+    if m.member ~= '' and redis.call('EXISTS', base .. 'm:' .. m.id) == 0 then new[#new + 1] = m.id end
+  end
+  return {'stale', id, new}
 end
 local bumps = arglist(argn())
 local seen = {}
 for _, m in ipairs(batch) do
   if not seen[m.tid] then
-    if redis.call('EXISTS', base .. 't:' .. m.tid) == 0 then return {'stale', m.tid} end
+    if redis.call('EXISTS', base .. 't:' .. m.tid) == 0 then return stale(m.tid) end
     seen[m.tid] = true
   end
-  if (redis.call('EXISTS', base .. 'm:' .. m.id) == 1) ~= (m.member == '') then return {'stale', m.id} end
+  if (redis.call('EXISTS', base .. 'm:' .. m.id) == 1) ~= (m.member == '') then return stale(m.id) end
 end
 for _, m in ipairs(batch) do
   local key = base .. 'm:' .. m.id

@@ -1,0 +1,224 @@
+"""Normalised queries -> one SQL statement and its bound parameters.
+
+Every filter, count, order, window and keyset position is answered by
+PostgreSQL, each composite read in one statement (one round trip, one
+snapshot). Only fixed column names and operators are formatted into SQL;
+ids, values, times and the metadata filter are bound parameters, so
+injection-shaped keys and values are data, never SQL text.
+
+R-META: each row carries ``meta``, a ``jsonb`` projection of its metadata
+made by :func:`meta_document`: only the top-level keys a filter can name
+(``^[A-Za-z_][A-Za-z0-9_]{0,127}$``) whose values are scalars, with
+
+- numbers written as their exact decimal value (a float's full binary
+  expansion, ``Decimal(x)``), so ``jsonb``'s numeric equality is Python's
+  exact int/float equality (5 matches 5.0; 2**53+1 never matches the float
+  2**53);
+- strings with NUL escaped reversibly (``\\x01`` -> ``\\x01\\x01``, NUL ->
+  ``\\x01\\x02``; ``jsonb`` cannot hold ``\\u0000``);
+- ``true``/``false``/``null`` as themselves (never a number; null only when
+  the key is present).
+
+A filter is the same projection of its conditions, matched with one
+containment test ``meta @> $n`` (GIN-indexed), which is exactly "present,
+same JSON type, equal" for each key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from memory_core import codec
+from memory_core.clock import from_us
+from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
+
+__all__ = [
+    "MESSAGE_COLUMNS",
+    "RESOURCE_COLUMNS",
+    "THREAD_COLUMNS",
+    "LAST_MESSAGE_AT",
+    "Params",
+    "bump_sql",
+    "meta_document",
+    "message_windows",
+    "page_messages",
+    "page_threads",
+    "read_state",
+]
+
+LAST_MESSAGE_AT = "(SELECT max(m.created_at) FROM messages m WHERE m.thread_id = threads.id)"
+"""A thread's ``last_message_at`` (R-LAST), computed when read: exact after
+every write, one backward probe of the ``messages_thread_order`` index."""
+THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT} AS last_message_at"
+MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
+RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
+
+_FILTER_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+class Params(list[Any]):
+    """Bound parameters; :meth:`add` returns the placeholder of a new one."""
+
+    def add(self, value: Any, cast: str = "") -> str:
+        self.append(value)
+        return f"${len(self)}{cast}"
+
+
+def _scalar(value: Any) -> str | None:
+    """The ``meta`` JSON text of one scalar, or None for a list/dict."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format(Decimal(value), "f")  # exact: the float's binary value in decimal
+    if isinstance(value, str):
+        return codec.dumps(value.replace("\x01", "\x01\x01").replace("\x00", "\x01\x02"))
+    return None
+
+
+def meta_document(metadata: Mapping[str, Any]) -> str:
+    """The ``meta`` projection of a metadata object, as JSON text (see the
+    module docstring)."""
+    members = []
+    for key, value in metadata.items():
+        if _FILTER_KEY.fullmatch(key):
+            text = _scalar(value)
+            if text is not None:
+                members.append(f"{codec.dumps(key)}:{text}")
+    return "{" + ",".join(members) + "}"
+
+
+def _filter_document(conditions: tuple[MetaCondition, ...]) -> str:
+    return meta_document({c.key: c.value for c in conditions})
+
+
+def _where(clauses: list[str]) -> str:
+    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+def _thread_filter(query: ThreadQuery, params: Params) -> list[str]:
+    clauses = []
+    if query.resource_id is not None:
+        clauses.append(f"resource_id = {params.add(query.resource_id)}")
+    if query.metadata:
+        clauses.append(f"meta @> {params.add(_filter_document(query.metadata), '::jsonb')}")
+    return clauses
+
+
+def page_threads(query: ThreadQuery) -> tuple[str, Params]:
+    """(count under the filter, the window) in one statement. Rows: ``total``
+    then the thread columns (all NULL when the window is empty); the window's
+    order is restored by the caller."""
+    params = Params()
+    clauses = _thread_filter(query, params)
+    count = f"SELECT count(*) AS total FROM threads{_where(clauses)}"
+    if query.limit == 0:
+        return f"SELECT total FROM ({count}) c", params
+    window = list(clauses)
+    if query.order_field == "last_message_at":
+        # Ordered in µs with the core's "no message" sentinel (last either way),
+        # which lies beyond what a Python datetime can bind.
+        sentinel = NO_MESSAGE_DESC_US if query.descending else NO_MESSAGE_ASC_US
+        column = f"COALESCE((extract(epoch FROM {LAST_MESSAGE_AT}) * 1000000)::bigint, {sentinel})"
+    else:
+        column = query.order_field
+    if query.after is not None:
+        first = query.after[0] if query.order_field == "last_message_at" else from_us(query.after[0])
+        position = f"({params.add(first)}, {params.add(query.after[1])})"
+        window.append(f"({column}, id) {'<' if query.descending else '>'} {position}")
+    direction = "DESC" if query.descending else "ASC"
+    paging = f" LIMIT {params.add(query.limit, '::bigint')} OFFSET {params.add(query.offset, '::bigint')}"
+    sql = (
+        f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL (SELECT {THREAD_COLUMNS} FROM threads"
+        f"{_where(window)} ORDER BY {column} {direction}, id {direction}{paging}) w ON true"
+    )
+    return sql, params
+
+
+def _message_filter(query: MessageQuery, params: Params) -> list[str]:
+    clauses = []
+    if query.thread_ids is not None:
+        if len(query.thread_ids) == 1:
+            clauses.append(f"thread_id = {params.add(query.thread_ids[0])}")
+        else:
+            clauses.append(f"thread_id = ANY({params.add(list(query.thread_ids), '::text[]')})")
+    if query.resource_id is not None:
+        clauses.append(f"resource_id = {params.add(query.resource_id)}")
+    if query.created_from_us is not None:
+        clauses.append(f"created_at >= {params.add(from_us(query.created_from_us))}")
+    if query.created_to_us is not None:
+        clauses.append(f"created_at <= {params.add(from_us(query.created_to_us))}")
+    if query.metadata:
+        clauses.append(f"meta @> {params.add(_filter_document(query.metadata), '::jsonb')}")
+    return clauses
+
+
+def page_messages(query: MessageQuery) -> tuple[str, Params]:
+    """(count under the filter, the window) in one statement, as
+    :func:`page_threads` (message columns)."""
+    params = Params()
+    clauses = _message_filter(query, params)
+    count = f"SELECT count(*) AS total FROM messages{_where(clauses)}"
+    if query.limit == 0:
+        return f"SELECT total FROM ({count}) c", params
+    window = list(clauses)
+    if query.after is not None:
+        position = f"({params.add(from_us(query.after[0]))}, {params.add(query.after[1], '::bigint')})"
+        window.append(f"(created_at, seq) {'<' if query.descending else '>'} {position}")
+    direction = "DESC" if query.descending else "ASC"
+    paging = f" LIMIT {params.add(query.limit, '::bigint')} OFFSET {params.add(query.offset, '::bigint')}"
+    sql = (
+        f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages"
+        f"{_where(window)} ORDER BY created_at {direction}, seq {direction}{paging}) w ON true"
+    )
+    return sql, params
+
+
+def message_windows(ids: list[str], before: list[int], after: list[int]) -> tuple[str, Params]:
+    """R-INCLUDE for many targets in one statement: for target number ``ord``
+    (1-based), its message and up to ``before``/``after`` neighbours in its
+    thread. Rows: ``ord`` then the message columns, unordered."""
+    params = Params()
+    columns = ", ".join(f"x.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
+    sql = (
+        f"SELECT t.ord, w.* FROM unnest({params.add(ids, '::text[]')}, {params.add(before, '::int[]')},"
+        f" {params.add(after, '::int[]')}) WITH ORDINALITY AS t(id, before, after, ord)"
+        " JOIN messages a ON a.id = t.id"
+        " CROSS JOIN LATERAL ("
+        f"(SELECT {columns} FROM messages x WHERE x.thread_id = a.thread_id"
+        " AND (x.created_at, x.seq) < (a.created_at, a.seq) ORDER BY x.created_at DESC, x.seq DESC LIMIT t.before)"
+        f" UNION ALL SELECT {columns} FROM messages x WHERE x.id = a.id"
+        f" UNION ALL (SELECT {columns} FROM messages x WHERE x.thread_id = a.thread_id"
+        " AND (x.created_at, x.seq) > (a.created_at, a.seq) ORDER BY x.created_at ASC, x.seq ASC LIMIT t.after)"
+        ") w"
+    )
+    return sql, params
+
+
+def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Params]:
+    """Threads and messages among these ids in one statement (one snapshot).
+    Rows: ``kind`` (0 thread, 1 message) then a union of both layouts."""
+    params = Params()
+    sql = (
+        "SELECT 0 AS kind, id, resource_id, NULL::text AS thread_id, title, NULL::text AS role,"
+        " NULL::json AS type, NULL::json AS content, metadata, created_at, updated_at, NULL::bigint AS seq,"
+        f" {LAST_MESSAGE_AT} AS last_message_at"
+        f" FROM threads WHERE id = ANY({params.add(thread_ids, '::text[]')})"
+        " UNION ALL SELECT 1, id, resource_id, thread_id, NULL, role, type, content, metadata, created_at, NULL, seq,"
+        " NULL"
+        f" FROM messages WHERE id = ANY({params.add(message_ids, '::text[]')})"
+    )
+    return sql, params
+
+
+def bump_sql(placeholder_now: str, placeholder_max: str) -> str:
+    """The R-BUMP expression for ``updated_at`` (clock.bump_us in SQL)."""
+    return f"LEAST(GREATEST({placeholder_now}, updated_at + interval '1 microsecond'), {placeholder_max})"

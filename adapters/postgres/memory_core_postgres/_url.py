@@ -1,0 +1,168 @@
+"""``postgresql://`` / ``postgres://`` URLs and options -> connection settings.
+
+The URL is libpq's (``postgresql://user:password@host:port/database``); the
+query string may carry this adapter's options, which are taken out before
+the rest of the URL goes to asyncpg (which reads ``sslmode``, ``host`` ... and
+passes other parameters on as server settings):
+
+- ``schema``: the PostgreSQL schema the store's tables live in (default
+  ``memory_core``), so several stores share one database;
+- ``min_size`` / ``max_size``: connection pool bounds (default 1 and 10);
+- ``text_search_config``: the text search configuration of the full-text
+  column (default ``simple``: no stemming, any language);
+- ``index`` / ``ef_search``: the vector store's search mode (see
+  :mod:`.vector`); the storage ignores them, so one URL serves both.
+
+A ``namespace`` (tests, ``memory-core check``) selects the schema
+``<schema>_<namespace>``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from memory_core.errors import ValidationError
+
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "VECTOR_OPTIONS",
+    "PostgresSettings",
+    "check_options",
+    "parse_url",
+    "quote_ident",
+    "schema_name",
+]
+
+DEFAULT_SCHEMA = "memory_core"
+"""Schema of a store whose URL names none."""
+
+_SCHEMES = ("postgresql", "postgres")
+_OPTIONS = frozenset({"schema", "min_size", "max_size", "text_search_config"})
+VECTOR_OPTIONS = frozenset({"index", "ef_search", "overfetch", "batch_size"})
+"""Options only the pgvector store reads (the storage ignores them in a shared URL)."""
+_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAMESPACE = re.compile(r"[A-Za-z0-9_-]+")
+_TS_CONFIG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+MAX_IDENTIFIER = 63
+"""PostgreSQL's identifier length limit (NAMEDATALEN - 1 bytes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresSettings:
+    """Where and how to connect.
+
+    Attributes:
+        dsn: the URL handed to asyncpg (this adapter's options removed).
+        schema: the schema holding the store's tables (unquoted name).
+        min_size / max_size: connection pool bounds (1 <= min <= max).
+        text_search_config: ``regconfig`` of the full-text column.
+    """
+
+    dsn: str
+    schema: str = DEFAULT_SCHEMA
+    min_size: int = 1
+    max_size: int = 10
+    text_search_config: str = "simple"
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (``"`` doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """Split a PostgreSQL URL into (dsn for asyncpg, this adapter's options).
+
+    Raises:
+        ValidationError: not a ``postgresql://``/``postgres://`` URL, or an
+            option given twice.
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ValidationError("url", f"must look like postgresql://user@host:5432/database, got {url!r}")
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in _SCHEMES:
+        raise ValidationError("url", f"scheme must be postgresql:// or postgres://, got {parts.scheme!r}")
+    ours: dict[str, str] = {}
+    passed: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in seen:
+            raise ValidationError(f"url option {key!r}", "given twice")
+        seen.add(key)
+        if key in _OPTIONS | VECTOR_OPTIONS:
+            ours[key] = value
+        else:
+            passed.append((key, value))
+    dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(passed), parts.fragment))
+    return dsn, ours
+
+
+def _positive_int(raw: Any, field: str) -> int:
+    if isinstance(raw, bool):
+        raise ValidationError(field, f"must be an int >= 1, got {raw!r}")
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ValidationError(field, f"must be an int >= 1, got {raw!r}") from None
+    if not 1 <= value <= 10_000 or (isinstance(raw, float) and raw != value):
+        raise ValidationError(field, f"must be an int from 1 to 10000, got {raw!r}")
+    return value
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Validate adapter options (from the URL query or keyword arguments).
+
+    Args:
+        options: ``schema`` (a plain identifier, at most 63 characters),
+            ``min_size``/``max_size`` (pool bounds, ints 1-10000, min <= max),
+            ``text_search_config`` (a text search configuration name such as
+            ``simple`` or ``english``).
+
+    Returns:
+        The options normalised (ints as int).
+
+    Raises:
+        ValidationError: an unknown option or a bad value, naming it.
+    """
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise ValidationError(f"option {unknown[0]!r}", f"unknown; postgresql accepts {sorted(_OPTIONS)}")
+    checked: dict[str, Any] = {}
+    if "schema" in options:
+        schema = options["schema"]
+        if not isinstance(schema, str) or not _SCHEMA.fullmatch(schema) or len(schema) > MAX_IDENTIFIER:
+            raise ValidationError("schema", f"must be 1-63 of [A-Za-z0-9_], not starting with a digit: {schema!r}")
+        checked["schema"] = schema
+    for field in ("min_size", "max_size"):
+        if field in options:
+            checked[field] = _positive_int(options[field], field)
+    low, high = checked.get("min_size", 1), checked.get("max_size", 10)
+    if low > high:
+        raise ValidationError("min_size", f"must be <= max_size ({high}), got {low}")
+    if "text_search_config" in options:
+        config = options["text_search_config"]
+        if not isinstance(config, str) or not _TS_CONFIG.fullmatch(config):
+            raise ValidationError("text_search_config", f"must be a configuration name like 'english', got {config!r}")
+        checked["text_search_config"] = config
+    return checked
+
+
+def schema_name(schema: str, namespace: str | None) -> str:
+    """The schema of a store: ``schema``, or ``<schema>_<namespace>``.
+
+    Raises:
+        ValidationError: a namespace that is not 1+ of ``[A-Za-z0-9_-]``, or a
+            result longer than PostgreSQL's 63-character identifier limit
+            (longer names would be silently truncated, merging namespaces).
+    """
+    if namespace is None:
+        return schema
+    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+        raise ValidationError("namespace", f"must be 1+ characters of [A-Za-z0-9_-], got {namespace!r}")
+    name = f"{schema}_{namespace}"
+    if len(name) > MAX_IDENTIFIER:
+        raise ValidationError("namespace", f"schema {name!r} would exceed PostgreSQL's 63-character limit")
+    return name

@@ -1,0 +1,597 @@
+"""``PostgresStorage``: memory-core's PostgreSQL adapter (asyncpg, pooled).
+
+Each primitive is one statement, so one round trip and one snapshot, and
+atomic on its own (a statement that fails changes nothing). Writes that
+must re-verify what the core read (``save_messages``, ``patch_messages``)
+are calls of PL/pgSQL functions the migrations install: they lock the
+threads they write to (``FOR KEY SHARE``, so a concurrent ``delete_thread``
+waits), check, write and bump in one call, and raise SQLSTATE ``MC409`` ->
+:class:`~memory_core.errors.StaleStateError` when the state moved.
+
+One-level metadata merges (``update_thread``, ``update_resource``,
+``update_messages``) run in Python with the reference semantics, written back
+as a compare-and-set on the row's ``xmin``: PostgreSQL's JSON functions
+refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import asyncpg
+from memory_core import codec
+from memory_core.capabilities import Capability
+from memory_core.clock import TIME_MAX_US, Clock, from_us
+from memory_core.errors import AdapterClosedError, StaleStateError
+from memory_core.models import Message, Resource, Thread
+from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.storage import BaseStorage
+from memory_core.vector import message_text
+
+from memory_core_postgres import _sql
+from memory_core_postgres._schema import migrate
+from memory_core_postgres._url import (
+    DEFAULT_SCHEMA,
+    VECTOR_OPTIONS,
+    PostgresSettings,
+    check_options,
+    parse_url,
+    quote_ident,
+    schema_name,
+)
+
+__all__ = ["PostgresStorage", "is_transient", "keep_session"]
+
+T = TypeVar("T")
+
+STALE = "MC409"
+"""SQLSTATE the schema's functions raise when the core's reads are stale."""
+_STALE_STATES = frozenset({STALE, "23503"})  # 23503: a thread vanished under an insert (foreign key)
+_RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
+_MAX_AT = from_us(TIME_MAX_US)
+_CAS_ATTEMPTS = 50
+_BUMP = _sql.bump_sql("$2", "$3")
+
+
+async def keep_session(conn: asyncpg.Connection) -> None:
+    """Pool ``reset`` hook: nothing to undo. asyncpg's default runs ``RESET
+    ALL; CLOSE ALL; UNLISTEN *; ...`` on every release, a second round trip per
+    statement; these stores never change session state (no ``SET`` outside a
+    transaction, no LISTEN, cursors or session advisory locks), and asyncpg
+    still rolls back a transaction left open before calling this."""
+
+
+def is_transient(exc: Exception) -> bool:
+    """Whether an asyncpg/socket error is worth retrying: serialization
+    failures, deadlocks, too many connections, server shutdown, lost or
+    refused connections."""
+    state = getattr(exc, "sqlstate", None) or ""
+    return state.startswith(_RETRYABLE_STATES) or isinstance(exc, asyncpg.exceptions.InterfaceError | OSError)
+
+
+def _thread(row: Any, offset: int = 0) -> Thread:
+    o = offset
+    return Thread(
+        row[o],
+        row[o + 1],
+        codec.loads(row[o + 2]),
+        codec.loads(row[o + 3]),
+        row[o + 4],
+        row[o + 5],
+        last_message_at=row[o + 6],
+    )
+
+
+def _message(row: Any, offset: int = 0) -> Message:
+    o = offset
+    return Message(
+        id=row[o],
+        thread_id=row[o + 1],
+        resource_id=row[o + 2],
+        role=row[o + 3],
+        type=codec.loads(row[o + 4]),
+        content=codec.loads(row[o + 5]),
+        metadata=codec.loads(row[o + 6]),
+        created_at=row[o + 7],
+        sequence=row[o + 8],
+    )
+
+
+def _resource(row: Any) -> Resource:
+    memory = None if row[1] is None else codec.loads(row[1])
+    return Resource(row[0], memory, codec.loads(row[2]), row[3], row[4])
+
+
+def _search_text(message: Message) -> str:
+    """What the full-text column indexes (NUL is not text in PostgreSQL)."""
+    return message_text(message).replace("\x00", " ")
+
+
+class PostgresStorage(BaseStorage):
+    """memory-core storage in one PostgreSQL schema.
+
+    Construction does no I/O; ``open()`` creates the connection pool and
+    creates or migrates the schema (safe when many processes open one new
+    database at once). See the package README for the layout.
+
+    Args:
+        dsn: a libpq URL, ``postgresql://user:password@host:5432/database``
+            (this adapter's options already removed; see :meth:`from_url`).
+        schema: the schema holding the tables (default ``memory_core``).
+        namespace: isolates a store: the schema ``<schema>_<namespace>``.
+        clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
+        min_size / max_size: connection pool bounds (default 1 and 10).
+        text_search_config: text search configuration of the full-text
+            column (default ``simple``).
+
+    Raises:
+        ValidationError: a bad schema, namespace or option.
+    """
+
+    backend_name = "postgresql"
+    capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        namespace: str | None = None,
+        clock: Clock | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        text_search_config: str = "simple",
+    ) -> None:
+        super().__init__(clock=clock)
+        options = check_options(
+            {"schema": schema, "min_size": min_size, "max_size": max_size, "text_search_config": text_search_config}
+        )
+        options["schema"] = schema_name(options["schema"], namespace)
+        self.settings = PostgresSettings(dsn, **options)
+        self._pool: asyncpg.Pool | None = None
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, clock: Clock | None = None, namespace: str | None = None, **options: Any
+    ) -> PostgresStorage:
+        """Build a store from a URL (no I/O).
+
+        Args:
+            url: ``postgresql://`` or ``postgres://`` URL; query options
+                ``schema``, ``min_size``, ``max_size``, ``text_search_config``
+                (others go to asyncpg, e.g. ``sslmode``).
+            clock: injectable clock.
+            namespace: see the class.
+            **options: the same options; they override the URL's.
+
+        Raises:
+            ValidationError: a malformed URL, unknown option or bad value.
+        """
+        dsn, query = parse_url(url)
+        shared = {k: v for k, v in query.items() if k not in VECTOR_OPTIONS}
+        merged = check_options({**shared, **options})
+        return cls(dsn, namespace=namespace, clock=clock, **merged)
+
+    @property
+    def schema(self) -> str:
+        """The schema this store's tables live in (unquoted)."""
+        return self.settings.schema
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage(schema={self.settings.schema!r})"
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Serialization failures, deadlocks, lost or refused connections."""
+        return is_transient(exc) or super().is_retryable(exc)
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open connection pool (each connection's search_path is the schema)."""
+        if self._pool is None:
+            raise AdapterClosedError("postgresql storage is closed")
+        return self._pool
+
+    async def _write(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run a write; the schema's stale-state errors become StaleStateError."""
+        try:
+            return await call()
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate in _STALE_STATES:
+                raise StaleStateError(str(exc)) from exc
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _open(self) -> None:
+        settings = self.settings
+        pool = await asyncpg.create_pool(
+            settings.dsn,
+            min_size=settings.min_size,
+            max_size=settings.max_size,
+            server_settings={"search_path": quote_ident(settings.schema)},
+            reset=keep_session,
+        )
+        try:
+            async with pool.acquire() as conn:
+                await migrate(conn, settings.schema)
+        except BaseException:
+            await pool.close()
+            raise
+        self._pool = pool
+
+    async def _close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def _destroy(self) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL synchronous_commit = off")  # the data is being thrown away
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(self.settings.schema)} CASCADE")
+
+    # ------------------------------------------------------------------ threads
+
+    async def _get_thread(self, thread_id: str) -> Thread | None:
+        row = await self.pool.fetchrow(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = $1", thread_id)
+        return None if row is None else _thread(row)
+
+    @staticmethod
+    def _thread_args(thread: Thread) -> tuple[Any, ...]:
+        return (
+            thread.id,
+            thread.resource_id,
+            codec.dumps(thread.title),
+            codec.dumps(thread.metadata),
+            _sql.meta_document(thread.metadata),
+            thread.created_at,
+            thread.updated_at,
+        )
+
+    async def _put_thread(self, thread: Thread) -> None:
+        status = await self.pool.execute(
+            "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET title = excluded.title,"
+            " metadata = excluded.metadata, meta = excluded.meta, created_at = excluded.created_at,"
+            " updated_at = excluded.updated_at WHERE threads.resource_id = excluded.resource_id",
+            *self._thread_args(thread),
+        )
+        if status != "INSERT 0 1":
+            raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
+
+    async def _insert_thread(self, thread: Thread) -> None:
+        status = await self.pool.execute(
+            "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            *self._thread_args(thread),
+        )
+        if status != "INSERT 0 1":
+            raise StaleStateError(f"thread {thread.id!r} exists")
+
+    async def _patch_thread(
+        self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
+    ) -> Thread | None:
+        now = from_us(now_us)
+        new_title = None if title is None else codec.dumps(title)
+        if metadata is None:
+            row = await self.pool.fetchrow(
+                f"UPDATE threads SET title = COALESCE($4::json, title), updated_at = {_BUMP}"
+                f" WHERE id = $1 RETURNING {_sql.THREAD_COLUMNS}",
+                thread_id,
+                now,
+                _MAX_AT,
+                new_title,
+            )
+            return None if row is None else _thread(row)
+        thread = await self._merge_thread_metadata(thread_id, new_title, metadata, now, lambda _: True)
+        return thread if isinstance(thread, Thread) else None
+
+    async def _merge_thread_metadata(
+        self,
+        thread_id: str,
+        title: str | None,
+        metadata: dict[str, Any],
+        now: datetime,
+        accept: Callable[[dict[str, Any]], bool],
+    ) -> Thread | bool | None:
+        """Set ``title`` (JSON text or None: keep), merge ``metadata`` one level
+        and bump, if ``accept(stored metadata)``: the updated thread, False
+        when refused, None when missing. A compare-and-set on ``xmin``, retried
+        while the row keeps changing (the merge cannot run in SQL: see the
+        module docstring)."""
+        for _ in range(_CAS_ATTEMPTS):
+            old = await self.pool.fetchrow("SELECT metadata, xmin FROM threads WHERE id = $1", thread_id)
+            if old is None:
+                return None
+            stored = codec.loads(old[0])
+            if not accept(stored):
+                return False
+            merged = {**stored, **metadata}
+            row = await self.pool.fetchrow(
+                f"UPDATE threads SET title = COALESCE($4::json, title), metadata = $5, meta = $6,"
+                f" updated_at = {_BUMP} WHERE id = $1 AND xmin = $7 RETURNING {_sql.THREAD_COLUMNS}",
+                thread_id,
+                now,
+                _MAX_AT,
+                title,
+                codec.dumps(merged),
+                _sql.meta_document(merged),
+                old[1],
+            )
+            if row is not None:
+                return _thread(row)
+        raise StaleStateError(f"thread {thread_id!r} kept changing under a metadata update")
+
+    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+        def holds_expected(metadata: dict[str, Any]) -> bool:
+            current = metadata.get("working_memory")
+            return (current if isinstance(current, str) else None) == expected
+
+        done = await self._merge_thread_metadata(
+            thread_id, None, {"working_memory": value}, from_us(now_us), holds_expected
+        )
+        return None if done is None else done is not False
+
+    async def _delete_thread(self, thread_id: str) -> None:
+        await self.pool.execute("DELETE FROM threads WHERE id = $1", thread_id)  # messages: ON DELETE CASCADE
+
+    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
+        return (await self._page_threads(query))[1]
+
+    async def _count_threads(self, query: ThreadQuery) -> int:
+        return (await self._page_threads(query))[0]
+
+    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
+        sql, params = _sql.page_threads(query)
+        rows = await self.pool.fetch(sql, *params)
+        total = int(rows[0][0])
+        if query.limit == 0:
+            return total, []
+        threads = [_thread(row, 1) for row in rows if row[1] is not None]
+        threads.sort(key=query.key, reverse=query.descending)  # a join's output order is not guaranteed
+        return total, threads
+
+    # ------------------------------------------------------------------ messages
+
+    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
+        rows = await self.pool.fetch(f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::text[])", ids)
+        return [_message(row) for row in rows]
+
+    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        owners = {m.thread_id: m.resource_id for m in messages}
+        args = (
+            [m.id for m in messages],
+            [m.sequence for m in messages],
+            [m.thread_id for m in messages],
+            [m.resource_id for m in messages],
+            [m.role for m in messages],
+            [codec.dumps(m.type) for m in messages],
+            [codec.dumps(m.content) for m in messages],
+            [codec.dumps(m.metadata) for m in messages],
+            [_sql.meta_document(m.metadata) for m in messages],
+            [m.created_at for m in messages],
+            [_search_text(m) for m in messages],
+            self.settings.text_search_config,
+            list(owners),
+            list(owners.values()),
+            list(bump),
+            from_us(now_us),
+            _MAX_AT,
+        )
+        sql = (
+            "SELECT save_messages($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[],"
+            " $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::text[], $12::text::regconfig,"
+            " $13::text[], $14::text[], $15::text[], $16::timestamptz, $17::timestamptz)"
+        )
+        sequences = await self._write(lambda: self.pool.fetchval(sql, *args))
+        return [int(seq) for seq in sequences]
+
+    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        rows = await self.pool.fetch(
+            f"SELECT {_sql.MESSAGE_COLUMNS}, xmin FROM messages WHERE id = ANY($1::text[])", [p.id for p in patches]
+        )
+        stored = {row[0]: (_message(row), row[9]) for row in rows}
+        new: list[Message] = []
+        versions: list[int] = []
+        owners: dict[str, str] = {}
+        for patch in patches:
+            if patch.id not in stored:
+                continue  # vanished meanwhile: skipped
+            old, version = stored[patch.id]
+            if patch.thread_id is not None:
+                assert old.resource_id is not None
+                owners[patch.thread_id] = old.resource_id
+            new.append(patch.apply(old))
+            versions.append(version)
+        args = (
+            [m.id for m in new],
+            versions,
+            [m.thread_id for m in new],
+            [m.role for m in new],
+            [codec.dumps(m.type) for m in new],
+            [codec.dumps(m.content) for m in new],
+            [codec.dumps(m.metadata) for m in new],
+            [_sql.meta_document(m.metadata) for m in new],
+            [_search_text(m) for m in new],
+            self.settings.text_search_config,
+            list(owners),
+            list(owners.values()),
+            list(bump),
+            from_us(now_us),
+            _MAX_AT,
+        )
+        sql = (
+            "SELECT patch_messages($1::text[], $2::xid[], $3::text[], $4::text[], $5::text[], $6::text[],"
+            " $7::text[], $8::text[], $9::text[], $10::text::regconfig, $11::text[], $12::text[], $13::text[],"
+            " $14::timestamptz, $15::timestamptz)"
+        )
+        await self._write(lambda: self.pool.execute(sql, *args))
+
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> None:
+        await self.pool.execute(
+            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]))"
+            f" UPDATE threads SET updated_at = {_BUMP} WHERE id = ANY($4::text[])",
+            list(ids),
+            from_us(now_us),
+            _MAX_AT,
+            list(bump),
+        )
+
+    async def _list_messages(self, query: MessageQuery) -> list[Message]:
+        return (await self._page_messages(query))[1]
+
+    async def _count_messages(self, query: MessageQuery) -> int:
+        return (await self._page_messages(query))[0]
+
+    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
+        sql, params = _sql.page_messages(query)
+        rows = await self.pool.fetch(sql, *params)
+        total = int(rows[0][0])
+        if query.limit == 0:
+            return total, []
+        messages = [_message(row, 1) for row in rows if row[1] is not None]
+        messages.sort(key=_order_key, reverse=query.descending)
+        return total, messages
+
+    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
+        return (await self._message_windows([(message_id, before, after)]))[0]
+
+    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
+        sql, params = _sql.message_windows([t[0] for t in targets], [t[1] for t in targets], [t[2] for t in targets])
+        windows: list[list[Message]] = [[] for _ in targets]
+        for row in await self.pool.fetch(sql, *params):
+            windows[row[0] - 1].append(_message(row, 1))
+        for window in windows:
+            window.sort(key=_order_key)
+        return windows
+
+    async def _read_state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+    ) -> tuple[dict[str, Thread], list[Message]]:
+        sql, params = _sql.read_state(list(thread_ids), list(message_ids))
+        threads: dict[str, Thread] = {}
+        messages: list[Message] = []
+        for row in await self.pool.fetch(sql, *params):
+            if row[0] == 0:
+                threads[row[1]] = Thread(
+                    row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], last_message_at=row[12]
+                )
+            else:
+                messages.append(
+                    Message(
+                        id=row[1],
+                        thread_id=row[3],
+                        resource_id=row[2],
+                        role=row[5],
+                        type=codec.loads(row[6]),
+                        content=codec.loads(row[7]),
+                        metadata=codec.loads(row[8]),
+                        created_at=row[9],
+                        sequence=row[11],
+                    )
+                )
+        return threads, messages
+
+    # ------------------------------------------------------------------ resources
+
+    async def _get_resource(self, resource_id: str) -> Resource | None:
+        row = await self.pool.fetchrow(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = $1", resource_id)
+        return None if row is None else _resource(row)
+
+    async def _put_resource(self, resource: Resource) -> None:
+        await self.pool.execute(
+            "INSERT INTO resources (id, working_memory, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)"
+            " ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory, metadata = excluded.metadata,"
+            " created_at = excluded.created_at, updated_at = excluded.updated_at",
+            resource.id,
+            None if resource.working_memory is None else codec.dumps(resource.working_memory),
+            codec.dumps(resource.metadata),
+            resource.created_at,
+            resource.updated_at,
+        )
+
+    async def _patch_resource(
+        self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
+    ) -> Resource:
+        now = from_us(now_us)
+        keep = working_memory is NOT_GIVEN
+        memory = None if keep or working_memory is None else codec.dumps(working_memory)
+        for _ in range(_CAS_ATTEMPTS):
+            old = None
+            if metadata is not None:
+                old = await self.pool.fetchrow(
+                    f"SELECT {_sql.RESOURCE_COLUMNS}, xmin FROM resources WHERE id = $1", resource_id
+                )
+            merged = None if metadata is None else codec.dumps({**(codec.loads(old[2]) if old else {}), **metadata})
+            # Insert, or update the row as read (xmin) when metadata is merged.
+            row = await self.pool.fetchrow(
+                "INSERT INTO resources AS r (id, working_memory, metadata, created_at, updated_at)"
+                " VALUES ($1, $4::json, COALESCE($6::json, '{}'), $2, $2) ON CONFLICT (id) DO UPDATE SET"
+                " working_memory = CASE WHEN $5 THEN r.working_memory ELSE excluded.working_memory END,"
+                " metadata = COALESCE($6::json, r.metadata),"
+                " updated_at = LEAST(GREATEST($2, r.updated_at + interval '1 microsecond'), $3)"
+                " WHERE $7::xid IS NULL AND NOT $8 OR r.xmin = $7::xid"
+                f" RETURNING {_sql.RESOURCE_COLUMNS}",
+                resource_id,
+                now,
+                _MAX_AT,
+                memory,
+                keep,
+                merged,
+                None if old is None else old[5],
+                metadata is not None,
+            )
+            if row is not None:
+                return _resource(row)
+        raise StaleStateError(f"resource {resource_id!r} kept changing under update_resource")
+
+    async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
+        now = from_us(now_us)
+        if expected is None:  # missing, or holding no working memory
+            status = await self.pool.execute(
+                "INSERT INTO resources AS r (id, working_memory, metadata, created_at, updated_at)"
+                " VALUES ($1, $4::json, '{}', $2, $2) ON CONFLICT (id) DO UPDATE SET"
+                " working_memory = excluded.working_memory,"
+                " updated_at = LEAST(GREATEST($2, r.updated_at + interval '1 microsecond'), $3)"
+                " WHERE r.working_memory IS NULL",
+                resource_id,
+                now,
+                _MAX_AT,
+                codec.dumps(value),
+            )
+            return bool(status == "INSERT 0 1")
+        # codec.dumps is deterministic, so equal strings have equal stored text.
+        status = await self.pool.execute(
+            f"UPDATE resources SET working_memory = $4::json, updated_at = {_BUMP}"
+            " WHERE id = $1 AND working_memory::text = $5",
+            resource_id,
+            now,
+            _MAX_AT,
+            codec.dumps(value),
+            codec.dumps(expected),
+        )
+        return bool(status == "UPDATE 1")
+
+    async def _delete_resource_record(self, resource_id: str) -> bool:
+        return bool(await self.pool.execute("DELETE FROM resources WHERE id = $1", resource_id) == "DELETE 1")
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        # One statement, so one transaction: threads (their messages cascade),
+        # messages and the record. Each CTE reports what it removed.
+        row = await self.pool.fetchrow(
+            "WITH gone_threads AS (DELETE FROM threads WHERE resource_id = $1 RETURNING id),"
+            " gone_messages AS (DELETE FROM messages WHERE resource_id = $1 RETURNING 1),"
+            " gone_record AS (DELETE FROM resources WHERE id = $1 RETURNING 1)"
+            " SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM gone_threads),"
+            " (SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_record)",
+            resource_id,
+        )
+        return list(row[0]), int(row[1]), bool(row[2])
+
+
+def _order_key(message: Message) -> tuple[datetime, int]:
+    assert message.created_at is not None and message.sequence is not None
+    return (message.created_at, message.sequence)

@@ -1,0 +1,279 @@
+"""``PgVectorStore``: the memory-core vector store on PostgreSQL + pgvector (R-VEC).
+
+A :class:`~memory_core.vector.BaseVectorStore`: the core validates, batches,
+keeps each message's best chunk and over-fetches; this module implements its
+primitives in SQL. One table per dimension, ``memory_messages_<dim>``, in the
+store's schema (the same URL and ``schema`` option as
+:class:`~memory_core_postgres.PostgresStorage`, so ``connect_vector`` takes
+the storage's URL), ``<namespace>_memory_messages_<dim>`` with a namespace
+(R-VEC's prefix, as on every vector backend): ``point_id uuid`` primary key (:func:`memory_core.vector.point_id`),
+``message_id``, ``chunk``, ``thread_id``, ``resource_id``, ``created_at``
+(µs) and ``embedding vector(<dim>)`` (unit rows), with btree indexes on the
+three ids.
+
+Search is exact by default: the rows under the thread/resource filter (found
+by the indexes) sorted by cosine distance, so recall equals brute force.
+``index=hnsw`` adds an HNSW index (``vector_cosine_ops``) and searches through
+it with ``hnsw.ef_search`` = ``ef_search``: faster on large collections,
+approximate, and (pgvector 0.6 has no iterative index scans) a filtered
+search may return fewer than ``top_k`` hits when the filter is selective.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import asyncpg
+from memory_core.errors import BackendError, ValidationError
+from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
+from pgvector.asyncpg import register_vector
+
+from memory_core_postgres._schema import LOCK_CLASS
+from memory_core_postgres._url import (
+    DEFAULT_SCHEMA,
+    MAX_IDENTIFIER,
+    VECTOR_OPTIONS,
+    check_options,
+    parse_url,
+    quote_ident,
+)
+from memory_core_postgres.storage import is_transient, keep_session
+
+__all__ = ["PgVectorStore"]
+
+_MAX_NAMESPACE = MAX_IDENTIFIER - len("_memory_messages_16000_h")
+"""Longest namespace whose table and index names fit PostgreSQL's 63-byte
+identifier limit (longer names would be silently truncated, merging stores)."""
+
+_HNSW_MAX_DIMENSIONS = 2000
+"""pgvector 0.6 indexes vectors of at most 2,000 dimensions (larger ones are
+searched exactly)."""
+
+
+def _where(flt: PointFilter, params: list[Any]) -> str:
+    """The SQL condition of ``flt`` (values bound into ``params``)."""
+    clauses = []
+    if flt.message_ids:
+        params.append(list(flt.message_ids))
+        clauses.append(f"message_id = ANY(${len(params)}::text[])")
+    for column, value in (("thread_id", flt.thread_id), ("resource_id", flt.resource_id)):
+        if value is not None:
+            params.append(value)
+            clauses.append(f"{column} = ${len(params)}")
+    return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+class PgVectorStore(BaseVectorStore):
+    """Semantic-recall vectors in PostgreSQL with pgvector.
+
+    Construction does no I/O; ``open()`` creates the ``vector`` extension (if
+    missing; needs the privilege), the schema and the connection pool.
+    Tables are created per dimension on first upsert, under an advisory lock.
+
+    Args:
+        dsn: a libpq URL (see :meth:`from_url` for the accepted forms).
+        schema / min_size / max_size: as for
+            :class:`~memory_core_postgres.PostgresStorage`.
+        namespace: table-name prefix isolating this store (R-VEC; at most
+            38 characters here, for PostgreSQL's identifier limit).
+        index: ``"exact"`` (default: brute force under the filter, exact
+            recall) or ``"hnsw"`` (approximate, see the module docstring).
+        ef_search: HNSW candidate list size per search (default 100).
+        overfetch / batch_size: see :class:`~memory_core.vector.BaseVectorStore`.
+
+    Raises:
+        ValidationError: a bad option.
+    """
+
+    backend_name = "pgvector"
+    shares_collections = True
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        namespace: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        index: str = "exact",
+        ef_search: int = 100,
+        overfetch: int = DEFAULT_OVERFETCH,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        if isinstance(namespace, str) and len(namespace) > _MAX_NAMESPACE:
+            raise ValidationError(
+                "namespace", f"must be at most {_MAX_NAMESPACE} characters here (PostgreSQL's identifier limit)"
+            )
+        super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
+        options = check_options({"schema": schema, "min_size": min_size, "max_size": max_size})
+        if index not in ("exact", "hnsw"):
+            raise ValidationError("index", f"must be 'exact' or 'hnsw', got {index!r}")
+        if isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000:
+            raise ValidationError("ef_search", f"must be an int from 1 to 1000, got {ef_search!r}")
+        self.dsn = dsn
+        self.schema: str = options["schema"]
+        self.min_size = options["min_size"]
+        self.max_size = options["max_size"]
+        self.index = index
+        self.ef_search = ef_search
+        self._pool: asyncpg.Pool | None = None
+
+    @classmethod
+    def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> PgVectorStore:
+        """Build a store from a URL (no I/O).
+
+        Args:
+            url: ``postgresql://`` or ``postgres://`` URL (the storage's URL
+                works); query options ``schema``, ``min_size``, ``max_size``,
+                ``index`` (``exact``/``hnsw``), ``ef_search``, ``overfetch``,
+                ``batch_size``.
+            clock: accepted for the registry's signature; unused.
+            namespace: table-name prefix (see the class).
+            **options: the same options; they override the URL's.
+
+        Raises:
+            ValidationError: a malformed URL, unknown option or bad value.
+        """
+        dsn, query = parse_url(url)
+        merged: dict[str, Any] = {**query, **options}
+        vector_options = {k: merged.pop(k) for k in list(merged) if k in VECTOR_OPTIONS}
+        merged.pop("text_search_config", None)  # a storage option: shared URLs may carry it
+        for name in ("ef_search", "overfetch", "batch_size"):  # ints; from a URL they are text
+            raw = vector_options.get(name)
+            if isinstance(raw, str) and raw.isdigit():
+                vector_options[name] = int(raw)
+        return cls(dsn, namespace=namespace, **check_options(merged), **vector_options)
+
+    def __repr__(self) -> str:
+        return f"PgVectorStore(schema={self.schema!r}, namespace={self.namespace!r}, index={self.index!r})"
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Serialization failures, deadlocks, lost or refused connections."""
+        return is_transient(exc) or super().is_retryable(exc)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        """The open connection pool (search_path: the schema, then pgvector's)."""
+        assert self._pool is not None, "open the store first"
+        return self._pool
+
+    def _table(self, name: str) -> str:
+        return f"{quote_ident(self.schema)}.{quote_ident(name)}"
+
+    # ------------------------------------------------------------------ primitives
+
+    async def _connect(self) -> None:
+        extension_schema = await self._prepare()
+        self._pool = await asyncpg.create_pool(
+            self.dsn,
+            min_size=self.min_size,
+            max_size=self.max_size,
+            server_settings={
+                "search_path": f"{quote_ident(self.schema)}, {quote_ident(extension_schema)}",
+                "hnsw.ef_search": str(self.ef_search),
+            },
+            init=lambda conn: register_vector(conn, schema=extension_schema),
+            reset=keep_session,
+        )
+
+    async def _prepare(self) -> str:
+        """Create the extension (if missing) and the schema; returns the
+        schema the extension lives in (its type and operators are found there)."""
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
+                raise BackendError(
+                    self.backend_name, "open", "the server has no pgvector extension (CREATE EXTENSION vector)"
+                )
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext('vector'))", LOCK_CLASS)
+                await conn.execute(
+                    f"CREATE EXTENSION IF NOT EXISTS vector; CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}"
+                )
+            return str(
+                await conn.fetchval(
+                    "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"
+                )
+            )
+        finally:
+            await conn.close()
+
+    async def _disconnect(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def _list_collections(self) -> Iterable[str]:
+        rows = await self.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", self.schema)
+        return [row[0] for row in rows]
+
+    async def _create_collection(self, name: str, dimension: int) -> None:
+        table = self._table(name)
+        script = (
+            f'CREATE TABLE IF NOT EXISTS {table} (point_id uuid PRIMARY KEY, message_id text COLLATE "C" NOT NULL,'
+            ' chunk integer NOT NULL, thread_id text COLLATE "C" NOT NULL, resource_id text COLLATE "C" NOT NULL,'
+            f" created_at bigint NOT NULL, embedding vector({dimension}) NOT NULL);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_m')} ON {table} (message_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_t')} ON {table} (thread_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_r')} ON {table} (resource_id);"
+        )
+        if self.index == "hnsw" and dimension <= _HNSW_MAX_DIMENSIONS:
+            script += (
+                f" CREATE INDEX IF NOT EXISTS {quote_ident(name + '_h')} ON {table}"
+                " USING hnsw (embedding vector_cosine_ops);"
+            )
+        async with self.pool.acquire() as conn, conn.transaction():
+            # IF NOT EXISTS alone races (two creators can both pass the check).
+            await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", LOCK_CLASS, f"{self.schema}.{name}")
+            await conn.execute(script)
+
+    async def _drop(self, name: str) -> None:
+        # The schema stays: the storage or other namespaces may live in it.
+        await self.pool.execute(f"DROP TABLE IF EXISTS {self._table(name)}")
+
+    async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
+        rows = [
+            (pid, p["message_id"], p["chunk"], p["thread_id"], p["resource_id"], p["created_at"], vector)
+            for pid, p, vector in zip(ids, payloads, vectors, strict=True)
+        ]
+        # executemany pipelines the rows in one transaction (one round trip).
+        await self.pool.executemany(
+            f"INSERT INTO {self._table(name)} (point_id, message_id, chunk, thread_id, resource_id, created_at,"
+            " embedding) VALUES ($1::uuid, $2, $3, $4, $5, $6, $7) ON CONFLICT (point_id) DO UPDATE SET"
+            " message_id = excluded.message_id, chunk = excluded.chunk, thread_id = excluded.thread_id,"
+            " resource_id = excluded.resource_id, created_at = excluded.created_at, embedding = excluded.embedding",
+            rows,
+        )
+
+    async def _delete(self, name: str, flt: PointFilter) -> None:
+        params: list[Any] = []
+        where = _where(flt, params)
+        await self.pool.execute(f"DELETE FROM {self._table(name)}{where}", *params)
+
+    async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
+        params: list[Any] = [vector]
+        where = _where(flt, params)
+        params.append(limit)
+        fields = flt.hit_fields()
+        # Exact: the filtered rows sorted by distance (ties by id). HNSW: the
+        # index answers ORDER BY distance LIMIT n, and only that order.
+        tie = "" if self.index == "hnsw" else ", message_id"
+        sql = (
+            f"SELECT {', '.join(fields)}, 1 - (embedding <=> $1) AS score FROM {self._table(name)}{where}"
+            f" ORDER BY embedding <=> $1{tie} LIMIT ${len(params)}"
+        )
+        rows = await self.pool.fetch(sql, *params)
+        return [flt.hit(dict(zip(fields, row[:-1], strict=True)), float(row[-1])) for row in rows]
+
+    async def _count(self, name: str, flt: PointFilter) -> int:
+        params: list[Any] = []
+        where = _where(flt, params)
+        return int(await self.pool.fetchval(f"SELECT count(*) FROM {self._table(name)}{where}", *params))
+
+    async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
+        params: list[Any] = []
+        where = _where(flt, params)
+        rows = await self.pool.fetch(f"SELECT DISTINCT message_id FROM {self._table(name)}{where}", *params)
+        return {row[0] for row in rows}

@@ -1,0 +1,35 @@
+"""The shared memory-core conformance suite, run against PostgresStorage on
+every target server (pgserver's PostgreSQL 16 and, when set, POSTGRES_URL).
+
+Each store is its own schema; the suite opens it and ``destroy()`` drops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from memory_core.clock import Clock
+from memory_core.storage import BaseStorage
+from memory_core_conformance import StorageConformance
+
+from memory_core_postgres import PostgresStorage
+
+
+class TestPostgresConformance(StorageConformance):
+    """Every conformance test, on PostgreSQL."""
+
+    @pytest.fixture
+    def storage_factory(self, make_store: Callable[..., PostgresStorage]) -> Callable[..., BaseStorage]:
+        """A new, unopened store in a fresh schema per call."""
+        return make_store
+
+    @pytest.fixture
+    def storage_reopener(self, make_store: Callable[..., PostgresStorage]) -> Callable[..., BaseStorage]:
+        """A new, unopened store on the same schema as ``store``."""
+
+        def reopen(store: BaseStorage, clock: Clock | None = None) -> BaseStorage:
+            assert isinstance(store, PostgresStorage)
+            return PostgresStorage(store.settings.dsn, schema=store.schema, clock=clock)
+
+        return reopen

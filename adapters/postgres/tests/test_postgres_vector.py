@@ -1,0 +1,82 @@
+"""The vector conformance layer (C15, C16, R-VEC, R-RECALL) on PostgreSQL:
+PostgresStorage with PgVectorStore (exact and HNSW), on pgserver's
+PostgreSQL 16 + pgvector. POSTGRES_URL's server is skipped when it has no
+pgvector (the machines' PostgreSQL 15)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import pytest
+from memory_core.errors import ValidationError
+from memory_core.storage import BaseStorage
+from memory_core.vector import VectorStore
+from memory_core_conformance.vector import VectorConformance, VectorFactory
+from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
+
+from memory_core_postgres import PgVectorStore, PostgresStorage
+
+
+async def _has_pgvector(url: str) -> bool:
+    conn = await asyncpg.connect(url)
+    try:
+        return bool(await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"))
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+def vector_url(pg_target: str) -> str:
+    """The target's URL; skips a server without pgvector, saying so."""
+    if not asyncio.run(_has_pgvector(pg_target)):
+        where = "POSTGRES_URL" if pg_target == os.environ.get("POSTGRES_URL") else pg_target
+        pytest.skip(f"the server at {where} has no pgvector extension")
+    return pg_target
+
+
+class TestPostgresWithPgVector(VectorConformance):
+    """Storage and vectors both in PostgreSQL (exact search)."""
+
+    index = "exact"
+
+    @pytest.fixture
+    def storage_factory(self, make_store: Callable[..., PostgresStorage]) -> Callable[..., BaseStorage]:
+        return make_store
+
+    @pytest.fixture
+    def vector_factory(self, vector_url: str) -> VectorFactory:
+        def factory() -> VectorStore:
+            return PgVectorStore.from_url(vector_url, namespace=f"v{uuid.uuid4().hex[:16]}", index=self.index)
+
+        return factory
+
+
+class TestPostgresWithPgVectorHnsw(TestPostgresWithPgVector):
+    """The same cases with an HNSW index (small collections: exact answers)."""
+
+    index = "hnsw"
+
+
+class TestPgVectorStore(VectorStoreConformance):
+    """The store-level vector suite (rule VECTOR-STORE) on pgvector, exact search."""
+
+    @pytest.fixture
+    def vector_store_factory(self, vector_url: str) -> VectorStoreFactory:
+        def factory(**options: Any) -> PgVectorStore:
+            options.setdefault("namespace", f"v{uuid.uuid4().hex[:16]}")
+            return PgVectorStore.from_url(vector_url, **options)
+
+        return factory
+
+
+def test_namespace_longer_than_the_identifier_limit_allows_is_refused() -> None:
+    """``<namespace>_memory_messages_<dim>_h`` must fit 63 bytes: PostgreSQL
+    would silently truncate longer names and merge two stores' tables."""
+    assert PgVectorStore("postgresql://h/db", namespace="n" * 39).namespace == "n" * 39
+    with pytest.raises(ValidationError, match="namespace"):
+        PgVectorStore("postgresql://h/db", namespace="n" * 40)
