@@ -232,6 +232,22 @@ class BaseStorage(ABC):
             await self._destroy()
         await self.close()
 
+    async def preflight(self) -> None:
+        """Check, creating and writing nothing, that the store this instance
+        names can be opened as it is (``memory-core check`` runs it before
+        the suite, whose stores live in fresh namespaces beside the named one).
+
+        The default checks nothing: a server store is reached by opening a
+        namespace. A file store overrides it (its folder must exist; an
+        existing file must be one of its databases).
+
+        Raises:
+            ValidationError: the store cannot be where the URL says (e.g. a
+                missing folder).
+            BackendError: what is there cannot be opened (e.g. a file that is
+                not a database), with the message ``open`` would give.
+        """
+
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")

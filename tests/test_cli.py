@@ -194,7 +194,7 @@ def test_locomo_loader_accepts_a_wellformed_file(tmp_path: Path) -> None:
     [
         ("sqlite:///", "names no file"),
         ("sqlite:///{tmp}/y.db?foo=bar", "option 'foo'"),
-        ("sqlite:////proc/memory-core-check/x.db", "sqlite open failed"),
+        ("sqlite:////proc/memory-core-check/x.db", "folder '/proc/memory-core-check' does not exist"),
         ("bogus://x", "unknown storage scheme 'bogus'"),
     ],
 )

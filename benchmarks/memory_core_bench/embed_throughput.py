@@ -8,7 +8,7 @@ two embeddings of every turn (min and mean).
 
 Run::
 
-    python -m memory_core_bench.embed_throughput ../shared/data/locomo10 --embedder minilm --embedder minilm-torch
+    python -m memory_core_bench.embed_throughput LOCOMO_DIR --embedder minilm --embedder minilm-torch
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from memory_core.cli.locomo import load_dir
+from memory_core.cli.locomo import LOCOMO_DIR_HELP, load_dir, require_locomo_dir
 from memory_core.embedders import get_embedder
 
 __all__ = ["main"]
@@ -40,7 +40,7 @@ def turns(folder: Path, count: int) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m memory_core_bench.embed_throughput LOCOMO_DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("locomo", type=Path)
+    parser.add_argument("locomo", type=require_locomo_dir, help=f"LOCOMO_DIR: {LOCOMO_DIR_HELP}")
     parser.add_argument("--embedder", action="append", default=None, help="lexical | minilm | minilm-torch")
     parser.add_argument("--texts", type=int, default=1000, help="turns to embed as batches")
     parser.add_argument("--single", type=int, default=200, help="turns to embed one per call")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core import Memory, MemoryConfig, SemanticRecall, connect, connect_vector
-from memory_core.cli.locomo import load_dir
+from memory_core.cli.locomo import LOCOMO_DIR_HELP, load_dir, require_locomo_dir
 from memory_core.embedders import get_embedder
 from rich.console import Console
 from rich.table import Table
@@ -112,7 +112,7 @@ async def run_coverage(
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python -m memory_core_bench.recall_coverage LOCOMO_DIR``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("locomo", type=Path)
+    parser.add_argument("locomo", type=require_locomo_dir, help=f"LOCOMO_DIR: {LOCOMO_DIR_HELP}")
     parser.add_argument("--embedder", action="append", default=None, help="lexical | minilm (repeat)")
     parser.add_argument("--top-k", action="append", type=int, default=None)
     parser.add_argument("--message-range", action="append", type=int, default=None)

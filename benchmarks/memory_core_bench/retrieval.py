@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from memory_core.cli.locomo import Conversation, load_dir
+from memory_core.cli.locomo import LOCOMO_DIR_HELP, Conversation, load_dir, require_locomo_dir
 from memory_core.embedders import Embedder, get_embedder
 from memory_core.models import Message
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
@@ -580,7 +580,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import anyio
 
     parser = argparse.ArgumentParser(prog="python -m memory_core_bench.retrieval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("path", type=Path, help="the LoCoMo folder (e.g. ../shared/data/locomo10)")
+    parser.add_argument("path", type=require_locomo_dir, help=f"LOCOMO_DIR: {LOCOMO_DIR_HELP}")
     parser.add_argument("--embedder", action="append", help="lexical | minilm (repeat; default both)")
     parser.add_argument("--backend", action="append", help="edge | local | a vector URL (repeat; default edge, local)")
     parser.add_argument("--k", action="append", type=int, help=f"recall cut-off (repeat; default {DEFAULT_KS})")

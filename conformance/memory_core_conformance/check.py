@@ -13,27 +13,36 @@ with the reason) and the exit code is non-zero on any failure.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import signal
+import sys
+import threading
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import FrameType
 
 import pytest
 from rich.console import Console
 from rich.markup import escape
 
 from memory_core.clock import Clock
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.registry import storage_class
 from memory_core.storage import BaseStorage
 from memory_core_conformance.plugin import URL_OPTION
 from memory_core_conformance.profiles import ENV_VAR, PROFILES
-from memory_core_conformance.report import OutcomeRecorder, render, summarize
+from memory_core_conformance.progress import SuiteProgress
+from memory_core_conformance.report import OutcomeRecorder, add_not_run, render, summarize
+from memory_core_conformance.suite import StorageConformance
 
-__all__ = ["PROBE_SECONDS", "LiveStorages", "probe", "run_check"]
+__all__ = ["INTERRUPTED", "PROBE_SECONDS", "LiveStorages", "probe", "run_check"]
+
+INTERRUPTED = 130
+"""Exit code of an interrupted check (128 + SIGINT, as shells report Ctrl-C)."""
 
 PROBE_SECONDS = 5.0
 """How long :func:`probe` waits for the deployment to open, in seconds (an
@@ -71,14 +80,20 @@ class LiveStorages:
 
 
 async def probe(live: LiveStorages) -> None:
-    """Open one store of ``live`` in a fresh namespace, then destroy it: the
+    """Check the store the URL names, creating nothing there
+    (:meth:`~memory_core.storage.BaseStorage.preflight`: a missing folder or
+    a file that is not a database fails here, as ``connect`` would), then
+    open one store of ``live`` in a fresh namespace and destroy it: the
     deployment is reachable and writable before the suite runs.
 
     Raises:
-        ValidationError: the URL or its options are malformed.
-        BackendError: the backend refused to open (unreachable, unwritable).
+        ValidationError: the URL or its options are malformed, or the store
+            it names cannot be there (e.g. a missing folder).
+        BackendError: the backend refused to open (unreachable, unwritable,
+            not a database).
         TimeoutError: it did not open within :data:`PROBE_SECONDS`.
     """
+    await live.storage_class.from_url(live.url).preflight()
     store = live.build()
     try:
         async with asyncio.timeout(PROBE_SECONDS):
@@ -93,8 +108,6 @@ def _profile(name: str | None) -> Iterator[None]:
     if name is None:
         yield
         return
-    if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")
     previous = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = name
     try:
@@ -106,43 +119,116 @@ def _profile(name: str | None) -> Iterator[None]:
             os.environ[ENV_VAR] = previous
 
 
+class _Interrupts:
+    """While active (main thread only), SIGINT is recorded, then raised as
+    usual (KeyboardInterrupt): a test may catch that, or report it as its own
+    failure, but the run is still known to be interrupted."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.seen = True
+        signal.default_int_handler(signum, frame)
+
+    @contextmanager
+    def active(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 def run_check(
     url: str,
     *,
     profile: str | None = None,
     console: Console | None = None,
     pytest_args: Sequence[str] = (),
+    keyword: str | None = None,
 ) -> int:
     """Run the conformance suite against the deployment at ``url``.
+
+    The suite runs with a progress bar (tests done of collected, time left)
+    and without pytest's own terminal output; the per-rule table lists every
+    rule, those without a test in this run as ``not run``, and each failure's
+    full report follows it.
 
     Args:
         url: storage URL (``sqlite:///data/memory.db``, ``redis://host:6379/0``,
             ``mongodb://host/db``, ``memory://`` ...); credentials stay in it.
-        profile: Hypothesis profile (``quick``, ``dev``, ``ci``, ``deep``);
-            default: ``MEMORY_CORE_HYPOTHESIS_PROFILE`` or ``dev``.
-        console: where the report goes (default: a new rich Console).
-        pytest_args: extra pytest arguments, e.g. ``["-k", "r_page"]``.
+        profile: Hypothesis profile (:data:`~memory_core_conformance.profiles.PROFILES`:
+            ``quick``, ``dev``, ``ci``, ``deep`` ...); default:
+            ``MEMORY_CORE_HYPOTHESIS_PROFILE`` or ``dev``.
+        console: where the report goes (default: a new rich Console on the
+            current ``sys.stdout``).
+        pytest_args: extra pytest arguments, e.g. ``["-x"]``.
+        keyword: a pytest ``-k`` expression selecting tests (``"r_page or c07"``).
 
     Returns:
         0 when every test that ran passed; 1 on any failure (or when no test
         ran); 2 when the URL names no installed adapter, is malformed, or the
-        deployment cannot be opened (see :func:`probe`); the suite does not
-        run then.
+        store cannot be opened (see :func:`probe`), and the suite does not
+        run; 130 when interrupted (SIGINT / Ctrl-C): no verdict is given.
+
+    Raises:
+        ValidationError: ``profile`` names no profile (before anything runs).
     """
-    console = console or Console()
-    try:
-        asyncio.run(probe(LiveStorages(url)))
-    except (MemoryCoreError, TimeoutError) as exc:
-        reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
-        console.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
-        return 2
+    if profile is not None and profile not in PROFILES:
+        raise ValidationError("profile", f"{profile!r} is not a profile; choose one of {sorted(PROFILES)}")
+    console = console or Console(file=sys.stdout)
+    interrupts = _Interrupts()
     recorder = OutcomeRecorder()
+    progress = SuiteProgress(console)
+    try:
+        with interrupts.active():
+            try:
+                asyncio.run(probe(LiveStorages(url)))
+            except (MemoryCoreError, TimeoutError) as exc:
+                reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
+                console.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
+                return 2
+            with _profile(profile):
+                code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=[recorder, progress])
+    except KeyboardInterrupt:
+        interrupts.seen = True
+        code = pytest.ExitCode.INTERRUPTED
+    finally:
+        progress.stop()
+    if interrupts.seen or code == pytest.ExitCode.INTERRUPTED:
+        # Tasks the interrupt abandoned would be logged when collected
+        # ("Task exception was never retrieved"): the line below says it all.
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        console.print(
+            f"[bold yellow]interrupted[/] after {progress.done} of {progress.total or '?'} tests: no verdict",
+            soft_wrap=True,
+        )
+        return INTERRUPTED
+    if not recorder.outcomes:
+        why = "the selection matches no test" if code == pytest.ExitCode.NO_TESTS_COLLECTED else f"pytest exit {code}"
+        console.print(f"[bold red]no test ran[/] ({why}): no verdict", soft_wrap=True)
+        return 1
+    rows = add_not_run(summarize(recorder.outcomes.values()), StorageConformance)
+    render(rows, console, title=f"memory-core conformance: {_redact(url)}")
+    _print_failures(recorder, console)
+    failed = any(row.failed for row in rows)
+    return 1 if failed or int(code) != 0 else 0
+
+
+def _pytest_args(url: str, keyword: str | None, extra: Sequence[str]) -> list[str]:
     live = Path(__file__).with_name("live.py")
-    args: list[Any] = [
+    return [
         str(live),
         f"{URL_OPTION}={url}",
-        "-q",
-        "--tb=short",
+        # The progress bar and the per-rule table replace pytest's output;
+        # capturing sys only leaves the terminal to the bar.
+        "-p",
+        "no:terminal",
+        "--capture=sys",
         "-p",
         "no:cacheprovider",
         # No project's pytest configuration applies: the suite runs as shipped.
@@ -154,16 +240,17 @@ def run_check(
         # rewrite its asserts (they still run, with plain messages).
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",
-        *pytest_args,
+        *(["-k", keyword] if keyword else []),
+        *extra,
     ]
-    with _profile(profile):
-        code = pytest.main(args, plugins=[recorder])
-    rows = summarize(recorder.outcomes.values())
-    render(rows, console, title=f"memory-core conformance: {_redact(url)}")
-    failed = any(row.failed for row in rows)
-    if failed or not recorder.outcomes or int(code) not in (0,):
-        return 1
-    return 0
+
+
+def _print_failures(recorder: OutcomeRecorder, console: Console) -> None:
+    """Each failing test's full report (pytest's, with the conformance rule)."""
+    for outcome in recorder.outcomes.values():
+        if outcome.outcome == "failed" and outcome.report:
+            console.rule(f"[red]{escape(outcome.name)}[/]")
+            console.print(outcome.report, markup=False, highlight=False, soft_wrap=True)
 
 
 def _redact(url: str) -> str:

@@ -19,15 +19,26 @@ __all__ = ["check"]
 
 def check(
     url: Annotated[str, typer.Argument(help="Storage URL of the deployment to check.")],
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="Hypothesis profile: quick, dev, ci, deep ... (default: $MEMORY_CORE_HYPOTHESIS_PROFILE or dev)."
+        ),
+    ] = None,
+    keyword: Annotated[
+        str | None, typer.Option("-k", "--keyword", help="Run only the tests matching this pytest -k expression.")
+    ] = None,
 ) -> None:
-    """Run the conformance suite against a live deployment (its own namespace).
+    """Run the conformance suite against a live deployment (its own namespaces).
 
-    The URL's scheme is checked first, then the deployment is opened once
-    (``run_check``'s probe): a bad URL or an unreachable or unwritable backend
-    is one red line and exit 2, before any test runs."""
+    The URL's scheme is checked first, then the store it names (a missing
+    folder or a file that is not a database fails as connect would, and
+    nothing is created) and the deployment is opened once: each is one red
+    line and exit 2, before any test runs. Ctrl-C stops the run with no
+    verdict (exit 130); rules no test ran are listed as not run."""
     with user_errors():
         storage_class(url)
         from memory_core_conformance.check import run_check
 
-        code = run_check(url)
+        code = run_check(url, profile=profile, keyword=keyword)
     raise typer.Exit(code)

@@ -15,7 +15,9 @@ import resource as _rusage
 import shutil
 import sqlite3
 import time
+import uuid
 from collections.abc import Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -33,9 +35,11 @@ from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
+from memory_core.vector import BaseVectorStore
 
 __all__ = [
     "DEMO_APPLICATION_ID",
+    "DEMO_NAMESPACE_PREFIX",
     "VECTORS_MARKER",
     "DemoReport",
     "demo",
@@ -43,6 +47,7 @@ __all__ = [
     "load_conversations",
     "prepare_demo_files",
     "print_banner",
+    "remove_demo_files",
     "run_session",
     "vectors_folder",
 ]
@@ -74,25 +79,32 @@ def vectors_folder(db: Path) -> Path:
     return db.with_suffix(".vectors")
 
 
-def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> None:
+def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> list[Path]:
     """Make the demo's files beside ``db`` ready: the SQLite file ``db`` itself
     (when ``database``) and the Qdrant folder :func:`vectors_folder` (when
     ``vectors``). Each must be missing or a previous demo's (recognised by its
     mark); a previous demo's is removed unless ``keep``; a new one is created
-    with the mark. Everything is checked before anything is removed, so a
-    refusal leaves every file as it was.
+    with the mark. ``db``'s folder must exist: no folder is ever created.
+    Everything is checked before anything is removed, so a refusal leaves
+    every file as it was.
+
+    Returns:
+        The paths this call created (the database and/or the vectors
+        folder): what :func:`remove_demo_files` removes if the demo fails.
 
     Raises:
-        ValidationError: (field ``--db``) ``db`` is a folder or its parent is
-            not one; ``db``, its ``-wal``/``-shm``/``-journal`` file or the
-            vectors folder exists and is not the demo's; or SQLite cannot
-            create ``db``.
+        ValidationError: (field ``--db``) ``db`` is a folder, its folder is
+            missing or is not one; ``db``, its ``-wal``/``-shm``/``-journal``
+            file or the vectors folder exists and is not the demo's; or SQLite
+            cannot create ``db``.
     """
     advice = "choose another --db path"
     if db.is_dir():
         raise ValidationError("--db", f"{str(db)!r} is a folder; give a file path such as memory-core-demo.db")
     if db.parent.exists() and not db.parent.is_dir():
         raise ValidationError("--db", f"{str(db.parent)!r} is not a folder; {advice}")
+    if not db.parent.exists():
+        raise ValidationError("--db", f"folder {str(db.parent)!r} does not exist; create it first or {advice}")
     files = _database_files(db) if database else []
     taken = [path for path in files if path.exists()]
     if taken and not is_demo_database(db):
@@ -105,11 +117,28 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
             path.unlink()
         if folder is not None and folder.exists():
             shutil.rmtree(folder)
+    created = []
     if database and not db.exists():
         _create_database(db)
+        created.append(db)
     if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.exists():
+            folder.mkdir()
+            created.append(folder)
         (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+    return created
+
+
+def remove_demo_files(created: Sequence[Path]) -> None:
+    """Remove what :func:`prepare_demo_files` created (a database with its
+    ``-wal``/``-shm``/``-journal`` files, a vectors folder) after a failed
+    demo; paths already gone are skipped."""
+    for path in created:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            for file in _database_files(path):
+                file.unlink(missing_ok=True)
 
 
 def _database_files(db: Path) -> list[Path]:
@@ -118,7 +147,6 @@ def _database_files(db: Path) -> list[Path]:
 
 def _create_database(db: Path) -> None:
     """An empty SQLite file with the demo's mark (the adapter adds its schema)."""
-    db.parent.mkdir(parents=True, exist_ok=True)
     try:
         connection = sqlite3.connect(db)
         try:
@@ -350,29 +378,65 @@ def demo(
     locomo: Annotated[
         Path | None, typer.Option(help="Folder of LoCoMo *.json conversations (default: the shipped sample).")
     ] = None,
-    storage: Annotated[str | None, typer.Option(help="Storage URL instead of --db (e.g. redis://...).")] = None,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            help="Storage URL instead of --db (e.g. redis://...): used in a namespace of its own, removed at the end."
+        ),
+    ] = None,
     vector: Annotated[
-        str | None, typer.Option(help="Vector URL (default: the in-process Qdrant engine next to --db); 'none' = off.")
+        str | None,
+        typer.Option(
+            help="Vector URL (default: the in-process Qdrant engine next to --db; a URL gets a namespace of its own, "
+            "removed at the end); 'none' = off."
+        ),
     ] = None,
     embedder: Annotated[str, typer.Option(help="lexical | minilm | minilm-torch")] = "lexical",
     keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
 ) -> None:
-    """Load conversations into the embedded default and show a session of use."""
+    """Load conversations into the embedded default and show a session of use.
+
+    The --db file and its vectors folder stay for you to look at; a URL given
+    with --storage or --vector is used in a fresh namespace (a key prefix, a
+    database, a file beside the URL's) that the demo removes when it ends. A
+    failed demo removes whatever it created."""
     with user_errors():
         conversations = load_dir(locomo) if locomo is not None else load_sample()
+        created: list[Path] = []
         if storage is None or vector is None:
             # Never replaces a file the demo did not make (see prepare_demo_files).
-            prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
-        if storage is None:
-            storage = f"sqlite:///{db}"
-        if vector is None:
-            vector = f"qdrant+path:///{vectors_folder(db).resolve()}"
-        asyncio.run(_demo(storage, None if vector == "none" else vector, embedder, conversations))
+            created = prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
+        try:
+            asyncio.run(
+                _demo(
+                    storage or f"sqlite:///{db}",
+                    storage is not None,
+                    None if vector == "none" else vector or f"qdrant+path:///{vectors_folder(db).resolve()}",
+                    vector is not None,
+                    embedder,
+                    conversations,
+                )
+            )
+        except BaseException:
+            remove_demo_files(created)
+            raise
+
+
+DEMO_NAMESPACE_PREFIX = "memory_core_demo_"
+"""Start of the namespace a demo run uses on a --storage or --vector URL
+(then 8 random hex digits); the run removes it when it ends."""
 
 
 async def _demo(
-    storage_url: str, vector_url: str | None, embedder_name: str, conversations: list[Conversation]
+    storage_url: str,
+    own_storage_namespace: bool,
+    vector_url: str | None,
+    own_vector_namespace: bool,
+    embedder_name: str,
+    conversations: list[Conversation],
 ) -> None:
+    """Run the demo; a URL flagged ``own_*_namespace`` gets a fresh namespace
+    destroyed at the end, whether the demo succeeds or fails."""
     started = time.perf_counter()
     embedder = None
     if vector_url:
@@ -380,16 +444,29 @@ async def _demo(
 
         # Built before any store is opened, so a bad name leaves nothing open.
         embedder = get_embedder(embedder_name)
-    store = await connect(storage_url)
-    vectors = await connect_vector(vector_url) if vector_url else None
-    config = MemoryConfig(
-        last_messages=10,
-        # Semantic recall needs a vector store (Memory refuses it otherwise).
-        semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource") if vectors else False,
-        working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
-    )
-    async with Memory(store, vectors, embedder, config) as memory:
+    namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
+    async with AsyncExitStack() as stack:
+        store = await connect(storage_url, **({"namespace": namespace} if own_storage_namespace else {}))
+        stack.push_async_callback(store.destroy if own_storage_namespace else store.close)
+        vectors = None
+        if vector_url:
+            vectors = await connect_vector(vector_url, **({"namespace": namespace} if own_vector_namespace else {}))
+            # Every vector adapter subclasses BaseVectorStore, which can destroy its namespace.
+            if own_vector_namespace and isinstance(vectors, BaseVectorStore):
+                stack.push_async_callback(vectors.destroy)
+            else:
+                stack.push_async_callback(vectors.close)
+        config = MemoryConfig(
+            last_messages=10,
+            # Semantic recall needs a vector store (Memory refuses it otherwise).
+            semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource") if vectors else False,
+            working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
+        )
+        # The stack closes or destroys the stores, not Memory.
+        memory = Memory(store, vectors, embedder, config, owns_stores=False)
         print_banner(console, storage_url, vector_url)
+        if own_storage_namespace or own_vector_namespace:
+            console.print(f"[bold]namespace:[/] {namespace} (removed when the demo ends)")
         report = await load_conversations(memory, conversations, console)
         rate = report.messages / report.seconds if report.seconds else float("inf")
         console.print(

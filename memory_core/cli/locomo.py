@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -29,7 +30,16 @@ from typing import Any
 from memory_core.errors import ValidationError
 from memory_core.models import Message, Thread
 
-__all__ = ["Conversation", "Question", "load_conversation", "load_dir", "load_sample", "parse_session_time"]
+__all__ = [
+    "LOCOMO_DIR_HELP",
+    "Conversation",
+    "Question",
+    "load_conversation",
+    "load_dir",
+    "load_sample",
+    "parse_session_time",
+    "require_locomo_dir",
+]
 
 _SESSION = re.compile(r"session_(\d+)")
 
@@ -150,19 +160,47 @@ def _question(q: Any, where: str, resource_id: str) -> Question:
     )
 
 
+LOCOMO_DIR_HELP = (
+    "a folder of LoCoMo conversations, one JSON file each (keys speaker_a, speaker_b, session_<N>, "
+    "session_<N>_date_time, qa), made from the LoCoMo data set (github.com/snap-research/locomo, "
+    "data/locomo10.json); a clone of memory-core does not include it"
+)
+"""What a LoCoMo folder argument is: for help texts and error messages."""
+
+
 def load_dir(path: str | Path) -> list[Conversation]:
     """Every ``*.json`` conversation in ``path``, by file name.
 
     Raises:
-        FileNotFoundError: ``path`` is not a folder or holds no JSON file.
+        FileNotFoundError: ``path`` is not a folder or holds no JSON file
+            (the message says what the folder should be: :data:`LOCOMO_DIR_HELP`).
         ValidationError: a file is not UTF-8 JSON or not a LoCoMo
             conversation (see :func:`load_conversation`); the field names it.
     """
     folder = Path(path)
     files = sorted(folder.glob("*.json")) if folder.is_dir() else []
     if not files:
-        raise FileNotFoundError(f"no LoCoMo *.json files in {folder}")
+        raise FileNotFoundError(_no_files(folder))
     return [load_conversation(_read_json(f), f.stem, str(f)) for f in files]
+
+
+def require_locomo_dir(path: str | Path) -> Path:
+    """For a script's command line (an argparse ``type=``): ``path`` when it
+    is a folder holding ``*.json`` files; otherwise one line ``error: ...`` on
+    stderr (what the folder should be) and exit 2, with no traceback.
+
+    Raises:
+        SystemExit: (code 2) ``path`` is missing, not a folder, or empty.
+    """
+    folder = Path(path)
+    if not folder.is_dir() or not any(folder.glob("*.json")):
+        sys.stderr.write(f"error: {_no_files(folder)}\n")
+        raise SystemExit(2)
+    return folder
+
+
+def _no_files(folder: Path) -> str:
+    return f"no LoCoMo *.json files in {folder}; give {LOCOMO_DIR_HELP}"
 
 
 def _read_json(path: Path) -> Any:

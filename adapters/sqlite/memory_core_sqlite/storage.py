@@ -22,7 +22,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 import aiosqlite
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, to_us
-from memory_core.errors import AdapterClosedError
+from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage
@@ -46,6 +46,7 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
+_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every non-empty database file
 
 
 def _missing_dirs(folder: str) -> list[str]:
@@ -58,6 +59,24 @@ def _missing_dirs(folder: str) -> list[str]:
             break
         folder = parent
     return missing
+
+
+def _inspect_file(path: str) -> None:
+    """:meth:`SQLiteStorage.preflight` on a database file path (blocking)."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise ValidationError("url", f"folder {folder!r} does not exist; create it first or use another path")
+    if os.path.isdir(path):
+        raise ValidationError("url", f"{path!r} is a folder, not a database file")
+    try:
+        with open(path, "rb") as file:
+            header = file.read(len(_HEADER))
+    except FileNotFoundError:
+        return  # a new database: open() would create it
+    except OSError as exc:
+        raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
+    if header and header != _HEADER:
+        raise BackendError(SQLiteStorage.backend_name, "open", "DatabaseError: file is not a database")
 
 
 def _no_sync(conn: sqlite3.Connection) -> None:
@@ -168,6 +187,19 @@ class SQLiteStorage(BaseStorage):
         return cast(T, await db._execute(job))  # type: ignore[no-untyped-call]
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def preflight(self) -> None:
+        """Check, creating nothing, that the database file can be opened: its
+        folder exists, and the file, if there, is empty or has the SQLite
+        header (a file SQLite would refuse fails here with the message
+        ``open`` gives: "file is not a database").
+
+        Raises:
+            ValidationError: the folder is missing or the path is a folder.
+            BackendError: the file is not a SQLite database.
+        """
+        if not self.settings.in_memory:
+            await asyncio.to_thread(_inspect_file, self.settings.path)
 
     async def _open(self) -> None:
         settings = self.settings

@@ -1,0 +1,80 @@
+"""A rich progress bar for a pytest run of the suite: tests done of tests
+collected, with elapsed time and rich's estimate of the time left.
+
+Pass a :class:`SuiteProgress` to ``pytest.main(args, plugins=[...])``; the
+bar starts when collection ends and stops when the session ends (or when
+:meth:`SuiteProgress.stop` is called, e.g. after an interrupt). ``memory-core
+check`` uses it with pytest's own terminal output turned off, so the bar is
+the only thing drawn while the suite runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+__all__ = ["SuiteProgress"]
+
+
+class SuiteProgress:
+    """A pytest plugin object drawing one progress bar on ``console``.
+
+    Args:
+        console: where the bar is drawn; on a console that is not a
+            terminal nothing is drawn, but :attr:`done` and :attr:`total` count.
+        description: the bar's label.
+
+    Attributes:
+        total: tests collected (after deselection), 0 before collection ends.
+        done: tests finished (every phase of each run).
+    """
+
+    def __init__(self, console: Console, description: str = "conformance suite") -> None:
+        self.total = 0
+        self.done = 0
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tests"),
+            TimeElapsedColumn(),
+            TextColumn("elapsed, about"),
+            TimeRemainingColumn(),
+            TextColumn("left"),
+            console=console,
+            transient=True,
+        )
+        self._description = description
+        self._task: TaskID | None = None
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Start the bar at ``0 / <tests collected>``."""
+        self.total = len(session.items)
+        self._task = self._progress.add_task(self._description, total=self.total)
+        if self._progress.console.is_terminal:  # elsewhere a live bar only adds blank lines
+            self._progress.start()
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        """Advance the bar by one finished test."""
+        self.done += 1
+        if self._task is not None:
+            self._progress.advance(self._task)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Remove the bar."""
+        self.stop()
+
+    def stop(self) -> None:
+        """Remove the bar (idempotent; nothing to do before it started)."""
+        if self._progress.live.is_started:
+            self._progress.stop()

@@ -1,0 +1,112 @@
+"""``memory-core check`` gives an honest verdict: Ctrl-C is no verdict, the
+store named by the URL is checked (and never created) before the suite runs,
+rules no test ran are listed as not run, and the run shows its progress."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_core_conformance.check import INTERRUPTED, run_check
+from rich.console import Console
+from typer.testing import CliRunner
+
+from memory_core.cli import app
+
+SCRIPT = shutil.which("memory-core")
+
+
+def _one_error_line(result: Any, says: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert says in result.output, result.output
+    assert "CONFORMANT" not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.skipif(SCRIPT is None, reason="the memory-core script is not installed")
+def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> None:
+    assert SCRIPT is not None
+    url = f"sqlite:///{tmp_path}/check.db"
+    out = tmp_path / "out.txt"
+    with out.open("w") as sink:
+        # The ci profile takes minutes on SQLite: the interrupt lands mid-suite.
+        process = subprocess.Popen([SCRIPT, "check", url, "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(8)
+            assert process.poll() is None, out.read_text()
+            process.send_signal(signal.SIGINT)
+            code = process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    text = out.read_text()
+    assert code == INTERRUPTED == 130, text
+    assert "interrupted after" in text and "no verdict" in text, text
+    assert "CONFORMANT" not in text and "Traceback" not in text, text
+
+
+def test_check_of_a_missing_folder_creates_nothing(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["check", f"sqlite:///{tmp_path}/missing/deeper/x.db"])
+    _one_error_line(result, f"folder '{tmp_path}/missing/deeper' does not exist")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_of_a_file_that_is_not_a_database_fails_like_connect(tmp_path: Path) -> None:
+    script = tmp_path / "notes.py"
+    script.write_text("print('my work')\n")
+    result = CliRunner().invoke(app, ["check", f"sqlite:///{script}"])
+    _one_error_line(result, "sqlite open failed: DatabaseError: file is not a database")
+    assert script.read_text() == "print('my work')\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.py"]
+
+
+def test_check_of_a_new_file_leaves_nothing_behind(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["check", f"sqlite:///{tmp_path}/new.db", "--profile", "quick", "-k", "c07"])
+    assert result.exit_code == 0, result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_report_lists_rules_that_did_not_run() -> None:
+    result = CliRunner().invoke(
+        app, ["check", "memory://", "--profile", "quick", "-k", "test_c07"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[1]: line for line in result.output.splitlines() if line.startswith("│ ")}
+    assert "pass" in rows["C07"]
+    assert "not run" in rows["R-VEC"] and "not in this suite" in rows["R-VEC"], rows["R-VEC"]
+    assert "not run" in rows["R-PAGE"] and "deselected" in rows["R-PAGE"], rows["R-PAGE"]
+    assert "rule(s) not run" in result.output.splitlines()[-1]
+
+
+def test_a_selection_of_no_test_gives_no_verdict() -> None:
+    result = CliRunner().invoke(app, ["check", "memory://", "-k", "no_such_test_anywhere"])
+    assert result.exit_code == 1, result.output
+    assert "no test ran" in result.output and "CONFORMANT" not in result.output
+
+
+def test_an_unknown_profile_is_one_red_line() -> None:
+    _one_error_line(CliRunner().invoke(app, ["check", "memory://", "--profile", "bogus"]), "'bogus' is not a profile")
+
+
+def test_profile_option_reaches_the_suite(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kill profile runs one repeat of C12; dev runs three.
+    monkeypatch.delenv("MEMORY_CORE_HYPOTHESIS_PROFILE", raising=False)
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    assert run_check("memory://", profile="kill", console=console, keyword="test_c07") == 0, out.getvalue()
+    assert "MEMORY_CORE_HYPOTHESIS_PROFILE" not in os.environ
+
+
+def test_progress_counts_collected_and_done_tests() -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, force_terminal=True, color_system=None)
+    assert run_check("memory://", profile="quick", console=console, keyword="test_c07 or test_c06") == 0
+    text = out.getvalue()
+    assert "conformance suite" in text and "0/2 tests" in text and "left" in text, text

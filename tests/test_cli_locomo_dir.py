@@ -1,0 +1,66 @@
+"""Every command and script that takes a LoCoMo folder says what the folder
+is, and a missing one is a single ``error:`` line with exit 2, no traceback."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_core.cli import app
+
+HAS_BENCH = importlib.util.find_spec("memory_core_bench") is not None
+SCRIPTS = ["retrieval", "recall_coverage", "embed_throughput"]
+
+
+def _says_what_the_folder_is(output: str, folder: Path) -> None:
+    assert output.startswith("error: ") and output.count("\n") == 1, output
+    assert f"no LoCoMo *.json files in {folder}" in output and "github.com/snap-research/locomo" in output, output
+    assert "does not include it" in output and "Traceback" not in output, output
+
+
+@pytest.mark.skipif(not HAS_BENCH, reason="memory-core-bench is not installed")
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_bench_script_on_a_missing_folder_is_one_line(script: str, tmp_path: Path) -> None:
+    folder = tmp_path / "locomo10"
+    done = subprocess.run(
+        [sys.executable, "-m", f"memory_core_bench.{script}", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == ""
+    _says_what_the_folder_is(done.stderr, folder)
+
+
+@pytest.mark.skipif(not HAS_BENCH, reason="memory-core-bench is not installed")
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_bench_script_help_says_what_the_folder_is(script: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", f"memory_core_bench.{script}", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOCOMO_DIR: a folder of LoCoMo conversations" in " ".join(done.stdout.split())
+
+
+def test_demo_on_a_folder_without_conversations_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "d.db"), "--locomo", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    _says_what_the_folder_is(result.output, tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_readme_says_what_locomo_dir_is() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "shared/data" not in readme
+    assert "`LOCOMO_DIR` is a folder of LoCoMo" in readme
