@@ -26,6 +26,8 @@ from memory_core.vector import VectorStore
 __all__ = [
     "STORAGE_GROUP",
     "VECTOR_GROUP",
+    "build_storage",
+    "build_vector",
     "connect",
     "connect_vector",
     "known_schemes",
@@ -136,6 +138,29 @@ def storage_class(url: str) -> Any:
             install) or a malformed URL.
     """
     return _load(STORAGE_GROUP, url)
+
+
+def build_storage(url: str, **options: Any) -> Storage:
+    """The storage for ``url``, built but not opened (no I/O): what a command
+    line uses to refuse a bad URL before it touches any data. Open it with
+    ``await store.open()`` (or ``async with``).
+
+    Raises:
+        ValidationError: as for :func:`connect`.
+    """
+    storage: Storage = _build(STORAGE_GROUP, url, options)
+    return storage
+
+
+def build_vector(url: str, **options: Any) -> VectorStore:
+    """The vector store for ``url``, built but not opened (no I/O), as
+    :func:`build_storage`.
+
+    Raises:
+        ValidationError: as for :func:`connect_vector`.
+    """
+    store: VectorStore = _build(VECTOR_GROUP, url, options)
+    return store
 
 
 async def connect(url: str, **options: Any) -> Storage:

@@ -1,0 +1,208 @@
+"""``memory-core export``, ``import`` and ``copy``: move a store's data
+through the ``memory-core/jsonl`` format (:mod:`memory_core.transfer`).
+
+Each command checks its arguments and URLs (scheme known, adapter installed,
+URL well formed, source and destination different) before it opens a store;
+a user error is one red line and exit 2. ``copy`` exits 1 when the
+verification finds a difference, naming the first differing thread. Ctrl-C
+leaves what was written complete record by record: run the same command
+again to resume (exit 130 meanwhile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TextIO
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+from memory_core.cli.host import fail, user_errors
+from memory_core.registry import build_storage, build_vector, url_scheme
+from memory_core.storage import Storage
+from memory_core.transfer import copy_store, export_lines, import_lines
+from memory_core.validation import check_id
+from memory_core.vector import VectorStore
+
+__all__ = ["copy", "export", "import_"]
+
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+VERIFY_FAILED = 1
+"""Exit code of ``copy`` when the two sides differ after the copy."""
+
+# Progress and messages go to stderr: stdout carries the export.
+_err = Console(stderr=True)
+
+
+def _storage(url: str, role: str, *, must_exist: bool) -> Storage:
+    """The store for ``url``, built but not opened; refuses before any I/O an
+    unknown scheme or adapter not installed (the registry's error names the
+    package), a malformed URL, or a SQLite source file that does not exist
+    (opening it would create it)."""
+    store = build_storage(url)
+    if must_exist and url_scheme(url) == "sqlite":
+        path = url.split("://", 1)[1].split("?", 1)[0]
+        path = path[1:] if path.startswith("/") else path
+        if path not in ("", ":memory:", "/:memory:") and not Path(path).exists():
+            fail(f"{role}: {path} does not exist")
+    return store
+
+
+def _check_resource(resource: str | None) -> None:
+    if resource is not None:
+        check_id(resource, "--resource")
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
+    """A rich progress bar on stderr (messages, rate, ETA); yields the
+    ``on_total`` and ``on_progress`` callbacks of the transfer functions."""
+    columns = (
+        TextColumn(f"{label} messages"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=_err, transient=False) as bar:
+        task: TaskID = bar.add_task(label, total=None, rate="")
+
+        def total(count: int) -> None:
+            bar.update(task, total=count)
+
+        def advance(done: int) -> None:
+            bar.update(task, completed=done)
+            speed = bar.tasks[0].speed
+            bar.update(task, rate=f"{speed:,.0f}/s" if speed else "")
+
+        yield total, advance
+
+
+@asynccontextmanager
+async def _opened(store: VectorStore | None) -> AsyncIterator[None]:
+    if store is None:
+        yield
+        return
+    async with store:
+        yield
+
+
+def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
+    try:
+        asyncio.run(work)
+    except KeyboardInterrupt:
+        _err.print(f"[yellow]interrupted: what was written is complete record by record; {resume_hint}[/]")
+        raise typer.Exit(INTERRUPTED) from None
+
+
+def _reindexer(storage: Storage, vectors: VectorStore | None) -> Callable[[str], Awaitable[None]] | None:
+    """The per-resource re-embed hook for ``--vector`` (None without it):
+    every message of the resource embedded again with the default embedder."""
+    if vectors is None:
+        return None
+    from memory_core.memory import Memory
+
+    memory = Memory(storage, vectors, owns_stores=False)
+
+    async def reindex(resource: str) -> None:
+        await memory.reindex(resource_id=resource)
+
+    return reindex
+
+
+def export(
+    url: Annotated[str, typer.Argument(help="Storage URL to export from.")],
+    resource: Annotated[str | None, typer.Option(help="Export only this resource.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Write a store (or one resource) as memory-core/jsonl to stdout."""
+    with user_errors():
+        storage = _storage(url, "URL", must_exist=True)
+        _check_resource(resource)
+        if output is not None and output.exists():
+            fail(f"--output {output} exists; export never overwrites a file")
+
+        async def work() -> None:
+            async with storage:
+                target: TextIO = sys.stdout if output is None else output.open("x", encoding="utf-8")
+                try:
+                    async for line in export_lines(storage, resource):
+                        target.write(line)
+                        target.write("\n")
+                finally:
+                    if output is not None:
+                        target.close()
+
+        _run(work(), "run the export again")
+
+
+def import_(
+    url: Annotated[str, typer.Argument(help="Storage URL to import into.")],
+    input: Annotated[Path | None, typer.Option("--input", "-i", help="Read this file instead of stdin.")] = None,
+    vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each imported resource into it.")] = None,
+) -> None:
+    """Import memory-core/jsonl from stdin; records already there are skipped."""
+    with user_errors():
+        storage = _storage(url, "URL", must_exist=False)
+        if input is not None and not input.is_file():
+            fail(f"--input {input} is not a file")
+        vectors = None if vector is None else build_vector(vector)
+
+        async def work() -> None:
+            async with storage, _opened(vectors):
+                source = sys.stdin if input is None else input.open(encoding="utf-8")
+                try:
+                    with _progress("import") as (total, advance):
+                        report = await import_lines(
+                            storage,
+                            source,
+                            on_total=total,
+                            on_progress=advance,
+                            on_resource=_reindexer(storage, vectors),
+                        )
+                finally:
+                    if input is not None:
+                        source.close()
+            _err.print(f"imported: written {report.written}, already there {report.skipped}")
+
+        _run(work(), "run the import again on the same file to resume")
+
+
+def copy(
+    source: Annotated[str, typer.Argument(help="Storage URL to copy from.")],
+    destination: Annotated[str, typer.Argument(help="Storage URL to copy into.")],
+    resource: Annotated[str | None, typer.Option(help="Copy only this resource.")] = None,
+    vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each copied resource into it.")] = None,
+) -> None:
+    """Copy a store into another, then verify counts and per-thread digests."""
+    with user_errors():
+        if source == destination:
+            fail("SOURCE and DESTINATION are the same URL")
+        src = _storage(source, "SOURCE", must_exist=True)
+        dst = _storage(destination, "DESTINATION", must_exist=False)
+        _check_resource(resource)
+        vectors = None if vector is None else build_vector(vector)
+
+        async def work() -> None:
+            async with src, dst, _opened(vectors):
+                with _progress("copy") as (total, advance):
+                    report = await copy_store(
+                        src, dst, resource, on_total=total, on_progress=advance, on_resource=_reindexer(dst, vectors)
+                    )
+            if report.difference is not None:
+                _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
+                raise typer.Exit(VERIFY_FAILED)
+            _err.print(
+                f"copied and verified: {report.imported.trailer['counts']}; written {report.imported.written}, "
+                f"already there {report.imported.skipped}"
+            )
+
+        _run(work(), "run the copy again to resume")

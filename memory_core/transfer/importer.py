@@ -1,0 +1,273 @@
+"""Streaming import of ``memory-core/jsonl`` lines into a store: every record
+validated before it is written, idempotent by id, resumable."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory_core.errors import ConflictError, ValidationError
+from memory_core.models import Message, Resource, Thread
+from memory_core.storage import Storage
+from memory_core.transfer.digest import Summary, first_difference
+from memory_core.transfer.records import (
+    FORMAT,
+    VERSION,
+    TransferError,
+    decode,
+    encode,
+    message_record,
+    resource_record,
+    thread_record,
+)
+
+__all__ = ["BATCH_SIZE", "ImportReport", "import_lines"]
+
+BATCH_SIZE = 500
+"""Messages written per ``save_messages`` call."""
+
+_KINDS = ("resources", "threads", "messages")
+
+
+@dataclass
+class ImportReport:
+    """What an import did.
+
+    Attributes:
+        written: records written, per kind (``resources``, ``threads``, ``messages``).
+        skipped: records already in the destination exactly as in the file
+            (a re-run or a resumed import), per kind.
+        trailer: the file's trailer (counts and digests), which the records
+            read were checked against.
+    """
+
+    written: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
+    skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
+    trailer: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> int:
+        """Message records handled (written or skipped)."""
+        return self.written["messages"] + self.skipped["messages"]
+
+
+def _thread_body(thread: Thread) -> str:
+    # Saving messages bumps the thread's updated_at; the import restores it
+    # when the resource is done, so it does not decide whether two threads match.
+    record = thread_record(thread)
+    del record["updated_at"]
+    return encode(record)
+
+
+class _Import:
+    """One import's state: the resource being imported, its threads (to put
+    their ``updated_at`` back once its messages are in) and a batch of
+    validated messages not yet written."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        batch_size: int,
+        on_total: Callable[[int], None] | None,
+        on_progress: Callable[[int], None] | None,
+        on_resource: Callable[[str], Awaitable[None]] | None,
+    ) -> None:
+        self.storage = storage
+        self.batch_size = batch_size
+        self.on_total = on_total
+        self.on_progress = on_progress
+        self.on_resource = on_resource
+        self.report = ImportReport()
+        self.summary = Summary()
+        self.group: str | None = None
+        self.threads: dict[str, Thread] = {}
+        self.batch: dict[str, tuple[int, Message]] = {}
+
+    async def line(self, text: str | bytes, number: int) -> None:
+        """Handle one line (the trailer: check it and keep it in the report)."""
+        kind, value, model = decode(text, number)
+        where = f"line {number}"
+        if number == 1:
+            if kind != "header" or value.get("format") != FORMAT:
+                raise TransferError(where, f"not a {FORMAT} export (the first line must be its header)")
+            if value.get("version") != VERSION:
+                raise TransferError(where, f"format version {value.get('version')!r}; this memory-core reads {VERSION}")
+            if self.on_total is not None and type(value.get("messages")) is int:
+                self.on_total(value["messages"])
+            return
+        if kind == "header":
+            raise TransferError(where, "a second header")
+        if kind == "trailer":
+            await self.finish_group()
+            self.check_trailer(value, where)
+            return
+        if isinstance(model, Resource):
+            await self.resource(model, where)
+        elif isinstance(model, Thread):
+            await self.thread(model, where)
+        else:
+            assert isinstance(model, Message)
+            await self.message(model, number, where)
+
+    async def enter(self, resource_id: str) -> None:
+        if resource_id != self.group:
+            await self.finish_group()
+            self.group = resource_id
+
+    async def resource(self, resource: Resource, where: str) -> None:
+        if resource.id == self.group and (self.threads or self.batch):
+            raise TransferError(where, f"resource {resource.id!r} comes after its threads")
+        await self.enter(resource.id)
+        record = resource_record(resource)
+        self.summary.add("resource", record, encode(record))
+        stored = await self.storage.get_resource(resource.id)
+        if stored is None:
+            await self.storage.save_resource(resource)
+            self.report.written["resources"] += 1
+        elif encode(resource_record(stored)) == encode(record):
+            self.report.skipped["resources"] += 1
+        else:
+            raise ConflictError(f"{where}: resource {resource.id!r} exists in the destination with other content")
+
+    async def thread(self, thread: Thread, where: str) -> None:
+        await self.enter(thread.resource_id)
+        if thread.id in self.threads:
+            raise TransferError(where, f"thread {thread.id!r} appears twice")
+        record = thread_record(thread)
+        self.summary.add("thread", record, encode(record))
+        stored = await self.storage.get_thread(thread.id)
+        if stored is None:
+            await self.storage.insert_thread(thread)
+            self.report.written["threads"] += 1
+        elif _thread_body(stored) == _thread_body(thread):
+            self.report.skipped["threads"] += 1
+        else:
+            raise ConflictError(f"{where}: thread {thread.id!r} exists in the destination with other content")
+        self.threads[thread.id] = thread
+
+    async def message(self, message: Message, number: int, where: str) -> None:
+        if message.resource_id != self.group or message.thread_id not in self.threads:
+            raise TransferError(
+                where, f"message {message.id!r} comes before the record of thread {message.thread_id!r}"
+            )
+        if message.id in self.batch:
+            raise TransferError(where, f"message {message.id!r} appears twice")
+        record = message_record(message)
+        self.summary.add("message", record, encode(record))
+        self.batch[message.id] = (number, message)
+        if len(self.batch) >= self.batch_size:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write the batch's messages the destination lacks, in file order
+        (so they get sequences in R-ORDER); refuse the whole batch if one
+        differs from what the destination holds."""
+        if not self.batch:
+            return
+        stored = {m.id: m for m in await self.storage.get_messages(list(self.batch))}
+        new = []
+        for number, message in self.batch.values():
+            old = stored.get(message.id)
+            if old is None:
+                new.append(message)
+            elif encode(message_record(old)) != encode(message_record(message)):
+                raise ConflictError(
+                    f"line {number}: message {message.id!r} exists in the destination with other content"
+                )
+        if new:
+            await self.storage.save_messages(new)
+        self.report.written["messages"] += len(new)
+        self.report.skipped["messages"] += len(self.batch) - len(new)
+        self.batch.clear()
+        if self.on_progress is not None:
+            self.on_progress(self.report.messages)
+
+    async def finish_group(self) -> None:
+        """Flush, put back each thread's ``updated_at`` (saving messages bumped
+        it), then run the per-resource hook."""
+        await self.flush()
+        for thread in self.threads.values():
+            stored = await self.storage.get_thread(thread.id)
+            if stored is not None and stored.updated_at != thread.updated_at:
+                await self.storage.save_thread(thread)
+        if self.group is not None and self.on_resource is not None:
+            await self.on_resource(self.group)
+        self.threads.clear()
+        self.group = None
+
+    def check_trailer(self, trailer: dict[str, Any], where: str) -> None:
+        difference = first_difference(trailer, self.summary.trailer())
+        if difference is not None:
+            raise TransferError(where, f"the records read do not match the trailer: {difference}")
+        self.report.trailer = trailer
+
+
+async def _lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> AsyncIterable[str | bytes]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
+
+
+async def import_lines(
+    storage: Storage,
+    lines: AsyncIterable[str | bytes] | Iterable[str | bytes],
+    *,
+    batch_size: int = BATCH_SIZE,
+    on_total: Callable[[int], None] | None = None,
+    on_progress: Callable[[int], None] | None = None,
+    on_resource: Callable[[str], Awaitable[None]] | None = None,
+) -> ImportReport:
+    """Import an export (see :mod:`memory_core.transfer`) into ``storage``.
+
+    Each record is validated (and messages checked against their thread)
+    before it is written; a message batch is checked as a whole before any of
+    it is written. Records already in the destination exactly as in the file
+    are skipped, so importing twice changes nothing and an interrupted import
+    is resumed by running it again. ``created_at``, ``updated_at``, working
+    memory (resource and thread) and R-ORDER within each resource are kept
+    exactly: messages are written in file order, which the export took from
+    R-ORDER. Nothing in the destination is deleted or replaced: a record
+    whose id is stored with other content stops the import.
+
+    Args:
+        storage: an opened destination store.
+        lines: the file's lines (str or bytes, with or without newline), sync
+            or async.
+        batch_size: messages per write (default :data:`BATCH_SIZE`).
+        on_total: called with the header's message count (for a progress bar).
+        on_progress: called with the number of messages handled so far after
+            each batch.
+        on_resource: awaited with each resource id once its records are in
+            (the re-embed hook of ``memory-core import --vector``).
+
+    Returns:
+        :class:`ImportReport`.
+
+    Raises:
+        TransferError: a malformed line (named by number), records out of
+            order, a header of another format or version, a mismatch with the
+            trailer, or input that ends before its trailer (the records before
+            it are imported completely).
+        ConflictError: an id stored in the destination with other content.
+        ValidationError: a bad ``batch_size``.
+        BackendError: the store failed.
+    """
+    if type(batch_size) is not int or batch_size < 1:
+        raise ValidationError("batch_size", f"must be an int >= 1, got {batch_size!r}")
+    state = _Import(storage, batch_size, on_total, on_progress, on_resource)
+    number = 0
+    async for text in _lines(lines):
+        number += 1
+        if state.report.trailer:
+            raise TransferError(f"line {number}", "a record after the trailer")
+        await state.line(text, number)
+    if number == 0:
+        raise TransferError("input", "empty: no header")
+    if not state.report.trailer:
+        await state.finish_group()
+        raise TransferError("input", f"ends at line {number} without a trailer: the export is incomplete")
+    return state.report

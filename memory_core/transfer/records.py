@@ -1,0 +1,156 @@
+"""The records of the ``memory-core/jsonl`` format: model <-> JSON object,
+the canonical line encoding, and decoding a line with its line number in
+every error."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_core.errors import ValidationError
+from memory_core.models import Message, Resource, Thread
+from memory_core.validation import check_message, check_resource, check_thread
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "Record",
+    "TransferError",
+    "decode",
+    "encode",
+    "header",
+    "message_record",
+    "resource_record",
+    "thread_record",
+]
+
+FORMAT = "memory-core/jsonl"
+"""The ``format`` field of the header line."""
+
+VERSION = 1
+"""The format version this code writes and reads."""
+
+Record = Thread | Message | Resource
+
+
+class TransferError(ValidationError):
+    """A line of an export that cannot be imported (malformed JSON, an unknown
+    kind or field, a record that breaks a storage rule, records out of
+    order), or a file without its trailer. ``field`` is ``"line N"`` (1-based)
+    or ``"input"``; nothing of the offending record has been written."""
+
+
+def encode(record: dict[str, Any]) -> str:
+    """The canonical text of a record: JSON with sorted keys, no spaces, UTF-8
+    characters kept (``ensure_ascii=False``), no NaN/inf. Lines are written in
+    it and digests are taken over it, so two stores holding the same data
+    give byte-equal exports."""
+    return json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"), sort_keys=True)
+
+
+def _time(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def header(messages: int) -> dict[str, Any]:
+    """The first line: format, version and the number of message records that follow."""
+    return {"kind": "header", "format": FORMAT, "version": VERSION, "messages": messages}
+
+
+def resource_record(resource: Resource) -> dict[str, Any]:
+    """A stored resource as a record (times as ISO-8601 UTC with microseconds)."""
+    return {
+        "kind": "resource",
+        "id": resource.id,
+        "working_memory": resource.working_memory,
+        "metadata": resource.metadata,
+        "created_at": _time(resource.created_at),
+        "updated_at": _time(resource.updated_at),
+    }
+
+
+def thread_record(thread: Thread) -> dict[str, Any]:
+    """A stored thread as a record; ``last_message_at`` is left out (the
+    destination derives it from the messages)."""
+    return {
+        "kind": "thread",
+        "id": thread.id,
+        "resource_id": thread.resource_id,
+        "title": thread.title,
+        "metadata": thread.metadata,
+        "created_at": _time(thread.created_at),
+        "updated_at": _time(thread.updated_at),
+    }
+
+
+def message_record(message: Message) -> dict[str, Any]:
+    """A stored message as a record; ``sequence`` is left out (counters are
+    per store: the record's place in the file carries R-ORDER)."""
+    return {
+        "kind": "message",
+        "id": message.id,
+        "thread_id": message.thread_id,
+        "resource_id": message.resource_id,
+        "role": message.role,
+        "type": message.type,
+        "content": message.content,
+        "metadata": message.metadata,
+        "created_at": _time(message.created_at),
+    }
+
+
+# Fields a record must carry although the storage API has defaults for them:
+# an import keeps times and owners exactly, never "now" or "the thread's".
+_REQUIRED = {
+    "resource": ("created_at", "updated_at"),
+    "thread": ("created_at", "updated_at"),
+    "message": ("created_at", "resource_id"),
+}
+
+
+def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record | None]:
+    """Parse and validate one line.
+
+    Args:
+        line: the line's text (a trailing newline is allowed).
+        number: its 1-based line number, named in every error.
+
+    Returns:
+        ``(kind, object, model)``: ``model`` is the validated Thread, Message
+        or Resource (times aware UTC) for record kinds, None for ``header``
+        and ``trailer``.
+
+    Raises:
+        TransferError: not a JSON object, an unknown ``kind``, a record that
+            the storage validation refuses (R-ID, R-JSON, R-TIME, R-SIZE ...),
+            or a record without its times (or a message without its
+            ``resource_id``): an import never lets the destination pick them.
+    """
+    where = f"line {number}"
+    try:
+        value = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TransferError(where, f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise TransferError(where, f"must be a JSON object, got {type(value).__name__}")
+    kind = value.get("kind")
+    if kind in ("header", "trailer"):
+        return kind, value, None
+    if kind not in _REQUIRED:
+        raise TransferError(where, f"unknown record kind {kind!r} (header, resource, thread, message, trailer)")
+    fields = {key: item for key, item in value.items() if key != "kind"}
+    for name in _REQUIRED[kind]:
+        if fields.get(name) is None:
+            raise TransferError(where, f"{kind} record needs {name}")
+    try:
+        model: Record
+        if kind == "message":
+            model = check_message(fields, "message")
+        elif kind == "thread":
+            model = check_thread(fields, "thread")
+        else:
+            model = check_resource(fields, "resource")
+    except ValidationError as exc:
+        raise TransferError(where, str(exc)) from None
+    return kind, value, model

@@ -1,0 +1,62 @@
+"""Servers for the transfer tests: one valkey and one secantusdb per session
+(``REDIS_URL``/``MONGODB_URL`` replace them), and ``new_store(kind)`` for
+fresh, empty stores in unique namespaces, destroyed afterwards."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_core import Storage, connect
+
+NewStore = Callable[[str], Awaitable[Storage]]
+
+
+@pytest.fixture(scope="session")
+def valkey_url() -> Iterator[str]:
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    testing = pytest.importorskip("memory_core_redis.testing", reason="memory-core-redis is not installed")
+    server = testing.start_standalone()
+    try:
+        yield str(server.url)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def secantus_url() -> Iterator[str]:
+    if os.environ.get("MONGODB_URL"):
+        yield os.environ["MONGODB_URL"]
+        return
+    testing = pytest.importorskip("memory_core_mongodb.testing", reason="memory-core-mongodb is not installed")
+    with testing.secantus_server() as url:
+        yield url
+
+
+@pytest.fixture
+async def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[NewStore]:
+    """``await new_store("sqlite" | "valkey" | "secantus" | "memory")``."""
+    opened: list[Storage] = []
+
+    async def new(kind: str) -> Storage:
+        fresh = f"t{uuid.uuid4().hex[:16]}"
+        if kind == "sqlite":
+            store = await connect(f"sqlite:///{tmp_path / fresh}.db")
+        elif kind == "valkey":
+            store = await connect(request.getfixturevalue("valkey_url"), namespace=fresh)
+        elif kind == "secantus":
+            store = await connect(request.getfixturevalue("secantus_url"), namespace=fresh)
+        else:
+            store = await connect("memory://")
+        opened.append(store)
+        return store
+
+    yield new
+    for store in opened:
+        await store.destroy()

@@ -1,0 +1,128 @@
+"""``memory-core export``, ``import`` and ``copy`` on real SQLite files: the
+round trip, the verification failure, and user errors refused before any
+data is touched (one red line, exit 2)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_core import Storage, Thread, connect
+from memory_core.cli import app
+from memory_core.transfer import summarize
+from tests.transfer.stores import fill
+
+runner = CliRunner()
+
+
+def _store(path: Path, seed: int | None = 3) -> str:
+    url = f"sqlite:///{path}"
+
+    async def make() -> None:
+        storage = await connect(url)
+        if seed is not None:
+            await fill(storage, seed, resources=3, messages=50)
+        await storage.close()
+
+    asyncio.run(make())
+    return url
+
+
+def _summary(url: str, resource: str | None = None) -> dict:  # type: ignore[type-arg]
+    async def read() -> dict:  # type: ignore[type-arg]
+        storage: Storage = await connect(url)
+        try:
+            return await summarize(storage, resource)
+        finally:
+            await storage.close()
+
+    return asyncio.run(read())
+
+
+def test_export_then_import_through_stdin_and_stdout(tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    exported = runner.invoke(app, ["export", source])
+    assert exported.exit_code == 0, exported.output
+    lines = exported.stdout.splitlines()
+    assert json.loads(lines[0])["format"] == "memory-core/jsonl"
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    imported = runner.invoke(app, ["import", destination], input=exported.stdout)
+    assert imported.exit_code == 0, imported.output
+    assert _summary(destination) == _summary(source) == json.loads(lines[-1])
+
+
+def test_export_to_file_and_import_from_file_of_one_resource(tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    resource = "res-3-0-ü"
+    file = tmp_path / "out.jsonl"
+    assert runner.invoke(app, ["export", source, "--resource", resource, "-o", str(file)]).exit_code == 0
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    result = runner.invoke(app, ["import", destination, "-i", str(file)])
+    assert result.exit_code == 0, result.output
+    assert _summary(destination) == _summary(source, resource)
+    assert _summary(destination)["counts"]["resources"] == 1
+
+
+def test_copy_verifies_and_a_second_copy_changes_nothing(tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    first = runner.invoke(app, ["copy", source, destination])
+    assert first.exit_code == 0, first.output
+    assert "copied and verified" in first.output
+    second = runner.invoke(app, ["copy", source, destination])
+    assert second.exit_code == 0, second.output
+    assert "'messages': 0" in second.output.split("already there")[0]
+    assert _summary(destination) == _summary(source)
+
+
+def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    destination = _store(tmp_path / "b.db", seed=None)
+    resource = "res-3-0-ü"
+
+    async def extra() -> None:
+        storage = await connect(destination)
+        await storage.save_thread(Thread("already-there", resource, "other"))
+        await storage.close()
+
+    asyncio.run(extra())
+    result = runner.invoke(app, ["copy", source, destination, "--resource", resource])
+    assert result.exit_code == 1, result.output
+    assert "verification failed: thread 'already-there'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["export", "nosuch://x"], "unknown storage scheme 'nosuch'"),
+        (["export", "sqlite:///{tmp}/missing.db"], "missing.db does not exist"),
+        (["copy", "sqlite:///{tmp}/missing.db", "sqlite:///{tmp}/b.db"], "missing.db does not exist"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/a.db"], "same URL"),
+        (["copy", "sqlite:///{tmp}/a.db", "nosuch://x"], "unknown storage scheme"),
+        (["export", "sqlite:///{tmp}/a.db", "-o", "{tmp}/a.db"], "never overwrites"),
+        (["export", "sqlite:///{tmp}/a.db", "--resource", " "], "--resource"),
+        (["import", "sqlite:///{tmp}/b.db", "-i", "{tmp}/nothing.jsonl"], "is not a file"),
+        (["import", "sqlite:///{tmp}/b.db", "--vector", "sqlite:///x.db"], "not a vector store URL"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "nosuch://"], "unknown vector"),
+    ],
+)
+def test_user_errors_are_one_line_and_touch_nothing(args: list[str], reason: str, tmp_path: Path) -> None:
+    _store(tmp_path / "a.db")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = runner.invoke(app, [arg.format(tmp=tmp_path) for arg in args], input="")
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert reason in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_import_of_a_malformed_line_names_it(tmp_path: Path) -> None:
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    header = json.dumps({"kind": "header", "format": "memory-core/jsonl", "version": 1, "messages": 0})
+    result = runner.invoke(app, ["import", destination], input=f"{header}\n{{oops\n")
+    assert result.exit_code == 2
+    assert "line 2: not valid JSON" in result.output

@@ -1,0 +1,179 @@
+"""Import: every record validated before it is written (errors name the
+line), idempotent by id, resumable after an interruption, never replacing
+what the destination holds."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from memory_core import ConflictError, Message, Storage, Thread
+from memory_core.transfer import TransferError, export_lines, import_lines, summarize
+from tests.transfer.conftest import NewStore
+from tests.transfer.stores import fill, snapshot
+
+pytestmark = pytest.mark.anyio
+
+
+async def _exported(kind: str, new_store: NewStore, seed: int = 7) -> tuple[Storage, list[str]]:
+    source = await new_store(kind)
+    await fill(source, seed, resources=3, messages=60)
+    return source, [line async for line in export_lines(source, page_size=11)]
+
+
+def _first(lines: list[str], kind: str) -> int:
+    return next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == kind)
+
+
+def _edit(line: str, **changes: object) -> str:
+    record = json.loads(line)
+    record.update(changes)
+    return json.dumps(record)
+
+
+async def test_export_layout(new_store: NewStore) -> None:
+    _, lines = await _exported("memory", new_store)
+    records = [json.loads(line) for line in lines]
+    assert records[0] == {"kind": "header", "format": "memory-core/jsonl", "version": 1, "messages": 60}
+    assert records[-1]["kind"] == "trailer"
+    assert records[-1]["counts"] == {
+        "resources": 2,
+        "threads": sum(r["kind"] == "thread" for r in records),
+        "messages": 60,
+    }
+    rank = {"resource": 0, "thread": 1, "message": 2}
+    groups = [
+        (owner, [rank[r["kind"]] for r in group])
+        for owner, group in itertools.groupby(records[1:-1], key=lambda r: r.get("resource_id", r["id"]))
+    ]
+    # Per resource (each once, by id): its record, its threads, then its messages.
+    owners = [owner for owner, _ in groups]
+    assert owners == sorted(set(owners))
+    assert all(ranks == sorted(ranks) for _, ranks in groups)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+async def test_import_twice_changes_nothing(kind: str, new_store: NewStore) -> None:
+    source, lines = await _exported(kind, new_store)
+    destination = await new_store(kind)
+    first = await import_lines(destination, lines, batch_size=13)
+    assert first.written["messages"] == 60 and first.skipped["messages"] == 0
+    state = await snapshot(destination)
+    assert state == await snapshot(source)
+    again = await import_lines(destination, lines, batch_size=13)
+    assert again.written == {"resources": 0, "threads": 0, "messages": 0}
+    assert again.skipped == first.written
+    assert await snapshot(destination) == state
+
+
+def _interrupting(lines: list[str], after: int) -> Iterator[str]:
+    for number, line in enumerate(lines, 1):
+        if number > after:
+            raise KeyboardInterrupt
+        yield line
+
+
+@pytest.mark.parametrize("cut", [5, 40, -2])
+async def test_interrupted_import_resumes(cut: int, new_store: NewStore) -> None:
+    source, lines = await _exported("sqlite", new_store)
+    destination = await new_store("sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        await import_lines(destination, _interrupting(lines, cut % len(lines)), batch_size=7)
+    resumed = await import_lines(destination, lines, batch_size=7)
+    assert resumed.messages == 60
+    assert await snapshot(destination) == await snapshot(source)
+    assert await summarize(destination) == await summarize(source)
+
+
+async def test_truncated_file_imports_its_part_and_says_so(new_store: NewStore) -> None:
+    source, lines = await _exported("sqlite", new_store)
+    destination = await new_store("sqlite")
+    with pytest.raises(TransferError, match=f"ends at line {len(lines) - 1} without a trailer"):
+        await import_lines(destination, lines[:-1])
+    # Every record before the cut is in, threads with their own updated_at.
+    assert await snapshot(destination) == await snapshot(source)
+    report = await import_lines(destination, lines)
+    assert report.written["messages"] == 0 and report.skipped["messages"] == 60
+
+
+def _bad_cases(lines: list[str]) -> Iterator[tuple[str, int, str, str]]:
+    """(name, 0-based line index, replacement line, expected message part);
+    the error names the replaced line (the trailer's, for an edited record
+    that is still valid)."""
+    message = _first(lines, "message")
+    thread = _first(lines, "thread")
+    yield "not json", message, lines[message][:-3], "not valid JSON"
+    yield "array", message, "[1, 2]", "must be a JSON object"
+    yield "unknown kind", message, _edit(lines[message], kind="note"), "unknown record kind"
+    yield "bad role", message, _edit(lines[message], role="developer"), "role"
+    yield "no time", message, _edit(lines[message], created_at=None), "needs created_at"
+    yield "no owner", message, _edit(lines[message], resource_id=None), "needs resource_id"
+    yield "unknown field", message, _edit(lines[message], colour="red"), "unknown field"
+    yield "bad time", thread, _edit(lines[thread], created_at="yesterday"), "ISO-8601"
+    yield "orphan", message, _edit(lines[message], thread_id="nowhere"), "comes before the record of thread"
+    yield "format", 0, _edit(lines[0], format="other"), "not a memory-core/jsonl export"
+    yield "version", 0, _edit(lines[0], version=2), "format version 2"
+    yield "second header", message, lines[0], "a second header"
+    yield "content edited", message, _edit(lines[message], content="changed"), "do not match the trailer"
+
+
+async def test_malformed_lines_name_their_number_and_write_nothing_of_the_record(new_store: NewStore) -> None:
+    _, lines = await _exported("memory", new_store)
+    for name, index, replacement, reason in _bad_cases(lines):
+        destination = await new_store("sqlite")
+        broken = [*lines[:index], replacement, *lines[index + 1 :]]
+        with pytest.raises(TransferError) as caught:
+            await import_lines(destination, broken, batch_size=1000)
+        reported = len(lines) if name == "content edited" else index + 1
+        assert caught.value.field == f"line {reported}", name
+        assert reason in str(caught.value), (name, str(caught.value))
+        if index and name != "content edited":
+            record = json.loads(lines[index])
+            if record["kind"] == "message":
+                assert await destination.get_messages([record["id"]]) == [], name
+
+
+async def test_record_after_the_trailer(new_store: NewStore) -> None:
+    _, lines = await _exported("memory", new_store)
+    with pytest.raises(TransferError, match="after the trailer") as caught:
+        await import_lines(await new_store("memory"), [*lines, lines[-2]])
+    assert caught.value.field == f"line {len(lines) + 1}"
+
+
+async def test_empty_input(new_store: NewStore) -> None:
+    with pytest.raises(TransferError, match="empty"):
+        await import_lines(await new_store("memory"), [])
+
+
+async def test_import_never_replaces_other_content(new_store: NewStore) -> None:
+    _, lines = await _exported("memory", new_store)
+    destination = await new_store("sqlite")
+    record = json.loads(lines[_first(lines, "message")])
+    thread = json.loads(next(line for line in lines if json.loads(line).get("id") == record["thread_id"]))
+    await destination.save_thread(Thread(thread["id"], thread["resource_id"], created_at=thread["created_at"]))
+    with pytest.raises(ConflictError, match=f"thread {thread['id']!r} exists in the destination"):
+        await import_lines(destination, lines)
+    kept = await destination.get_thread(thread["id"])
+    assert kept is not None and kept.title == "" and kept.metadata == {}
+
+    other = await new_store("sqlite")
+    await other.save_thread(
+        Thread(
+            thread["id"],
+            thread["resource_id"],
+            thread["title"],
+            thread["metadata"],
+            thread["created_at"],
+            thread["updated_at"],
+        )
+    )
+    await other.save_messages(
+        [Message(record["id"], record["thread_id"], "user", "mine", created_at=record["created_at"])]
+    )
+    with pytest.raises(ConflictError, match=f"message {record['id']!r} exists"):
+        await import_lines(other, lines)
+    [mine] = await other.get_messages([record["id"]])
+    assert mine.content == "mine"
