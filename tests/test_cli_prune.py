@@ -71,6 +71,8 @@ def test_prune_threads(tmp_path: Path) -> None:
     [
         (["--older-than", "30x"], "--older-than: must look like 30d"),
         (["--older-than", "0d"], "--older-than: must be more than zero"),
+        (["--older-than", "999999999w"], "--older-than: too long: at most 999,999,999 days"),
+        (["--older-than", "99999999999999999999d"], "--older-than: too long"),
         (["--older-than", "1d", "--threads", "--messages"], "give --threads or --messages, not both"),
         (["--older-than", "1d", "--resource", " "], "resource_id"),
         (["--older-than", "1d", "--batch-size", "0"], "batch_size"),
@@ -97,3 +99,12 @@ def test_parse_age_sums_units() -> None:
     for bad in ("", "d", "1.5d", "1d ", "-1d", "1y"):
         with pytest.raises(ValidationError):
             parse_age(bad)
+
+
+def test_prune_refuses_a_missing_sqlite_file_and_creates_nothing(tmp_path: Path) -> None:
+    # A typo must not become an empty new database reported as "removed 0".
+    missing = tmp_path / "typo" / "m.db"
+    result = CliRunner().invoke(app, ["prune", f"sqlite:///{missing}", "--older-than", "1d"])
+    assert result.exit_code == 2, result.output
+    assert "does not exist" in result.output and result.output.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []

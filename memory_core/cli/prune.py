@@ -1,8 +1,9 @@
 """``memory-core prune URL --older-than 30d``: apply a retention policy.
 
 Registered as the ``prune`` command of the entry-point group
-``memory_core.cli``. Everything is checked (age, flags, URLs) before a store
-is opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
+``memory_core.cli``. Everything is checked (age, flags, URLs, and that a
+SQLite file exists: pruning never creates a store) before a store is
+opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
 whose points go with their messages) or
 :meth:`memory_core.storage.BaseStorage.prune`; semantics in
 :mod:`memory_core.retention`.
@@ -17,14 +18,15 @@ from typing import Annotated
 
 import typer
 
-from memory_core.cli.host import console, fail, user_errors
+from memory_core.cli.host import console, existing_storage, fail, user_errors
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
+from memory_core.storage import Storage
 
 __all__ = ["parse_age", "prune"]
 
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_AGE = re.compile(r"(\d{1,9})([smhdw])")
+_AGE = re.compile(r"(\d+)([smhdw])")
 
 
 def parse_age(text: str) -> timedelta:
@@ -32,14 +34,18 @@ def parse_age(text: str) -> timedelta:
     m, h, d, w; summed) as a timedelta.
 
     Raises:
-        ValidationError: anything else, or an age of zero (field ``--older-than``).
+        ValidationError: anything else, an age of zero, or one longer than
+            ``timedelta`` holds (999,999,999 days) (field ``--older-than``).
     """
     parts = _AGE.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         raise ValidationError("--older-than", f"must look like 30d, 12h, 90m, 2w or 1d12h, got {text!r}")
     age = timedelta(0)
-    for number, unit in parts:
-        age += timedelta(**{_UNITS[unit]: int(number)})
+    try:
+        for number, unit in parts:
+            age += timedelta(**{_UNITS[unit]: int(number)})
+    except OverflowError:
+        raise ValidationError("--older-than", f"too long: at most {timedelta.max.days:,} days, got {text!r}") from None
     if age <= timedelta(0):
         raise ValidationError("--older-than", "must be more than zero")
     return age
@@ -69,7 +75,8 @@ def prune(
             resource_id=resource,
             batch_size=batch_size,
         )
-        report = asyncio.run(_prune(url, vector, policy, dry_run))
+        # Built without I/O, so a bad storage URL fails before the vector store opens.
+        report = asyncio.run(_prune(existing_storage(url), vector, policy, dry_run))
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":
@@ -79,13 +86,11 @@ def prune(
     console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
 
 
-async def _prune(url: str, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
+async def _prune(storage: Storage, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
     from memory_core.embedders import LexicalHashEmbedder
     from memory_core.memory import Memory
-    from memory_core.registry import connect_vector, storage_class
+    from memory_core.registry import connect_vector
 
-    # Built without I/O, so a bad storage URL fails before the vector store opens.
-    storage = storage_class(url).from_url(url)
     vectors = await connect_vector(vector_url) if vector_url is not None else None
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None

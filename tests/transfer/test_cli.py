@@ -126,3 +126,15 @@ def test_import_of_a_malformed_line_names_it(tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", destination], input=f"{header}\n{{oops\n")
     assert result.exit_code == 2
     assert "line 2: not valid JSON" in result.output
+
+
+@pytest.mark.parametrize("through", ["stdin", "file"])
+def test_import_of_a_line_that_is_not_utf8_names_it(through: str, tmp_path: Path) -> None:
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    header = json.dumps({"kind": "header", "format": "memory-core/jsonl", "version": 1, "messages": 0})
+    data = header.encode() + b'\n{"kind": "\xff"}\n'
+    (tmp_path / "in.jsonl").write_bytes(data)
+    args = ["import", destination] + (["-i", str(tmp_path / "in.jsonl")] if through == "file" else [])
+    result = runner.invoke(app, args, input=data if through == "stdin" else b"")
+    assert result.exit_code == 2, result.output
+    assert "line 2: not valid JSON" in result.output and "utf-8" in result.output
