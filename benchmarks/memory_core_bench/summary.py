@@ -70,12 +70,20 @@ def _times(value: float) -> str:
     return f"{value:,.0f}x" if value >= 10 else f"{value:.1f}x"
 
 
-def _ordinal(rank: int, of: int) -> str:
+def _ordinal(rank: int, of: int, first: str = "fastest", last: str = "slowest") -> str:
+    """``rank`` of ``of`` in words; ``first``/``last`` name the ends (``most``/
+    ``fewest`` for rates)."""
     if rank == 1:
-        return f"the fastest of {of}" if of > 1 else "the only one measured"
+        return f"the {first} of {of}" if of > 1 else "the only one measured"
     if rank == of:
-        return f"the slowest of {of}"
+        return f"the {last} of {of}"
     return f"{rank}{ {2: 'nd', 3: 'rd'}.get(rank, 'th') } of {of}"
+
+
+def _close_to(rank: int, ratio: float, best: str) -> str:
+    """How a strength that is not first compares with the first (a strength
+    listed as "the slowest of 2" read as a contradiction)."""
+    return "" if rank == 1 else f", within {ratio:.2f}x of {best}"
 
 
 class _Facts:
@@ -139,7 +147,7 @@ def _storage_summary(facts: _Facts, backend: str, others: list[str]) -> BackendS
         text = f"newest 20 of a thread in {_us(r.latency.p50_us)} at {r.size:,} messages ({_ordinal(rank, of)})"
         best = next(x for x in reads.values() if x[0] == 1)[2]
         if rank == 1 or r.latency.p50_us <= best.latency.p50_us * _SIMILAR:
-            good.append(text)
+            good.append(text + _close_to(rank, r.latency.p50_us / best.latency.p50_us, best.backend))
         elif r.latency.p50_us >= 2 * best.latency.p50_us:
             costs.append(f"{text}, {_times(r.latency.p50_us / best.latency.p50_us)} {best.backend}")
     grown = facts.sizes(backend, "recall_newest")
@@ -157,9 +165,9 @@ def _storage_summary(facts: _Facts, backend: str, others: list[str]) -> BackendS
     if backend in writes:
         rank, of, r = writes[backend]
         best = next(x for x in writes.values() if x[0] == 1)[2]
-        text = f"{_per_s(r.items_per_s)} messages/s in batches of 100 ({_ordinal(rank, of).replace('fastest', 'most')})"
+        text = f"{_per_s(r.items_per_s)} messages/s in batches of 100 ({_ordinal(rank, of, 'most', 'fewest')})"
         if rank == 1 or r.items_per_s * _SIMILAR >= best.items_per_s:
-            good.append(text)
+            good.append(text + _close_to(rank, best.items_per_s / r.items_per_s, best.backend))
         elif r.items_per_s * 2 <= best.items_per_s:
             costs.append(f"{text}, {_times(best.items_per_s / r.items_per_s)} fewer than {best.backend}")
     one = facts.get(backend, "save_one", largest)
@@ -185,7 +193,8 @@ def _storage_summary(facts: _Facts, backend: str, others: list[str]) -> BackendS
             if here is not None and here.ops_per_s > 0:
                 text += f" (one process: {_per_s(here.ops_per_s)} turns/s)"
             if rank == 1 or r.ops_per_s * _SIMILAR >= best.ops_per_s:
-                good.append(f"{text}, {_ordinal(rank, of).replace('fastest', 'most')}")
+                ratio = best.ops_per_s / r.ops_per_s
+                good.append(f"{text}, {_ordinal(rank, of, 'most', 'fewest')}{_close_to(rank, ratio, best.backend)}")
             elif here is not None and r.ops_per_s < here.ops_per_s:
                 costs.append(f"{text}: more processes get less done, they queue for the store")
             else:

@@ -160,3 +160,19 @@ def test_cli_ends_with_the_summary_and_prints_targets_only_when_asked(tmp_path: 
     with_targets = _cli(tmp_path, "--targets")
     assert "targets (measured, not asserted)" in with_targets
     assert with_targets.index("targets (measured") < with_targets.index("What this run says")
+
+
+def test_a_strength_that_is_not_first_says_how_close_it_is() -> None:
+    # Two backends, valkey's batches 10% behind sqlite's: listed as a strength,
+    # so it must not read "the slowest", and a rate is "fewest", not "slowest".
+    report = _report()
+    report.results = [r for r in report.results if r.backend in ("sqlite", "valkey")]
+    for r in report.results:
+        if (r.backend, r.workload) == ("valkey", "save_batch"):
+            r.items_per_s = 18_000.0
+        if (r.backend, r.workload) == ("sqlite", "save_batch"):
+            r.items_per_s = 20_000.0
+    valkey = next(s for s in backend_summaries(report) if s.backend == "valkey")
+    batches = next(t for t in valkey.good_at if "in batches of 100" in t)
+    assert batches == "18,000 messages/s in batches of 100 (the fewest of 2), within 1.11x of sqlite"
+    assert not any("slowest" in t for t in valkey.good_at)
