@@ -4,6 +4,40 @@ Threads, messages, resources with working memory and semantic recall, over
 interchangeable backends that behave exactly alike (the rules in
 ``memory_core_conformance.rules``). Start with
 :func:`connect` and :class:`Memory`.
+
+Where each part lives (one responsibility per module):
+
+- records and errors: :mod:`~memory_core.models` (Thread, Message,
+  Resource, filters, pages), :mod:`~memory_core.errors` (the error tree),
+  :mod:`~memory_core.validation` (every public input, checked once),
+  :mod:`~memory_core.query` (normalised queries for adapters),
+  :mod:`~memory_core.cursor`, :mod:`~memory_core.ids`,
+  :mod:`~memory_core.clock`, :mod:`~memory_core.codec`,
+  :mod:`~memory_core.capabilities`;
+- storage: :mod:`~memory_core.storage` (the Protocol callers use and
+  ``BaseStorage``, which adapters subclass), :mod:`~memory_core.plan` (read
+  plans), :mod:`~memory_core.reference` (the reference store,
+  ``memory://``), :mod:`~memory_core.registry` (URL scheme to adapter,
+  :func:`connect`);
+- vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
+  :mod:`~memory_core.reference_vector` (``memory://`` vectors),
+  :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to
+  vectors);
+- composition: :mod:`~memory_core.memory` (:class:`Memory`: recall, working
+  memory), :mod:`~memory_core.tokens` (token budgets),
+  :mod:`~memory_core.chat` (agent message shapes),
+  :mod:`~memory_core.retention` (prune, R-PRUNE),
+  :mod:`~memory_core.transfer` (export, import, copy),
+  :mod:`~memory_core.telemetry` (OpenTelemetry spans),
+  :mod:`~memory_core.integrations` (agent frameworks);
+- tools: :mod:`~memory_core.cli` (the ``memory-core`` command host and
+  ``demo``; ``prune``, ``export``, ``import``, ``copy`` are its command
+  modules, ``check`` lives in ``memory_core_conformance`` and ``bench`` in
+  ``memory_core_bench``), :mod:`~memory_core.testing` (test support).
+
+Storage adapters are separate distributions (``memory_core_sqlite``,
+``memory_core_redis``, ``memory_core_mongodb``, ``memory_core_postgres``;
+vectors: ``memory_core_qdrant``, pgvector in ``memory_core_postgres``).
 """
 
 from memory_core.clock import Clock, ManualClock, SystemClock, system_clock
