@@ -76,8 +76,11 @@ def test_core_wheel_holds_the_contract_and_the_cli_only(tmp_path: Path) -> None:
     code = [n for n in names if n.startswith("memory_core/")]
     assert "memory_core/cli/data/sample.json" in code
     assert not [n for n in code if "bench" in n or "conformance" in n or "/tests/" in n], code
-    # The core registers only its own command and its reference store.
-    assert "[memory_core.cli]\ndemo = memory_core.cli.demo:demo" in registered
+    # The core registers only its own commands (from memory_core.cli) and its reference store.
+    section = registered.split("[memory_core.cli]\n", 1)[1].split("\n\n", 1)[0]
+    commands = dict(line.split(" = ") for line in section.splitlines())
+    assert commands["demo"] == "memory_core.cli.demo:demo"
+    assert all(target.startswith("memory_core.cli.") for target in commands.values()), commands
     assert "check" not in registered and "bench" not in registered
 
 
