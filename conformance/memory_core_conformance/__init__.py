@@ -3,6 +3,30 @@
 Subclass :class:`StorageConformance` in one test module and provide the
 ``storage_factory`` fixture; the pytest plugin (loaded automatically) only
 registers markers and Hypothesis profiles. See ``conformance/README.md``.
+
+Where each part lives:
+
+- the rules: :mod:`~memory_core_conformance.rules` (every rule's statement;
+  a test's name decides its rule) and the reference store they are checked
+  against, ``memory_core.reference``;
+- the suite: :mod:`~memory_core_conformance.suite` (``StorageConformance``)
+  built from the mixins in :mod:`~memory_core_conformance.cases`, the state
+  machine :mod:`~memory_core_conformance.stateful`, inputs
+  :mod:`~memory_core_conformance.strategies`, exact answers
+  :mod:`~memory_core_conformance.compare`, store life cycle
+  :mod:`~memory_core_conformance.harness`, effort
+  :mod:`~memory_core_conformance.profiles`, the pytest
+  :mod:`~memory_core_conformance.plugin`;
+- vector stores: :mod:`~memory_core_conformance.vector` (with Memory and an
+  embedder) and :mod:`~memory_core_conformance.vector_store` (on its own);
+- framework seams: :mod:`~memory_core_conformance.integrations`;
+- a live deployment: ``memory-core check URL``
+  (:mod:`~memory_core_conformance.cli`, :mod:`~memory_core_conformance.check`,
+  :mod:`~memory_core_conformance.live`, the per-rule table
+  :mod:`~memory_core_conformance.report` and
+  :mod:`~memory_core_conformance.progress`);
+- a worked adapter: :mod:`~memory_core_conformance.examples` (the toy file
+  store and its test module).
 """
 
 from memory_core.capabilities import Capability
