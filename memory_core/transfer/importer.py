@@ -251,7 +251,8 @@ async def import_lines(
         TransferError: a malformed line (named by number), records out of
             order, a header of another format or version, a mismatch with the
             trailer, or input that ends before its trailer (the records before
-            it are imported completely).
+            it are imported completely; the error's ``written`` and message
+            say how many).
         ConflictError: an id stored in the destination with other content.
         ValidationError: a bad ``batch_size``.
         BackendError: the store failed.
@@ -259,6 +260,15 @@ async def import_lines(
     if type(batch_size) is not int or batch_size < 1:
         raise ValidationError("batch_size", f"must be an int >= 1, got {batch_size!r}")
     state = _Import(storage, batch_size, on_total, on_progress, on_resource)
+    try:
+        return await _import(state, lines)
+    except TransferError as exc:
+        if exc.written or not any(state.report.written.values()):
+            raise
+        raise TransferError(exc.field, exc.reason, exc.rule, state.report.written) from None
+
+
+async def _import(state: _Import, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> ImportReport:
     number = 0
     async for text in _lines(lines):
         number += 1

@@ -38,7 +38,20 @@ class TransferError(ValidationError):
     """A line of an export that cannot be imported (malformed JSON, an unknown
     kind or field, a record that breaks a storage rule, records out of
     order), or a file without its trailer. ``field`` is ``"line N"`` (1-based)
-    or ``"input"``; nothing of the offending record has been written."""
+    or ``"input"``; nothing of the offending record has been written.
+
+    Attributes:
+        written: what the import wrote before it stopped, per kind (empty
+            outside an import, or when nothing was written). Those records
+            stay; importing the corrected file again skips them. The message
+            says so too, so a reader never takes the error for a rollback.
+    """
+
+    def __init__(self, field: str, reason: str, rule: str = "", written: dict[str, int] | None = None) -> None:
+        self.written = {kind: count for kind, count in (written or {}).items() if count}
+        if self.written:
+            reason = f"{reason} (written before it, and kept: {self.written}; importing again skips them)"
+        super().__init__(field, reason, rule)
 
 
 def encode(record: dict[str, Any]) -> str:

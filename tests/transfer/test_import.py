@@ -177,3 +177,20 @@ async def test_import_never_replaces_other_content(new_store: NewStore) -> None:
         await import_lines(other, lines)
     [mine] = await other.get_messages([record["id"]])
     assert mine.content == "mine"
+
+
+async def test_an_error_after_writes_says_what_was_written_and_kept(new_store: NewStore) -> None:
+    # A digest mismatch is found at the trailer, after every record went in:
+    # the error must not read like a rollback.
+    _, lines = await _exported("memory", new_store)
+    message = _first(lines, "message")
+    edited = [*lines[:message], _edit(lines[message], content="changed"), *lines[message + 1 :]]
+    destination = await new_store("sqlite")
+    with pytest.raises(TransferError) as caught:
+        await import_lines(destination, edited)
+    assert caught.value.written["messages"] == 60 and caught.value.written["threads"] > 0
+    assert "written before it, and kept: {" in str(caught.value) and "importing again skips them" in str(caught.value)
+    # Nothing written yet: no such clause.
+    with pytest.raises(TransferError) as first:
+        await import_lines(await new_store("sqlite"), [lines[0], "{oops"])
+    assert first.value.written == {} and "written before it" not in str(first.value)
