@@ -135,15 +135,20 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
         and ``trailer``.
 
     Raises:
-        TransferError: not a JSON object, an unknown ``kind``, a record that
+        TransferError: not UTF-8, not a JSON object, an unknown ``kind``, a record that
             the storage validation refuses (R-ID, R-JSON, R-TIME, R-SIZE ...),
             or a record without its times (or a message without its
             ``resource_id``): an import never lets the destination pick them.
     """
     where = f"line {number}"
     try:
-        value = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as exc:
+        # The format is UTF-8; json.loads would guess UTF-16/32 from bytes.
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        raise TransferError(where, f"not UTF-8 text ({exc})") from None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
         raise TransferError(where, f"not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise TransferError(where, f"must be a JSON object, got {type(value).__name__}")
