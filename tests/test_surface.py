@@ -179,6 +179,15 @@ async def test_connect_errors_name_the_option_and_the_url_kind() -> None:
         await connect_vector("sqlite:///x.db")
 
 
+async def test_an_unknown_option_lists_every_keyword_and_the_one_meant(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_sqlite")
+    with pytest.raises(ValidationError) as caught:
+        await connect(f"sqlite:///{tmp_path / 'x.db'}", namesapce="x")
+    assert "did you mean 'namespace'?" in str(caught.value)
+    assert "['clock', 'namespace', 'synchronous', 'timeout']" in str(caught.value)
+    assert not (tmp_path / "x.db").exists()
+
+
 def _chat() -> list[dict[str, Any]]:
     return [
         {"role": "developer", "content": "Be brief."},
