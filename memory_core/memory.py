@@ -1243,7 +1243,11 @@ class Memory:
         ``("resource", resource id)``) and its stored value; validates, then
         reads once (the thread, with its owner's record for resource scope)."""
         if not config.enabled:
-            raise ValidationError("working_memory.enabled", "working memory is not enabled in the config")
+            raise ValidationError(
+                "working_memory.enabled",
+                "working memory is off (the default): turn it on with "
+                'MemoryConfig(working_memory={"enabled": True}) or the call\'s thread_config',
+            )
         if thread_id is not None:
             check_id(thread_id, "thread_id")
         if resource_id is not None:
