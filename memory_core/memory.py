@@ -656,12 +656,20 @@ class Memory:
         """
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
             raise ValidationError("messages", "must be a list of Message or mappings")
+        return await self._save(messages, "messages", persist_system)
+
+    async def _save(
+        self, messages: Sequence[Message | Mapping[str, Any]], label: str, persist_system: bool
+    ) -> list[Message]:
+        """:meth:`save_messages` once the list's shape is checked; errors about
+        a message whose id is generated here name it ``<label>[<index>]``."""
         check_bool(persist_system, "persist_system")
         batch: list[Message] = []
         for index, raw in enumerate(messages):
+            generated = False
             if isinstance(raw, Mapping) and raw.get("id") is None:
-                raw = {**raw, "id": new_message_id()}
-            message = check_message(raw, f"messages[{index}]")
+                raw, generated = {**raw, "id": new_message_id()}, True
+            message = check_message(raw, f"{label}[{index}]", by_id=not generated)
             if persist_system or message.role != "system":
                 batch.append(message)
         saved = await self.storage.save_messages(batch) if batch else []
@@ -677,6 +685,7 @@ class Memory:
         turns: Sequence[tuple[str, Any] | Mapping[str, Any]],
         *,
         resource_id: str | None = None,
+        persist_system: bool = False,
     ) -> list[Message]:
         """Append turns to a thread, in order, with new time-ordered ids and
         "now" as ``created_at`` (R-CLOCK keeps their order).
@@ -685,9 +694,11 @@ class Memory:
             thread_id: the thread (it must exist; see :meth:`get_or_create_thread`).
             turns: ``(role, content)`` pairs or mappings with ``role``,
                 ``content`` and optionally ``metadata``, ``type``, ``id``,
-                ``created_at``. Roles: ``user``, ``assistant``, ``tool``
-                (``system`` turns are not persisted, as in :meth:`save_messages`).
+                ``created_at``. Roles: ``user``, ``assistant``, ``tool``,
+                ``system``.
             resource_id: when given, must own the thread (else OwnershipError).
+            persist_system: store ``system`` turns too (default False: they
+                are validated, not stored, as in :meth:`save_messages`).
 
         Returns:
             The stored messages, in order.
@@ -715,7 +726,7 @@ class Memory:
             if resource_id is not None:
                 item["resource_id"] = resource_id
             batch.append(item)
-        return await self.save_messages(batch)
+        return await self._save(batch, "turns", persist_system)
 
     @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:

@@ -309,15 +309,18 @@ def message_size(message: Message) -> int:
     return len(codec.dumps(body).encode("utf-8")) + 40  # + an ISO timestamp
 
 
-def check_message(value: Any, field: str) -> Message:
+def check_message(value: Any, field: str, *, by_id: bool = True) -> Message:
     """Validate one message for saving (R-ID, R-TIME, R-JSON, R-SIZE).
 
     Returns a Message with ``created_at`` normalised to aware UTC (or None
-    when absent, meaning "now"). Errors name the message id when known.
+    when absent, meaning "now"). Errors name the message by its id
+    (``message 'm1'.role``), or by ``field`` (``turns[2].role``) when
+    ``by_id`` is False: an id the store just generated means nothing to the
+    caller.
     """
     message = coerce_model(value, Message, field)
     msg_id = check_id(message.id, f"{field}.id")
-    where = f"message {msg_id!r}"
+    where = f"message {msg_id!r}" if by_id else field
     check_id(message.thread_id, f"{where}.thread_id")
     if message.resource_id is not None:
         check_id(message.resource_id, f"{where}.resource_id")

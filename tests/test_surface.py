@@ -70,6 +70,35 @@ async def test_append_messages_generates_ids_and_keeps_order(memory: Memory) -> 
     assert (await memory.list_messages("t1")).total == 3
 
 
+async def test_errors_name_a_turn_by_position_when_its_id_was_generated(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    cases: list[tuple[list[Any], str]] = [
+        ([("user", "ok"), ("wizard", "x")], "turns[1].role"),
+        ([("user", None)], "turns[0].content"),
+        ([("user", {"n": float("nan")})], "turns[0].content['n']"),
+        ([("user", "x" * (16 * 2**20))], "turns[0]"),
+        ([{"role": "user", "content": "x", "id": "mine", "created_at": "bad"}], "message 'mine'.created_at"),
+    ]
+    for turns, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            await memory.append_messages("t1", turns)
+        assert caught.value.field == field
+    with pytest.raises(ValidationError) as caught:
+        await memory.save_messages([{"thread_id": "t1", "role": "wizard", "content": "x"}])
+    assert caught.value.field == "messages[0].role"
+    assert (await memory.list_messages("t1")).total == 0
+
+
+async def test_append_messages_keeps_system_turns_when_asked(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    turns = [("system", "Be terse."), ("user", "hi")]
+    assert [m.role for m in await memory.append_messages("t1", turns)] == ["user"]
+    assert [m.role for m in await memory.append_messages("t1", turns, persist_system=True)] == ["system", "user"]
+    assert [m.role for m in (await memory.list_messages("t1")).items] == ["user", "system", "user"]
+    with pytest.raises(ValidationError):
+        await memory.append_messages("t1", turns, persist_system="yes")  # type: ignore[arg-type]
+
+
 async def test_save_messages_fills_missing_ids_and_skips_system(memory: Memory) -> None:
     await memory.create_thread("u1", thread_id="t1")
     saved = await memory.save_messages(
