@@ -260,3 +260,38 @@ async def test_chat_formats_round_trip_losslessly_through_a_store() -> None:
             from_openai_chat(bad, "t1")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         from_responses_items([{"type": "message", "role": "tool", "content": "x"}], "t1")
+
+
+async def test_tool_calls_survive_a_conversion_to_the_other_format() -> None:
+    # A conversation stored as Responses items (the Agents SDK's shape) read
+    # back for a Chat Completions call must keep its calls and their results:
+    # an API refuses a tool message that answers no tool_calls.
+    parallel: list[dict[str, Any]] = [
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "t", "arguments": '{"tz": "UTC"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "noon"}]},
+        {"type": "function_call", "call_id": "c3", "name": "w", "arguments": "{}"},
+    ]
+    storage = await connect("memory://", clock=ManualClock(T0))
+    async with storage:
+        await storage.save_thread({"id": "t1", "resource_id": "u1"})
+        await storage.save_messages(from_responses_items(parallel, "t1") + from_openai_chat(_chat(), "t1"))
+        stored = (await storage.list_messages("t1", per_page=False)).items
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "t", "arguments": '{"tz": "UTC"}'}},
+    ]
+    assert to_openai_chat(stored[:5]) == [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "noon"},
+        {"role": "assistant", "content": None, "tool_calls": [{**calls[0], "id": "c3"}]},
+    ]
+    assert to_responses_items(stored[5:]) == [
+        {"type": "message", "role": "system", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": "weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "message", "role": "assistant", "content": "Sunny."},
+    ]
