@@ -1195,8 +1195,10 @@ class Memory:
         config = self._config(thread_config).working_memory
         if isinstance(working_memory, Mapping):
             text = codec.dumps(check_json_object(dict(working_memory), "working_memory"))
-        else:
+        elif isinstance(working_memory, str):
             text = check_text(working_memory, "working_memory")
+        else:
+            raise ValidationError("working_memory", f"must be a str or a dict, got {type(working_memory).__name__}")
         if config.schema is not None:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
@@ -1209,6 +1211,8 @@ class Memory:
                 await self.storage.update_resource(key, working_memory=text)
             return text
         if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
+            if if_version is None:
+                raise ConflictError("working memory is stored already (if_version=None writes only when none is)")
             raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 

@@ -147,8 +147,11 @@ async def test_working_memory_by_resource_with_stored_flag_and_versions(memory: 
     await memory.update_working_memory(None, "v2", "u1", if_version=state.version)
     with pytest.raises(ConflictError):  # that version is gone
         await memory.update_working_memory(None, "v3", "u1", if_version=state.version)
-    with pytest.raises(ConflictError):  # something is stored
+    with pytest.raises(ConflictError, match="stored already"):  # something is stored
         await memory.update_working_memory(None, "v3", "u1", if_version=None)
+    for bad in (None, 5, ["x"]):
+        with pytest.raises(ValidationError, match="must be a str or a dict"):
+            await memory.update_working_memory(None, bad, "u1")  # type: ignore[arg-type]
     assert await memory.get_working_memory(resource_id="u1") == "v2"
     await memory.create_thread("u1", thread_id="t1")
     assert await memory.get_working_memory("t1") == "v2"  # through the thread, as before
