@@ -13,13 +13,17 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from memory_core.cli.host import console, fail, user_errors
+from memory_core.cli.stores import command_storage
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
+
+if TYPE_CHECKING:
+    from memory_core.storage import Storage
 
 __all__ = ["parse_age", "prune"]
 
@@ -69,7 +73,9 @@ def prune(
             resource_id=resource,
             batch_size=batch_size,
         )
-        report = asyncio.run(_prune(url, vector, policy, dry_run))
+        # A missing SQLite file is a typo here, not an empty store to create.
+        storage = command_storage(url, "URL", must_exist=True)
+        report = asyncio.run(_prune(storage, vector, policy, dry_run))
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":
@@ -79,13 +85,11 @@ def prune(
     console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
 
 
-async def _prune(url: str, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
+async def _prune(storage: Storage, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
     from memory_core.embedders import LexicalHashEmbedder
     from memory_core.memory import Memory
-    from memory_core.registry import connect_vector, storage_class
+    from memory_core.registry import connect_vector
 
-    # Built without I/O, so a bad storage URL fails before the vector store opens.
-    storage = storage_class(url).from_url(url)
     vectors = await connect_vector(vector_url) if vector_url is not None else None
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None

@@ -24,7 +24,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import fail, user_errors
-from memory_core.registry import build_storage, build_vector, url_scheme
+from memory_core.cli.stores import command_storage
+from memory_core.registry import build_vector
 from memory_core.storage import Storage
 from memory_core.transfer import copy_store, export_lines, import_lines
 from memory_core.validation import check_id
@@ -40,20 +41,6 @@ VERIFY_FAILED = 1
 
 # Progress and messages go to stderr: stdout carries the export.
 _err = Console(stderr=True)
-
-
-def _storage(url: str, role: str, *, must_exist: bool) -> Storage:
-    """The store for ``url``, built but not opened; refuses before any I/O an
-    unknown scheme or adapter not installed (the registry's error names the
-    package), a malformed URL, or a SQLite source file that does not exist
-    (opening it would create it)."""
-    store = build_storage(url)
-    if must_exist and url_scheme(url) == "sqlite":
-        path = url.split("://", 1)[1].split("?", 1)[0]
-        path = path[1:] if path.startswith("/") else path
-        if path not in ("", ":memory:", "/:memory:") and not Path(path).exists():
-            fail(f"{role}: {path} does not exist")
-    return store
 
 
 def _check_resource(resource: str | None) -> None:
@@ -125,7 +112,7 @@ def export(
 ) -> None:
     """Write a store (or one resource) as memory-core/jsonl to stdout."""
     with user_errors():
-        storage = _storage(url, "URL", must_exist=True)
+        storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
         if output is not None and output.exists():
             fail(f"--output {output} exists; export never overwrites a file")
@@ -151,7 +138,7 @@ def import_(
 ) -> None:
     """Import memory-core/jsonl from stdin; records already there are skipped."""
     with user_errors():
-        storage = _storage(url, "URL", must_exist=False)
+        storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file")
         vectors = None if vector is None else build_vector(vector)
@@ -186,8 +173,8 @@ def copy(
     with user_errors():
         if source == destination:
             fail("SOURCE and DESTINATION are the same URL")
-        src = _storage(source, "SOURCE", must_exist=True)
-        dst = _storage(destination, "DESTINATION", must_exist=False)
+        src = command_storage(source, "SOURCE", must_exist=True)
+        dst = command_storage(destination, "DESTINATION", must_exist=False)
         _check_resource(resource)
         vectors = None if vector is None else build_vector(vector)
 
