@@ -22,8 +22,16 @@ items (function calls, reasoning) ``assistant``.
 Messages get new time-ordered ids (:func:`memory_core.ids.new_message_id`)
 and no ``created_at`` (the store assigns "now" in list order, R-CLOCK).
 Note that :meth:`memory_core.Memory.save_messages` does not persist
-``system`` messages, so ``system``/``developer`` turns are kept only when
-saved through the storage itself.
+``system`` messages, so ``system``/``developer`` turns are kept only with
+``persist_system=True`` (or when saved through the storage itself).
+
+Converting to the other format (a conversation saved as Responses items read
+back as Chat Completions messages, or the reverse) keeps tool calls: a
+``function_call`` item is a ``tool_calls`` entry (consecutive ones share one
+assistant message, as parallel calls do) and a ``function_call_output`` a
+``tool`` message with its ``tool_call_id``, and back. Other items without a
+Chat Completions form (``reasoning`` ...) become an assistant message of
+their text.
 """
 
 from __future__ import annotations
@@ -175,14 +183,37 @@ def to_openai_chat(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Stored messages -> Chat Completions messages, in the given order.
 
     A message made by :func:`from_openai_chat` gives back its original dict.
-    Any other message becomes ``{"role", "content": its text}`` (plus
-    ``tool_call_id`` from its metadata for a tool message, when present).
+    One made by :func:`from_responses_items` from a ``function_call`` item
+    becomes a ``tool_calls`` entry of an assistant message (consecutive calls
+    share one), from a ``function_call_output`` a ``tool`` message with its
+    ``tool_call_id``. Any other message becomes ``{"role", "content": its
+    text}`` (plus ``tool_call_id`` from its metadata for a tool message, when
+    present).
     """
-    out = []
+    out: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] | None = None  # tool_calls of the last message, while it only holds calls
     for message in messages:
         native = _native(message, CHAT_FORMAT, "message")
         if native is not None:
             out.append(native)
+            calls = None
+            continue
+        record = _native(message, RESPONSES_FORMAT, "item")
+        kind = record.get("type") if record is not None else None
+        if record is not None and kind == "function_call":
+            call = {
+                "id": record.get("call_id"),
+                "type": "function",
+                "function": {"name": record.get("name"), "arguments": record.get("arguments")},
+            }
+            if calls is None:
+                calls = []
+                out.append({"role": "assistant", "content": None, "tool_calls": calls})
+            calls.append(call)
+            continue
+        calls = None
+        if record is not None and kind == "function_call_output":
+            out.append({"role": "tool", "tool_call_id": record.get("call_id"), "content": message_text(message)})
             continue
         item: dict[str, Any] = {"role": message.role, "content": message_text(message)}
         if message.role == "tool" and isinstance(message.metadata.get("tool_call_id"), str):
@@ -195,15 +226,40 @@ def to_responses_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Stored messages -> Responses input items, in the given order.
 
     A message made by :func:`from_responses_items` gives back its original
-    item; any other message becomes ``{"type": "message", "role", "content":
-    its text}`` (a ``tool`` message: ``assistant``, as Responses has no tool
-    role for plain messages).
+    item. One made by :func:`from_openai_chat` from an assistant message with
+    ``tool_calls`` becomes its text (a message item, when there is text) and
+    one ``function_call`` item per call; a ``tool`` message with a
+    ``tool_call_id`` a ``function_call_output`` item. Any other message
+    becomes ``{"type": "message", "role", "content": its text}`` (a ``tool``
+    message: ``assistant``, as Responses has no tool role for plain
+    messages).
     """
-    out = []
+    out: list[dict[str, Any]] = []
     for message in messages:
         native = _native(message, RESPONSES_FORMAT, "item")
         if native is not None:
             out.append(native)
+            continue
+        chat = _native(message, CHAT_FORMAT, "message")
+        if chat is not None and chat.get("role") == "assistant" and isinstance(chat.get("tool_calls"), list):
+            if message_text(message):
+                out.append({"type": "message", "role": "assistant", "content": message_text(message)})
+            for call in chat["tool_calls"]:
+                function = call.get("function") if isinstance(call, Mapping) else None
+                if isinstance(function, Mapping):
+                    out.append(
+                        {
+                            "type": "function_call",
+                            "call_id": call.get("id"),
+                            "name": function.get("name"),
+                            "arguments": function.get("arguments"),
+                        }
+                    )
+            continue
+        if chat is not None and chat.get("role") == "tool" and isinstance(chat.get("tool_call_id"), str):
+            out.append(
+                {"type": "function_call_output", "call_id": chat["tool_call_id"], "output": message_text(message)}
+            )
             continue
         role = "assistant" if message.role == "tool" else message.role
         out.append({"type": "message", "role": role, "content": message_text(message)})

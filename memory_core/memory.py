@@ -656,12 +656,20 @@ class Memory:
         """
         if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
             raise ValidationError("messages", "must be a list of Message or mappings")
+        return await self._save(messages, "messages", persist_system)
+
+    async def _save(
+        self, messages: Sequence[Message | Mapping[str, Any]], label: str, persist_system: bool
+    ) -> list[Message]:
+        """:meth:`save_messages` once the list's shape is checked; errors about
+        a message whose id is generated here name it ``<label>[<index>]``."""
         check_bool(persist_system, "persist_system")
         batch: list[Message] = []
         for index, raw in enumerate(messages):
+            generated = False
             if isinstance(raw, Mapping) and raw.get("id") is None:
-                raw = {**raw, "id": new_message_id()}
-            message = check_message(raw, f"messages[{index}]")
+                raw, generated = {**raw, "id": new_message_id()}, True
+            message = check_message(raw, f"{label}[{index}]", by_id=not generated)
             if persist_system or message.role != "system":
                 batch.append(message)
         saved = await self.storage.save_messages(batch) if batch else []
@@ -677,6 +685,7 @@ class Memory:
         turns: Sequence[tuple[str, Any] | Mapping[str, Any]],
         *,
         resource_id: str | None = None,
+        persist_system: bool = False,
     ) -> list[Message]:
         """Append turns to a thread, in order, with new time-ordered ids and
         "now" as ``created_at`` (R-CLOCK keeps their order).
@@ -685,9 +694,11 @@ class Memory:
             thread_id: the thread (it must exist; see :meth:`get_or_create_thread`).
             turns: ``(role, content)`` pairs or mappings with ``role``,
                 ``content`` and optionally ``metadata``, ``type``, ``id``,
-                ``created_at``. Roles: ``user``, ``assistant``, ``tool``
-                (``system`` turns are not persisted, as in :meth:`save_messages`).
+                ``created_at``. Roles: ``user``, ``assistant``, ``tool``,
+                ``system``.
             resource_id: when given, must own the thread (else OwnershipError).
+            persist_system: store ``system`` turns too (default False: they
+                are validated, not stored, as in :meth:`save_messages`).
 
         Returns:
             The stored messages, in order.
@@ -715,7 +726,7 @@ class Memory:
             if resource_id is not None:
                 item["resource_id"] = resource_id
             batch.append(item)
-        return await self.save_messages(batch)
+        return await self._save(batch, "turns", persist_system)
 
     @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
@@ -1184,8 +1195,10 @@ class Memory:
         config = self._config(thread_config).working_memory
         if isinstance(working_memory, Mapping):
             text = codec.dumps(check_json_object(dict(working_memory), "working_memory"))
-        else:
+        elif isinstance(working_memory, str):
             text = check_text(working_memory, "working_memory")
+        else:
+            raise ValidationError("working_memory", f"must be a str or a dict, got {type(working_memory).__name__}")
         if config.schema is not None:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
@@ -1198,6 +1211,8 @@ class Memory:
                 await self.storage.update_resource(key, working_memory=text)
             return text
         if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
+            if if_version is None:
+                raise ConflictError("working memory is stored already (if_version=None writes only when none is)")
             raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
         return text
 
@@ -1243,7 +1258,11 @@ class Memory:
         ``("resource", resource id)``) and its stored value; validates, then
         reads once (the thread, with its owner's record for resource scope)."""
         if not config.enabled:
-            raise ValidationError("working_memory.enabled", "working memory is not enabled in the config")
+            raise ValidationError(
+                "working_memory.enabled",
+                "working memory is off (the default): turn it on with "
+                'MemoryConfig(working_memory={"enabled": True}) or the call\'s thread_config',
+            )
         if thread_id is not None:
             check_id(thread_id, "thread_id")
         if resource_id is not None:

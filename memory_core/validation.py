@@ -9,6 +9,7 @@ keys as aliases (``threadId`` ...).
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -65,6 +66,7 @@ __all__ = [
     "check_thread_order",
     "coerce_model",
     "message_size",
+    "unknown_option",
 ]
 
 INT64_MIN = -(2**63)
@@ -307,15 +309,18 @@ def message_size(message: Message) -> int:
     return len(codec.dumps(body).encode("utf-8")) + 40  # + an ISO timestamp
 
 
-def check_message(value: Any, field: str) -> Message:
+def check_message(value: Any, field: str, *, by_id: bool = True) -> Message:
     """Validate one message for saving (R-ID, R-TIME, R-JSON, R-SIZE).
 
     Returns a Message with ``created_at`` normalised to aware UTC (or None
-    when absent, meaning "now"). Errors name the message id when known.
+    when absent, meaning "now"). Errors name the message by its id
+    (``message 'm1'.role``), or by ``field`` (``turns[2].role``) when
+    ``by_id`` is False: an id the store just generated means nothing to the
+    caller.
     """
     message = coerce_model(value, Message, field)
     msg_id = check_id(message.id, f"{field}.id")
-    where = f"message {msg_id!r}"
+    where = f"message {msg_id!r}" if by_id else field
     check_id(message.thread_id, f"{where}.thread_id")
     if message.resource_id is not None:
         check_id(message.resource_id, f"{where}.resource_id")
@@ -574,3 +579,21 @@ def check_id_list(value: Any, field: str) -> list[str]:
     if isinstance(value, str | bytes) or not isinstance(value, Sequence):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
+
+
+COMMON_OPTIONS = ("clock", "namespace")
+"""Keywords every adapter's ``from_url`` takes besides its own options."""
+
+
+def unknown_option(adapter: str, name: str, accepted: Iterable[str]) -> ValidationError:
+    """The error for an option ``name`` an adapter does not take: it lists
+    every keyword ``connect`` accepts for that adapter (its own plus
+    :data:`COMMON_OPTIONS`) and, for a misspelling, the one meant
+    (``namesapce`` -> "did you mean 'namespace'?").
+
+    Returns (does not raise) the :class:`ValidationError`, field ``option '<name>'``.
+    """
+    known = sorted({*accepted, *COMMON_OPTIONS})
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {known}")

@@ -93,6 +93,15 @@ def test_prune_refuses_an_unknown_scheme() -> None:
     assert result.exit_code == 2 and "unknown storage scheme 'bogus'" in result.output
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_prune_refuses_a_missing_sqlite_file_and_creates_none(dry_run: list[str], tmp_path: Path) -> None:
+    missing = tmp_path / "typo.db"
+    result = CliRunner().invoke(app, ["prune", f"sqlite:///{missing}", "--older-than", "1d", *dry_run])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: URL: ") and "typo.db does not exist" in result.output
+    assert not missing.exists()
+
+
 def test_parse_age_sums_units() -> None:
     assert parse_age("1d12h") == timedelta(days=1, hours=12)
     assert parse_age("90m") == timedelta(minutes=90)

@@ -156,10 +156,18 @@ async def test_working_memory_schema_validates_before_writing(memory: Memory) ->
         Memory(memory.storage, config=MemoryConfig(working_memory=WorkingMemory(schema={"type": "nonsense"})))
 
 
-async def test_working_memory_disabled_is_an_error(memory: Memory) -> None:
+async def test_working_memory_disabled_is_an_error_that_says_how_to_enable_it(memory: Memory) -> None:
     await memory.create_thread("r1", thread_id="t1")
-    with pytest.raises(ValidationError, match="not enabled"):
-        await memory.get_working_memory("t1")
+    calls = (
+        memory.get_working_memory("t1"),
+        memory.read_working_memory(resource_id="r1"),
+        memory.update_working_memory(None, "x", resource_id="r1"),
+        memory.append_working_memory(None, "x", resource_id="r1"),
+    )
+    for call in calls:
+        with pytest.raises(ValidationError, match=r'MemoryConfig\(working_memory=\{"enabled": True\}\)'):
+            await call
+    assert (await memory.storage.get_resource("r1")) is None
 
 
 async def test_generate_title_runs_once_and_failures_do_not_fail_saves(memory: Memory) -> None:

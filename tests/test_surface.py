@@ -70,6 +70,35 @@ async def test_append_messages_generates_ids_and_keeps_order(memory: Memory) -> 
     assert (await memory.list_messages("t1")).total == 3
 
 
+async def test_errors_name_a_turn_by_position_when_its_id_was_generated(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    cases: list[tuple[list[Any], str]] = [
+        ([("user", "ok"), ("wizard", "x")], "turns[1].role"),
+        ([("user", None)], "turns[0].content"),
+        ([("user", {"n": float("nan")})], "turns[0].content['n']"),
+        ([("user", "x" * (16 * 2**20))], "turns[0]"),
+        ([{"role": "user", "content": "x", "id": "mine", "created_at": "bad"}], "message 'mine'.created_at"),
+    ]
+    for turns, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            await memory.append_messages("t1", turns)
+        assert caught.value.field == field
+    with pytest.raises(ValidationError) as caught:
+        await memory.save_messages([{"thread_id": "t1", "role": "wizard", "content": "x"}])
+    assert caught.value.field == "messages[0].role"
+    assert (await memory.list_messages("t1")).total == 0
+
+
+async def test_append_messages_keeps_system_turns_when_asked(memory: Memory) -> None:
+    await memory.create_thread("u1", thread_id="t1")
+    turns = [("system", "Be terse."), ("user", "hi")]
+    assert [m.role for m in await memory.append_messages("t1", turns)] == ["user"]
+    assert [m.role for m in await memory.append_messages("t1", turns, persist_system=True)] == ["system", "user"]
+    assert [m.role for m in (await memory.list_messages("t1")).items] == ["user", "system", "user"]
+    with pytest.raises(ValidationError):
+        await memory.append_messages("t1", turns, persist_system="yes")  # type: ignore[arg-type]
+
+
 async def test_save_messages_fills_missing_ids_and_skips_system(memory: Memory) -> None:
     await memory.create_thread("u1", thread_id="t1")
     saved = await memory.save_messages(
@@ -118,8 +147,11 @@ async def test_working_memory_by_resource_with_stored_flag_and_versions(memory: 
     await memory.update_working_memory(None, "v2", "u1", if_version=state.version)
     with pytest.raises(ConflictError):  # that version is gone
         await memory.update_working_memory(None, "v3", "u1", if_version=state.version)
-    with pytest.raises(ConflictError):  # something is stored
+    with pytest.raises(ConflictError, match="stored already"):  # something is stored
         await memory.update_working_memory(None, "v3", "u1", if_version=None)
+    for bad in (None, 5, ["x"]):
+        with pytest.raises(ValidationError, match="must be a str or a dict"):
+            await memory.update_working_memory(None, bad, "u1")  # type: ignore[arg-type]
     assert await memory.get_working_memory(resource_id="u1") == "v2"
     await memory.create_thread("u1", thread_id="t1")
     assert await memory.get_working_memory("t1") == "v2"  # through the thread, as before
@@ -179,6 +211,15 @@ async def test_connect_errors_name_the_option_and_the_url_kind() -> None:
         await connect_vector("sqlite:///x.db")
 
 
+async def test_an_unknown_option_lists_every_keyword_and_the_one_meant(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_sqlite")
+    with pytest.raises(ValidationError) as caught:
+        await connect(f"sqlite:///{tmp_path / 'x.db'}", namesapce="x")
+    assert "did you mean 'namespace'?" in str(caught.value)
+    assert "['clock', 'namespace', 'synchronous', 'timeout']" in str(caught.value)
+    assert not (tmp_path / "x.db").exists()
+
+
 def _chat() -> list[dict[str, Any]]:
     return [
         {"role": "developer", "content": "Be brief."},
@@ -222,3 +263,38 @@ async def test_chat_formats_round_trip_losslessly_through_a_store() -> None:
             from_openai_chat(bad, "t1")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
         from_responses_items([{"type": "message", "role": "tool", "content": "x"}], "t1")
+
+
+async def test_tool_calls_survive_a_conversion_to_the_other_format() -> None:
+    # A conversation stored as Responses items (the Agents SDK's shape) read
+    # back for a Chat Completions call must keep its calls and their results:
+    # an API refuses a tool message that answers no tool_calls.
+    parallel: list[dict[str, Any]] = [
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "t", "arguments": '{"tz": "UTC"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "noon"}]},
+        {"type": "function_call", "call_id": "c3", "name": "w", "arguments": "{}"},
+    ]
+    storage = await connect("memory://", clock=ManualClock(T0))
+    async with storage:
+        await storage.save_thread({"id": "t1", "resource_id": "u1"})
+        await storage.save_messages(from_responses_items(parallel, "t1") + from_openai_chat(_chat(), "t1"))
+        stored = (await storage.list_messages("t1", per_page=False)).items
+    calls = [
+        {"id": "c1", "type": "function", "function": {"name": "w", "arguments": "{}"}},
+        {"id": "c2", "type": "function", "function": {"name": "t", "arguments": '{"tz": "UTC"}'}},
+    ]
+    assert to_openai_chat(stored[:5]) == [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "noon"},
+        {"role": "assistant", "content": None, "tool_calls": [{**calls[0], "id": "c3"}]},
+    ]
+    assert to_responses_items(stored[5:]) == [
+        {"type": "message", "role": "system", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": "weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "w", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "message", "role": "assistant", "content": "Sunny."},
+    ]

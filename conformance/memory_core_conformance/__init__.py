@@ -20,6 +20,8 @@ Where each part lives:
 - vector stores: :mod:`~memory_core_conformance.vector` (with Memory and an
   embedder) and :mod:`~memory_core_conformance.vector_store` (on its own);
 - framework seams: :mod:`~memory_core_conformance.integrations`;
+- index plans: :mod:`~memory_core_conformance.query_shapes` (the queries an
+  adapter's EXPLAIN tests render);
 - a live deployment: ``memory-core check URL``
   (:mod:`~memory_core_conformance.cli`, :mod:`~memory_core_conformance.check`,
   :mod:`~memory_core_conformance.live`, the per-rule table

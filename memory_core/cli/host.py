@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -22,19 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from memory_core.errors import MemoryCoreError
-from memory_core.registry import build_storage, url_scheme
-from memory_core.storage import Storage
 
-__all__ = [
-    "COMMAND_GROUP",
-    "PROVIDERS",
-    "USER_ERROR",
-    "build_app",
-    "console",
-    "existing_storage",
-    "main",
-    "user_errors",
-]
+__all__ = ["COMMAND_GROUP", "PROVIDERS", "USER_ERROR", "build_app", "console", "main", "user_errors"]
 
 COMMAND_GROUP = "memory_core.cli"
 """Entry-point group of ``memory-core`` subcommands: ``name = "module:function"``."""
@@ -72,27 +60,6 @@ def fail(message: str) -> None:
     """
     console.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
-
-
-def existing_storage(url: str, role: str = "URL") -> Storage:
-    """The store for ``url``, built but not opened, for a command that reads
-    or deletes (``export``, ``prune``, a ``copy`` source): a SQLite file that
-    does not exist is refused, since opening it would create the file (and
-    its folders) and the command would report an empty store for a typo.
-
-    Raises:
-        typer.Exit: the file is missing (one red line naming ``role``, exit
-            :data:`USER_ERROR`).
-        ValidationError, ImportError: from :func:`~memory_core.registry.build_storage`
-            (unknown scheme, adapter not installed, malformed URL).
-    """
-    store = build_storage(url)
-    if url_scheme(url) == "sqlite":
-        path = url.split("://", 1)[1].split("?", 1)[0]
-        path = path[1:] if path.startswith("/") else path
-        if path not in ("", ":memory:", "/:memory:") and not Path(path).exists():
-            fail(f"{role}: {path} does not exist")
-    return store
 
 
 def _install_hint(name: str, distribution: str | None) -> str:

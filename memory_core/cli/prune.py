@@ -14,14 +14,17 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memory_core.cli.host import console, existing_storage, fail, user_errors
+from memory_core.cli.host import console, fail, user_errors
+from memory_core.cli.stores import command_storage
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
-from memory_core.storage import Storage
+
+if TYPE_CHECKING:
+    from memory_core.storage import Storage
 
 __all__ = ["parse_age", "prune"]
 
@@ -75,8 +78,9 @@ def prune(
             resource_id=resource,
             batch_size=batch_size,
         )
-        # Built without I/O, so a bad storage URL fails before the vector store opens.
-        report = asyncio.run(_prune(existing_storage(url), vector, policy, dry_run))
+        # A missing SQLite file is a typo here, not an empty store to create.
+        storage = command_storage(url, "URL", must_exist=True)
+        report = asyncio.run(_prune(storage, vector, policy, dry_run))
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":

@@ -23,8 +23,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from memory_core.cli.host import existing_storage, fail, user_errors
-from memory_core.registry import build_storage, build_vector
+from memory_core.cli.host import fail, user_errors
+from memory_core.cli.stores import command_storage
+from memory_core.registry import build_vector
 from memory_core.storage import Storage
 from memory_core.transfer import copy_store, export_lines, import_lines
 from memory_core.validation import check_id
@@ -111,7 +112,7 @@ def export(
 ) -> None:
     """Write a store (or one resource) as memory-core/jsonl to stdout."""
     with user_errors():
-        storage = existing_storage(url, "URL")
+        storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
         if output is not None and output.exists():
             fail(f"--output {output} exists; export never overwrites a file")
@@ -137,7 +138,7 @@ def import_(
 ) -> None:
     """Import memory-core/jsonl from stdin; records already there are skipped."""
     with user_errors():
-        storage = build_storage(url)
+        storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file")
         vectors = None if vector is None else build_vector(vector)
@@ -173,8 +174,8 @@ def copy(
     with user_errors():
         if source == destination:
             fail("SOURCE and DESTINATION are the same URL")
-        src = existing_storage(source, "SOURCE")
-        dst = build_storage(destination)
+        src = command_storage(source, "SOURCE", must_exist=True)
+        dst = command_storage(destination, "DESTINATION", must_exist=False)
         _check_resource(resource)
         vectors = None if vector is None else build_vector(vector)
 

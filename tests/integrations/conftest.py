@@ -6,9 +6,8 @@ and ``MONGODB_URL`` replace them when set."""
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -20,33 +19,6 @@ from memory_core import Memory
 
 BACKENDS = ["memory", "sqlite", "valkey", "secantus"]
 OpenMemory = Callable[[], AbstractAsyncContextManager[Memory]]
-
-
-@pytest.fixture(scope="session")
-def valkey_url() -> Iterator[str]:
-    """A standalone valkey-server (or REDIS_URL)."""
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
-        return
-    from memory_core_redis.testing import start_standalone
-
-    server = start_standalone()
-    try:
-        yield str(server.url)
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def secantus_url() -> Iterator[str]:
-    """A secantusdb server (or MONGODB_URL)."""
-    if os.environ.get("MONGODB_URL"):
-        yield os.environ["MONGODB_URL"]
-        return
-    from memory_core_mongodb.testing import secantus_server
-
-    with secantus_server() as url:
-        yield url
 
 
 @pytest.fixture(params=BACKENDS)

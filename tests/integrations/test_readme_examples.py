@@ -33,9 +33,11 @@ async def test_readme_example_runs(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the examples write their SQLite files here
     code = compile(_examples()[index], f"README.md example {index}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    namespace: dict[str, Any] = {"__name__": f"readme_example_{index}"}
-    result = eval(code, namespace)
-    if result is not None:
-        await result
-    printed = capsys.readouterr().out.strip()
-    assert printed == ["3 items seen", "4", "3 contents seen"][index]
+    # Run twice on the same files, as a user restarting the program does: the
+    # second run continues the stored conversation (two more turns).
+    for expected in (["3 items seen", "4", "3 contents seen"], ["7 items seen", "8", "7 contents seen"]):
+        namespace: dict[str, Any] = {"__name__": f"readme_example_{index}"}
+        result = eval(code, namespace)
+        if result is not None:
+            await result
+        assert capsys.readouterr().out.strip() == expected[index]

@@ -4,9 +4,8 @@ fresh, empty stores in unique namespaces, destroyed afterwards."""
 
 from __future__ import annotations
 
-import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -14,29 +13,6 @@ import pytest
 from memory_core import Storage, connect
 
 NewStore = Callable[[str], Awaitable[Storage]]
-
-
-@pytest.fixture(scope="session")
-def valkey_url() -> Iterator[str]:
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
-        return
-    testing = pytest.importorskip("memory_core_redis.testing", reason="memory-core-redis is not installed")
-    server = testing.start_standalone()
-    try:
-        yield str(server.url)
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="session")
-def secantus_url() -> Iterator[str]:
-    if os.environ.get("MONGODB_URL"):
-        yield os.environ["MONGODB_URL"]
-        return
-    testing = pytest.importorskip("memory_core_mongodb.testing", reason="memory-core-mongodb is not installed")
-    with testing.secantus_server() as url:
-        yield url
 
 
 @pytest.fixture

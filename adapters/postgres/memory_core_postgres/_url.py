@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memory_core.errors import ValidationError
+from memory_core.validation import unknown_option
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -129,7 +130,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
-        raise ValidationError(f"option {unknown[0]!r}", f"unknown; postgresql accepts {sorted(_OPTIONS)}")
+        raise unknown_option("postgresql", unknown[0], _OPTIONS)
     checked: dict[str, Any] = {}
     if "schema" in options:
         schema = options["schema"]

@@ -49,7 +49,8 @@ def parse_url(url: str) -> RedisTarget:
 
     Raises:
         ValidationError: unknown scheme, bad ``cluster`` value, empty prefix,
-            or a cluster URL with a database other than 0 / a unix socket.
+            a database path that is not a number (``redis://host/abc``), or
+            a cluster URL with a database other than 0 / a unix socket.
     """
     if not isinstance(url, str):
         raise ValidationError("url", f"must be a str, got {type(url).__name__}")
@@ -73,6 +74,10 @@ def parse_url(url: str) -> RedisTarget:
             passed.append((key, value))
     if cluster and driver_scheme == "unix":
         raise ValidationError("url", "Redis Cluster is reached over TCP, not a unix socket")
+    database = parts.path[1:] if driver_scheme != "unix" else ""
+    # redis-py ignores a path that is not a number: the data would go to db 0.
+    if database and not (database.isascii() and database.isdigit()):
+        raise ValidationError("url", f"the database (the path after host:port) must be a number, got {database!r}")
     if cluster and parts.path.strip("/") not in ("", "0"):
         raise ValidationError("url", "Redis Cluster has only database 0")
     query = "?" + urlencode(passed) if passed else ""

@@ -286,6 +286,8 @@ class RedisStorage(BaseStorage):
         """Build from a URL (see the class). ``namespace``, when given, is the
         key prefix; other options are the constructor's keyword arguments."""
         if namespace is not None:
+            if not isinstance(namespace, str) or not namespace:
+                raise ValidationError("namespace", f"must be a non-empty str, got {namespace!r}")
             options["prefix"] = namespace
         return cls(url, clock=clock, **options)
 

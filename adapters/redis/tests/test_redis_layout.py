@@ -12,6 +12,7 @@ from memory_core.clock import to_us
 from memory_core.errors import ValidationError
 from memory_core.query import MetaCondition, meta_kind
 
+from memory_core_redis import RedisStorage
 from memory_core_redis._keys import Layout, canon, escape, message_member, thread_member, time_key
 from memory_core_redis._url import parse_url
 
@@ -100,6 +101,8 @@ def test_distinct_prefixes_and_resources_get_distinct_tags() -> None:
     ("url", "driver", "cluster", "prefix"),
     [
         ("redis://localhost:6379/0", "redis://localhost:6379/0", False, None),
+        ("redis://localhost:6379/", "redis://localhost:6379/", False, None),
+        ("redis://localhost:6379/15", "redis://localhost:6379/15", False, None),
         ("rediss://u:p@h:1/2?prefix=app&socket_timeout=3", "rediss://u:p@h:1/2?socket_timeout=3", False, "app"),
         ("unix:///tmp/r.sock?db=1", "unix:///tmp/r.sock?db=1", False, None),
         ("redis+cluster://h:7000", "redis://h:7000", True, None),
@@ -119,3 +122,17 @@ def test_parse_url(url: str, driver: str, cluster: bool, prefix: str | None) -> 
 def test_parse_url_rejects(url: str) -> None:
     with pytest.raises(ValidationError):
         parse_url(url)
+
+
+@pytest.mark.parametrize("url", ["redis://h:6379/abc", "rediss://h/0/1", "redis://h/-1", "redis://h/\uff11"])
+def test_a_database_path_that_is_not_a_number_is_refused(url: str) -> None:
+    # redis-py ignores such a path and writes to database 0.
+    with pytest.raises(ValidationError, match="must be a number"):
+        parse_url(url)
+
+
+@pytest.mark.parametrize("namespace", [5, "", b"ns"])
+def test_a_bad_namespace_is_named_as_given(namespace: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        RedisStorage.from_url("redis://h:6379/0", namespace=namespace)  # type: ignore[arg-type]
+    assert caught.value.field == "namespace"

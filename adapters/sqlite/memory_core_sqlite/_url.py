@@ -20,6 +20,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
 from memory_core.errors import ValidationError
+from memory_core.validation import unknown_option
 
 __all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
 
@@ -110,7 +111,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
-        raise ValidationError(f"option {unknown[0]!r}", f"unknown; sqlite accepts {sorted(_OPTIONS)}")
+        raise unknown_option("sqlite", unknown[0], _OPTIONS)
     checked: dict[str, Any] = {}
     if "timeout" in options:
         raw = options["timeout"]

@@ -13,40 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_core.query import MessageQuery, MetaCondition, ThreadQuery
+from memory_core.query import MessageQuery
+from memory_core_conformance.query_shapes import MESSAGE_QUERIES, THREAD_QUERIES
 
 from memory_core_sqlite import SQLiteStorage, _sql
-
-META = (MetaCondition("tag", "str", "x"), MetaCondition("n", "number", 5))
-
-MESSAGE_QUERIES = {
-    "thread": MessageQuery(("t1",)),
-    "thread desc page": MessageQuery(("t1",), descending=True, offset=40, limit=20),
-    "thread+resource": MessageQuery(("t1",), "r1", limit=10),
-    "thread dates": MessageQuery(("t1",), created_from_us=10, created_to_us=99, limit=10),
-    "thread meta": MessageQuery(("t1",), "r1", metadata=META, limit=10),
-    "thread after asc": MessageQuery(("t1",), limit=10, after=(5, 7)),
-    "thread after desc": MessageQuery(("t1",), descending=True, limit=10, after=(5, 7)),
-    "resource": MessageQuery(None, "r1", limit=10),
-    "resource desc after": MessageQuery(None, "r1", descending=True, limit=10, after=(5, 7)),
-    "resource dates meta": MessageQuery(None, "r1", created_from_us=1, metadata=META, limit=10),
-}
-
-THREAD_QUERIES = {
-    f"{scope} {field} {'desc' if descending else 'asc'}{' after' if after else ''}": ThreadQuery(
-        resource,
-        (),
-        field,
-        descending,
-        0,
-        10,
-        (5, "t9") if after else None,  # type: ignore[arg-type]
-    )
-    for scope, resource in (("resource", "r1"), ("all", None))
-    for field in ("created_at", "updated_at")
-    for descending in (True, False)
-    for after in (False, True)
-}
 
 
 @pytest.fixture
