@@ -109,7 +109,7 @@ class Storage(Protocol):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None: ...
     async def open(self) -> None: ...
-    async def preflight(self) -> None: ...
+    async def preflight(self, *, must_exist: bool = False) -> None: ...
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
     async def get_thread_with_owner(self, thread_id: str) -> tuple[Thread | None, Resource | None]: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
@@ -248,10 +248,16 @@ class BaseStorage(ABC):
             await self._destroy()
         await self.close()
 
-    async def preflight(self) -> None:
+    async def preflight(self, *, must_exist: bool = False) -> None:
         """Check, creating and writing nothing, that the store this instance
         names can be opened as it is (``memory-core check`` runs it before
-        the suite, whose stores live in fresh namespaces beside the named one).
+        the suite, whose stores live in fresh namespaces beside the named one;
+        the commands that move or prune data run it before any I/O).
+
+        Args:
+            must_exist: the store must already be there (a command that reads
+                or deletes existing data): a file store whose database file
+                is missing fails instead of being created empty by ``open``.
 
         The default checks nothing: a server store is reached by opening a
         namespace. A file store overrides it (its folder must exist; an
@@ -259,7 +265,7 @@ class BaseStorage(ABC):
 
         Raises:
             ValidationError: the store cannot be where the URL says (e.g. a
-                missing folder).
+                missing folder, or with ``must_exist`` a missing file).
             BackendError: what is there cannot be opened (e.g. a file that is
                 not a database), with the message ``open`` would give.
         """

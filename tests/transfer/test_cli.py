@@ -106,6 +106,8 @@ def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
         (["export", "sqlite:///{tmp}/a.db", "-o", "{tmp}/a.db"], "never overwrites"),
         (["export", "sqlite:///{tmp}/a.db", "--resource", " "], "--resource"),
         (["import", "sqlite:///{tmp}/b.db", "-i", "{tmp}/nothing.jsonl"], "is not a file"),
+        (["import", "sqlite:///{tmp}/nofolder/b.db"], "nofolder' does not exist"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/nofolder/b.db"], "nofolder' does not exist"),
         (["import", "sqlite:///{tmp}/b.db", "--vector", "sqlite:///x.db"], "not a vector store URL"),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "nosuch://"], "unknown vector"),
     ],

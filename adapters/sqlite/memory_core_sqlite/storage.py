@@ -62,7 +62,7 @@ def _missing_dirs(folder: str) -> list[str]:
     return missing
 
 
-def _inspect_file(path: str) -> None:
+def _inspect_file(path: str, must_exist: bool) -> None:
     """:meth:`SQLiteStorage.preflight` on a database file path (blocking)."""
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
@@ -73,6 +73,8 @@ def _inspect_file(path: str) -> None:
         with open(path, "rb") as file:
             header = file.read(len(_HEADER))
     except FileNotFoundError:
+        if must_exist:
+            raise ValidationError("url", f"{path} does not exist") from None
         return  # a new database: open() would create it
     except OSError as exc:
         raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
@@ -189,18 +191,20 @@ class SQLiteStorage(BaseStorage):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def preflight(self) -> None:
+    async def preflight(self, *, must_exist: bool = False) -> None:
         """Check, creating nothing, that the database file can be opened: its
         folder exists, and the file, if there, is empty or has the SQLite
         header (a file SQLite would refuse fails here with the message
-        ``open`` gives: "file is not a database").
+        ``open`` gives: "file is not a database"); with ``must_exist`` the
+        file must be there. An in-memory database always passes.
 
         Raises:
-            ValidationError: the folder is missing or the path is a folder.
+            ValidationError: the folder is missing, the path is a folder, or
+                (``must_exist``) the file is missing.
             BackendError: the file is not a SQLite database.
         """
         if not self.settings.in_memory:
-            await asyncio.to_thread(_inspect_file, self.settings.path)
+            await asyncio.to_thread(_inspect_file, self.settings.path, must_exist)
 
     async def _open(self) -> None:
         settings = self.settings
