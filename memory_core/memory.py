@@ -41,7 +41,7 @@ from memory_core.models import (
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
-from memory_core.storage import MessageParts, Storage, message_key
+from memory_core.storage import MessageParts, Storage, order_key
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
@@ -989,7 +989,7 @@ class Memory:
         adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
         query = parts.query
         if query.created_from_us is None and query.created_to_us is None and not query.metadata:
-            ordered = sorted(parts.main, key=message_key)  # unfiltered: the page is a run of its thread
+            ordered = sorted(parts.main, key=order_key)  # unfiltered: the page is a run of its thread
             adjacent.update((a.id, b.id) for a, b in itertools.pairwise(ordered))
         before, after = semantic.window() if semantic is not None else (0, 0)
         shown_includes = [
@@ -1002,7 +1002,7 @@ class Memory:
         tokens: int | None = None
         dropped = 0
         if max_tokens is not None:
-            kept, tokens = newest_within(sorted(messages, key=message_key), max_tokens, self.token_counter)
+            kept, tokens = newest_within(sorted(messages, key=order_key), max_tokens, self.token_counter)
             dropped = len(messages) - len(kept)
             messages = [m for m in messages if m.id in kept]
         recent = {m.id for m in parts.main}

@@ -19,7 +19,7 @@ from memory_core.clock import Clock, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, message_key
+from memory_core.storage import BaseStorage, message_key, order_key
 
 __all__ = ["InMemoryStorage"]
 
@@ -171,7 +171,7 @@ class InMemoryStorage(BaseStorage):
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         found = [m for m in self._messages.values() if query.matches(m) and query.is_after(message_key(m))]
-        found.sort(key=message_key, reverse=query.descending)
+        found.sort(key=order_key, reverse=query.descending)
         return copy.deepcopy(_window(found, query.offset, query.limit))
 
     async def _count_messages(self, query: MessageQuery) -> int:
@@ -181,7 +181,7 @@ class InMemoryStorage(BaseStorage):
         target = self._messages.get(message_id)
         if target is None:
             return []
-        thread = sorted((m for m in self._messages.values() if m.thread_id == target.thread_id), key=message_key)
+        thread = sorted((m for m in self._messages.values() if m.thread_id == target.thread_id), key=order_key)
         index = thread.index(target)
         return copy.deepcopy(thread[max(0, index - before) : index + after + 1])
 

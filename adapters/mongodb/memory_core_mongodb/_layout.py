@@ -28,6 +28,7 @@ from typing import Any
 from bson.int64 import Int64
 
 from memory_core import codec
+from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.clock import from_us, to_us
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US
@@ -174,14 +175,14 @@ def last_fields(last_us: int | None) -> dict[str, Any]:
 def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
     """A stored thread document -> :class:`Thread`."""
     last = doc.get(LAST_DESC)
-    return Thread(
-        id=doc["_id"],
-        resource_id=doc["resource_id"],
-        title=doc.get("title", ""),
-        metadata=decode_object(doc.get("meta")),
-        created_at=from_us(int(doc["created_at"])),
-        updated_at=from_us(int(doc["updated_at"])),
-        last_message_at=None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last)),
+    return build_thread(
+        doc["_id"],
+        doc["resource_id"],
+        doc.get("title", ""),
+        decode_object(doc.get("meta")),
+        from_us(int(doc["created_at"])),
+        from_us(int(doc["updated_at"])),
+        None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last)),
     )
 
 
@@ -211,16 +212,16 @@ def content_set_expr(content: Any) -> Any:
 
 def message_from_doc(doc: Mapping[str, Any]) -> Message:
     """A stored message document -> :class:`Message` (``sequence`` filled)."""
-    return Message(
-        id=doc["_id"],
-        thread_id=doc["thread_id"],
-        role=doc["role"],
-        content=_decode_content(doc["content"]),
-        resource_id=doc["resource_id"],
-        type=doc.get("type", "v2"),
-        metadata=decode_object(doc.get("meta")),
-        created_at=from_us(int(doc["created_at"])),
-        sequence=int(doc["seq"]),
+    return build_message(
+        doc["_id"],
+        doc["thread_id"],
+        doc["role"],
+        _decode_content(doc["content"]),
+        doc["resource_id"],
+        doc.get("type", "v2"),
+        decode_object(doc.get("meta")),
+        from_us(int(doc["created_at"])),
+        int(doc["seq"]),
     )
 
 
@@ -241,10 +242,10 @@ def resource_doc(resource: Resource) -> dict[str, Any]:
 
 def resource_from_doc(doc: Mapping[str, Any]) -> Resource:
     """A stored resource document -> :class:`Resource`."""
-    return Resource(
-        id=doc["_id"],
-        working_memory=doc.get("working_memory"),
-        metadata=decode_object(doc.get("meta")),
-        created_at=from_us(int(doc["created_at"])),
-        updated_at=from_us(int(doc["updated_at"])),
+    return build_resource(
+        doc["_id"],
+        doc.get("working_memory"),
+        decode_object(doc.get("meta")),
+        from_us(int(doc["created_at"])),
+        from_us(int(doc["updated_at"])),
     )

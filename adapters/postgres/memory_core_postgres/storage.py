@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 from memory_core import codec
+from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError
@@ -75,35 +76,30 @@ def is_transient(exc: Exception) -> bool:
 
 def _thread(row: Any, offset: int = 0) -> Thread:
     o = offset
-    return Thread(
-        row[o],
-        row[o + 1],
-        codec.loads(row[o + 2]),
-        codec.loads(row[o + 3]),
-        row[o + 4],
-        row[o + 5],
-        last_message_at=row[o + 6],
+    return build_thread(
+        row[o], row[o + 1], codec.loads(row[o + 2]), codec.loads(row[o + 3]), row[o + 4], row[o + 5], row[o + 6]
     )
 
 
 def _message(row: Any, offset: int = 0) -> Message:
     o = offset
-    return Message(
-        id=row[o],
-        thread_id=row[o + 1],
-        resource_id=row[o + 2],
-        role=row[o + 3],
-        type=codec.loads(row[o + 4]),
-        content=codec.loads(row[o + 5]),
-        metadata=codec.loads(row[o + 6]),
-        created_at=row[o + 7],
-        sequence=row[o + 8],
+    # columns: id, thread_id, resource_id, role, type, content, metadata, created_at, seq
+    return build_message(
+        row[o],
+        row[o + 1],
+        row[o + 3],
+        codec.loads(row[o + 5]),
+        row[o + 2],
+        codec.loads(row[o + 4]),
+        codec.loads(row[o + 6]),
+        row[o + 7],
+        row[o + 8],
     )
 
 
 def _resource(row: Any) -> Resource:
     memory = None if row[1] is None else codec.loads(row[1])
-    return Resource(row[0], memory, codec.loads(row[2]), row[3], row[4])
+    return build_resource(row[0], memory, codec.loads(row[2]), row[3], row[4])
 
 
 def _search_text(message: Message) -> str:
@@ -502,21 +498,21 @@ class PostgresStorage(BaseStorage):
         messages: list[Message] = []
         for row in await self.pool.fetch(sql, *params):
             if row[0] == 0:
-                threads[row[1]] = Thread(
-                    row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], last_message_at=row[12]
+                threads[row[1]] = build_thread(
+                    row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], row[12]
                 )
             else:
                 messages.append(
-                    Message(
-                        id=row[1],
-                        thread_id=row[3],
-                        resource_id=row[2],
-                        role=row[5],
-                        type=codec.loads(row[6]),
-                        content=codec.loads(row[7]),
-                        metadata=codec.loads(row[8]),
-                        created_at=row[9],
-                        sequence=row[11],
+                    build_message(
+                        row[1],
+                        row[3],
+                        row[5],
+                        codec.loads(row[7]),
+                        row[2],
+                        codec.loads(row[6]),
+                        codec.loads(row[8]),
+                        row[9],
+                        row[11],
                     )
                 )
         return threads, messages

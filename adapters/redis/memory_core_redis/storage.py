@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
+from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
@@ -23,7 +24,7 @@ from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, message_key
+from memory_core.storage import BaseStorage, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
@@ -104,7 +105,7 @@ def _conditions(conditions: Iterable[MetaCondition]) -> list[str]:
 
 def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
     tid, title, meta, created, updated, last = rec
-    return Thread(
+    return build_thread(
         tid,
         resource_id,
         title,
@@ -117,7 +118,7 @@ def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
 
 def _message(resource_id: str, rec: Sequence[Any]) -> Message:
     mid, tid, role, kind, content, meta, created, seq = rec
-    return Message(
+    return build_message(
         mid,
         tid,
         role,  # type: ignore[arg-type]  # a stored role is always one of ROLES
@@ -866,7 +867,7 @@ class RedisStorage(BaseStorage):
         found = [_message(rid, rec) for rid, recs in parts for rec in recs if rec is not None]
         if len(parts) == 1:
             return found
-        found.sort(key=message_key, reverse=query.descending)
+        found.sort(key=order_key, reverse=query.descending)
         end = None if query.limit is None else query.offset + query.limit
         return found[query.offset : end]
 
@@ -1027,4 +1028,4 @@ class RedisStorage(BaseStorage):
 def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:
     wm, meta, created, updated = rec
     assert meta is not None and created is not None and updated is not None
-    return Resource(resource_id, wm, loads(meta), from_us(int(created)), from_us(int(updated)))
+    return build_resource(resource_id, wm, loads(meta), from_us(int(created)), from_us(int(updated)))

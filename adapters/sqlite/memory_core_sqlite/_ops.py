@@ -13,16 +13,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any
 
 from memory_core import codec
+from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import SaveDecision
+from memory_core.storage import SaveDecision, order_key
 
 from memory_core_sqlite import _sql
 
@@ -57,9 +57,7 @@ __all__ = [
     "transaction",
 ]
 
-_RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
 _BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # clock.bump_us
-_BY_IDS = "IN (SELECT value FROM json_each(?))"
 # A thread never changes resource: the WHERE makes the upsert a no-op then.
 _INSERT_THREAD = (
     "INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
@@ -102,25 +100,18 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 def _thread(row: Sequence[Any]) -> Thread:
     last = None if row[6] is None else from_us(row[6])
-    return Thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]), last)
+    return build_thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]), last)
 
 
 def _message(row: Sequence[Any]) -> Message:
-    return Message(
-        id=row[0],
-        thread_id=row[1],
-        resource_id=row[2],
-        role=row[3],
-        type=row[4],
-        content=codec.loads(row[5]),
-        metadata=codec.loads(row[6]),
-        created_at=from_us(row[7]),
-        sequence=row[8],
+    # columns: id, thread_id, resource_id, role, type, content, metadata, created_at, seq
+    return build_message(
+        row[0], row[1], row[3], codec.loads(row[5]), row[2], row[4], codec.loads(row[6]), from_us(row[7]), row[8]
     )
 
 
 def _resource(row: Sequence[Any]) -> Resource:
-    return Resource(row[0], row[1], codec.loads(row[2]), from_us(row[3]), from_us(row[4]))
+    return build_resource(row[0], row[1], codec.loads(row[2]), from_us(row[3]), from_us(row[4]))
 
 
 def _bump(conn: sqlite3.Connection, thread_ids: Iterable[str], now_us: int) -> None:
@@ -210,13 +201,13 @@ def count_threads(conn: sqlite3.Connection, query: ThreadQuery) -> int:
 
 def get_messages(conn: sqlite3.Connection, ids: Iterable[str]) -> list[Message]:
     """Stored messages with these ids, any order."""
-    sql = f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id {_BY_IDS}"
+    sql = f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id {_sql.BY_IDS}"
     return [_message(row) for row in conn.execute(sql, (_sql.id_list(ids),))]
 
 
 def _owners(conn: sqlite3.Connection, table: str, ids: Iterable[str]) -> dict[str, str]:
     """id -> resource_id of the stored rows among ``ids``."""
-    sql = f"SELECT id, resource_id FROM {table} WHERE id {_BY_IDS}"
+    sql = f"SELECT id, resource_id FROM {table} WHERE id {_sql.BY_IDS}"
     return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
 
 
@@ -319,7 +310,7 @@ def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence
     """Delete these messages and bump their threads, in one transaction;
     returns how many rows this transaction removed."""
     with transaction(conn):
-        removed = conn.execute(f"DELETE FROM messages WHERE id {_BY_IDS}", (_sql.id_list(ids),)).rowcount
+        removed = conn.execute(f"DELETE FROM messages WHERE id {_sql.BY_IDS}", (_sql.id_list(ids),)).rowcount
         _bump(conn, bump, now_us)
     return removed
 
@@ -341,7 +332,7 @@ def message_window(conn: sqlite3.Connection, message_id: str, before: int, after
     R-ORDER ascending (one statement, one snapshot)."""
     sql, params = _sql.message_window(message_id, before, after)
     found = [_message(row) for row in conn.execute(sql, params)]
-    found.sort(key=lambda m: (m.created_at, m.sequence))
+    found.sort(key=order_key)
     return found
 
 
@@ -369,35 +360,45 @@ def read_state(
 def _state(
     conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
 ) -> tuple[dict[str, Thread], list[Message]]:
-    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
+    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_sql.BY_IDS}"
     threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(thread_ids),))}
     return threads, get_messages(conn, message_ids)
 
 
 def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
-    """Every part of ``plan`` from one snapshot, in this one job."""
-    with snapshot(conn):
-        threads: dict[str, Thread] = {}
-        if plan.threads:
-            sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_BY_IDS}"
-            threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(plan.threads),))}
-        wanted = list(plan.resources)
-        if plan.owner_resources:
-            wanted += (t.resource_id for t in threads.values())
-        resources: dict[str, Resource] = {}
-        if wanted:
-            sql = f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id {_BY_IDS}"
-            resources = {row[0]: _resource(row) for row in conn.execute(sql, (_sql.id_list(wanted),))}
-        message_total, messages = 0, []
-        if plan.messages is not None:
-            message_total = count_messages(conn, replace(plan.messages, offset=0, limit=None, after=None))
-            messages = list_messages(conn, plan.messages) if plan.messages.limit != 0 else []
-        thread_total, thread_items = 0, []
-        if plan.thread_page is not None:
-            thread_total = count_threads(conn, replace(plan.thread_page, offset=0, limit=None, after=None))
-            thread_items = list_threads(conn, plan.thread_page) if plan.thread_page.limit != 0 else []
-        windows = [message_window(conn, *target) for target in plan.windows]
-        return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
+    """Every part of ``plan`` from one snapshot, in this one job: one compound
+    statement (see :func:`_sql.read_plan`), or several in a read transaction."""
+    statements = _sql.read_plan(plan)
+    if len(statements) == 1:
+        rows = conn.execute(*statements[0]).fetchall()  # one statement: one snapshot
+    else:
+        with snapshot(conn):
+            rows = [row for statement in statements for row in conn.execute(*statement)]
+    threads: dict[str, Thread] = {}
+    resources: dict[str, Resource] = {}
+    messages: list[Message] = []
+    thread_items: list[Thread] = []
+    windows: list[list[Message]] = [[] for _ in plan.windows]
+    message_total = thread_total = 0
+    for row in rows:
+        tag = row[9]
+        if tag == _sql.MESSAGE:
+            messages.append(_message(row))
+        elif tag == _sql.THREAD:
+            threads[row[0]] = _thread(row)
+        elif tag == _sql.RESOURCE:
+            resources[row[0]] = _resource(row)
+        elif tag == _sql.MESSAGE_TOTAL:
+            message_total = row[0]
+        elif tag == _sql.THREAD_TOTAL:
+            thread_total = row[0]
+        elif tag == _sql.THREAD_ITEM:
+            thread_items.append(_thread(row))
+        else:
+            windows[tag - _sql.WINDOW].append(_message(row))
+    for window in windows:
+        window.sort(key=order_key)
+    return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
 
 
 # ---------------------------------------------------------------------- resources
@@ -405,7 +406,7 @@ def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
 
 def get_resource(conn: sqlite3.Connection, resource_id: str) -> Resource | None:
     """The stored resource or None."""
-    row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
+    row = conn.execute(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
     return None if row is None else _resource(row)
 
 
@@ -436,7 +437,7 @@ def patch_resource_in(
     conn: sqlite3.Connection, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
 ) -> Resource:
     """:func:`patch_resource` inside the caller's transaction."""
-    row = conn.execute(f"SELECT {_RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
+    row = conn.execute(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
     if row is None:
         row = (resource_id, None, "{}", now_us, now_us)
         updated_us = now_us

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from memory_core import codec
+from memory_core.plan import ReadPlan
 from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "list_threads",
     "meta_clause",
     "message_window",
+    "read_plan",
 ]
 
 LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
@@ -42,6 +44,8 @@ LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_i
 write; one probe of the ``messages_thread_order`` index per thread)."""
 THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT}"
 MESSAGE_COLUMNS = "id, thread_id, resource_id, role, type, content, metadata, created_at, seq"
+RESOURCE_COLUMNS = "id, working_memory, metadata, created_at, updated_at"
+BY_IDS = "IN (SELECT value FROM json_each(?))"
 
 _THREAD_ORDER = {"created_at": "created_at", "updated_at": "updated_at"}
 # last_message_at orders with the core's sentinel for "no message" (last in
@@ -185,3 +189,63 @@ def message_window(message_id: str, before: int, after: int) -> tuple[str, Param
         " ORDER BY created_at ASC, seq ASC LIMIT ?)"
     )
     return sql, [message_id, message_id, before, message_id, message_id, message_id, after]
+
+
+# Row tags of a read plan's statement (see read_plan); windows are WINDOW + i.
+THREAD, RESOURCE, MESSAGE_TOTAL, MESSAGE, THREAD_TOTAL, THREAD_ITEM, WINDOW = range(7)
+MAX_ARMS = 400
+"""Arms per compound statement: below SQLite's default limit of 500
+(SQLITE_MAX_COMPOUND_SELECT); a plan with more include windows takes
+several statements in one snapshot."""
+
+
+def read_plan(plan: ReadPlan) -> list[tuple[str, Params]]:
+    """A read plan as compound ``SELECT`` statements (usually one): a single
+    statement is one snapshot by itself, so the common read is one statement
+    in one aiosqlite job.
+
+    Each row is 9 columns and a tag (column 9, last, so the row decoders read
+    the columns in place): THREAD (thread columns), RESOURCE (resource
+    columns), MESSAGE_TOTAL and THREAD_TOTAL (the count in column 0), MESSAGE
+    and THREAD_ITEM (page rows, in the page's order), WINDOW + i (include
+    window i, unordered).
+    """
+    arms: list[tuple[str, Params]] = []
+    if plan.threads:
+        where, params = _by_id(plan.threads)
+        arms.append((f"SELECT {THREAD_COLUMNS}, NULL, NULL, {THREAD} FROM threads WHERE id {where}", params))
+    if plan.resources or (plan.owner_resources and plan.threads):
+        where, params = _by_id(plan.resources)
+        if plan.owner_resources:
+            owners, values = _by_id(plan.threads)
+            where += f" OR id IN (SELECT resource_id FROM threads WHERE id {owners})"
+            params += values
+        arms.append((f"SELECT {RESOURCE_COLUMNS}, NULL, NULL, NULL, NULL, {RESOURCE} FROM resources WHERE id {where}",
+                     params))  # fmt: skip
+    if plan.messages is not None:
+        count, params = count_messages(plan.messages)  # the filter only: paging ignored
+        arms.append((f"SELECT ({count}){', NULL' * 8}, {MESSAGE_TOTAL}", params))
+        if plan.messages.limit != 0:
+            page, params = list_messages(plan.messages)
+            arms.append((f"SELECT *, {MESSAGE} FROM ({page})", params))
+    if plan.thread_page is not None:
+        count, params = count_threads(plan.thread_page)  # the filter only: paging ignored
+        arms.append((f"SELECT ({count}){', NULL' * 8}, {THREAD_TOTAL}", params))
+        if plan.thread_page.limit != 0:
+            page, params = list_threads(plan.thread_page)
+            arms.append((f"SELECT *, NULL, NULL, {THREAD_ITEM} FROM ({page})", params))
+    for i, target in enumerate(plan.windows):
+        window, params = message_window(*target)
+        arms.append((f"SELECT *, {WINDOW + i} FROM ({window})", params))
+    statements = []
+    for start in range(0, len(arms), MAX_ARMS):
+        chunk = arms[start : start + MAX_ARMS]
+        statements.append((" UNION ALL ".join(sql for sql, _ in chunk), [p for _, ps in chunk for p in ps]))
+    return statements
+
+
+def _by_id(ids: tuple[str, ...]) -> tuple[str, Params]:
+    """``= ?`` for one id (a plain index probe), the JSON-array list otherwise."""
+    if len(ids) == 1:
+        return "= ?", [ids[0]]
+    return BY_IDS, [id_list(ids)]

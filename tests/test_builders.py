@@ -1,0 +1,61 @@
+"""The fast record builders give the very objects the dataclass constructors give."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from dataclasses import FrozenInstanceError, dataclass, replace
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_core.builders import build_message, build_resource, build_thread, builder
+from memory_core.models import Message, Resource, Thread
+
+WHEN = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+def test_build_message_is_a_message_equal_to_the_constructed_one() -> None:
+    built = build_message("m1", "t1", "user", {"parts": [1]}, "r1", "v2", {"k": "v"}, WHEN, 7)
+    made = Message("m1", "t1", "user", {"parts": [1]}, "r1", "v2", {"k": "v"}, WHEN, 7)
+    assert type(built) is Message
+    assert built == made and repr(built) == repr(made)
+    assert built.sequence == 7
+    assert replace(built, content="x").content == "x"
+    assert pickle.loads(pickle.dumps(built)) == made
+    assert copy.deepcopy(built) == made
+
+
+def test_built_records_stay_frozen() -> None:
+    built = build_message("m1", "t1", "user", "hi", "r1", "v2", {}, WHEN, 1)
+    with pytest.raises(FrozenInstanceError):
+        built.content = "changed"  # type: ignore[misc]
+    thread = build_thread("t1", "r1", "title", {}, WHEN, WHEN, None)
+    assert thread == Thread("t1", "r1", "title", {}, WHEN, WHEN, None)
+    with pytest.raises(FrozenInstanceError):
+        thread.title = "x"  # type: ignore[misc]
+    resource = build_resource("r1", "memory", {}, WHEN, WHEN)
+    assert resource == Resource("r1", "memory", {}, WHEN, WHEN)
+
+
+def test_builder_takes_every_field_positionally_and_nothing_else() -> None:
+    with pytest.raises(TypeError):
+        build_message("m1", "t1", "user", "hi")  # no defaults: every field is given
+
+
+def test_builder_refuses_classes_it_cannot_build() -> None:
+    @dataclass(frozen=True)
+    class NoSlots:
+        a: int
+
+    @dataclass(frozen=True, slots=True)
+    class Checked:
+        a: int
+
+        def __post_init__(self) -> None:  # a builder would skip this check
+            raise AssertionError
+
+    with pytest.raises(TypeError, match="slotted dataclass"):
+        builder(NoSlots)
+    with pytest.raises(TypeError, match="__post_init__"):
+        builder(Checked)
