@@ -40,14 +40,17 @@ _SHAPE = re.compile(r'\[\d+,"[0-9a-f]+",\[-?\d+,(?:-?\d+|"(?:[^"\\]|\\.)*")\]\]'
 
 
 def fingerprint(*parts: Any) -> str:
-    """A short stable hash of the query's identity (JSON-able parts)."""
-    raw = json.dumps(parts, sort_keys=True, default=repr, ensure_ascii=True)
-    return hashlib.blake2s(raw.encode("ascii"), digest_size=9).hexdigest()
+    """A short stable hash of the query's identity: its parts are tuples,
+    lists, str, int, float, bool and None, whose ``repr`` is exact and
+    deterministic (and several times faster than JSON with sorted keys)."""
+    raw = repr(parts).encode("utf-8", "surrogatepass")
+    return hashlib.blake2s(raw, digest_size=9).hexdigest()
 
 
 def encode_cursor(query_fingerprint: str, key: tuple[Any, ...]) -> str:
     """Cursor text for "after ``key``" in the query with ``query_fingerprint``."""
-    raw = json.dumps([_VERSION, query_fingerprint, list(key)], separators=(",", ":"), ensure_ascii=True)
+    parts = ",".join(str(part) if type(part) is int else json.dumps(part, ensure_ascii=True) for part in key)
+    raw = f'[{_VERSION},"{query_fingerprint}",[{parts}]]'  # the JSON json.dumps writes, without its overhead
     return base64.urlsafe_b64encode(raw.encode("ascii")).decode("ascii").rstrip("=")
 
 

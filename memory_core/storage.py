@@ -784,7 +784,6 @@ class BaseStorage(ABC):
         else:
             _, descending = check_order(order_by, ("created_at",), MESSAGE_ORDER_DEFAULT)
             output_descending = descending
-        query = MessageQuery(thread_ids, resource_id, created_from, created_to, conditions, descending)
         identity = fingerprint(
             "messages",
             thread_ids,
@@ -796,11 +795,11 @@ class BaseStorage(ABC):
         )
         after = self._cursor_position(cursor, page, identity, (int, int))
         window = _Window.of(offset, per_page, after)
-        plan = ReadPlan(
-            threads=fetched,
-            messages=replace(query, offset=window.offset, limit=window.limit, after=after),
-            windows=_windows(includes),
+        offset, limit = window.offset, window.limit
+        query = MessageQuery(
+            thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after
         )
+        plan = ReadPlan(threads=fetched, messages=query, windows=_windows(includes))
         await self._ready()
         with self._guard("list_messages"):
             parts = await self._read(plan)
