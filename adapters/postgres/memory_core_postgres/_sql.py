@@ -33,6 +33,7 @@ from typing import Any
 
 from memory_core import codec
 from memory_core.clock import from_us
+from memory_core.plan import ReadPlan
 from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "message_windows",
     "page_messages",
     "page_threads",
+    "read_plan",
     "read_state",
 ]
 
@@ -113,11 +115,12 @@ def _thread_filter(query: ThreadQuery, params: Params) -> list[str]:
     return clauses
 
 
-def page_threads(query: ThreadQuery) -> tuple[str, Params]:
+def page_threads(query: ThreadQuery, params: Params | None = None) -> tuple[str, Params]:
     """(count under the filter, the window) in one statement. Rows: ``total``
     then the thread columns (all NULL when the window is empty); the window's
-    order is restored by the caller."""
-    params = Params()
+    order is restored by the caller. ``params``: a statement's parameters to
+    add to (a part of a larger statement), or None for new ones."""
+    params = Params() if params is None else params
     clauses = _thread_filter(query, params)
     count = f"SELECT count(*) AS total FROM threads{_where(clauses)}"
     if query.limit == 0:
@@ -161,10 +164,10 @@ def _message_filter(query: MessageQuery, params: Params) -> list[str]:
     return clauses
 
 
-def page_messages(query: MessageQuery) -> tuple[str, Params]:
+def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[str, Params]:
     """(count under the filter, the window) in one statement, as
     :func:`page_threads` (message columns)."""
-    params = Params()
+    params = Params() if params is None else params
     clauses = _message_filter(query, params)
     count = f"SELECT count(*) AS total FROM messages{_where(clauses)}"
     if query.limit == 0:
@@ -182,11 +185,14 @@ def page_messages(query: MessageQuery) -> tuple[str, Params]:
     return sql, params
 
 
-def message_windows(ids: list[str], before: list[int], after: list[int]) -> tuple[str, Params]:
+def message_windows(
+    ids: list[str], before: list[int], after: list[int], params: Params | None = None
+) -> tuple[str, Params]:
     """R-INCLUDE for many targets in one statement: for target number ``ord``
     (1-based), its message and up to ``before``/``after`` neighbours in its
-    thread. Rows: ``ord`` then the message columns, unordered."""
-    params = Params()
+    thread. Rows: ``ord`` then the message columns, unordered. ``params`` as
+    :func:`page_threads`."""
+    params = Params() if params is None else params
     columns = ", ".join(f"x.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
     sql = (
         f"SELECT t.ord, w.* FROM unnest({params.add(ids, '::text[]')}, {params.add(before, '::int[]')},"
@@ -201,6 +207,73 @@ def message_windows(ids: list[str], before: list[int], after: list[int]) -> tupl
         ") w"
     )
     return sql, params
+
+
+# A read plan's rows (read_plan): kind, ord, total, then the message, thread
+# and resource columns at fixed offsets, NULL where the row is not of that kind.
+THREAD, RESOURCE, MESSAGE_PAGE, THREAD_PAGE, WINDOW = range(5)
+PLAN_MESSAGE_AT, PLAN_THREAD_AT, PLAN_RESOURCE_AT = 3, 12, 19
+
+
+def _nulls(*types: str) -> str:
+    return ", ".join(f"NULL::{t}" for t in types)
+
+
+_NO_MESSAGE = _nulls("text", "text", "text", "text", "json", "json", "json", "timestamptz", "bigint")
+_NO_THREAD = _nulls("text", "text", "json", "json", "timestamptz", "timestamptz", "timestamptz")
+_NO_RESOURCE = _nulls("text", "json", "json", "timestamptz", "timestamptz")
+_THREAD_NAMES = "id, resource_id, title, metadata, created_at, updated_at, last_message_at"
+
+
+def _named(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+def read_plan(plan: ReadPlan) -> tuple[str, Params]:
+    """Every part of a read plan in one statement (one round trip, one
+    snapshot). Rows: ``kind`` (THREAD, RESOURCE, MESSAGE_PAGE, THREAD_PAGE,
+    WINDOW), ``ord`` (a window's 1-based number), ``total`` (the page kinds:
+    the count, on every row of the page, with NULL columns when the page is
+    empty), then message columns at PLAN_MESSAGE_AT, thread columns at
+    PLAN_THREAD_AT and resource columns at PLAN_RESOURCE_AT. Pages and
+    windows come back unordered."""
+    params = Params()
+    arms: list[str] = []
+    if plan.threads:
+        ids = params.add(list(plan.threads), "::text[]")
+        arms.append(
+            f"SELECT {THREAD}, NULL::bigint, NULL::bigint, {_NO_MESSAGE}, {THREAD_COLUMNS}, {_NO_RESOURCE}"
+            f" FROM threads WHERE id = ANY({ids})"
+        )
+    if plan.resources or (plan.owner_resources and plan.threads):
+        where = f"id = ANY({params.add(list(plan.resources), '::text[]')})"
+        if plan.owner_resources:
+            owned = params.add(list(plan.threads), "::text[]")
+            where += f" OR id IN (SELECT resource_id FROM threads WHERE id = ANY({owned}))"
+        arms.append(
+            f"SELECT {RESOURCE}, NULL::bigint, NULL::bigint, {_NO_MESSAGE}, {_NO_THREAD}, {RESOURCE_COLUMNS}"
+            f" FROM resources WHERE {where}"
+        )
+    if plan.messages is not None:
+        page, _ = page_messages(plan.messages, params)
+        columns = _NO_MESSAGE if plan.messages.limit == 0 else _named("p", MESSAGE_COLUMNS)
+        arms.append(
+            f"SELECT {MESSAGE_PAGE}, NULL::bigint, p.total, {columns}, {_NO_THREAD}, {_NO_RESOURCE} FROM ({page}) p"
+        )
+    if plan.thread_page is not None:
+        page, _ = page_threads(plan.thread_page, params)
+        columns = _NO_THREAD if plan.thread_page.limit == 0 else _named("p", _THREAD_NAMES)
+        arms.append(
+            f"SELECT {THREAD_PAGE}, NULL::bigint, p.total, {_NO_MESSAGE}, {columns}, {_NO_RESOURCE} FROM ({page}) p"
+        )
+    if plan.windows:
+        ids, before, after = (list(part) for part in zip(*plan.windows, strict=True))
+        windows, _ = message_windows(ids, before, after, params)
+        arms.append(
+            f"SELECT {WINDOW}, w.ord, NULL::bigint, {_named('w', MESSAGE_COLUMNS)}, {_NO_THREAD}, {_NO_RESOURCE}"
+            f" FROM ({windows}) w"
+        )
+    return " UNION ALL ".join(f"({arm})" for arm in arms), params
 
 
 def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Params]:

@@ -16,7 +16,6 @@ refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -30,7 +29,7 @@ from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage
+from memory_core.storage import BaseStorage, order_key
 from memory_core.vector import message_text
 
 from memory_core_postgres import _sql
@@ -97,9 +96,10 @@ def _message(row: Any, offset: int = 0) -> Message:
     )
 
 
-def _resource(row: Any) -> Resource:
-    memory = None if row[1] is None else codec.loads(row[1])
-    return build_resource(row[0], memory, codec.loads(row[2]), row[3], row[4])
+def _resource(row: Any, offset: int = 0) -> Resource:
+    o = offset
+    memory = None if row[o + 1] is None else codec.loads(row[o + 1])
+    return build_resource(row[o], memory, codec.loads(row[o + 2]), row[o + 3], row[o + 4])
 
 
 def _search_text(message: Message) -> str:
@@ -454,7 +454,7 @@ class PostgresStorage(BaseStorage):
         if query.limit == 0:
             return total, []
         messages = [_message(row, 1) for row in rows if row[1] is not None]
-        messages.sort(key=_order_key, reverse=query.descending)
+        messages.sort(key=order_key, reverse=query.descending)
         return total, messages
 
     async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
@@ -466,29 +466,43 @@ class PostgresStorage(BaseStorage):
         for row in await self.pool.fetch(sql, *params):
             windows[row[0] - 1].append(_message(row, 1))
         for window in windows:
-            window.sort(key=_order_key)
+            window.sort(key=order_key)
         return windows
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
-        """The plan's parts concurrently, a page with its count in one
-        statement (``_page_messages``, ``_page_threads``) and every window in
-        one (``_message_windows``); records through the core's default."""
-        records = ReadPlan(threads=plan.threads, resources=plan.resources, owner_resources=plan.owner_resources)
-        calls: dict[str, Awaitable[Any]] = {}
-        if plan.threads or plan.resources:
-            calls["records"] = super()._read(records)
-        if plan.messages is not None:
-            calls["messages"] = self._page_messages(plan.messages)
+        """The whole plan in one statement (:func:`_sql.read_plan`): one round
+        trip, one snapshot."""
+        sql, params = _sql.read_plan(plan)
+        if not sql:
+            return ReadParts()
+        threads: dict[str, Thread] = {}
+        resources: dict[str, Resource] = {}
+        messages: list[Message] = []
+        thread_items: list[Thread] = []
+        windows: list[list[Message]] = [[] for _ in plan.windows]
+        message_total = thread_total = 0
+        for row in await self.pool.fetch(sql, *params):
+            kind = row[0]
+            if kind == _sql.MESSAGE_PAGE:
+                message_total = int(row[2])
+                if row[_sql.PLAN_MESSAGE_AT] is not None:
+                    messages.append(_message(row, _sql.PLAN_MESSAGE_AT))
+            elif kind == _sql.THREAD:
+                threads[row[_sql.PLAN_THREAD_AT]] = _thread(row, _sql.PLAN_THREAD_AT)
+            elif kind == _sql.RESOURCE:
+                resources[row[_sql.PLAN_RESOURCE_AT]] = _resource(row, _sql.PLAN_RESOURCE_AT)
+            elif kind == _sql.THREAD_PAGE:
+                thread_total = int(row[2])
+                if row[_sql.PLAN_THREAD_AT] is not None:
+                    thread_items.append(_thread(row, _sql.PLAN_THREAD_AT))
+            else:
+                windows[row[1] - 1].append(_message(row, _sql.PLAN_MESSAGE_AT))
+        messages.sort(key=order_key, reverse=plan.messages is not None and plan.messages.descending)
         if plan.thread_page is not None:
-            calls["thread_page"] = self._page_threads(plan.thread_page)
-        if plan.windows:
-            calls["windows"] = self._message_windows(plan.windows)
-        results = dict(zip(calls, await asyncio.gather(*calls.values()), strict=True))
-        found: ReadParts = results.get("records", ReadParts())
-        message_total, messages = results.get("messages", (0, []))
-        thread_total, thread_items = results.get("thread_page", (0, []))
-        windows = results.get("windows", [])
-        return ReadParts(found.threads, found.resources, message_total, messages, thread_total, thread_items, windows)
+            thread_items.sort(key=plan.thread_page.key, reverse=plan.thread_page.descending)
+        for window in windows:
+            window.sort(key=order_key)
+        return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
 
     async def _read_state(
         self, thread_ids: Sequence[str], message_ids: Sequence[str]
@@ -612,8 +626,3 @@ class PostgresStorage(BaseStorage):
             resource_id,
         )
         return list(row[0]), int(row[1]), bool(row[2])
-
-
-def _order_key(message: Message) -> tuple[datetime, int]:
-    assert message.created_at is not None and message.sequence is not None
-    return (message.created_at, message.sequence)

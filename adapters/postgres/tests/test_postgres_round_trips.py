@@ -1,0 +1,104 @@
+"""One statement per read operation (issue 14, item 1).
+
+Every statement a read sends goes through the store's asyncpg pool; the
+count is taken there (``fetch``, ``fetchrow``, ``fetchval``, ``execute`` and
+``acquire``, each at least one round trip), on a real server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+from memory_core import Memory, MemoryConfig, Message, WorkingMemory
+from memory_core.models import MessagePageRequest
+
+from memory_core_postgres import PostgresStorage
+
+pytestmark = pytest.mark.anyio
+
+_DOORS = ("fetch", "fetchrow", "fetchval", "execute", "acquire")
+
+
+class StatementCounter:
+    """Counts the calls a store makes on its pool (the real pool behind a
+    counting front: asyncpg's Pool has slots, so its methods cannot be
+    wrapped in place)."""
+
+    def __init__(self, store: PostgresStorage) -> None:
+        self.calls = 0
+        pool = store.pool
+        counter = self
+
+        class CountingPool:
+            def __getattr__(self, name: str) -> Any:
+                found = getattr(pool, name)
+                if name not in _DOORS:
+                    return found
+
+                def counted(*args: Any, **kwargs: Any) -> Any:
+                    counter.calls += 1
+                    return found(*args, **kwargs)
+
+                return counted
+
+        self.store, self.pool = store, pool
+        store._pool = CountingPool()  # type: ignore[assignment]
+
+    def restore(self) -> None:
+        """Put the store's own pool back."""
+        self.store._pool = self.pool
+
+    def take(self) -> int:
+        calls, self.calls = self.calls, 0
+        return calls
+
+
+@pytest.fixture
+async def memory(make_store: Callable[..., PostgresStorage]) -> AsyncIterator[tuple[Memory, StatementCounter]]:
+    store = make_store()
+    async with Memory(store) as memory:
+        await memory.create_thread("r1", thread_id="t1")
+        await memory.create_thread("r1", thread_id="t2")
+        await memory.save_messages([Message(f"m{n}", "t1" if n % 2 else "t2", "user", f"text {n}") for n in range(60)])
+        counter = StatementCounter(store)
+        yield memory, counter
+        counter.restore()
+        await store.destroy()
+
+
+async def test_recall_with_ownership_and_includes_is_one_statement(memory: tuple[Memory, StatementCounter]) -> None:
+    mem, counter = memory
+    result = await mem.recall("t1", "r1", per_page=20, include=[{"id": "m2", "with_previous": 1}])
+    assert len(result.messages) == 22 and result.total == 30
+    assert [m.id for m in result.messages][-2:] == ["m57", "m59"]
+    assert counter.take() == 1
+
+
+async def test_listings_are_one_statement_each(memory: tuple[Memory, StatementCounter]) -> None:
+    mem, counter = memory
+    page = await mem.list_messages("t1", "r1", include=[{"id": "m2", "with_next": 2}], per_page=5)
+    assert page.total == 30 and page.has_more and len(page.items) == 8
+    assert counter.take() == 1
+    threads = await mem.list_threads({"resource_id": "r1"}, per_page=1)
+    assert threads.total == 2 and threads.has_more and len(threads.items) == 1
+    assert counter.take() == 1
+    empty = await mem.list_threads({"resource_id": "r1"}, per_page=0)
+    assert empty.total == 2 and empty.items == []
+    assert counter.take() == 1
+    parts = await mem.storage.message_parts(MessagePageRequest(thread_ids=("t2",)), threads=("t1", "t2", "zz"))
+    assert set(parts.threads) == {"t1", "t2"} and parts.total == 30
+    assert counter.take() == 1
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_working_memory_read_is_one_statement(memory: tuple[Memory, StatementCounter], scope: Any) -> None:
+    mem, counter = memory
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope=scope, template="tpl"))
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "tpl"
+    assert counter.take() == 1
+    await mem.update_working_memory("t1", "notes", "r1", thread_config=config)
+    counter.take()
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "notes"
+    assert counter.take() == 1
