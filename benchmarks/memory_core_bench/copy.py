@@ -5,8 +5,11 @@ resources x 10 threads, about 100 messages per thread, short texts with
 metadata), then:
 
 1. copies it to each destination (``--to``: ``sqlite``, another file;
-   ``redis``, valkey; ``mongodb``, secantusdb; default all) with :func:`memory_core.transfer.copy_store` and prints
-   messages/s of the whole copy (export, import, verification);
+   ``redis``, valkey; ``mongodb``, secantusdb; default all; and every
+   ``--url``, a server of yours such as PostgreSQL, used in a namespace of
+   its own that is destroyed afterwards) with
+   :func:`memory_core.transfer.copy_store` and prints messages/s of the whole
+   copy (export, import, verification);
 2. exports it to a file and imports that into a fresh SQLite file, printing
    the peak Python heap (tracemalloc) of each, and the peak RSS of this
    process at the end.
@@ -14,6 +17,7 @@ metadata), then:
 Run::
 
     python -m memory_core_bench.copy --messages 100000
+    python -m memory_core_bench.copy --to sqlite --url postgresql://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from memory_core import Message, Storage, Thread, connect
 from memory_core.transfer import copy_store, export_lines, import_lines
@@ -72,7 +77,11 @@ async def _copy(source: Storage, url: str, options: dict[str, Any], total: int, 
         whole = time.perf_counter() - started
         copied = report.imported.written["messages"]
         assert report.verified and copied == total, report.difference
-        log(f"sqlite -> {url.split(':', 1)[0]}: {total / whole:,.0f} messages/s (copy + verify, {whole:.1f} s)")
+        where = urlsplit(url)
+        log(
+            f"sqlite -> {where.scheme} at {where.hostname or 'a file'}: {total / whole:,.0f} messages/s "
+            f"(copy + verify, {whole:.1f} s)"
+        )
     finally:
         await destination.destroy()
 
@@ -103,7 +112,7 @@ async def _memory(source: Storage, folder: Path, log: Callable[[str], None]) -> 
         await destination.close()
 
 
-async def _run(messages: int, backends: set[str], log: Callable[[str], None]) -> None:
+async def _run(messages: int, backends: set[str], urls: Sequence[str], log: Callable[[str], None]) -> None:
     with tempfile.TemporaryDirectory(prefix="mc-copy-bench-") as tmp:
         folder = Path(tmp)
         source = await connect(f"sqlite:///{folder / 'source.db'}")
@@ -114,6 +123,7 @@ async def _run(messages: int, backends: set[str], log: Callable[[str], None]) ->
             targets: list[tuple[str, dict[str, Any]]] = [(f"sqlite:///{folder / 'copy.db'}", {})]
             targets += [(server.url, {"namespace": "copybench"}) for server in servers]
             targets = [(url, options) for url, options in targets if url.split(":", 1)[0] in backends]
+            targets += [(url, {"namespace": "copybench"}) for url in urls]
             for url, options in targets:
                 await _copy(source, url, options, messages, log)
         await _memory(source, folder, log)
@@ -128,8 +138,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--to", action="append", choices=["sqlite", "redis", "mongodb"], help="destinations (default: all three)"
     )
+    parser.add_argument(
+        "--url",
+        action="append",
+        default=[],
+        help="another destination storage URL (used in namespace 'copybench', destroyed afterwards)",
+    )
     args = parser.parse_args(argv)
-    asyncio.run(_run(args.messages, set(args.to or ["sqlite", "redis", "mongodb"]), print))
+    asyncio.run(_run(args.messages, set(args.to or ["sqlite", "redis", "mongodb"]), args.url, print))
     return 0
 
 
