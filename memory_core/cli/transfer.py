@@ -2,8 +2,8 @@
 through the ``memory-core/jsonl`` format (:mod:`memory_core.transfer`).
 
 Each command checks its arguments and URLs (scheme known, adapter installed,
-URL well formed, source and destination different) before it opens a store;
-a user error is one red line and exit 2. ``copy`` exits 1 when the
+URL well formed, source and destination not one store however spelled)
+before it opens a store; a user error is one red line and exit 2. ``copy`` exits 1 when the
 verification finds a difference, naming the first differing thread. Ctrl-C
 leaves what was written complete record by record: run the same command
 again to resume (exit 130 meanwhile).
@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import fail, user_errors
-from memory_core.cli.stores import command_storage
+from memory_core.cli.stores import command_storage, copy_storages
 from memory_core.registry import build_vector
 from memory_core.storage import Storage
 from memory_core.transfer import copy_store, export_lines, import_lines
@@ -172,10 +172,7 @@ def copy(
 ) -> None:
     """Copy a store into another, then verify counts and per-thread digests."""
     with user_errors():
-        if source == destination:
-            fail("SOURCE and DESTINATION are the same URL")
-        src = command_storage(source, "SOURCE", must_exist=True)
-        dst = command_storage(destination, "DESTINATION", must_exist=False)
+        src, dst = copy_storages(source, destination)
         _check_resource(resource)
         vectors = None if vector is None else build_vector(vector)
 

@@ -101,7 +101,7 @@ def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
         (["export", "nosuch://x"], "unknown storage scheme 'nosuch'"),
         (["export", "sqlite:///{tmp}/missing.db"], "missing.db does not exist"),
         (["copy", "sqlite:///{tmp}/missing.db", "sqlite:///{tmp}/b.db"], "missing.db does not exist"),
-        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/a.db"], "same URL"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/a.db"], "SOURCE and DESTINATION are the same store"),
         (["copy", "sqlite:///{tmp}/a.db", "nosuch://x"], "unknown storage scheme"),
         (["export", "sqlite:///{tmp}/a.db", "-o", "{tmp}/a.db"], "never overwrites"),
         (["export", "sqlite:///{tmp}/a.db", "--resource", " "], "--resource"),

@@ -16,7 +16,7 @@ refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -42,6 +42,7 @@ from memory_core_postgres._url import (
     parse_url,
     quote_ident,
     schema_name,
+    server_identity,
 )
 
 __all__ = ["PostgresStorage", "is_transient", "keep_session"]
@@ -176,6 +177,15 @@ class PostgresStorage(BaseStorage):
     def schema(self) -> str:
         """The schema this store's tables live in (unquoted)."""
         return self.settings.schema
+
+    @property
+    def store_identity(self) -> Hashable:
+        """``("postgresql", servers, database, schema)``: the servers and the
+        database the URL reaches (:func:`memory_core_postgres._url.server_identity`:
+        loopback spellings are one host, libpq's defaults fill what the URL
+        leaves out) and the schema (namespace included).
+        """
+        return (self.backend_name, *server_identity(self.settings.dsn), self.settings.schema)
 
     def __repr__(self) -> str:
         return f"PostgresStorage(schema={self.settings.schema!r})"
