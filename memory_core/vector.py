@@ -313,6 +313,12 @@ class VectorStore(Protocol):
     ) -> None:
         """Close the store."""
 
+    @property
+    def persistent(self) -> bool:
+        """Whether the points outlive this store object (a server, a
+        directory): False for a store whose points go when it is closed or
+        its process exits (``memory://``, ``qdrant::memory:``)."""
+
     async def open(self) -> None:
         """Connect (idempotent). Collections are created lazily per dimension."""
 
@@ -383,10 +389,16 @@ class BaseVectorStore(ABC):
             re-lists collections before operations that span every dimension.
             False when the store owns its collections (in process, a locked
             directory).
+        persistent: True (the default) when the points outlive the store
+            object (a server, a directory); False for an in-process store
+            whose points go on close (an instance may say False where its
+            class says True). Transfers refuse to re-embed into a store that
+            is not persistent (:mod:`memory_core.transfer.reembed`).
     """
 
     backend_name: ClassVar[str] = "vector"
     shares_collections: ClassVar[bool] = True
+    persistent: bool = True
 
     def __init__(
         self,
