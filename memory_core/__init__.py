@@ -13,12 +13,14 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.query` (normalised queries for adapters),
   :mod:`~memory_core.cursor`, :mod:`~memory_core.ids`,
   :mod:`~memory_core.clock`, :mod:`~memory_core.codec`,
-  :mod:`~memory_core.capabilities`;
+  :mod:`~memory_core.capabilities`, :mod:`~memory_core.builders` (records
+  built from stored rows);
 - storage: :mod:`~memory_core.storage` (the Protocol callers use and
   ``BaseStorage``, which adapters subclass), :mod:`~memory_core.plan` (read
   plans), :mod:`~memory_core.reference` (the reference store,
   ``memory://``), :mod:`~memory_core.registry` (URL scheme to adapter,
-  :func:`connect`);
+  :func:`connect`), :mod:`~memory_core.identity` (whether two stores are
+  one);
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to

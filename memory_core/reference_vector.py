@@ -39,6 +39,8 @@ class InMemoryVectorStore(BaseVectorStore):
 
     backend_name = "memory"
     shares_collections = False
+    persistent = False
+    """The points live in this object: gone when it is."""
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter
@@ -116,6 +116,8 @@ class Storage(Protocol):
     ) -> None: ...
     async def open(self) -> None: ...
     async def preflight(self, *, must_exist: bool = False) -> None: ...
+    @property
+    def store_identity(self) -> Hashable: ...
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None: ...
     async def get_thread_with_owner(self, thread_id: str) -> tuple[Thread | None, Resource | None]: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
@@ -275,6 +277,21 @@ class BaseStorage(ABC):
             BackendError: what is there cannot be opened (e.g. a file that is
                 not a database), with the message ``open`` would give.
         """
+
+    @property
+    def store_identity(self) -> Hashable:
+        """What names this store's data, computed without I/O: two stores with
+        equal identities read and write the same data, so
+        :func:`memory_core.identity.check_distinct` (``copy``) refuses them.
+
+        The default is this instance alone (``(backend_name, "instance",
+        id(self))``): right for a store whose data lives in its instance
+        (``memory://``), and never wrong for one that does not say more. An
+        adapter whose data outlives the instance overrides it with where the
+        data is (a resolved file path; a server address, database and
+        namespace), spelled one way per store (:mod:`memory_core.identity`).
+        """
+        return (self.backend_name, "instance", id(self))
 
     async def _ready(self) -> None:
         if self._closed:

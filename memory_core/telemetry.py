@@ -1,7 +1,7 @@
-"""OpenTelemetry spans for storage and :class:`~memory_core.Memory` calls.
+"""OpenTelemetry spans for storage, vector store and :class:`~memory_core.Memory` calls.
 
-Every public storage and Memory operation decorated with :func:`traced`
-becomes one span when the application uses OpenTelemetry. The attribute
+Every public storage, vector store and Memory operation decorated with
+:func:`traced` becomes one span when the application uses OpenTelemetry. The attribute
 names follow the OpenTelemetry GenAI semantic conventions for memory
 operations (still in development upstream: ``gen_ai.operation.name``
 values ``search_memory``, ``create_memory``, ``update_memory``,
@@ -9,18 +9,24 @@ values ``search_memory``, ``create_memory``, ``update_memory``,
 database conventions for the backend (``db.system.name``, with the older
 ``db.system`` alongside; ``db.operation.name``;
 ``db.operation.batch.size``; ``db.response.returned_rows``). The span's
-start and end times are the operation's latency.
+start and end times are the operation's latency. A vector store's spans
+name the vector backend (``qdrant``, ``pgvector``, ``memory``) in
+``db.system.name`` and carry the query vector's length
+(``gen_ai.embeddings.dimension.count``) and ``top_k``
+(``memory_core.vector.top_k``) of a search.
 
 Span name: ``"<gen_ai.operation.name> <method>"``, e.g. ``"search_memory
 list_messages"``. A storage call made inside another storage call (for
-example ``list_messages`` through ``page_messages``) adds no second span;
-storage calls made by a Memory operation are children of its span.
+example ``list_messages`` through ``page_messages``) adds no second span,
+and likewise within a vector store; the storage and vector calls made by a
+Memory operation are children of its span.
 
 Cost: memory-core never imports ``opentelemetry`` itself. A span is made
 only when the application has imported ``opentelemetry.trace`` (it has, if
 it configured a tracer provider); otherwise a decorated call costs one
 dictionary lookup. Message text and search queries (``gen_ai.memory.content``,
-``gen_ai.memory.query``) are recorded only after
+``gen_ai.memory.query``, the text a recall searches for: a vector store is
+given only its vector, which is never recorded) are recorded only after
 :func:`set_capture_content` (True) or with the environment variable
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (the GenAI
 instrumentations' switch).
@@ -39,6 +45,7 @@ from typing import Any, Literal, ParamSpec, TypeVar
 __all__ = [
     "CAPTURE_CONTENT_ENV",
     "TRACER_NAME",
+    "Layer",
     "Operation",
     "capture_content",
     "set_capture_content",
@@ -52,6 +59,9 @@ CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Environment switch for recording message text (``true``/``1``)."""
 
 Operation = Literal["search_memory", "create_memory", "update_memory", "delete_memory"]
+Layer = Literal["memory", "storage", "vector"]
+"""Which object a traced method belongs to: a call made inside a span of its
+own layer adds no span."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -59,7 +69,7 @@ _Method = Callable[P, Coroutine[Any, Any, R]]
 
 _capture: list[bool | None] = [None]
 _tracer: list[Any] = []
-# The layer ("storage" or "memory") of the span the current task is inside, if any.
+# The layer of the span the current task is inside, if any.
 _layer: ContextVar[str | None] = ContextVar("memory_core_span_layer", default=None)
 
 
@@ -108,13 +118,17 @@ def _get_tracer() -> Any:
     return _tracer[0]
 
 
-def traced(operation: Operation) -> Callable[[_Method[P, R]], _Method[P, R]]:
+def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Method[P, R]], _Method[P, R]]:
     """Decorate a public async method of a storage (an object with
-    ``backend_name``) or of a Memory (with ``storage``) so each call is a span
-    (see the module docstring for names and attributes).
+    ``backend_name``), a vector store or a Memory (with ``storage``) so each
+    call is a span (see the module docstring for names and attributes).
 
     Args:
         operation: the ``gen_ai.operation.name`` of the method.
+        layer: the owner's :data:`Layer`; None (the default) tells storage
+            (``backend_name``) from Memory. A vector store, which has a
+            ``backend_name`` too, says ``"vector"``: its calls inside a storage
+            span, or a storage's inside its spans, are spans of their own.
     """
 
     def decorate(method: _Method[P, R]) -> _Method[P, R]:
@@ -125,10 +139,10 @@ def traced(operation: Operation) -> Callable[[_Method[P, R]], _Method[P, R]]:
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             tracer = _get_tracer()
             owner = args[0]
-            layer = "storage" if hasattr(owner, "backend_name") else "memory"
-            if tracer is None or _layer.get() == layer:
+            own = layer or ("storage" if hasattr(owner, "backend_name") else "memory")
+            if tracer is None or _layer.get() == own:
                 return await method(*args, **kwargs)
-            token = _layer.set(layer)
+            token = _layer.set(own)
             try:
                 with tracer.start_as_current_span(f"{operation} {name}", kind=_client_kind()) as span:
                     if span.is_recording():
@@ -182,7 +196,7 @@ def _request_attributes(owner: Any, operation: str, name: str, bound: Mapping[st
     if isinstance(resource_id, str):
         found["gen_ai.memory.namespace"] = resource_id
         found.setdefault("gen_ai.memory.scope", "user")
-    for key in ("messages", "updates", "ids"):
+    for key in ("messages", "updates", "ids", "points", "message_ids"):
         batch = bound.get(key)
         if isinstance(batch, Sequence) and not isinstance(batch, str):
             found["db.operation.batch.size"] = len(batch)
@@ -191,6 +205,15 @@ def _request_attributes(owner: Any, operation: str, name: str, bound: Mapping[st
     query = bound.get("vector_search_string")
     if isinstance(query, str) and capture_content():
         found["gen_ai.memory.query"] = query
+    vector = bound.get("vector")
+    shape = getattr(vector, "shape", None)
+    if isinstance(shape, tuple) and len(shape) == 1:
+        found["gen_ai.embeddings.dimension.count"] = shape[0]
+    elif isinstance(vector, list | tuple):
+        found["gen_ai.embeddings.dimension.count"] = len(vector)
+    top_k = bound.get("top_k")
+    if isinstance(top_k, int):
+        found["memory_core.vector.top_k"] = top_k
     return found
 
 

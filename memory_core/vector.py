@@ -41,6 +41,7 @@ import numpy.typing as npt
 
 from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
 from memory_core.models import Message
+from memory_core.telemetry import traced
 from memory_core.validation import check_id
 
 __all__ = [
@@ -313,6 +314,12 @@ class VectorStore(Protocol):
     ) -> None:
         """Close the store."""
 
+    @property
+    def persistent(self) -> bool:
+        """Whether the points outlive this store object (a server, a
+        directory): False for a store whose points go when it is closed or
+        its process exits (``memory://``, ``qdrant::memory:``)."""
+
     async def open(self) -> None:
         """Connect (idempotent). Collections are created lazily per dimension."""
 
@@ -383,10 +390,20 @@ class BaseVectorStore(ABC):
             re-lists collections before operations that span every dimension.
             False when the store owns its collections (in process, a locked
             directory).
+        persistent: True (the default) when the points outlive the store
+            object (a server, a directory); False for an in-process store
+            whose points go on close (an instance may say False where its
+            class says True). Transfers refuse to re-embed into a store that
+            is not persistent (:mod:`memory_core.transfer.reembed`).
+
+    Every public operation below (not ``open``/``close``/``destroy``) is an
+    OpenTelemetry span when the application traces (:mod:`memory_core.telemetry`),
+    a child of the Memory operation that made it.
     """
 
     backend_name: ClassVar[str] = "vector"
     shares_collections: ClassVar[bool] = True
+    persistent: bool = True
 
     def __init__(
         self,
@@ -525,6 +542,7 @@ class BaseVectorStore(ABC):
 
     # ------------------------------------------------------------------ VectorStore
 
+    @traced("update_memory", "vector")
     async def upsert(self, points: Sequence[VectorPoint]) -> None:
         """Insert or replace these points; the same (message id, chunk) replaces.
 
@@ -571,6 +589,7 @@ class BaseVectorStore(ABC):
                     matrix = np.stack([group[pid][0] for pid in batch])
                     await self._upsert(name, list(batch), matrix, [group[pid][1] for pid in batch])
 
+    @traced("delete_memory", "vector")
     async def delete_messages(self, message_ids: Sequence[str]) -> None:
         """Remove every point (all chunks, every dimension) of these messages;
         unknown ids are ignored.
@@ -590,6 +609,7 @@ class BaseVectorStore(ABC):
                 for batch in _batches(ids, DELETE_BATCH):
                     await self._delete(name, PointFilter(message_ids=tuple(batch)))
 
+    @traced("delete_memory", "vector")
     async def delete_thread(self, thread_id: str) -> None:
         """Remove every point whose payload ``thread_id`` is this thread
         (unknown thread: no-op).
@@ -600,6 +620,7 @@ class BaseVectorStore(ABC):
         """
         await self._delete_where("delete_thread", PointFilter(thread_id=check_id(thread_id, "thread_id")))
 
+    @traced("delete_memory", "vector")
     async def delete_resource(self, resource_id: str) -> None:
         """Remove every point whose payload ``resource_id`` is this resource
         (unknown resource: no-op); ``delete_resource`` erases its
@@ -617,6 +638,7 @@ class BaseVectorStore(ABC):
             for name in await self._collections():
                 await self._delete(name, flt)
 
+    @traced("search_memory", "vector")
     async def search(
         self,
         vector: Vector,
@@ -670,6 +692,7 @@ class BaseVectorStore(ABC):
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.message_id))[:top_k]
         return [VectorHit(h.message_id, h.thread_id, h.resource_id, h.score) for h in ranked]
 
+    @traced("search_memory", "vector")
     async def count(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
         """How many distinct messages have at least one point under the filter
         (every dimension; all of this store's messages when both are None).
@@ -690,6 +713,7 @@ class BaseVectorStore(ABC):
                 found.update(await self._message_ids(name, flt))
             return len(found)
 
+    @traced("search_memory", "vector")
     async def count_points(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
         """How many points (chunks, every dimension) match the filter; all of
         this store's points when both are None.
@@ -706,6 +730,7 @@ class BaseVectorStore(ABC):
                 total += await self._count(name, flt)
             return total
 
+    @traced("search_memory", "vector")
     async def dimensions(self) -> list[int]:
         """The vector dimensions this store holds collections for, ascending.
 

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -25,9 +26,11 @@ from memory_core import (
     Thread,
     ValidationError,
     connect,
+    connect_vector,
 )
 from memory_core.embedders import LexicalHashEmbedder
 from memory_core.telemetry import set_capture_content, set_tracer_provider
+from memory_core.vector import VectorPoint
 
 pytestmark = pytest.mark.anyio
 
@@ -164,3 +167,71 @@ def test_no_opentelemetry_import_and_no_spans_without_it() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr
+
+
+def _point(message_id: str, thread_id: str, vector: list[float]) -> VectorPoint:
+    return VectorPoint(message_id, 0, np.asarray(vector, dtype=np.float32), thread_id, "r1", 0)
+
+
+async def test_vector_store_calls_are_genai_memory_spans(spans: InMemorySpanExporter) -> None:
+    set_capture_content(True)  # still no vector or text on a vector span: it is given none
+    async with InMemoryVectorStore() as vectors:
+        await vectors.upsert([_point("a", "t1", [1, 0, 0]), _point("b", "t2", [0, 1, 0])])
+        hits = await vectors.search(np.asarray([1, 0.1, 0], dtype=np.float32), 5, resource_id="r1")
+        assert await vectors.count(thread_id="t1") == 1
+        await vectors.delete_messages(["a"])
+        await vectors.delete_thread("t2")
+        await vectors.delete_resource("r1")
+    assert [h.message_id for h in hits] == ["a", "b"]
+    [upsert] = _named(spans, "update_memory upsert")
+    assert upsert.attributes is not None
+    assert upsert.attributes["db.system.name"] == upsert.attributes["db.system"] == "memory"
+    assert upsert.attributes["db.operation.name"] == "upsert"
+    assert upsert.attributes["db.operation.batch.size"] == 2
+    assert upsert.kind == trace.SpanKind.CLIENT
+    [search] = _named(spans, "search_memory search")
+    assert search.attributes is not None
+    assert search.attributes["gen_ai.operation.name"] == "search_memory"
+    assert search.attributes["gen_ai.memory.namespace"] == "r1"
+    assert search.attributes["gen_ai.memory.scope"] == "user"
+    assert search.attributes["gen_ai.embeddings.dimension.count"] == 3
+    assert search.attributes["memory_core.vector.top_k"] == 5
+    assert search.attributes["gen_ai.memory.search.result.count"] == 2
+    assert not {"gen_ai.memory.query", "gen_ai.memory.content"} & set(search.attributes)
+    [counted] = _named(spans, "search_memory count")
+    assert counted.attributes is not None and counted.attributes["gen_ai.conversation.id"] == "t1"
+    [deleted] = _named(spans, "delete_memory delete_messages")
+    assert deleted.attributes is not None and deleted.attributes["db.operation.batch.size"] == 1
+    assert _named(spans, "delete_memory delete_thread")[0].attributes["gen_ai.conversation.id"] == "t2"  # type: ignore[index]
+    assert _named(spans, "delete_memory delete_resource")[0].attributes["gen_ai.memory.namespace"] == "r1"  # type: ignore[index]
+
+
+async def test_a_failed_vector_call_is_an_error_span(spans: InMemorySpanExporter) -> None:
+    async with InMemoryVectorStore() as vectors:
+        with pytest.raises(ValidationError):
+            await vectors.search(np.zeros(3, dtype=np.float32), 1)
+    [failed] = _named(spans, "search_memory search")
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes is not None and failed.attributes["error.type"] == "ValidationError"
+
+
+async def test_vector_spans_are_children_of_memory_spans(spans: InMemorySpanExporter, store: InMemoryStorage) -> None:
+    config = MemoryConfig(semantic_recall=True)
+    async with Memory(store, InMemoryVectorStore(), LexicalHashEmbedder(), config, owns_stores=False) as memory:
+        await memory.save_messages([{"id": "a", "thread_id": "t1", "role": "user", "content": "tea"}])
+        await memory.recall("t1", "r1", vector_search_string="tea")
+    [saved] = [s for s in _named(spans, "update_memory save_messages") if s.parent is None]
+    [recall] = _named(spans, "search_memory recall")
+    [upsert] = _named(spans, "update_memory upsert")
+    [search] = _named(spans, "search_memory search")
+    assert upsert.parent is not None and upsert.parent.span_id == saved.context.span_id  # type: ignore[union-attr]
+    assert search.parent is not None and search.parent.span_id == recall.context.span_id  # type: ignore[union-attr]
+    assert search.attributes is not None and search.attributes["gen_ai.memory.namespace"] == "r1"  # resource scope
+
+
+async def test_qdrant_spans_name_their_backend(spans: InMemorySpanExporter) -> None:
+    pytest.importorskip("memory_core_qdrant")
+    async with await connect_vector("qdrant::memory:") as vectors:
+        await vectors.upsert([_point("a", "t1", [1, 0])])
+    [upsert] = _named(spans, "update_memory upsert")
+    assert upsert.attributes is not None and upsert.attributes["db.system.name"] == "qdrant"

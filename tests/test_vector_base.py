@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_core import connect_vector
+from memory_core import InMemoryStorage, connect_vector
 from memory_core.errors import BackendError, ValidationError
 from memory_core.reference_vector import InMemoryVectorStore
+from memory_core.transfer import check_persistent, reembedder
 from memory_core.vector import PointFilter, RawHit, Vector, VectorPoint
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +109,16 @@ async def test_memory_scheme_opens_the_reference_vector_store() -> None:
     await store.close()
     with pytest.raises(ValidationError):
         await connect_vector("memory://somewhere")
+
+
+def test_transfers_re_embed_only_into_a_persistent_store() -> None:
+    """The reference store keeps its points in the object: a transfer's
+    re-embedding into it would vanish with the process (refused, no I/O)."""
+    store = InMemoryVectorStore()
+    assert store.persistent is False
+    with pytest.raises(ValidationError) as caught:
+        reembedder(InMemoryStorage(), store, "--vector")
+    assert caught.value.field == "--vector" and "in memory" in caught.value.reason
+    store.persistent = True  # what a store on disk or on a server says
+    check_persistent(store)
+    assert callable(reembedder(InMemoryStorage(), store))

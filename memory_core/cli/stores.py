@@ -12,10 +12,11 @@ import asyncio
 
 from memory_core.cli.host import fail
 from memory_core.errors import ValidationError
+from memory_core.identity import same_store
 from memory_core.registry import build_storage
 from memory_core.storage import Storage
 
-__all__ = ["command_storage"]
+__all__ = ["command_storage", "copy_storages"]
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
@@ -36,7 +37,29 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
         typer.Exit: preflight refused the location (one red line
             ``<role>: <reason>``, exit 2).
     """
-    store = build_storage(url)
+    return _preflight(build_storage(url), role, must_exist)
+
+
+def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
+    """``copy``'s two stores, built but not opened: both URLs checked as by
+    :func:`command_storage` (the source must exist), and refused when they
+    name one store (:func:`memory_core.identity.same_store`, compared before
+    the preflights' I/O), however the URLs spell it.
+
+    Raises:
+        ValidationError: from the registry (scheme, adapter, URL shape).
+        BackendError: what a URL names cannot be opened (preflight).
+        typer.Exit: the same store twice ("SOURCE and DESTINATION are the
+            same store"), or a preflight refused a location (one red line,
+            exit 2).
+    """
+    src, dst = build_storage(source), build_storage(destination)
+    if same_store(src, dst):
+        fail("SOURCE and DESTINATION are the same store")
+    return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
+
+
+def _preflight(store: Storage, role: str, must_exist: bool) -> Storage:
     try:
         asyncio.run(store.preflight(must_exist=must_exist))
     except ValidationError as exc:

@@ -2,8 +2,9 @@
 through the ``memory-core/jsonl`` format (:mod:`memory_core.transfer`).
 
 Each command checks its arguments and URLs (scheme known, adapter installed,
-URL well formed, source and destination different) before it opens a store;
-a user error is one red line and exit 2. ``copy`` exits 1 when the
+URL well formed, source and destination not one store however spelled, a
+``--vector`` store that keeps what it is given) before it opens a store; a
+user error is one red line and exit 2. ``copy`` exits 1 when the
 verification finds a difference, naming the first differing thread. Ctrl-C
 leaves what was written complete record by record: run the same command
 again to resume (exit 130 meanwhile).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -24,10 +25,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import fail, user_errors
-from memory_core.cli.stores import command_storage
+from memory_core.cli.stores import command_storage, copy_storages
 from memory_core.registry import build_vector
-from memory_core.storage import Storage
-from memory_core.transfer import copy_store, export_lines, import_lines
+from memory_core.transfer import copy_store, export_lines, import_lines, reembedder
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
 
@@ -90,21 +90,6 @@ def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
         raise typer.Exit(INTERRUPTED) from None
 
 
-def _reindexer(storage: Storage, vectors: VectorStore | None) -> Callable[[str], Awaitable[None]] | None:
-    """The per-resource re-embed hook for ``--vector`` (None without it):
-    every message of the resource embedded again with the default embedder."""
-    if vectors is None:
-        return None
-    from memory_core.memory import Memory
-
-    memory = Memory(storage, vectors, owns_stores=False)
-
-    async def reindex(resource: str) -> None:
-        await memory.reindex(resource_id=resource)
-
-    return reindex
-
-
 def export(
     url: Annotated[str, typer.Argument(help="Storage URL to export from.")],
     resource: Annotated[str | None, typer.Option(help="Export only this resource.")] = None,
@@ -142,6 +127,7 @@ def import_(
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file")
         vectors = None if vector is None else build_vector(vector)
+        reindex = None if vectors is None else reembedder(storage, vectors, "--vector")
 
         async def work() -> None:
             async with storage, _opened(vectors):
@@ -154,7 +140,7 @@ def import_(
                             source,
                             on_total=total,
                             on_progress=advance,
-                            on_resource=_reindexer(storage, vectors),
+                            on_resource=reindex,
                         )
                 finally:
                     if input is not None:
@@ -172,18 +158,16 @@ def copy(
 ) -> None:
     """Copy a store into another, then verify counts and per-thread digests."""
     with user_errors():
-        if source == destination:
-            fail("SOURCE and DESTINATION are the same URL")
-        src = command_storage(source, "SOURCE", must_exist=True)
-        dst = command_storage(destination, "DESTINATION", must_exist=False)
+        src, dst = copy_storages(source, destination)
         _check_resource(resource)
         vectors = None if vector is None else build_vector(vector)
+        reindex = None if vectors is None else reembedder(dst, vectors, "--vector")
 
         async def work() -> None:
             async with src, dst, _opened(vectors):
                 with _progress("copy") as (total, advance):
                     report = await copy_store(
-                        src, dst, resource, on_total=total, on_progress=advance, on_resource=_reindexer(dst, vectors)
+                        src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex
                     )
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from memory_core.identity import check_distinct
 from memory_core.storage import Storage
 from memory_core.transfer.digest import Difference, first_difference
 from memory_core.transfer.export import PAGE_SIZE, export_lines, summarize
@@ -54,6 +55,13 @@ async def copy_store(
     the destination is exported to a summary (same resource scope) and
     compared with the source's trailer.
 
+    A copy of a store into itself is refused before any I/O: the two stores'
+    :attr:`~memory_core.storage.BaseStorage.store_identity` values are
+    compared (:func:`memory_core.identity.check_distinct`), so one store
+    reached through two spellings of its URL is caught too (the import would
+    skip every record as already there, and the verification would compare
+    the store with itself).
+
     Args:
         source, destination: opened stores.
         resource_id: copy only this resource; None: every resource that owns a thread.
@@ -66,9 +74,12 @@ async def copy_store(
         :class:`CopyReport`; check ``verified``.
 
     Raises:
-        as :func:`~memory_core.transfer.export_lines` and
-        :func:`~memory_core.transfer.import_lines`.
+        ValidationError: field ``destination``: it is the same store as
+            ``source``.
+        others: as :func:`~memory_core.transfer.export_lines` and
+            :func:`~memory_core.transfer.import_lines`.
     """
+    check_distinct(source, destination)
     lines = export_lines(source, resource_id, page_size=page_size)
     imported = await import_lines(
         destination,

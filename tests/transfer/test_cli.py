@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memory_core import Storage, Thread, connect
+from memory_core import Storage, Thread, connect, connect_vector
 from memory_core.cli import app
 from memory_core.transfer import summarize
 from tests.transfer.stores import fill
@@ -101,7 +101,7 @@ def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
         (["export", "nosuch://x"], "unknown storage scheme 'nosuch'"),
         (["export", "sqlite:///{tmp}/missing.db"], "missing.db does not exist"),
         (["copy", "sqlite:///{tmp}/missing.db", "sqlite:///{tmp}/b.db"], "missing.db does not exist"),
-        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/a.db"], "same URL"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/a.db"], "SOURCE and DESTINATION are the same store"),
         (["copy", "sqlite:///{tmp}/a.db", "nosuch://x"], "unknown storage scheme"),
         (["export", "sqlite:///{tmp}/a.db", "-o", "{tmp}/a.db"], "never overwrites"),
         (["export", "sqlite:///{tmp}/a.db", "--resource", " "], "--resource"),
@@ -110,6 +110,9 @@ def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/nofolder/b.db"], "nofolder' does not exist"),
         (["import", "sqlite:///{tmp}/b.db", "--vector", "sqlite:///x.db"], "not a vector store URL"),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "nosuch://"], "unknown vector"),
+        (["import", "sqlite:///{tmp}/b.db", "--vector", "qdrant::memory:"], "--vector: QdrantEdgeStore keeps its"),
+        (["import", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "--vector: InMemoryVectorStore keeps its"),
+        (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "vectors in memory"),
     ],
 )
 def test_user_errors_are_one_line_and_touch_nothing(args: list[str], reason: str, tmp_path: Path) -> None:
@@ -141,3 +144,20 @@ def test_import_of_a_line_that_is_not_utf8_names_it(through: str, tmp_path: Path
     result = runner.invoke(app, args, input=data if through == "stdin" else b"")
     assert result.exit_code == 2, result.output
     assert "line 2: not UTF-8 text ('utf-8' codec can't decode" in result.output
+
+
+def test_copy_re_embeds_into_a_persistent_vector_store(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_qdrant")
+    source, destination = _store(tmp_path / "a.db"), f"sqlite:///{tmp_path / 'b.db'}"
+    vectors = f"qdrant+path:///{tmp_path / 'vectors'}"
+    result = runner.invoke(app, ["copy", source, destination, "--vector", vectors])
+    assert result.exit_code == 0, result.output
+
+    async def count() -> int:
+        store = await connect_vector(vectors)
+        try:
+            return await store.count()
+        finally:
+            await store.close()
+
+    assert asyncio.run(count()) > 0  # still there after the command: persistent

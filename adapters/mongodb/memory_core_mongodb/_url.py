@@ -9,11 +9,16 @@ records, which would be I/O at construction time).
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from urllib.parse import unquote, urlsplit
 
 from memory_core.errors import ValidationError
+from memory_core.identity import canonical_host, server_addresses
 
-__all__ = ["DEFAULT_DATABASE", "SCHEMES", "database_name", "redact", "url_database"]
+__all__ = ["DEFAULT_DATABASE", "DEFAULT_PORT", "SCHEMES", "database_name", "redact", "url_database", "url_hosts"]
+
+DEFAULT_PORT = 27017
+"""Port of a host the connection string names without one."""
 
 SCHEMES = ("mongodb", "mongodb+srv")
 """URL schemes this adapter registers."""
@@ -51,6 +56,23 @@ def url_database(url: str) -> str | None:
     path = urlsplit(url).path
     name = unquote(path[1:]) if path.startswith("/") else unquote(path)
     return name or None
+
+
+def url_hosts(url: str) -> frozenset[Hashable]:
+    """The servers a connection string names, spelled canonically (no I/O,
+    no SRV lookup): the seed list of a ``mongodb://`` URL as
+    :func:`memory_core.identity.server_addresses` reads it (loopback
+    spellings are one host, a missing port is 27017, a unix socket is its
+    resolved path), or ``{("srv", name)}`` for ``mongodb+srv://name``.
+
+    Raises:
+        ValidationError: another scheme, or no ``://``.
+    """
+    scheme = _scheme(url)
+    hosts = urlsplit(url).netloc.rpartition("@")[2]
+    if scheme == "mongodb+srv":
+        return frozenset({("srv", canonical_host(hosts))})
+    return server_addresses(unquote(hosts), DEFAULT_PORT)
 
 
 def database_name(url: str, database: str | None = None, namespace: str | None = None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pymongo import AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
@@ -55,7 +55,7 @@ from memory_core_mongodb._schema import (
     THREADS,
     ensure_schema,
 )
-from memory_core_mongodb._url import database_name, redact
+from memory_core_mongodb._url import database_name, redact, url_hosts
 
 __all__ = ["MongoStorage", "supports_transactions"]
 
@@ -161,6 +161,19 @@ class MongoStorage(BaseStorage):
             ValidationError: bad scheme, namespace or database name.
         """
         return cls(url, clock=clock, namespace=namespace, **options)
+
+    @property
+    def store_identity(self) -> Hashable:
+        """``("mongodb", hosts, database)``: the set of servers the connection
+        string names (:func:`memory_core_mongodb._url.url_hosts`: order and
+        loopback spellings do not matter, a missing port is 27017) and the
+        database (namespace included). Two different seed lists of one replica
+        set are not seen as one store. A store given its own ``client`` is
+        named by that client object instead of the URL.
+        """
+        if not self._owns_client:
+            return (self.backend_name, "client", id(self._client), self.database_name)
+        return (self.backend_name, url_hosts(self.url), self.database_name)
 
     def __repr__(self) -> str:
         return f"MongoStorage(url={redact(self.url)!r}, database={self.database_name!r})"

@@ -19,15 +19,20 @@ A ``namespace`` (tests, ``memory-core check``) selects the schema
 
 from __future__ import annotations
 
+import getpass
+import os
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from memory_core.errors import ValidationError
+from memory_core.identity import server_addresses
 from memory_core.validation import unknown_option
 
 __all__ = [
+    "DEFAULT_PORT",
     "DEFAULT_SCHEMA",
     "VECTOR_OPTIONS",
     "PostgresSettings",
@@ -35,10 +40,13 @@ __all__ = [
     "parse_url",
     "quote_ident",
     "schema_name",
+    "server_identity",
 ]
 
 DEFAULT_SCHEMA = "memory_core"
 """Schema of a store whose URL names none."""
+DEFAULT_PORT = 5432
+"""Port of a host the URL (and ``PGPORT``) names without one."""
 
 _SCHEMES = ("postgresql", "postgres")
 _OPTIONS = frozenset({"schema", "min_size", "max_size", "text_search_config"})
@@ -167,3 +175,26 @@ def schema_name(schema: str, namespace: str | None) -> str:
     if len(name) > MAX_IDENTIFIER:
         raise ValidationError("namespace", f"schema {name!r} would exceed PostgreSQL's 63-character limit")
     return name
+
+
+def server_identity(dsn: str) -> tuple[frozenset[Hashable], str]:
+    """The servers and the database a libpq URL reaches, spelled canonically
+    (no I/O): the hosts of the URL (or its ``host`` option, else ``PGHOST``,
+    else this machine) as :func:`memory_core.identity.server_addresses` reads
+    them (loopback spellings are one host; a host without a port takes the
+    ``port`` option, else ``PGPORT``, else 5432; a socket folder is resolved),
+    and the database (the URL path, else the ``dbname`` option, else
+    ``PGDATABASE``, else the user name, as libpq defaults it).
+
+    Args:
+        dsn: :attr:`PostgresSettings.dsn`.
+    """
+    parts = urlsplit(dsn)
+    query = dict(parse_qsl(parts.query))
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    user = unquote(credentials.partition(":")[0]) or query.get("user") or os.environ.get("PGUSER") or getpass.getuser()
+    port = query.get("port") or os.environ.get("PGPORT") or ""
+    default_port = int(port) if port.isdigit() else DEFAULT_PORT
+    hosts = query.get("host") or unquote(hosts) or os.environ.get("PGHOST", "")
+    database = unquote(parts.path.lstrip("/")) or query.get("dbname") or os.environ.get("PGDATABASE") or user
+    return server_addresses(hosts, default_port), database

@@ -16,7 +16,7 @@ refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from memory_core import codec
 from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
-from memory_core.errors import AdapterClosedError, StaleStateError
+from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
@@ -33,7 +33,7 @@ from memory_core.storage import BaseStorage, order_key
 from memory_core.vector import message_text
 
 from memory_core_postgres import _sql
-from memory_core_postgres._schema import migrate
+from memory_core_postgres._schema import migrate, schema_version
 from memory_core_postgres._url import (
     DEFAULT_SCHEMA,
     VECTOR_OPTIONS,
@@ -42,6 +42,7 @@ from memory_core_postgres._url import (
     parse_url,
     quote_ident,
     schema_name,
+    server_identity,
 )
 
 __all__ = ["PostgresStorage", "is_transient", "keep_session"]
@@ -177,6 +178,15 @@ class PostgresStorage(BaseStorage):
         """The schema this store's tables live in (unquoted)."""
         return self.settings.schema
 
+    @property
+    def store_identity(self) -> Hashable:
+        """``("postgresql", servers, database, schema)``: the servers and the
+        database the URL reaches (:func:`memory_core_postgres._url.server_identity`:
+        loopback spellings are one host, libpq's defaults fill what the URL
+        leaves out) and the schema (namespace included).
+        """
+        return (self.backend_name, *server_identity(self.settings.dsn), self.settings.schema)
+
     def __repr__(self) -> str:
         return f"PostgresStorage(schema={self.settings.schema!r})"
 
@@ -203,6 +213,36 @@ class PostgresStorage(BaseStorage):
             raise
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, creating nothing, that the store is there when it must be.
+
+        With ``must_exist`` (a command that reads or deletes existing data:
+        ``export``, ``copy``'s source, ``prune``), one connection checks that
+        the store's schema exists and holds memory-core's tables (its
+        ``schema_version``), so a misspelt ``?schema=`` is an error instead
+        of an empty export; nothing is written. Without it nothing is
+        checked: ``open`` creates the schema.
+
+        Raises:
+            ValidationError: field ``schema``, with ``must_exist``: the schema
+                does not exist, or holds no memory-core store.
+            BackendError: the server could not be reached or refused the login.
+        """
+        if not must_exist:
+            return
+        schema = self.settings.schema
+        with self._guard("open"):
+            conn = await asyncpg.connect(self.settings.dsn)
+            try:
+                exists = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
+                version = await schema_version(conn, schema) if exists else 0
+            finally:
+                await conn.close()
+        if not exists:
+            raise ValidationError("schema", f"{schema!r} does not exist in the database; check ?schema= in the URL")
+        if not version:
+            raise ValidationError("schema", f"{schema!r} holds no memory-core store (no schema_version table)")
 
     async def _open(self) -> None:
         settings = self.settings

@@ -156,6 +156,7 @@ class QdrantEdgeStore(BaseVectorStore):
         super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
         text = None if path is None else os.fspath(path)
         self.in_memory = text is None or text == MEMORY
+        self.persistent = not self.in_memory  # a temporary directory, removed on close
         self.path: str | None = None if self.in_memory else os.path.abspath(str(text))
         self._root: str | None = None
         self._shards: dict[str, qe.EdgeShard] = {}

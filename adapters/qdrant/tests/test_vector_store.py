@@ -56,3 +56,10 @@ def test_edge_and_server_import_only_the_core_and_private_modules() -> None:
         ours = {name for name in imported if name.startswith("memory_core_qdrant")}
         assert ours <= {"memory_core_qdrant._layout", "memory_core_qdrant._url", "memory_core_qdrant._errors"}, module
         assert "memory_core.vector" in imported
+
+
+def test_only_the_on_disk_and_server_stores_are_persistent(tmp_path: Path) -> None:
+    assert from_url("qdrant::memory:").persistent is False
+    assert from_url("qdrant+path:///:memory:").persistent is False
+    assert from_url(f"qdrant+path:///{tmp_path}/vectors").persistent is True
+    assert from_url("qdrant://localhost:6333").persistent is True

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from memory_core.errors import ValidationError
+from memory_core.identity import canonical_host, server_address
 
-__all__ = ["DEFAULT_PREFIX", "RedisTarget", "parse_url"]
+__all__ = ["DEFAULT_PORT", "DEFAULT_PREFIX", "RedisTarget", "parse_url", "server_identity"]
+
+DEFAULT_PORT = 6379
+"""Port of a ``redis://`` URL that names none (redis-py's default)."""
 
 DEFAULT_PREFIX = "memory-core"
 """Key prefix of a store when neither ``namespace`` nor ``prefix`` is given."""
@@ -83,3 +88,26 @@ def parse_url(url: str) -> RedisTarget:
     query = "?" + urlencode(passed) if passed else ""
     driver_url = f"{driver_scheme}://{parts.netloc}{parts.path}{query}"
     return RedisTarget(driver_url, cluster, prefix)
+
+
+def server_identity(driver_url: str) -> tuple[Hashable, int | str]:
+    """The server and database a driver URL reaches, as redis-py reads it,
+    spelled canonically (no I/O): ``((host, port), db)`` with the host as
+    :func:`memory_core.identity.canonical_host` spells it (``localhost`` and
+    ``127.0.0.1`` are one host) and 6379 for a missing port, or ``(socket
+    path, db)`` for ``unix://`` (symlinks resolved). The database is the
+    ``db`` query option, else the URL path, else 0 (redis-py's precedence).
+
+    Args:
+        driver_url: :attr:`RedisTarget.driver_url`.
+    """
+    parts = urlsplit(driver_url)
+    query = dict(parse_qsl(parts.query))
+    address: Hashable
+    if parts.scheme == "unix":
+        address, path_db = canonical_host(unquote(parts.path)), ""
+    else:
+        host = None if parts.hostname is None else unquote(parts.hostname)
+        address, path_db = server_address(host, parts.port, DEFAULT_PORT), parts.path.strip("/")
+    database = query.get("db") or path_db or "0"
+    return address, int(database) if database.isdigit() else database

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
@@ -32,7 +32,7 @@ from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, 
 
 from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key
 from memory_core_redis._scripts import Scripts
-from memory_core_redis._url import DEFAULT_PREFIX, parse_url
+from memory_core_redis._url import DEFAULT_PREFIX, parse_url, server_identity
 
 __all__ = ["RELEASE_CHUNK", "RedisStorage"]
 
@@ -291,6 +291,20 @@ class RedisStorage(BaseStorage):
                 raise ValidationError("namespace", f"must be a non-empty str, got {namespace!r}")
             options["prefix"] = namespace
         return cls(url, clock=clock, **options)
+
+    @property
+    def store_identity(self) -> Hashable:
+        """``("redis", address, database, prefix)``: the server and database
+        the URL reaches (:func:`memory_core_redis._url.server_identity`:
+        ``localhost``/``127.0.0.1``/``::1`` are one host, a missing port is
+        6379, a missing database 0) and the key prefix. A cluster is named by
+        the seed node of its URL (two seeds of one cluster are not seen as
+        one store). A store given its own ``client`` is named by that client
+        object instead of the URL.
+        """
+        if not self._owns_client:
+            return (self.backend_name, "client", id(self._client), self.prefix)
+        return (self.backend_name, *server_identity(self._target.driver_url), self.prefix)
 
     def is_retryable(self, exc: Exception) -> bool:
         """Connection errors, timeouts, cluster reconfiguration and failover

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import aiosqlite
@@ -158,6 +158,17 @@ class SQLiteStorage(BaseStorage):
     def path(self) -> str:
         """Absolute path of the database file, or ``":memory:"``."""
         return self.settings.path
+
+    @property
+    def store_identity(self) -> Hashable:
+        """``("sqlite", real path)``: the database file with every symlink
+        resolved (``sqlite:///a.db``, ``sqlite:////abs/a.db``, ``./a.db`` and a
+        link to it are one store). An in-memory database is this instance
+        alone (the base class's identity): it equals no other store.
+        """
+        if self.settings.in_memory:
+            return super().store_identity
+        return (self.backend_name, os.path.realpath(self.settings.path))
 
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.settings.path!r})"

@@ -1,0 +1,72 @@
+"""``preflight(must_exist=True)`` on PostgreSQL: a schema the URL names must
+exist and hold a memory-core store, checked without creating anything, so
+``memory-core export postgresql://...?schema=typo`` is an error instead of an
+empty export."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import asyncpg
+import pytest
+from memory_core.cli import app
+from memory_core.errors import ValidationError
+from typer.testing import CliRunner
+
+from memory_core_postgres import PostgresStorage
+from memory_core_postgres._url import quote_ident
+
+pytestmark = pytest.mark.anyio
+
+
+async def _schema_exists(url: str, schema: str) -> bool:
+    conn = await asyncpg.connect(PostgresStorage.from_url(url).settings.dsn)
+    try:
+        return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema))
+    finally:
+        await conn.close()
+
+
+async def test_a_missing_schema_is_refused_and_not_created(
+    pg_target: str, make_store: Callable[..., PostgresStorage]
+) -> None:
+    store = make_store()
+    with pytest.raises(ValidationError) as caught:
+        await store.preflight(must_exist=True)
+    assert caught.value.field == "schema"
+    assert "does not exist" in caught.value.reason
+    assert not await _schema_exists(pg_target, store.schema)
+    await store.preflight(must_exist=False)  # a destination: open() will create it
+    assert not await _schema_exists(pg_target, store.schema)
+
+
+async def test_a_schema_without_a_store_is_refused(pg_target: str, make_store: Callable[..., PostgresStorage]) -> None:
+    store = make_store()
+    conn = await asyncpg.connect(store.settings.dsn)
+    try:
+        await conn.execute(f"CREATE SCHEMA {quote_ident(store.schema)}")
+        with pytest.raises(ValidationError, match="holds no memory-core store"):
+            await store.preflight(must_exist=True)
+    finally:
+        await conn.execute(f"DROP SCHEMA {quote_ident(store.schema)} CASCADE")
+        await conn.close()
+
+
+async def test_an_existing_store_passes(make_store: Callable[..., PostgresStorage]) -> None:
+    store = make_store()
+    await store.open()
+    try:
+        again = PostgresStorage(store.settings.dsn, schema=store.schema)
+        await again.preflight(must_exist=True)
+    finally:
+        await store.destroy()
+
+
+def test_export_of_a_misspelt_schema_is_one_red_line(pg_target: str) -> None:
+    schema = f"typo_{uuid.uuid4().hex[:12]}"
+    separator = "&" if "?" in pg_target else "?"
+    result = CliRunner().invoke(app, ["export", f"{pg_target}{separator}schema={schema}"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: URL: '{schema}' does not exist in the database"), result.output
+    assert result.output.count("\n") == 1

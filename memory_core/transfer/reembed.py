@@ -1,0 +1,68 @@
+"""Re-embedding what a transfer wrote: the per-resource hook that
+``memory-core import --vector`` and ``copy --vector`` hand to
+:func:`~memory_core.transfer.import_lines` (``on_resource``).
+
+A transfer re-embeds only into a persistent vector store. Re-embedding is
+the slow part of an import, and its only effect is the index it leaves
+behind; into a store whose points go when it closes (``memory://``,
+``qdrant::memory:``: :attr:`~memory_core.vector.VectorStore.persistent` is
+False) the command would run to the end and leave nothing. An operator who
+names a vector store expects an index afterwards, so this is refused before
+any I/O rather than warned about among the progress output; a test that
+wants vectors in memory calls :meth:`memory_core.Memory.reindex` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from memory_core.errors import ValidationError
+from memory_core.memory import Memory
+from memory_core.storage import Storage
+from memory_core.vector import VectorStore
+
+__all__ = ["check_persistent", "reembedder"]
+
+
+def check_persistent(vectors: VectorStore, field: str = "vector") -> None:
+    """Refuse a vector store whose points would not outlive it (no I/O).
+
+    Args:
+        vectors: the store to re-embed into.
+        field: the name given in the error (``"--vector"`` on the command line).
+
+    Raises:
+        ValidationError: ``vectors.persistent`` is False.
+    """
+    if not vectors.persistent:
+        raise ValidationError(
+            field,
+            f"{type(vectors).__name__} keeps its vectors in memory: they would be gone when this process exits; "
+            "give a persistent vector store (qdrant+path:///dir, a server) or leave it out",
+        )
+
+
+def reembedder(storage: Storage, vectors: VectorStore, field: str = "vector") -> Callable[[str], Awaitable[None]]:
+    """The ``on_resource`` hook that embeds every message of a resource of
+    ``storage`` again into ``vectors``, with the default embedder
+    (:meth:`memory_core.Memory.reindex`; the stores are not closed by it).
+
+    Args:
+        storage: the store the transfer writes into.
+        vectors: a persistent vector store (see the module docstring).
+        field: the name given in the error.
+
+    Returns:
+        ``async hook(resource_id)``.
+
+    Raises:
+        ValidationError: ``vectors`` is not persistent (:func:`check_persistent`),
+            before any I/O.
+    """
+    check_persistent(vectors, field)
+    memory = Memory(storage, vectors, owns_stores=False)
+
+    async def reindex(resource: str) -> None:
+        await memory.reindex(resource_id=resource)
+
+    return reindex
