@@ -63,6 +63,9 @@ async def probe_persistent(factory: StorageFactory, reopener: StorageReopener) -
     """PERSISTENT: save through one instance, close it, open a new instance
     on its namespace and look for the data; then destroy the namespace.
 
+    A reopener or second instance that raises counts as "no sign" (the
+    namespace stays behind only if the second instance cannot destroy it).
+
     Raises:
         MemoryCoreError, or the adapter's own error: the *first* instance
         failed to open or save (the suite's other tests report that).
@@ -72,14 +75,16 @@ async def probe_persistent(factory: StorageFactory, reopener: StorageReopener) -
     await first.save_thread(_THREAD)
     await first.save_messages([_MESSAGE])
     await first.close()
-    second = reopener(first, None)
+    second: BaseStorage | None = None
     try:
+        second = reopener(first, None)
         found = await _seen_by(second)
     except Exception as exc:  # a store without the capability may fail in any way
         return ProbeResult(Capability.PERSISTENT, False, f"reopening raised {_failure(exc)}")
     finally:
-        with suppress(MemoryCoreError):
-            await second.destroy()
+        if second is not None:
+            with suppress(MemoryCoreError):
+                await second.destroy()
     if found:
         return ProbeResult(Capability.PERSISTENT, True, "a new instance read back what a closed one saved")
     return ProbeResult(Capability.PERSISTENT, False, "a new instance did not see what a closed one saved")
@@ -96,16 +101,18 @@ async def probe_shared_namespace(factory: StorageFactory, reopener: StorageReope
     """
     first = factory(None)
     await first.open()
-    second = reopener(first, None)
+    second: BaseStorage | None = None
     try:
         await first.save_thread(_THREAD)
         await first.save_messages([_MESSAGE])
         try:
+            second = reopener(first, None)
             found = await _seen_by(second)
         except Exception as exc:  # e.g. a lock error: the namespace is not shareable
-            return ProbeResult(Capability.SHARED_NAMESPACE, False, f"the second instance raised {_failure(exc)}")
+            return ProbeResult(Capability.SHARED_NAMESPACE, False, f"a second instance raised {_failure(exc)}")
     finally:
-        await second.close()
+        if second is not None:
+            await second.close()
         await first.destroy()
     if found:
         return ProbeResult(Capability.SHARED_NAMESPACE, True, "a second open instance saw the first one's writes")

@@ -1,17 +1,25 @@
 """Adapters are told what their undeclared capabilities skipped, and what
 the probes saw: at the end of a pytest run (the plugin's terminal summary)
-and in ``memory-core check``'s report."""
+and in ``memory-core check``'s report; and the probes see what a store has."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import textwrap
 from pathlib import Path
 
 import pytest
 from memory_core_conformance.check import run_check
+from memory_core_conformance.examples.toyfile import ToyFileStorage
+from memory_core_conformance.harness import StorageReopener
+from memory_core_conformance.probes import probe_persistent, probe_shared_namespace
 from memory_core_conformance.undeclared import TITLE
 from rich.console import Console
+
+from memory_core.clock import Clock
+from memory_core.reference import InMemoryStorage
+from memory_core.storage import BaseStorage
 
 CAPABILITY_TESTS = "cap_ or c12"
 """``-k``: every capability test and probe (C12 needs SHARED_NAMESPACE)."""
@@ -143,3 +151,55 @@ def test_check_reports_undeclared_capabilities_after_its_table() -> None:
     assert "persistent: not declared, 2 tests skipped" in summary
     assert "Probe: no sign of persistent (a new instance did not see what a closed one saved)" in summary
     assert "shared_namespace: not declared, 3 tests skipped" in summary
+
+
+def _twin(store: BaseStorage, clock: Clock | None = None) -> InMemoryStorage:
+    """A second reference store on the same state as ``store`` (a toy shared namespace)."""
+    assert isinstance(store, InMemoryStorage)
+    twin = InMemoryStorage(clock=clock)
+    twin._threads, twin._messages, twin._resources, twin._sequence = (
+        store._threads,
+        store._messages,
+        store._resources,
+        store._sequence,
+    )
+    return twin
+
+
+def _fresh(clock: Clock | None = None) -> InMemoryStorage:
+    return InMemoryStorage(clock=clock)
+
+
+def _private(store: BaseStorage, clock: Clock | None = None) -> InMemoryStorage:
+    return InMemoryStorage(clock=clock)
+
+
+def _refuses(store: BaseStorage, clock: Clock | None = None) -> InMemoryStorage:
+    raise AssertionError("not built by this factory")
+
+
+@pytest.mark.anyio
+async def test_probes_see_what_the_store_has(tmp_path: Path) -> None:
+    numbers = itertools.count()
+
+    def toy(clock: Clock | None = None) -> ToyFileStorage:
+        return ToyFileStorage(tmp_path, namespace=f"n{next(numbers)}", clock=clock)
+
+    def toy_again(store: BaseStorage, clock: Clock | None = None) -> ToyFileStorage:
+        assert isinstance(store, ToyFileStorage)
+        return ToyFileStorage(store.folder, namespace=store.namespace, clock=clock)
+
+    assert (await probe_persistent(toy, toy_again)).seems_present is True
+    assert (await probe_shared_namespace(toy, toy_again)).seems_present is False
+    assert list(tmp_path.iterdir()) == [], "a probe left a namespace behind"  # noqa: ASYNC240
+    shared = await probe_shared_namespace(_fresh, _twin)
+    assert (shared.seems_present, shared.evidence) == (True, "a second open instance saw the first one's writes")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("reopener", [_private, _refuses])
+async def test_probes_find_no_sign_in_private_stores_or_a_failing_reopener(reopener: StorageReopener) -> None:
+    for probe in (probe_persistent, probe_shared_namespace):
+        result = await probe(_fresh, reopener)
+        assert result.seems_present is False
+        assert ("raised AssertionError" in result.evidence) == (reopener is _refuses), result.evidence
