@@ -1,8 +1,9 @@
 """Opening a file another connection holds locked: the open retry loop.
 
 A new store switches its file to WAL (``PRAGMA journal_mode = WAL``), which
-needs SQLite's exclusive lock. While another connection holds the file's
-write lock (``BEGIN IMMEDIATE``, rollback journal), SQLite answers that
+needs SQLite's exclusive lock. While another connection (of this process or
+of a second one) holds the file's write lock (``BEGIN IMMEDIATE``, rollback
+journal), SQLite answers that
 pragma ``SQLITE_BUSY`` at once, without its busy handler (waiting could
 deadlock), so only :func:`memory_core_sqlite._schema.prepare`'s own retry
 loop (backoff up to the store's ``timeout``) gets the store open. These
@@ -13,6 +14,9 @@ first test fails (the open raises), and the second sees no retry.
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,19 +35,54 @@ SHORT_TIMEOUT = 0.2
 retry budget it spends before giving up."""
 
 
-@pytest.fixture
-def blocker(tmp_path: Path) -> Iterator[sqlite3.Connection]:
-    """A connection holding the write lock of ``tmp_path / "busy.db"`` (a new
-    rollback-journal file) in ``BEGIN IMMEDIATE``; rolled back and closed at
-    the end. It may be used from another thread (the store's worker)."""
-    connection = sqlite3.connect(tmp_path / "busy.db", isolation_level=None, check_same_thread=False)
-    connection.execute("BEGIN IMMEDIATE")
+class _Holder:
+    """Holds the write lock of a new rollback-journal file (``BEGIN
+    IMMEDIATE``) until :meth:`release`, from a connection of this process or
+    from a second process. ``release`` may be called from any thread (the
+    store's worker) and more than once; it returns once the lock is gone."""
+
+    _SCRIPT = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "c.rollback()\n"
+    )
+
+    def __init__(self, path: Path, kind: str) -> None:
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._process: subprocess.Popen[str] | None = None
+        if kind == "connection":
+            self._connection = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._connection.execute("BEGIN IMMEDIATE")
+        else:
+            command = [sys.executable, "-c", self._SCRIPT, str(path)]
+            self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert self._process.stdout is not None and self._process.stdout.readline() == "locked\n"
+
+    def release(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                if self._connection.in_transaction:
+                    self._connection.rollback()
+                self._connection.close()
+                self._connection = None
+            if self._process is not None:
+                self._process.communicate("release\n", timeout=60)
+                self._process = None
+
+
+@pytest.fixture(params=["connection", "process"])
+def holder(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[_Holder]:
+    """The write lock of ``tmp_path / "busy.db"``, held by another connection
+    of this process or by a second process; released at the end."""
+    held = _Holder(tmp_path / "busy.db", request.param)
     try:
-        yield connection
+        yield held
     finally:
-        if connection.in_transaction:
-            connection.rollback()
-        connection.close()
+        held.release()
 
 
 def _spy_on_backoff(monkeypatch: pytest.MonkeyPatch, on_retry: Callable[[], None]) -> list[float]:
@@ -65,9 +104,9 @@ def _spy_on_backoff(monkeypatch: pytest.MonkeyPatch, on_retry: Callable[[], None
 
 
 async def test_open_retries_while_the_file_is_locked_and_succeeds_once_released(
-    tmp_path: Path, blocker: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, holder: _Holder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    delays = _spy_on_backoff(monkeypatch, lambda: blocker.rollback() if blocker.in_transaction else None)
+    delays = _spy_on_backoff(monkeypatch, holder.release)
     store = SQLiteStorage(tmp_path / "busy.db")
     try:
         await store.open()  # the first attempt meets the lock; the spy releases it on the first retry
@@ -81,7 +120,7 @@ async def test_open_retries_while_the_file_is_locked_and_succeeds_once_released(
 
 
 async def test_open_gives_up_after_its_timeout_with_a_retryable_backend_error(
-    tmp_path: Path, blocker: sqlite3.Connection, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, holder: _Holder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     delays = _spy_on_backoff(monkeypatch, lambda: None)
     store = SQLiteStorage(tmp_path / "busy.db", timeout=SHORT_TIMEOUT)
@@ -92,7 +131,7 @@ async def test_open_gives_up_after_its_timeout_with_a_retryable_backend_error(
     assert len(delays) > 1, "the open gave up without retrying"
     assert store._db is None, "a failed open left its connection behind"
 
-    blocker.rollback()
+    holder.release()
     await store.open()  # nothing half-open: the same store opens once the lock is gone
     try:
         await store.save_thread(Thread("t1", "r1"))
