@@ -327,6 +327,19 @@ class FloatBecomesIntStorage(InMemoryStorage):
         return await super()._save_messages(fixed, bump, now_us)
 
 
+class DeleteCountsLastChunkStorage(InMemoryStorage):
+    """Breaks OPS: deletes in chunks of 100 ids (declared) but returns only
+    the last chunk's count, as a loop that assigns instead of adding would."""
+
+    chunk_limits = frozenset({100})
+
+    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        removed = 0
+        for start in range(0, len(ids), 100):
+            removed = await super()._delete_messages(ids[start : start + 100], bump, now_us)
+        return removed
+
+
 BROKEN: dict[str, type[InMemoryStorage]] = {
     "ties_by_id": TiesByIdStorage,
     "null_matches_missing": NullMatchesMissingStorage,
@@ -346,5 +359,6 @@ BROKEN: dict[str, type[InMemoryStorage]] = {
     "upsert_resets_sequence": UpsertResetsSequenceStorage,
     "no_bump_on_save": NoBumpOnSaveStorage,
     "float_becomes_int": FloatBecomesIntStorage,
+    "delete_counts_last_chunk": DeleteCountsLastChunkStorage,
 }
 """Short name -> broken adapter class (each must fail the suite)."""

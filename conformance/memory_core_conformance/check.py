@@ -7,7 +7,8 @@ storage class is found through the same entry-point discovery as
 namespace (``from_url(url, namespace="mc_check_<random>", clock=...)``) and
 is destroyed when its test ends, so a check leaves nothing behind on the
 server. The result is printed as a per-rule table (pass / FAIL / skipped
-with the reason) and the exit code is non-zero on any failure.
+with the reason), then what undeclared capabilities skipped and what their
+probes saw, and the exit code is non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from memory_core_conformance.profiles import ENV_VAR, PROFILES
 from memory_core_conformance.progress import SuiteProgress
 from memory_core_conformance.report import OutcomeRecorder, add_not_run, render, summarize
 from memory_core_conformance.suite import StorageConformance
+from memory_core_conformance.undeclared import TITLE, CapabilityTally
 
 __all__ = ["INTERRUPTED", "PROBE_SECONDS", "LiveStorages", "probe", "run_check"]
 
@@ -155,8 +157,9 @@ def run_check(
 
     The suite runs with a progress bar (tests done of collected, time left)
     and without pytest's own terminal output; the per-rule table lists every
-    rule, those without a test in this run as ``not run``, and each failure's
-    full report follows it.
+    rule, those without a test in this run as ``not run``; the undeclared
+    capabilities (tests skipped, what declaring needs, what the probe saw)
+    and each failure's full report follow it.
 
     Args:
         url: storage URL (``sqlite:///data/memory.db``, ``redis://host:6379/0``,
@@ -183,6 +186,7 @@ def run_check(
     console = console or Console(file=sys.stdout)
     interrupts = _Interrupts()
     recorder = OutcomeRecorder()
+    tally = CapabilityTally()
     progress = SuiteProgress(console)
     try:
         with interrupts.active():
@@ -193,7 +197,7 @@ def run_check(
                 console.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
                 return 2
             with _profile(profile):
-                code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=[recorder, progress])
+                code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=[recorder, tally, progress])
     except KeyboardInterrupt:
         interrupts.seen = True
         code = pytest.ExitCode.INTERRUPTED
@@ -214,6 +218,7 @@ def run_check(
         return 1
     rows = add_not_run(summarize(recorder.outcomes.values()), StorageConformance)
     render(rows, console, title=f"memory-core conformance: {_redact(url)}")
+    _print_undeclared(tally, console)
     _print_failures(recorder, console)
     failed = any(row.failed for row in rows)
     return 1 if failed or int(code) != 0 else 0
@@ -243,6 +248,15 @@ def _pytest_args(url: str, keyword: str | None, extra: Sequence[str]) -> list[st
         *(["-k", keyword] if keyword else []),
         *extra,
     ]
+
+
+def _print_undeclared(tally: CapabilityTally, console: Console) -> None:
+    """What undeclared capabilities skipped and what their probes saw."""
+    lines = tally.lines()
+    if lines:
+        console.rule(f"[yellow]{TITLE}[/]")
+        for line in lines:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_failures(recorder: OutcomeRecorder, console: Console) -> None:

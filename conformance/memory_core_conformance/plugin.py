@@ -6,7 +6,11 @@ Hypothesis profiles ``memory-core-<name>`` (without loading any), adds the
 option ``--memory-core-url`` (the deployment :mod:`memory_core_conformance.live`
 checks), and adds to
 the report of a *failing* suite test (marker ``conformance``) a "conformance
-rule" section stating the rules it checks. It touches no other test. The
+rule" section stating the rules it checks. At the end of a run in which suite
+tests were skipped for an undeclared capability, or probed one, it adds a
+terminal summary section listing them
+(:class:`~memory_core_conformance.undeclared.CapabilityTally`). It touches no
+other test. The
 suite itself only runs in a module that subclasses
 :class:`memory_core_conformance.StorageConformance`.
 """
@@ -19,8 +23,17 @@ import pytest
 
 from memory_core_conformance.profiles import register_hypothesis_profiles
 from memory_core_conformance.rules import explain
+from memory_core_conformance.undeclared import TITLE, CapabilityTally
 
-__all__ = ["MARKERS", "RULE_SECTION", "URL_OPTION", "pytest_addoption", "pytest_configure", "pytest_runtest_makereport"]
+__all__ = [
+    "MARKERS",
+    "RULE_SECTION",
+    "URL_OPTION",
+    "pytest_addoption",
+    "pytest_configure",
+    "pytest_runtest_makereport",
+    "pytest_terminal_summary",
+]
 
 MARKERS: dict[str, str] = {
     "conformance": "a test of the memory-core conformance suite",
@@ -70,3 +83,18 @@ def pytest_runtest_makereport(
             text += f"\nthis test: {' '.join(doc.split())}"
         report.sections.append((RULE_SECTION, text))
     return report
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what undeclared capabilities skipped and what their probes saw
+    (nothing when every capability was declared or no suite test ran)."""
+    tally = CapabilityTally()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                tally.add(report)
+    lines = tally.lines()
+    if lines:
+        terminalreporter.section(TITLE, sep="-", yellow=True)
+        for line in lines:
+            terminalreporter.line(line)

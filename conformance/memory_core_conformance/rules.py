@@ -232,7 +232,9 @@ _RULE_LIST = [
         "LIFECYCLE",
         "open / close / destroy",
         "open and close are idempotent, a store opens itself on first use, and every call after close or destroy "
-        "raises AdapterClosedError.",
+        "(or a close before any open) raises AdapterClosedError. An open that fails raises a BackendError naming "
+        "the backend and 'open' (or a ValidationError naming the field), every time it is tried, and leaves "
+        "nothing half-open: close works and a good store opens next.",
     ),
     Rule(
         "MODEL",

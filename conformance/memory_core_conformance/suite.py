@@ -29,6 +29,7 @@ from memory_core_conformance.cases import (
     ChunkCases,
     ConcurrencyCases,
     FilterRules,
+    OpeningCases,
     OperationCases,
     OrderingRules,
     PagingRules,
@@ -53,6 +54,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     BugCases,
     RetentionRules,
     ActivityRules,
+    OpeningCases,
     OperationCases,
     FilterRules,
     PagingRules,
@@ -70,6 +72,9 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         storage_reopener: only with ``Capability.PERSISTENT`` or
             ``Capability.SHARED_NAMESPACE``. Returns ``reopen(store,
             clock=None) -> BaseStorage`` on the same namespace as ``store``.
+        unopenable_storage_factory: optional. Returns ``factory(clock=None)
+            -> BaseStorage`` on a target that cannot be opened (its ``open``
+            raises); without it the failed-open case is skipped.
         conformance_profile: optional. A profile name (see
             :mod:`memory_core_conformance.profiles`) this class runs with
             instead of ``MEMORY_CORE_HYPOTHESIS_PROFILE``; default None (the

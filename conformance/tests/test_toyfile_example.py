@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from memory_core_conformance.examples.toyfile import ToyFileStorage
 from memory_core_conformance.examples.toyfile_conformance import TestToyFileConformance
 
-from memory_core.errors import ValidationError
+from memory_core.errors import BackendError, ValidationError
 from memory_core.models import Thread
+from memory_core.storage import BaseStorage
 
 __all__ = ["TestToyFileConformance"]
 
@@ -44,3 +46,26 @@ async def test_toyfile_keeps_a_namespace_in_one_file_until_destroyed(tmp_path: P
     assert await ToyFileStorage(tmp_path / "data", namespace="n2").get_thread("t1") is None
     await second.destroy()
     assert list((tmp_path / "data").iterdir()) == []
+
+
+def test_toyfile_implements_only_the_simple_primitives() -> None:
+    """The suite's green run on the toy is the proof that a minimal adapter
+    works: every composite primitive is BaseStorage's default."""
+    for name in ("_read", "_read_state", "_save_checked", "_delete_resource"):
+        assert getattr(ToyFileStorage, name) is getattr(BaseStorage, name), name
+
+
+@pytest.mark.anyio
+async def test_toyfile_preflight_checks_the_file_and_creates_nothing(tmp_path: Path) -> None:
+    await ToyFileStorage(tmp_path / "missing", namespace="n1").preflight()
+    with pytest.raises(ValidationError) as raised:
+        await ToyFileStorage(tmp_path, namespace="n1").preflight(must_exist=True)
+    assert raised.value.field == "url"
+    assert not await anyio.Path(tmp_path / "missing").exists() and not await anyio.Path(tmp_path / "n1.pickle").exists()
+    (tmp_path / "n1.pickle").write_bytes(b"not a pickle")
+    with pytest.raises(BackendError) as failed:
+        await ToyFileStorage(tmp_path, namespace="n1").preflight(must_exist=True)
+    assert (failed.value.backend, failed.value.operation) == ("toyfile", "open")
+    async with ToyFileStorage(tmp_path, namespace="n2") as store:
+        await store.save_thread(Thread("t1", "r1"))
+    await ToyFileStorage(tmp_path, namespace="n2").preflight(must_exist=True)

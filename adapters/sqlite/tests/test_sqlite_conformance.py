@@ -40,3 +40,15 @@ class TestSQLiteConformance(StorageConformance):
             return SQLiteStorage(store.path, clock=clock)
 
         return reopen
+
+    @pytest.fixture
+    def unopenable_storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:
+        """Stores on files that are not SQLite databases: their open fails."""
+        numbers = count()
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            path = tmp_path / f"not-a-database{next(numbers)}.db"
+            path.write_bytes(b"this is not an SQLite database file, " * 100)
+            return SQLiteStorage(path, clock=clock)
+
+        return factory

@@ -24,6 +24,7 @@ from memory_core_conformance.harness import (
     open_store,
     snapshot,
 )
+from memory_core_conformance.undeclared import skip_reason
 
 __all__ = ["SuiteBase", "ids", "paired_stores", "requires", "unchanged_after"]
 
@@ -135,4 +136,4 @@ class SuiteBase:
             return
         needed = Capability(marker.args[0])
         if needed not in capabilities_of(storage_factory):
-            pytest.skip(f"capability {needed.value!r} not declared by the adapter")
+            pytest.skip(skip_reason(needed))

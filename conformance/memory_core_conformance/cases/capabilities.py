@@ -1,23 +1,72 @@
-"""Tests of optional capabilities (``test_cap_*``), run only when declared."""
+"""Tests of optional capabilities (``test_cap_*``): each capability's own
+tests run only when it is declared; its probe (``test_cap_*_probed_*``) runs
+only when it is not, and reports what it saw (see
+:mod:`memory_core_conformance.undeclared`)."""
 
 from __future__ import annotations
 
 from functools import partial
 
 import anyio
+import pytest
 
 from memory_core.capabilities import Capability
 from memory_core.clock import ManualClock
 from memory_core.models import Resource, ThreadFilter
 from memory_core_conformance.cases._base import SuiteBase, ids, requires
 from memory_core_conformance.compare import assert_same
-from memory_core_conformance.harness import T0, StorageFactory, StorageReopener, at, message, snapshot, thread
+from memory_core_conformance.harness import (
+    T0,
+    StorageFactory,
+    StorageReopener,
+    at,
+    capabilities_of,
+    message,
+    snapshot,
+    thread,
+)
+from memory_core_conformance.probes import PROBES, ProbeResult
+from memory_core_conformance.undeclared import PROBE_PROPERTY
 
 __all__ = ["CapabilityCases"]
 
 
+async def _probe_undeclared(capability: Capability, request: pytest.FixtureRequest, factory: StorageFactory) -> None:
+    """Probe an undeclared ``capability`` (:data:`~memory_core_conformance.probes.PROBES`),
+    record the finding as the :data:`~memory_core_conformance.undeclared.PROBE_PROPERTY`
+    user property and skip with it as the reason: the finding is advice, never
+    a failure. A declared capability is skipped at once (its own tests check
+    it).
+
+    Raises:
+        The probe's error when the first store fails to open or save (that
+        is a failure of the store, not a sign of a missing capability).
+    """
+    if capability in capabilities_of(factory):
+        pytest.skip(f"capability {capability.value!r} declared: its own tests check it")
+    try:
+        reopener = request.getfixturevalue("storage_reopener")
+    except NotImplementedError:
+        result = ProbeResult(capability, None, "the test class defines no storage_reopener fixture")
+    else:
+        result = await PROBES[capability](factory, reopener)
+    request.node.user_properties.append((PROBE_PROPERTY, (capability.value, result.seems_present, result.evidence)))
+    verdict = {True: "seems present, declare it", False: "no sign of it", None: "not probed"}[result.seems_present]
+    pytest.skip(f"capability {capability.value!r} undeclared; probe: {verdict} ({result.evidence})")
+
+
 class CapabilityCases(SuiteBase):
-    """PERSISTENT and SHARED_NAMESPACE."""
+    """PERSISTENT and SHARED_NAMESPACE, and their probes."""
+
+    async def test_cap_persistent_probed_when_undeclared(
+        self, request: pytest.FixtureRequest, storage_factory: StorageFactory
+    ) -> None:
+        await _probe_undeclared(Capability.PERSISTENT, request, storage_factory)
+
+    async def test_cap_shared_namespace_probed_when_undeclared(
+        self, request: pytest.FixtureRequest, storage_factory: StorageFactory
+    ) -> None:
+        await _probe_undeclared(Capability.SHARED_NAMESPACE, request, storage_factory)
 
     @requires(Capability.PERSISTENT)
     async def test_cap_persistent_data_survives_reopen(

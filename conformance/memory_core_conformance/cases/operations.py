@@ -286,7 +286,7 @@ class ChunkCases(SuiteBase):
             await store.save_messages([message(m, f"t{n}") for m in batch])
             assert ids(await store.list_messages(f"t{n}", per_page=False)) == batch
             assert (await store.list_messages_by_resource(mine, per_page=0)).total == n
-            await store.delete_messages(batch)
+            assert await store.delete_messages(batch) == n, "a chunked delete must count every chunk"
             assert (await store.list_messages_by_resource(mine, per_page=0)).total == 0
             # Released: another resource may take every id now.
             await store.save_messages([message(m, f"o{n}") for m in batch])

@@ -2,9 +2,12 @@
 
 It has the shape every adapter has: a ``from_url`` that takes ``namespace``
 and ``clock``, a constructor that does no I/O, ``_open`` / ``_close`` /
-``_destroy``, and its optional capabilities declared as data. Its data
-handling is borrowed from :class:`~memory_core.reference.InMemoryStorage` (a
-real adapter implements every primitive for its backend): the whole state is
+``_destroy``, a ``preflight`` that checks its file without creating it, and
+its optional capabilities declared as data. Its data handling is borrowed
+from :class:`~memory_core.reference.InMemoryStorage` (a real adapter
+implements every primitive for its backend), which implements only the
+simple primitives: every read plan, checked save and erasure runs through
+:class:`~memory_core.storage.BaseStorage`'s defaults. The whole state is
 read from ``<folder>/<namespace>.pickle`` on open and written back on close.
 So a second instance sees the first one's data once that one is closed
 (``Capability.PERSISTENT``), but two open instances do not share writes (no
@@ -24,7 +27,7 @@ import anyio
 
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock
-from memory_core.errors import ValidationError
+from memory_core.errors import BackendGuard, ValidationError
 from memory_core.reference import InMemoryStorage
 
 __all__ = ["ToyFileStorage"]
@@ -73,9 +76,43 @@ class ToyFileStorage(InMemoryStorage):
             raise ValidationError("url", f"must look like toyfile:///absolute/folder, got {url!r}")
         return cls(unquote(parts.path), **options)
 
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, creating nothing, that this namespace can be opened: an
+        existing file must be a toy store (``memory-core check`` and the
+        commands that move data call this first).
+
+        Args:
+            must_exist: the namespace's file must be there already.
+
+        Raises:
+            ValidationError: ``must_exist`` and no file for the namespace.
+            BackendError: the file is not a toy store (as ``open`` would fail).
+        """
+        if not await anyio.Path(self.path).exists():
+            if must_exist:
+                raise ValidationError("url", f"no toyfile store at {self.path}")
+            return
+        with BackendGuard(self, "open"):
+            await self._load()
+
+    async def _load(self) -> dict[str, Any] | None:
+        """The namespace's saved state, or None when it has no file.
+
+        Raises:
+            pickle.UnpicklingError, KeyError, OSError ...: the file is not a
+            toy store (the core wraps them in ``BackendError``).
+        """
+        if not await anyio.Path(self.path).exists():
+            return None
+        state: dict[str, Any] = pickle.loads(await anyio.Path(self.path).read_bytes())
+        missing = {"threads", "messages", "resources", "next_sequence"} - set(state)
+        if missing:
+            raise KeyError(f"{self.path} is not a toyfile store: no {sorted(missing)}")
+        return state
+
     async def _open(self) -> None:
-        if await anyio.Path(self.path).exists():
-            state = pickle.loads(await anyio.Path(self.path).read_bytes())
+        state = await self._load()
+        if state is not None:
             self._threads, self._messages, self._resources = state["threads"], state["messages"], state["resources"]
             self._sequence = count(state["next_sequence"])
 

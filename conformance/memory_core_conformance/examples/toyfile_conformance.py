@@ -35,3 +35,15 @@ class TestToyFileConformance(StorageConformance):
             return ToyFileStorage(store.folder, namespace=store.namespace, clock=clock)
 
         return reopen
+
+    @pytest.fixture
+    def unopenable_storage_factory(self, tmp_path: Path) -> StorageFactory:
+        """Stores whose namespace file is not a pickle: their open fails."""
+        numbers = itertools.count()
+
+        def factory(clock: Clock | None = None) -> ToyFileStorage:
+            namespace = f"garbage{next(numbers)}"
+            (tmp_path / f"{namespace}.pickle").write_bytes(b"not a pickle")
+            return ToyFileStorage(tmp_path, namespace=namespace, clock=clock)
+
+        return factory
