@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
+from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
 
 from memory_core_postgres import PostgresStorage
@@ -33,3 +34,12 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(store.settings.dsn, schema=store.schema, clock=clock)
 
         return reopen
+
+    @pytest.fixture
+    def unopenable_storage_factory(self) -> Callable[..., BaseStorage]:
+        """Stores on a loopback port where no server listens: their open fails."""
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            return PostgresStorage(f"postgresql://postgres@127.0.0.1:{free_port()}/test", clock=clock)
+
+        return factory
