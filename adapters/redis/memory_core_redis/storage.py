@@ -20,11 +20,11 @@ from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
-from memory_core.errors import StaleStateError, ValidationError
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, order_key
+from memory_core.storage import BaseStorage, SaveDecision, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
@@ -850,6 +850,40 @@ class RedisStorage(BaseStorage):
         if stale is not None:
             raise StaleStateError(f"{stale!r} changed while saving")
         return [first + index + 1 if m.sequence is None else m.sequence for index, m in enumerate(messages)]
+
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        """On a standalone server, no read before the write when the state
+        can be guessed: every thread's location is cached, all in one
+        resource, and no message id is (so all are presumably new). Then
+        ``decide`` runs on that guess and the one script writing the batch
+        verifies it (each thread in that resource's slot, each message id
+        new there and held by no other resource: else it writes nothing and
+        reports it). A guess ``decide`` refuses, or the write finds wrong,
+        costs the core's read and a second decision, as on a cluster (the
+        core's default: read, decide, write)."""
+        guess = self._guessed_owners(thread_ids, message_ids)
+        if guess is not None:
+            try:
+                records, bump = decide({tid: Thread(tid, rid) for tid, rid in guess.items()}, [])
+                return records, await self._save_messages(records, bump, now_us)
+            except (NotFoundError, OwnershipError, ConflictError):  # StaleStateError too
+                pass  # refused on a guess, not on facts: decide again on what is stored
+        return await super()._save_checked(thread_ids, message_ids, decide, now_us)
+
+    def _guessed_owners(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> dict[str, str] | None:
+        """Thread id -> cached resource of each thread, when a save may skip
+        its read (see :meth:`_save_checked`); None when it may not."""
+        if not self._solo or any(self._message_at.get(mid) is not None for mid in message_ids):
+            return None
+        owners: dict[str, str] = {}
+        for tid in thread_ids:
+            rid = self._thread_at.get(tid)
+            if rid is None:
+                return None
+            owners[tid] = rid
+        return owners if len(set(owners.values())) == 1 else None
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         by_id = {p.id: p for p in patches}

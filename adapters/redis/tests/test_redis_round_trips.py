@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from memory_core import ManualClock, Memory, MemoryConfig, WorkingMemory
 from memory_core.clock import to_us
-from memory_core.errors import StaleStateError
+from memory_core.errors import NotFoundError, OwnershipError, StaleStateError
 from memory_core.plan import ReadPlan
 from redis.asyncio.cluster import RedisCluster
 
@@ -122,7 +122,7 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
     # the thread and message locations cached (the store wrote them)
     "save one message": (
         lambda s, _: s.save_messages([{"id": "new", "thread_id": "t1", "role": "user", "content": "x"}]),
-        3,  # the core's reads (thread, message directory), then one script
+        1,  # the thread's location is cached and the id new: no read first
         5,
     ),
     "update_messages": (lambda s, _: s.update_messages([{"id": "t1-m1", "content": "y"}]), 3, 5),
@@ -191,4 +191,34 @@ async def test_a_standalone_write_reports_what_it_found(redis_standalone: str) -
         assert await sends(store._delete_messages(["gone"], ["t1"], to_us(T0)), 0) == 1
         assert await store.get_thread("t1") == before
         assert (await store.get_thread("t9")).resource_id == "r2"  # type: ignore[union-attr]
+        await store.destroy()
+
+
+async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone: str) -> None:
+    # the store guesses from its cache (thread t1 in r1, the message ids
+    # new); another store changed all of that meanwhile
+    namespace = f"guess-{uuid.uuid4().hex[:12]}"
+    async with (
+        RedisStorage.from_url(redis_standalone, namespace=namespace, clock=ManualClock(T0)) as store,
+        RedisStorage.from_url(redis_standalone, namespace=namespace) as other,
+    ):
+        await seed(store, n=1)
+        await seed(store, thread="t2", n=0)
+        first = await other.save_messages([{"id": "x", "thread_id": "t1", "role": "user", "content": "a"}])
+        sent = _sent(store)
+        again = await store.save_messages([{"id": "x", "thread_id": "t2", "role": "user", "content": "b"}])
+        assert len(sent) > 1  # the script refused the guess "x is new", then the core read
+        assert (again[0].created_at, again[0].sequence) == (first[0].created_at, first[0].sequence)
+        assert [m.thread_id for m in await other.get_messages(["x"])] == ["t2"]  # moved, not copied
+        assert (await other.list_messages("t1")).total == 1
+        await other.delete_thread("t1")
+        await other.save_thread({"id": "t1", "resource_id": "r2"})
+        with pytest.raises(OwnershipError):  # the real owner, not the cached one
+            await store.save_messages(
+                [{"id": "y", "thread_id": "t1", "resource_id": "r1", "role": "user", "content": "c"}]
+            )
+        await other.delete_thread("t1")
+        with pytest.raises(NotFoundError):
+            await store.save_messages([{"id": "z", "thread_id": "t1", "role": "user", "content": "d"}])
+        assert await store.get_messages(["y", "z"]) == []
         await store.destroy()
