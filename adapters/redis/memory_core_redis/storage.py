@@ -684,7 +684,8 @@ class RedisStorage(BaseStorage):
             if reply is None or reply == "mismatch":
                 await self._settle(thread_id, rid, intent, missing=reply is None)
             else:
-                await self._apply([_snapshot(str(rid), reply[1])], threads=intent)
+                assert rid is not None
+                await self._apply([_snapshot(rid, reply[1])], threads=intent)
         if reply is None or reply == "mismatch":
             return None if reply is None else "mismatch"
         assert rid is not None
