@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from memory_core import BackendError
 from memory_core.clock import to_us
-from memory_core.errors import ConflictError
+from memory_core.errors import ConflictError, NotFoundError
 from redis import exceptions as redis_errors
 
 from memory_core_redis import RedisStorage
@@ -277,3 +277,24 @@ async def test_standalone_saves_in_one_script_and_a_cluster_in_three_steps(
                 assert member == message_member(to_us(m.created_at), m.sequence, m.id)
             await check_consistent(store)
             await store.destroy()
+
+
+@pytest.mark.parametrize("write", ["update_thread", "delete_thread"])
+async def test_a_standalone_write_settles_a_deletion_that_never_reached_the_store_slot(
+    redis_standalone: str, write: str
+) -> None:
+    # what a three-step delete_thread (an earlier version's, on this server)
+    # that died before its apply leaves, its intent long gone: the thread is
+    # deleted in its slot, the store slot still lists it
+    async with RedisStorage.from_url(redis_standalone, namespace=f"settle-{uuid.uuid4().hex[:10]}") as store:
+        await seed(store)
+        await store._run("delete_thread", store._slot("r1"), ["t1", 60])
+        ghost = await store.list_threads(per_page=10)
+        assert ghost.total == 4 and len(ghost.items) == 3
+        if write == "update_thread":
+            with pytest.raises(NotFoundError):
+                await store.update_thread("t1", title="x")
+        else:
+            await store.delete_thread("t1")
+        await check_consistent(store)  # the one script applied the slot's tombstone
+        await store.destroy()
