@@ -79,7 +79,9 @@ Q = TypeVar("Q", ThreadQuery, MessageQuery)
 
 SaveDecision = Callable[[dict[str, Thread], list[Message]], tuple[list[Message], list[str]]]
 """``decide(threads by id, stored messages) -> (records, threads to bump)``:
-the core's checks of a save, run by :meth:`BaseStorage._save_checked`."""
+the core's checks of a save, run by :meth:`BaseStorage._save_checked`. Of
+each thread it reads only ``id`` and ``resource_id``, so an adapter may call
+it on a guess (threads holding only those) whose write then verifies it."""
 
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 # Optimistic writes: read, check, then write with those reads re-verified

@@ -38,7 +38,7 @@ SCRIPT_NAMES = (
     "put_thread",
     "read",
     "save_messages",
-    "solo_save",
+    "solo",
     "state",
     "threads",
     "window",
@@ -48,9 +48,22 @@ SCRIPT_NAMES = (
 READERS = frozenset({"messages", "read", "threads", "window"})
 """The scripts built with ``lua/reads.lua`` (page, count and window helpers)."""
 
-COMPOSITES = {"solo_save": ("claim", "save_messages", "apply")}
-"""Standalone-only scripts running several steps in one call: each step's
-body becomes a local function ``step_<name>`` the composite's body calls."""
+COMPOSITES = {
+    "solo": (
+        "claim",
+        "save_messages",
+        "put_thread",
+        "patch_thread",
+        "delete_thread",
+        "patch_messages",
+        "delete_messages",
+        "state",
+        "apply",
+    )
+}
+"""Standalone-only scripts running a whole write in one call: each step's
+body becomes a local function ``step_<name>`` the composite's body calls
+(``lua/solo.lua``: claim, the write in each resource slot, apply)."""
 
 
 def script_text(name: str) -> str:

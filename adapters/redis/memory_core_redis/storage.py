@@ -20,11 +20,11 @@ from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
-from memory_core.errors import StaleStateError, ValidationError
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, order_key
+from memory_core.storage import BaseStorage, SaveDecision, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
@@ -434,32 +434,26 @@ class RedisStorage(BaseStorage):
             return None
         return await call(fresh)
 
-    async def _claim(
-        self,
-        *,
-        sequences: int = 0,
-        threads: Sequence[tuple[str, str]] = (),
-        messages: Sequence[tuple[str, str]] = (),
-        touched: Sequence[str] = (),
-    ) -> _Claim:
-        """Step one of a write (README: "Crash safety"): record intents for
-        the ``touched`` thread ids, reserve (id, resource) pairs, allocate
-        ``sequences`` numbers.
+    async def _claim(self, claim_args: list[Any]) -> _Claim:
+        """Step one of a write on a cluster (README: "Crash safety"): claim.lua
+        with ``claim_args`` (:meth:`_claim_args`).
 
         Raises:
             StaleStateError: an id is held by another resource (see :meth:`_claimed`).
         """
-        args = self._claim_args(sequences, threads, messages, touched)
-        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, args)))
+        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args)))
 
     @staticmethod
     def _claim_args(
-        sequences: int,
-        threads: Iterable[tuple[str, str]],
-        messages: Iterable[tuple[str, str]],
-        touched: Sequence[str],
+        *,
+        sequences: int = 0,
+        threads: Iterable[tuple[str, str]] = (),
+        messages: Iterable[tuple[str, str]] = (),
+        touched: Sequence[str] = (),
     ) -> list[Any]:
-        """claim.lua's arguments (recording intents)."""
+        """claim.lua's arguments, recording intents for the ``touched``
+        thread ids: reserve the (id, resource) pairs of ``threads`` and
+        ``messages``, allocate ``sequences`` numbers."""
         return [
             "1",
             sequences,
@@ -488,6 +482,61 @@ class RedisStorage(BaseStorage):
                 # never name the other tenant's resource
                 what = "thread" if kind == "t" else "message"
                 raise StaleStateError(f"{what} {item!r} belongs to another resource")
+
+    async def _solo_write(
+        self, write: str, claim_args: list[Any], groups: Iterable[tuple[str, list[Any]]]
+    ) -> list[Any]:
+        """A whole write as one atomic ``solo.lua`` call (standalone server
+        only, README: "Hash tags and Cluster"): claim.lua with
+        ``claim_args`` (no intents), step ``write`` in each (resource id,
+        step arguments) group, apply.lua. A patch or delete of a thread
+        passes one group with resource id ``""``: the script finds the
+        thread's resource in the directory.
+
+        Returns:
+            claim.lua's reply, with the list of the step's replies (one per
+            group) appended when the write ran; without it (a patch or delete
+            of a thread the directory does not know) nothing was written.
+
+        Raises:
+            StaleStateError: an id is held by another resource (as :meth:`_claimed`).
+        """
+        claim_args[0] = "0"  # one atomic script: nothing can be left half done
+        args: list[Any] = [write, self._keys.store, TOMBSTONE_TTL, len(claim_args), *claim_args]
+        listed = list(groups)
+        args.append(len(listed))
+        for rid, step in listed:
+            args += (self._slot(rid) if rid else "", rid, len(step), *step)
+        return await self._claimed(lambda: self._run("solo", self._keys.store, args))
+
+    async def _solo_thread(self, write: str, thread_id: str, args: list[Any]) -> tuple[str | None, Any]:
+        """``(resource id, step reply)`` of thread write ``write`` (patch or
+        delete) run by :meth:`_solo_write` in one call, in the resource the
+        directory names; ``(None, None)`` when there is no such thread (the
+        step's reply is None too when the slot lacks it); a thread found
+        missing loses its cached location."""
+        reply = await self._solo_write(write, self._claim_args(touched=[thread_id]), [("", args)])
+        rid, step = reply[4][0], reply[5][0] if len(reply) > 5 else None
+        if step is None:
+            self._thread_at.drop(thread_id)
+        return rid, step
+
+    async def _message_write(
+        self, step: str, bump: Sequence[str], calls: list[tuple[str, list[Any]]]
+    ) -> tuple[list[Any], _Claim | None]:
+        """Run message write ``step`` (``patch_messages``/``delete_messages``)
+        with its (resource id, arguments) calls, intents for the threads in
+        ``bump``: the step's replies, and the claim whose intents the caller
+        clears with :meth:`_apply` (None on a standalone server, where
+        :meth:`_solo_write` ran claim, steps and apply in one script, or
+        when there is no call: then nothing is sent)."""
+        if not calls:
+            return [], None
+        claim_args = self._claim_args(touched=bump)
+        if self._solo:
+            return (await self._solo_write(step, claim_args, calls))[5], None
+        claim = await self._claim(claim_args)
+        return await self._gather(self._run(step, self._slot(rid), args) for rid, args in calls), claim
 
     async def _release_dead(self, kind: str, item: str, holder: str, pending: str, cutoff: int) -> bool:
         """Roll back a reservation of ``item`` by ``holder`` that no live
@@ -577,20 +626,35 @@ class RedisStorage(BaseStorage):
 
     async def _write_thread(self, thread: Thread, mode: str) -> None:
         """Claim the id for the resource, then write the thread ("new": only
-        if absent, atomically in the resource slot) and its index entries."""
+        if absent, atomically in the resource slot) and its index entries:
+        one :meth:`_solo_write` call on a standalone server, claim, put_thread and
+        apply on a cluster.
+
+        Raises:
+            StaleStateError: mode "new" and the thread exists, or the id is
+                held by another resource; nothing written.
+        """
         assert thread.created_at is not None and thread.updated_at is not None
         rid = thread.resource_id
-        claim = await self._claim(threads=[(thread.id, rid)], touched=[thread.id])
-        intent = [(thread.id, claim.stamp)]
+        claim_args = self._claim_args(threads=[(thread.id, rid)], touched=[thread.id])
         fields = filter_fields(thread.metadata)
         created, updated = to_us(thread.created_at), to_us(thread.updated_at)
-        args = [mode, thread.id, claim.floors[0], thread.title, dumps(thread.metadata), created, updated]
-        snap = await self._run("put_thread", self._slot(rid), [*args, *_counted(fields)])
+        args = [mode, thread.id, 0, thread.title, dumps(thread.metadata), created, updated, *_counted(fields)]
+        claim = None
+        if self._solo:
+            snap = (await self._solo_write("put_thread", claim_args, [(rid, args)]))[5][0]
+        else:
+            claim = await self._claim(claim_args)
+            args[2] = claim.floors[0]
+            snap = await self._run("put_thread", self._slot(rid), args)
+        intent = [] if claim is None else [(thread.id, claim.stamp)]
         if snap == "exists":
-            await self._apply([], threads=intent)
+            if claim is not None:
+                await self._apply([], threads=intent)
             raise StaleStateError(f"thread {thread.id!r} exists")
         self._thread_at.put(thread.id, rid)
-        await self._apply([_snapshot(rid, snap)], threads=intent)
+        if claim is not None:
+            await self._apply([_snapshot(rid, snap)], threads=intent)
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
@@ -624,16 +688,22 @@ class RedisStorage(BaseStorage):
             *condition,
         ]
 
-        claim = await self._claim(touched=[thread_id])
-        rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
-        reply = None if rid is None else await self._run("patch_thread", self._slot(rid), args)
+        reply: Any
+        if self._solo:
+            rid, reply = await self._solo_thread("patch_thread", thread_id, args)
+        else:
+            claim = await self._claim(self._claim_args(touched=[thread_id]))
+            rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
+            reply = None if rid is None else await self._run("patch_thread", self._slot(rid), args)
+            if reply is None or reply == "mismatch":
+                await self._settle(thread_id, rid, intent, missing=reply is None)
+            else:
+                assert rid is not None
+                await self._apply([_snapshot(rid, reply[1])], threads=intent)
         if reply is None or reply == "mismatch":
-            await self._settle(thread_id, rid, intent, missing=reply is None)
-            return reply
+            return None if reply is None else "mismatch"
         assert rid is not None
-        rec, snap = reply
-        await self._apply([_snapshot(rid, snap)], threads=intent)
-        return _thread(rid, rec)
+        return _thread(rid, reply[0])
 
     async def _settle(self, thread_id: str, rid: str | None, intent: list[tuple[str, str]], *, missing: bool) -> None:
         """End a thread write that changed nothing: clear its intent, and
@@ -649,7 +719,13 @@ class RedisStorage(BaseStorage):
         await self._apply(snapshots, threads=intent)
 
     async def _delete_thread(self, thread_id: str) -> None:
-        claim = await self._claim(touched=[thread_id])
+        if self._solo:
+            _, reply = await self._solo_thread("delete_thread", thread_id, [thread_id, TOMBSTONE_TTL])
+            self._thread_at.drop(thread_id)
+            for mid in [] if reply is None else reply[1]:
+                self._message_at.drop(mid)
+            return
+        claim = await self._claim(self._claim_args(touched=[thread_id]))
         rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
         self._thread_at.drop(thread_id)
         reply = None if rid is None else await self._run("delete_thread", self._slot(rid), [thread_id, TOMBSTONE_TTL])
@@ -755,21 +831,18 @@ class RedisStorage(BaseStorage):
                 index + 1 if new else m.sequence,
                 *_counted(filter_fields(m.metadata)),
             )
-        claim_args = self._claim_args(len(messages), (), [(m.id, m.resource_id or "") for m in messages], bump)
+        claim_args = self._claim_args(
+            sequences=len(messages), messages=[(m.id, m.resource_id or "") for m in messages], touched=bump
+        )
 
         def save_args(first: int, rid: str) -> list[Any]:
             return [now_us, first, sizes[rid], *groups[rid], len(bump), *bump]
 
         if self._solo:
-            claim_args[0] = "0"  # one atomic script: nothing can be left half done
-            solo = [self._keys.store, TOMBSTONE_TTL, len(claim_args), *claim_args, len(groups)]
-            for rid in groups:
-                args = save_args(0, rid)
-                solo += (self._slot(rid), rid, len(args), *args)
-            reply = await self._claimed(lambda: self._run("solo_save", self._keys.store, solo))
+            reply = await self._solo_write("save_messages", claim_args, [(rid, save_args(0, rid)) for rid in groups])
             first, replies = int(reply[1]), reply[5]
         else:
-            claim = _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args)))
+            claim = await self._claim(claim_args)
             first = claim.first
             replies = await self._gather(
                 self._run("save_messages", self._slot(rid), save_args(first, rid)) for rid in groups
@@ -793,10 +866,43 @@ class RedisStorage(BaseStorage):
             raise StaleStateError(f"{stale!r} changed while saving")
         return [first + index + 1 if m.sequence is None else m.sequence for index, m in enumerate(messages)]
 
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        """On a standalone server, no read before the write when the state
+        can be guessed: every thread's location is cached, all in one
+        resource, and no message id is (so all are presumably new). Then
+        ``decide`` runs on that guess and the one script writing the batch
+        verifies it (each thread in that resource's slot, each message id
+        new there and held by no other resource: else it writes nothing and
+        reports it). A guess ``decide`` refuses, or the write finds wrong,
+        costs the core's read and a second decision, as on a cluster (the
+        core's default: read, decide, write)."""
+        guess = self._guessed_owners(thread_ids, message_ids)
+        if guess is not None:
+            try:
+                records, bump = decide({tid: Thread(tid, rid) for tid, rid in guess.items()}, [])
+                return records, await self._save_messages(records, bump, now_us)
+            except (NotFoundError, OwnershipError, ConflictError):  # StaleStateError too
+                pass  # refused on a guess, not on facts: decide again on what is stored
+        return await super()._save_checked(thread_ids, message_ids, decide, now_us)
+
+    def _guessed_owners(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> dict[str, str] | None:
+        """Thread id -> cached resource of each thread, when a save may skip
+        its read (see :meth:`_save_checked`); None when it may not."""
+        if not self._solo or any(self._message_at.get(mid) is not None for mid in message_ids):
+            return None
+        owners: dict[str, str] = {}
+        for tid in thread_ids:
+            rid = self._thread_at.get(tid)
+            if rid is None:
+                return None
+            owners[tid] = rid
+        return owners if len(set(owners.values())) == 1 else None
+
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         by_id = {p.id: p for p in patches}
         groups, _ = await self._group(list(by_id), self._message_at, threads=False, fresh=False)
-        claim = await self._claim(touched=bump)
         calls = []
         for rid, mids in groups.items():
             args: list[Any] = [now_us, len(mids)]
@@ -811,8 +917,8 @@ class RedisStorage(BaseStorage):
                     args += ("s", dumps(p.content), 0)
                 meta = p.metadata or {}
                 args += (*_counted(_members(meta)), *_counted(_field_ops(meta)), p.thread_id or "")
-            calls.append((rid, self._run("patch_messages", self._slot(rid), [*args, len(bump), *bump])))
-        replies = await self._gather(call for _, call in calls)
+            calls.append((rid, [*args, len(bump), *bump]))
+        replies, claim = await self._message_write("patch_messages", bump, calls)
         snapshots: list[Snapshot] = []
         stale: str | None = None
         for (rid, _), (status, payload) in zip(calls, replies, strict=True):
@@ -820,17 +926,15 @@ class RedisStorage(BaseStorage):
                 stale = payload
                 continue
             snapshots += (_snapshot(rid, s) for s in payload)
-        await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
+        if claim is not None:
+            await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
         if stale is not None:
             raise StaleStateError(f"thread {stale!r} changed while updating")
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)
-        claim = await self._claim(touched=bump)
-        replies = await self._gather(
-            self._run("delete_messages", self._slot(rid), [len(mids), *mids, len(bump), *bump, now_us])
-            for rid, mids in groups.items()
-        )
+        calls = [(rid, [len(mids), *mids, len(bump), *bump, now_us]) for rid, mids in groups.items()]
+        replies, claim = await self._message_write("delete_messages", bump, calls)
         snapshots: list[Snapshot] = []
         release: list[tuple[str, str]] = []
         for rid, (deleted, snaps) in zip(groups, replies, strict=True):
@@ -838,7 +942,8 @@ class RedisStorage(BaseStorage):
             release += ((mid, rid) for mid in deleted)
             for mid in deleted:
                 self._message_at.drop(mid)
-        await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
+        if claim is not None:
+            await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
         return len(release)
 
     async def _messages(self, mode: str, query: MessageQuery) -> list[tuple[str, Any]]:
@@ -1033,6 +1138,19 @@ class RedisStorage(BaseStorage):
         condition = ("n", "") if expected is None else ("s", expected)
         reply = await self._run("patch_resource", self._slot(resource_id), [now_us, "s", value, 0, *condition])
         return bool(reply != "mismatch")
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        """On a standalone server one atomic :meth:`_solo_write` call (every
+        thread of the resource deleted as :meth:`_delete_thread` does, then
+        its record); on a cluster the core's resumable composition of
+        per-thread deletes."""
+        if not self._solo:
+            return await super()._delete_resource(resource_id)
+        reply = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
+        thread_ids, messages, existed = reply[5][0]
+        for tid in thread_ids:
+            self._thread_at.drop(tid)
+        return list(thread_ids), int(messages), bool(existed)
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
         deleted: int = await self._client.delete(self._slot(resource_id) + "r")

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from memory_core import BackendError
 from memory_core.clock import to_us
-from memory_core.errors import ConflictError
+from memory_core.errors import ConflictError, NotFoundError
 from redis import exceptions as redis_errors
 
 from memory_core_redis import RedisStorage
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.anyio
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 WRITE_STEPS = frozenset(
     {"claim", "apply", "put_thread", "patch_thread", "save_messages", "patch_messages", "delete_messages"}
-    | {"delete_thread", "solo_save"}
+    | {"delete_thread", "solo"}
 )
 """The scripts of a write's steps (reads before a write are not steps)."""
 
@@ -178,8 +178,8 @@ async def test_a_write_dropped_before_any_step_leaves_a_consistent_store(redis_t
     async with RedisStorage.from_url(redis_target, namespace=namespace) as store:
         await check_consistent(store)
         await store.destroy()
-    # a standalone server saves messages in one script; else claim, write(s), apply
-    assert steps == ["solo_save"] or (steps[0] == "claim" and steps[-1] == "apply" and len(steps) >= 3)
+    # a standalone server runs every write as one script; else claim, write(s), apply
+    assert steps == ["solo"] or (steps[0] == "claim" and steps[-1] == "apply" and len(steps) >= 3)
     for drop_at in range(1, len(steps) + 1):
         namespace, _ = await run_dropped(redis_target, op, drop_at)
         async with RedisStorage.from_url(redis_target, namespace=namespace) as store:
@@ -213,10 +213,11 @@ async def test_ids_of_a_save_dropped_after_its_claim_are_free_once_the_lease_end
         await store.destroy()
 
 
-async def test_a_thread_deleted_before_its_last_step_is_no_ghost_and_its_id_is_free(redis_target: str) -> None:
-    namespace, steps = await run_dropped(redis_target, OPS["delete_thread"], 3)
+async def test_a_thread_deleted_before_its_last_step_is_no_ghost_and_its_id_is_free(redis_cluster: str) -> None:
+    # (a standalone server deletes in one script: there is no "before its last step")
+    namespace, steps = await run_dropped(redis_cluster, OPS["delete_thread"], 3)
     assert steps == ["claim", "delete_thread", "apply"]
-    async with RedisStorage.from_url(redis_target, namespace=namespace) as store:
+    async with RedisStorage.from_url(redis_cluster, namespace=namespace) as store:
         page = await store.list_threads(per_page=10)
         assert "t1" not in [t.id for t in page.items] and page.total == len(page.items) == 3
         await store.delete_thread("t1")  # the retry finds nothing and succeeds
@@ -261,7 +262,7 @@ async def test_standalone_saves_in_one_script_and_a_cluster_in_three_steps(
 ) -> None:
     save = OPS["save_messages_two_resources"]
     for target, expected in (
-        (redis_standalone, ["solo_save"]),
+        (redis_standalone, ["solo"]),
         (redis_cluster, ["claim", "save_messages", "save_messages", "apply"]),
     ):
         namespace, steps = await run_dropped(target, save, 0)
@@ -276,3 +277,24 @@ async def test_standalone_saves_in_one_script_and_a_cluster_in_three_steps(
                 assert member == message_member(to_us(m.created_at), m.sequence, m.id)
             await check_consistent(store)
             await store.destroy()
+
+
+@pytest.mark.parametrize("write", ["update_thread", "delete_thread"])
+async def test_a_standalone_write_settles_a_deletion_that_never_reached_the_store_slot(
+    redis_standalone: str, write: str
+) -> None:
+    # what a three-step delete_thread (an earlier version's, on this server)
+    # that died before its apply leaves, its intent long gone: the thread is
+    # deleted in its slot, the store slot still lists it
+    async with RedisStorage.from_url(redis_standalone, namespace=f"settle-{uuid.uuid4().hex[:10]}") as store:
+        await seed(store)
+        await store._run("delete_thread", store._slot("r1"), ["t1", 60])
+        ghost = await store.list_threads(per_page=10)
+        assert ghost.total == 4 and len(ghost.items) == 3
+        if write == "update_thread":
+            with pytest.raises(NotFoundError):
+                await store.update_thread("t1", title="x")
+        else:
+            await store.delete_thread("t1")
+        await check_consistent(store)  # the one script applied the slot's tombstone
+        await store.destroy()

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_core.codec import dumps
 
-from memory_core_redis._keys import time_key
+from memory_core_redis._keys import Layout, time_key
 from memory_core_redis._scripts import script_text
 from memory_core_redis.storage import _members
 
@@ -73,3 +73,13 @@ def test_merge_of_a_large_value_is_intact(client: redis.Redis) -> None:
 )
 def test_lua_time_key_matches_python(client: redis.Redis, us: int) -> None:
     assert lua(client, "return tkey(tonumber(ARGV[1]))", us) == time_key(us)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=text.filter(bool), resource_id=text)
+def test_lua_resource_base_matches_the_layout(client: redis.Redis, prefix: str, resource_id: str) -> None:
+    # solo.lua finds a thread's slot from the directory's resource id
+    layout = Layout(prefix)
+    assert lua(client, "return resource_base(ARGV[1], ARGV[2])", layout.store, resource_id) == layout.resource(
+        resource_id
+    )

@@ -1,12 +1,22 @@
-"""One script call per read operation (issue 14, item 1), counted by the
-server itself (INFO commandstats, summed over a cluster's primaries)."""
+"""Round trips per operation (issue 14): one script call per read
+operation, counted by the server itself (INFO commandstats, summed over a
+cluster's primaries); and the commands each write sends, counted where
+they are sent (the server's counters also count the commands a write
+script runs inside). On a standalone server every write primitive is one
+script call; on a cluster a write touching both kinds of slot takes three
+(claim, write, apply: README.md, "Crash safety")."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
 
 import pytest
 from memory_core import ManualClock, Memory, MemoryConfig, WorkingMemory
+from memory_core.clock import to_us
+from memory_core.errors import NotFoundError, OwnershipError, StaleStateError
 from memory_core.plan import ReadPlan
 from redis.asyncio.cluster import RedisCluster
 
@@ -71,4 +81,144 @@ async def test_a_plan_with_ids_outside_its_slot_falls_back_to_the_default(make_s
             assert [m.id for m in parts.windows[0]] == ["t2-m0", "t2-m1", "t2-m2"]
             thread, owner = await fresh.get_thread_with_owner("t2")
             assert thread is not None and thread.resource_id == "r2" and owner is None
+        await store.destroy()
+
+
+def _sent(store: RedisStorage) -> list[str]:
+    """From now on, the name of every command the store's client sends:
+    redis-py routes each command, EVALSHA included, through
+    ``execute_command``, except the cluster client's multi-key commands
+    (``DEL``), which it sends as a pipeline per slot (counted ``PIPELINE``:
+    the adapter's have one key, so one round trip)."""
+    client = store.client
+    sent: list[str] = []
+    send, pipeline = client.execute_command, client.pipeline
+
+    async def counting(*args: Any, **options: Any) -> Any:
+        sent.append(str(args[0]).upper())
+        return await send(*args, **options)
+
+    def counted_pipeline(*args: Any, **options: Any) -> Any:
+        pipe = pipeline(*args, **options)
+        execute = pipe.execute
+
+        async def counted_execute(*a: Any, **o: Any) -> Any:
+            sent.append("PIPELINE")
+            return await execute(*a, **o)
+
+        pipe.execute = counted_execute
+        return pipe
+
+    client.execute_command = counting
+    client.pipeline = counted_pipeline
+    return sent
+
+
+THREAD_WM = {"enabled": True, "scope": "thread"}
+RESOURCE_WM = {"enabled": True, "scope": "resource"}
+
+WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int, int]] = {
+    # operation: (call, standalone round trips, cluster round trips), with
+    # the thread and message locations cached (the store wrote them)
+    "save one message": (
+        lambda s, _: s.save_messages([{"id": "new", "thread_id": "t1", "role": "user", "content": "x"}]),
+        1,  # the thread's location is cached and the id new: no read first
+        5,
+    ),
+    "update_messages": (lambda s, _: s.update_messages([{"id": "t1-m1", "content": "y"}]), 3, 5),
+    "delete_messages": (lambda s, _: s.delete_messages(["t1-m2"]), 2, 4),
+    "update_thread": (lambda s, _: s.update_thread("t1", title="n", metadata={"k": 2}), 1, 3),
+    "save_thread (replace)": (lambda s, _: s.save_thread({"id": "t2", "resource_id": "r1"}), 2, 4),
+    "insert_thread": (lambda s, _: s.insert_thread({"id": "t3", "resource_id": "r1"}), 1, 3),
+    "swap_thread_working_memory": (lambda s, _: s.swap_thread_working_memory("t1", None, "wm"), 1, 3),
+    "update_working_memory (thread scope)": (
+        lambda _, m: m.update_working_memory("t1", "w2", thread_config={"working_memory": THREAD_WM}),
+        2,  # the core's read of the thread, then one script
+        4,
+    ),
+    "update_working_memory (resource scope)": (
+        lambda _, m: m.update_working_memory("t1", "w3", thread_config={"working_memory": RESOURCE_WM}),
+        2,
+        2,
+    ),
+    "delete_thread": (lambda s, _: s.delete_thread("t2"), 1, 3),
+    "delete_resource (2 threads)": (lambda s, _: s.delete_resource("r1"), 1, 9),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITES))
+async def test_write_round_trips(make_store: MakeStore, name: str) -> None:
+    call, standalone, cluster = WRITES[name]
+    store = make_store(clock=ManualClock(T0))
+    async with Memory(store) as memory:
+        await seed(store, n=3)
+        await seed(store, thread="t2", n=1)
+        sent = _sent(store)
+        await call(store, memory)
+        expected = cluster if isinstance(store.client, RedisCluster) else standalone
+        assert len(sent) == expected, sent
+        await store.destroy()
+
+
+async def test_a_standalone_write_reports_what_it_found(redis_standalone: str) -> None:
+    # one script each, and still the facts of a failed check (nothing written)
+    store = RedisStorage.from_url(redis_standalone, namespace=f"one-{uuid.uuid4().hex[:12]}")
+    async with store:
+        await seed(store, n=1)
+        await seed(store, resource="r2", thread="t9", n=0)
+        before = await store.get_thread("t1")
+        assert before is not None
+        sent = _sent(store)
+
+        async def sends(call: Awaitable[object], expected: object = None) -> int:
+            """Commands ``call`` sent (all script calls), checking its result."""
+            sent.clear()
+            assert await call == expected
+            assert set(sent) == {"EVALSHA"}
+            return len(sent)
+
+        missing = store._patch_thread("gone", "x", None, to_us(T0))
+        assert await sends(missing, None) == 1  # no such thread
+        mismatch = store._swap_thread_memory("t1", "not-there", "v", to_us(T0))
+        assert await sends(mismatch, False) == 1  # the condition does not hold
+        with pytest.raises(StaleStateError):  # exists
+            await sends(store._insert_thread(before))
+        assert len(sent) == 1
+        with pytest.raises(StaleStateError):  # the id is held by another resource
+            await sends(store._put_thread(replace(before, id="t9")))
+        assert len(sent) == 3  # and the holder's slot is asked whether a write died there (README)
+        # the directory knows no such message: nothing to write
+        assert await sends(store._delete_messages(["gone"], ["t1"], to_us(T0)), 0) == 1
+        assert await store.get_thread("t1") == before
+        assert (await store.get_thread("t9")).resource_id == "r2"  # type: ignore[union-attr]
+        await store.destroy()
+
+
+async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone: str) -> None:
+    # the store guesses from its cache (thread t1 in r1, the message ids
+    # new); another store changed all of that meanwhile
+    namespace = f"guess-{uuid.uuid4().hex[:12]}"
+    async with (
+        RedisStorage.from_url(redis_standalone, namespace=namespace, clock=ManualClock(T0)) as store,
+        RedisStorage.from_url(redis_standalone, namespace=namespace) as other,
+    ):
+        await seed(store, n=1)
+        await seed(store, thread="t2", n=0)
+        first = await other.save_messages([{"id": "x", "thread_id": "t1", "role": "user", "content": "a"}])
+        sent = _sent(store)
+        again = await store.save_messages([{"id": "x", "thread_id": "t2", "role": "user", "content": "b"}])
+        assert len(sent) > 1  # the script refused the guess "x is new", then the core read
+        assert (again[0].created_at, again[0].sequence) == (first[0].created_at, first[0].sequence)
+        assert [m.thread_id for m in await other.get_messages(["x"])] == ["t2"]  # moved, not copied
+        assert (await other.list_messages("t1")).total == 1
+        await other.delete_thread("t1")
+        await other.save_thread({"id": "t1", "resource_id": "r2"})
+        with pytest.raises(OwnershipError):  # the real owner, not the cached one
+            await store.save_messages(
+                [{"id": "y", "thread_id": "t1", "resource_id": "r1", "role": "user", "content": "c"}]
+            )
+        await other.delete_thread("t1")
+        with pytest.raises(NotFoundError):
+            await store.save_messages([{"id": "z", "thread_id": "t1", "role": "user", "content": "d"}])
+        assert await store.get_messages(["y", "z"]) == []
         await store.destroy()

@@ -16,9 +16,9 @@ by a test).
 Every read is ONE ``EVALSHA`` (ownership check, count and page together).
 A save is ONE script too: directory claim, sequence, upserts, thread bumps
 and the global thread records, which is possible on a standalone server
-(the adapter splits it in three scripts because on Redis Cluster the store
-slot and the resource slot live on different nodes). So this baseline is
-only offered for standalone URLs.
+(the adapter does the same there; on Redis Cluster it splits a write in
+three scripts because the store slot and the resource slot live on
+different nodes). So this baseline is only offered for standalone URLs.
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ end
 -- ARGV reader; a composite script points it at each step's arguments.
 local args, argi = ARGV, 0
 local function arg() argi = argi + 1; return args[argi] end
-local function use_args(t) args, argi = t, 0 end
 local function argn() return tonumber(arg()) end
 local function arglist(n)
   local t = {}
@@ -334,4 +333,41 @@ local function clear_intents(suffix, pairs)
       redis.call('ZREM', key, pairs[i])
     end
   end
+end
+
+-- The base of resource `rid`'s keys from the store's base "{P}:": "{P:R}:"
+-- with R escaped, exactly as _keys.Layout.resource makes it.
+local function resource_base(store_base, rid)
+  local tag = (string.gsub(rid, '%%', '%%25'))
+  tag = (string.gsub(tag, '{', '%%7B'))
+  tag = (string.gsub(tag, '}', '%%7D'))
+  return string.sub(store_base, 1, -3) .. ':' .. tag .. '}:'
+end
+
+-- Composite scripts (standalone only, solo.lua): run step `fn` (a script's
+-- body as a local function) on slot base `step_base` with argument list
+-- `step_args`; its reply.
+local function run_step(fn, step_base, step_args)
+  base, args, argi = step_base, step_args, 0
+  return fn()
+end
+
+-- apply.lua's arguments from snapshots `snaps` ({resource id, snapshot} each:
+-- a snapshot of lib.lua's snapshot(), or state.lua's deletion {id, "d",
+-- version}) and message ids to release (flat {id, resource id, ...}); no
+-- intents to clear.
+local function apply_args(ttl, snaps, release)
+  local out = {ttl, fmt(#snaps)}
+  for _, e in ipairs(snaps) do
+    local rid, s = e[1], e[2]
+    for _, part in ipairs({s[1], rid, s[2], s[3], s[4] or '', s[5] or '', s[6] or '', fmt(math.max(#s - 6, 0) / 2)}) do
+      out[#out + 1] = part
+    end
+    for j = 7, #s do out[#out + 1] = s[j] end
+  end
+  out[#out + 1] = fmt(#release / 2)
+  for _, part in ipairs(release) do out[#out + 1] = part end
+  out[#out + 1] = '0'
+  out[#out + 1] = '0'
+  return out
 end

@@ -12,7 +12,7 @@ for i, tid in ipairs(tids) do
   end
 end
 local msgs = {}
-while argi < #ARGV do
+while argi < #args do
   msgs[#msgs + 1] = redis.call('EXISTS', base .. 'm:' .. arg())
 end
 return {threads, msgs}

@@ -1,0 +1,104 @@
+-- Standalone server only (every key on one server): a whole write in one
+-- atomic script: claim.lua, the write's step in each resource slot, then
+-- apply.lua, each a local function step_<name>. Nothing can stop half-way,
+-- so no intent is recorded.
+-- ARGV: write ("save_messages", "put_thread", "patch_thread",
+--       "delete_thread", "patch_messages", "delete_messages",
+--       "delete_resource": one group, no step arguments), store base,
+--       tombstone ttl, n, claim.lua's arguments, n groups, then per group:
+--       resource base, resource id, n, the step's arguments (save_messages:
+--       its first sequence, put_thread: its version floor, are filled in here
+--       from the claim).
+-- A thread write ("put_thread", "patch_thread", "delete_thread") has one
+-- group; for "patch_thread" and "delete_thread" its resource base and id
+-- are "": the claim's directory lookup (owners[1]) names the resource.
+-- Returns claim.lua's reply; when it is "ok" and the write ran, with
+-- {per group: the step's reply} appended. A patch or delete of a thread the
+-- directory does not know writes nothing and returns the claim's reply
+-- alone (owners[1] nil).
+local write, sbase, ttl = arg(), arg(), arg()
+local claim_args = arglist(argn())
+local groups = {}
+for i = 1, argn() do
+  groups[i] = {base = arg(), rid = arg()}
+  groups[i].args = arglist(argn())
+end
+
+-- A thread the directory places in g's slot but the slot lacks: a deletion
+-- that never reached the store slot (a dead multi-step write); its
+-- tombstone's version, to apply. {} when the slot has no trace of it.
+local function settle(g)
+  local s = run_step(step_state, g.base, {'1', g.args[1]})[1][1]
+  if s[3] == '' then return {} end
+  return {s}
+end
+
+-- Per write: run its step in group g; returns the step's reply, the
+-- snapshots to apply and the message ids to release.
+local steps = {}
+function steps.save_messages(g, claim)
+  g.args[2] = claim[2]
+  local r = run_step(step_save_messages, g.base, g.args)
+  if r[1] == 'ok' then return r, r[2], {} end
+  return r, {}, r[3]  -- stale: the new ids it never wrote
+end
+function steps.put_thread(g, claim)
+  g.args[3] = claim[3][1]
+  local r = run_step(step_put_thread, g.base, g.args)
+  if r == 'exists' then return r, {}, {} end
+  return r, {r}, {}
+end
+function steps.patch_thread(g)
+  local r = run_step(step_patch_thread, g.base, g.args)
+  if not r then return r, settle(g), {} end
+  if r == 'mismatch' then return r, {}, {} end
+  return r, {r[2]}, {}
+end
+function steps.delete_thread(g)
+  local r = run_step(step_delete_thread, g.base, g.args)
+  if not r then return r, settle(g), {} end
+  return r, {{g.args[1], 'd', r[1]}}, r[2]
+end
+function steps.patch_messages(g)
+  local r = run_step(step_patch_messages, g.base, g.args)
+  if r[1] == 'ok' then return r, r[2], {} end
+  return r, {}, {}
+end
+function steps.delete_messages(g)
+  local r = run_step(step_delete_messages, g.base, g.args)
+  return r, r[2], r[1]
+end
+-- Every thread of the resource deleted as delete_thread.lua does, then its
+-- record: {{thread ids}, messages deleted, 1/0 the record existed}.
+function steps.delete_resource(g)
+  local tids, snaps, ids = {}, {}, {}
+  for i, m in ipairs(redis.call('ZRANGE', g.base .. 'tc', 0, -1)) do tids[i] = thread_id_of(m) end
+  local messages = redis.call('ZCARD', g.base .. 'rm')
+  for _, tid in ipairs(tids) do
+    local r = run_step(step_delete_thread, g.base, {tid, ttl})
+    snaps[#snaps + 1] = {tid, 'd', r[1]}
+    for _, mid in ipairs(r[2]) do ids[#ids + 1] = mid end
+  end
+  return {tids, messages, redis.call('DEL', g.base .. 'r')}, snaps, ids
+end
+
+local claim = run_step(step_claim, sbase, claim_args)
+if claim[1] ~= 'ok' then return claim end
+if write == 'patch_thread' or write == 'delete_thread' then
+  local owner = claim[5][1]
+  if not owner then return claim end
+  groups[1].rid, groups[1].base = owner, resource_base(sbase, owner)
+end
+local snaps, release, replies = {}, {}, {}
+for i, g in ipairs(groups) do
+  local reply, s, ids = steps[write](g, claim)
+  replies[i] = reply
+  for _, snap in ipairs(s) do snaps[#snaps + 1] = {g.rid, snap} end
+  for _, mid in ipairs(ids) do
+    release[#release + 1] = mid
+    release[#release + 1] = g.rid
+  end
+end
+run_step(step_apply, sbase, apply_args(ttl, snaps, release))
+claim[#claim + 1] = replies
+return claim
