@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import pytest
 from memory_core.clock import Clock
+from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
 
 from memory_core_redis import RedisStorage
@@ -34,3 +36,14 @@ class TestRedisConformance(StorageConformance):
             return RedisStorage.from_url(redis_target, clock=clock, namespace=store.prefix)
 
         return reopen
+
+    @pytest.fixture
+    def unopenable_storage_factory(self, redis_target: str) -> Callable[..., RedisStorage]:
+        """Stores of the target's kind (standalone or cluster) on a loopback
+        port where no server listens: their open fails."""
+
+        def factory(clock: Clock | None = None) -> RedisStorage:
+            dead = urlsplit(redis_target)._replace(netloc=f"127.0.0.1:{free_port()}").geturl()
+            return RedisStorage.from_url(dead, clock=clock, namespace=f"conf-{uuid.uuid4().hex}")
+
+        return factory
