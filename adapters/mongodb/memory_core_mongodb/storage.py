@@ -481,8 +481,13 @@ class MongoStorage(BaseStorage):
         if limit == 0:
             return []
         # Strings without a collation compare by UTF-8 bytes: code point order.
+        # Records: a range of the _id index. Thread owners: distinct resource
+        # ids from the threads_resource_created index, after the cursor (a
+        # server may answer the sorted $group with a distinct scan; at worst
+        # it reads the index entries after the cursor). Each side is cut at
+        # the limit, then merged.
         start = {"$gt": "" if after is None else after}
-        records = self._resources.find({"_id": start}, {"_id": 1}).sort("_id", ASCENDING)
+        records = self._resources.find({"_id": start}, {"_id": 1}).sort("_id", ASCENDING).hint("_id_")
         owners: list[Doc] = [
             {"$match": {"resource_id": start}},
             {"$sort": {"resource_id": 1}},

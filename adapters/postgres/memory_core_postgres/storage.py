@@ -538,16 +538,7 @@ class PostgresStorage(BaseStorage):
         return None if row is None else _resource(row)
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
-        # Both sides walk an index in "C" order (resources' key, the
-        # threads_resource_created prefix) and stop at the limit; UNION merges them once.
-        rows = await self.pool.fetch(
-            "(SELECT id FROM resources WHERE id > $1 ORDER BY id LIMIT $2)"
-            " UNION (SELECT DISTINCT resource_id FROM threads WHERE resource_id > $1 ORDER BY resource_id LIMIT $2)"
-            " ORDER BY 1 LIMIT $2",
-            "" if after is None else after,
-            limit,
-        )
-        return [row[0] for row in rows]
+        return [row[0] for row in await self.pool.fetch(*_sql.resource_ids(after, limit))]
 
     async def _put_resource(self, resource: Resource) -> None:
         await self.pool.execute(

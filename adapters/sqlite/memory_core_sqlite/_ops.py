@@ -414,7 +414,7 @@ def get_resource(conn: sqlite3.Connection, resource_id: str) -> Resource | None:
 def list_resource_ids(conn: sqlite3.Connection, after: str | None, limit: int | None) -> list[str]:
     """Ids with a resource row or a thread, ascending (BINARY: UTF-8 bytes,
     i.e. code point order), after ``after``, at most ``limit``: a merge of
-    the ``resources`` primary key and the ``threads_resource_created`` index."""
+    the ``resources`` primary key and an index led by ``threads.resource_id``."""
     sql, params = _sql.resource_ids(after, limit)
     return [row[0] for row in conn.execute(sql, params)]
 
