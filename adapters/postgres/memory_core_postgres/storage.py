@@ -538,7 +538,8 @@ class PostgresStorage(BaseStorage):
         return None if row is None else _resource(row)
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
-        return [row[0] for row in await self.pool.fetch(*_sql.resource_ids(after, limit))]
+        sql, params = _sql.resource_ids(after, limit)
+        return [row[0] for row in await self.pool.fetch(sql, *params)]
 
     async def _put_resource(self, resource: Resource) -> None:
         await self.pool.execute(
