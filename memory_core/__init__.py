@@ -13,6 +13,7 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.query` (normalised queries for adapters),
   :mod:`~memory_core.cursor`, :mod:`~memory_core.ids`,
   :mod:`~memory_core.clock`, :mod:`~memory_core.codec`,
+  :mod:`~memory_core.builders` (stored rows to records),
   :mod:`~memory_core.capabilities`;
 - storage: :mod:`~memory_core.storage` (the Protocol callers use and
   ``BaseStorage``, which adapters subclass), :mod:`~memory_core.plan` (read
