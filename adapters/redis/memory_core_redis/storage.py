@@ -1023,10 +1023,14 @@ class RedisStorage(BaseStorage):
             cutoff, flat = await self._run("resources", self._keys.store, [lo, count])
             candidates = list(zip(flat[0::2], flat[1::2], strict=True))
             held = await self._hold_data([rid for rid, _ in candidates])
-            found += [rid for (rid, _), live in zip(candidates, held, strict=True) if live]
-            gone = [part for (rid, stamp), live in zip(candidates, held, strict=True) if not live for part in (rid, stamp)]
-            if gone and any(int(stamp) < int(cutoff) for stamp in gone[1::2]):
-                await self._run("forget", self._keys.store, _counted(gone))
+            stale: list[str] = []  # empty, registered before the lease: (id, stamp) pairs for forget.lua
+            for (rid, stamp), live in zip(candidates, held, strict=True):
+                if live:
+                    found.append(rid)
+                elif int(stamp) < int(cutoff):
+                    stale += (rid, stamp)
+            if stale:
+                await self._run("forget", self._keys.store, _counted(stale))
             if len(candidates) < count:
                 break
             lo = "(" + candidates[-1][0]
