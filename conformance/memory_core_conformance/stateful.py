@@ -288,7 +288,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         return await call.run(adapter, 0), await call.run(reference, 1)
 
     def _remember(self, operation: str, kwargs: dict[str, Any], actual: Any, expected: Any) -> None:
-        pages = Page | IdPage
+        pages = (Page, IdPage)
         if isinstance(actual, pages) and isinstance(expected, pages) and actual.next_cursor and expected.next_cursor:
             self.walks.append(_Walk(operation, kwargs, actual.next_cursor, expected.next_cursor))
             del self.walks[:-4]
@@ -476,7 +476,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         for _ in range(pages):
             cursor = _PerStore((walk.adapter_cursor, walk.reference_cursor))
             actual, expected = self._both(walk.operation, **kwargs, cursor=cursor)
-            if tamper or not (isinstance(actual, Page | IdPage) and isinstance(expected, Page | IdPage)):
+            if tamper or not (isinstance(actual, (Page, IdPage)) and isinstance(expected, (Page, IdPage))):
                 return
             if not (actual.next_cursor and expected.next_cursor):
                 return

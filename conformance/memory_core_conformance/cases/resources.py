@@ -119,7 +119,11 @@ class ResourceListingRules(SuiteBase):
         thread_cursor = (await store.list_threads(per_page=1)).next_cursor
         assert thread_cursor is not None
         for bad in (thread_cursor, "", "not-a-cursor", 7, "W10"):
-            error = await unchanged_after(store, lambda bad=bad: store.list_resource_ids(per_page=1, cursor=bad))
+
+            async def listing(cursor: Any = bad) -> IdPage:
+                return await store.list_resource_ids(per_page=1, cursor=cursor)
+
+            error = await unchanged_after(store, listing)
             assert isinstance(error, ValidationError) and error.field == "cursor" and "R-CURSOR" in str(error)
         cursor = (await store.list_resource_ids(per_page=1)).next_cursor
         assert cursor is not None
