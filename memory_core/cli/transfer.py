@@ -52,7 +52,7 @@ def _check_resource(resource: str | None) -> None:
         check_id(resource, "--resource")
 
 
-def _hint_if_absent(resource: str | None, counts: Mapping[str, int]) -> None:
+def _hint_if_absent(resource: str | None, counts: Mapping[str, int], done: str) -> None:
     """Say on stderr that ``--resource`` named a resource the source does not
     hold (no record, no thread: every count of the trailer is 0). Not an
     error: the export is a valid, empty one and the exit code stays 0, so a
@@ -61,7 +61,7 @@ def _hint_if_absent(resource: str | None, counts: Mapping[str, int]) -> None:
     if resource is not None and not any(counts.values()):
         _err.print(
             f"[yellow]hint: the source holds no resource {escape(repr(resource))} (no record, no thread): "
-            "nothing was exported[/]",
+            f"nothing was {done}[/]",
             soft_wrap=True,
         )
 
@@ -149,7 +149,7 @@ def export(
                 finally:
                     if output is not None:
                         target.close()
-            _hint_if_absent(resource, json.loads(last)["counts"])
+            _hint_if_absent(resource, json.loads(last)["counts"], "exported")
 
         _run(work(), "run the export again")
 
@@ -208,7 +208,7 @@ def copy(
                     report = await copy_store(
                         src, dst, resource, on_total=total, on_progress=advance, on_resource=_reindexer(dst, vectors)
                     )
-            _hint_if_absent(resource, report.imported.trailer["counts"])
+            _hint_if_absent(resource, report.imported.trailer["counts"], "copied")
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)

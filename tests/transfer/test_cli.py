@@ -174,7 +174,8 @@ def test_an_absent_resource_is_a_hint_and_an_empty_export(command: str, tmp_path
     args = [command, source] + ([f"sqlite:///{tmp_path / 'b.db'}"] if command == "copy" else [])
     result = runner.invoke(app, [*args, "--resource", "nobody"])
     assert result.exit_code == 0, result.output
-    assert "hint: the source holds no resource 'nobody' (no record, no thread)" in result.stderr
+    done = "exported" if command == "export" else "copied"
+    assert f"hint: the source holds no resource 'nobody' (no record, no thread): nothing was {done}" in result.stderr
     if command == "export":
         kinds = [json.loads(line)["kind"] for line in result.stdout.splitlines()]
         assert kinds == ["header", "trailer"]
