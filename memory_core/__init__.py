@@ -56,6 +56,7 @@ from memory_core.ids import new_message_id
 from memory_core.memory import IndexStatus, Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import (
     DateRange,
+    IdPage,
     Include,
     Message,
     MessageFilter,
@@ -88,6 +89,7 @@ __all__ = [
     "Clock",
     "ConflictError",
     "DateRange",
+    "IdPage",
     "EstimateTokenCounter",
     "InMemoryStorage",
     "InMemoryVectorStore",

@@ -33,10 +33,11 @@ MAX_CURSOR_CHARS = 8192
 characters (a 256-character id of astral characters, JSON-escaped, in
 base64); anything longer is refused before decoding."""
 
-# The exact shape encode_cursor writes: ``[version,"fingerprint",[int,int|str]]``.
+# The exact shape encode_cursor writes: ``[version,"fingerprint",[int,int|str]]``,
+# or ``[version,"fingerprint",["str"]]`` for a key that is one id.
 # Checked (anchored, linear time) before json.loads, so a forged cursor can
 # never be deeply nested JSON that exhausts the parser's recursion.
-_SHAPE = re.compile(r'\[\d+,"[0-9a-f]+",\[-?\d+,(?:-?\d+|"(?:[^"\\]|\\.)*")\]\]')
+_SHAPE = re.compile(r'\[\d+,"[0-9a-f]+",\[(?:-?\d+,(?:-?\d+|"(?:[^"\\]|\\.)*")|"(?:[^"\\]|\\.)*")\]\]')
 
 
 def fingerprint(*parts: Any) -> str:
@@ -96,9 +97,10 @@ def decode_cursor(cursor: Any, query_fingerprint: str, key_types: tuple[type, ..
             :data:`MAX_CURSOR_CHARS` characters).
         query_fingerprint: :func:`fingerprint` of the current query.
         key_types: the key's part types: ``(int, int)`` for messages
-            (created_at µs, sequence) or ``(int, str)`` for threads (order
-            field µs, id). The first part is a time within R-TIME; a later
-            int is a sequence from 0 to 2**63-1; a str is an id (R-ID).
+            (created_at µs, sequence), ``(int, str)`` for threads (order
+            field µs, id) or ``(str,)`` for resource ids. An int first part
+            is a time within R-TIME; a later int is a sequence from 0 to
+            2**63-1; a str is an id (R-ID).
 
     Raises:
         ValidationError: (field ``cursor``, rule R-CURSOR) not a cursor this

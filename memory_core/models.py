@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 __all__ = [
     "ROLES",
     "DateRange",
+    "IdPage",
     "Include",
     "JSONObject",
     "Message",
@@ -253,6 +254,28 @@ class Page(Generic[T]):
     items: list[T]
     total: int
     page: int
+    per_page: PerPage
+    has_more: bool
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IdPage:
+    """One page of a keyset-only listing of ids (R-RESOURCES, R-CURSOR):
+    :meth:`~memory_core.storage.BaseStorage.list_resource_ids`.
+
+    Unlike :class:`Page` it has no ``total`` and no page number: counting
+    every id would cost a full scan on every backend for each page, and the
+    listing is walked by cursor only.
+
+    Attributes:
+        items: the ids, ascending by exact (code point) comparison.
+        per_page: echoed page size (``False`` stays ``False``).
+        has_more: whether more ids follow this page.
+        next_cursor: opaque keyset cursor for the next page, None at the end.
+    """
+
+    items: list[str]
     per_page: PerPage
     has_more: bool
     next_cursor: str | None = None

@@ -191,6 +191,10 @@ class InMemoryStorage(BaseStorage):
     async def _put_resource(self, resource: Resource) -> None:
         self._resources[resource.id] = copy.deepcopy(resource)
 
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        owners = set(self._resources).union(t.resource_id for t in self._threads.values())
+        return _window(sorted(rid for rid in owners if after is None or rid > after), 0, limit)
+
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         old = self._resources.get(resource_id)
         if (None if old is None else old.working_memory) != expected:

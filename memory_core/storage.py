@@ -37,6 +37,7 @@ from memory_core.errors import (
 )
 from memory_core.models import (
     ROLES,
+    IdPage,
     Include,
     Message,
     MessageFilter,
@@ -63,6 +64,7 @@ from memory_core.validation import (
     check_message_filter,
     check_order,
     check_page,
+    check_per_page,
     check_record_size,
     check_resource,
     check_text,
@@ -167,6 +169,7 @@ class Storage(Protocol):
         self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
     ) -> list[list[Message]]: ...
     async def get_resource(self, resource_id: str) -> Resource | None: ...
+    async def list_resource_ids(self, per_page: PerPage = 100, cursor: str | None = None) -> IdPage: ...
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource: ...
     async def update_resource(
         self, resource_id: str, *, working_memory: Any = NOT_GIVEN, metadata: Mapping[str, Any] | None = None
@@ -884,6 +887,42 @@ class BaseStorage(ABC):
         with self._guard("get_resource"):
             return await self._get_resource(resource_id)
 
+    @traced("search_memory")
+    async def list_resource_ids(self, per_page: PerPage = 100, cursor: str | None = None) -> IdPage:
+        """A page of the ids of every resource the store holds: each id that
+        has a resource record (working memory, metadata) or owns at least one
+        thread, ascending by exact comparison (code point order, as Python
+        sorts str), each once (R-RESOURCES).
+
+        A resource whose last thread was deleted stays listed while its
+        record exists; :meth:`delete_resource` (record and threads) removes
+        it. Walk the listing with ``next_cursor`` (a keyset position: ids
+        written or deleted meanwhile cause no gaps or repeats among the rest).
+
+        Args:
+            per_page: ids per page, an int from 0 to
+                :data:`~memory_core.validation.MAX_PER_PAGE`, or ``False``
+                for all of them in one page (default 100).
+            cursor: a previous page's ``next_cursor``; None: from the start.
+
+        Returns:
+            :class:`~memory_core.models.IdPage` (no ``total``: counting would
+            cost a full scan per page).
+
+        Raises:
+            ValidationError: bad ``per_page`` (R-PAGE) or ``cursor``
+                (R-CURSOR), before any I/O.
+        """
+        size: PerPage = False if per_page is False else check_per_page(per_page, "per_page")
+        after = None if cursor is None else decode_cursor(cursor, _RESOURCE_IDS, (str,))[0]
+        await self._ready()
+        with self._guard("list_resource_ids"):
+            found = await self._list_resource_ids(after, None if size is False else size + 1)
+        if size is False:
+            return IdPage(found, size, False)
+        items, has_more = found[:size], len(found) > size
+        return IdPage(items, size, has_more, encode_cursor(_RESOURCE_IDS, (items[-1],)) if has_more and items else None)
+
     @traced("update_memory")
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource:
         """Upsert a whole resource; None datetimes mean now. Returns it."""
@@ -1214,6 +1253,24 @@ class BaseStorage(ABC):
     async def _get_resource(self, resource_id: str) -> Resource | None:
         """The stored resource or None."""
 
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        """Ids of the resources that have a record or own at least one
+        thread, each once, ascending by exact comparison (code point order:
+        UTF-8 byte order), strictly greater than ``after`` if set, at most
+        ``limit`` (None = all). Consistent with :meth:`_delete_resource`,
+        :meth:`_delete_resource_record` and :meth:`_delete_thread`: an id
+        with neither a record nor a thread is not returned.
+
+        The default composes :meth:`_list_threads` (every thread of the
+        store, on every call) so a third-party adapter that does not
+        implement this keeps working, but it cannot see records: it misses
+        every resource that has a record and owns no thread (whose working
+        memory a whole-store export then leaves out). Every adapter should
+        override it with a native, indexed query."""
+        owners = {thread.resource_id for thread in await self._list_threads(ThreadQuery(None))}
+        found = sorted(rid for rid in owners if after is None or rid > after)
+        return found if limit is None else found[:limit]
+
     @abstractmethod
     async def _put_resource(self, resource: Resource) -> None:
         """Insert or wholly replace a resource."""
@@ -1266,6 +1323,9 @@ class BaseStorage(ABC):
         None; bump ``updated_at`` (a new resource gets created_at = updated_at
         = now_us). Returns the stored resource."""
 
+
+_RESOURCE_IDS = fingerprint("resource_ids")
+"""The query identity of :meth:`BaseStorage.list_resource_ids` cursors."""
 
 CONCURRENT_READS = 8
 """How many primitive reads one composite default runs at once: enough to

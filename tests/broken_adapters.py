@@ -20,7 +20,7 @@ from memory_core.clock import to_us
 from memory_core.models import Message, MessagePageRequest, Page, Resource, Thread
 from memory_core.query import MessageQuery, MetaCondition, ThreadQuery, meta_kind
 from memory_core.reference import InMemoryStorage
-from memory_core.storage import message_key
+from memory_core.storage import BaseStorage, message_key
 
 __all__ = ["BROKEN"]
 
@@ -338,6 +338,45 @@ class DeleteCountsLastChunkStorage(InMemoryStorage):
         for start in range(0, len(ids), 100):
             removed = await super()._delete_messages(ids[start : start + 100], bump, now_us)
         return removed
+class ThreadOwnersOnlyStorage(InMemoryStorage):
+    """A third-party adapter without a native resource listing: the base
+    class's default, which finds resources through their threads only
+    (records without threads are missed, R-RESOURCES)."""
+
+    _list_resource_ids = BaseStorage._list_resource_ids
+
+
+class ListingKeepsErasedStorage(InMemoryStorage):
+    """A resource listing kept as an index of every id ever written, never
+    cleaned by delete_resource or a last thread's delete (R-RESOURCES)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._seen: set[str] = set()
+
+    async def _put_thread(self, thread: Thread) -> None:
+        await super()._put_thread(thread)
+        self._seen.add(thread.resource_id)
+
+    async def _put_resource(self, resource: Resource) -> None:
+        await super()._put_resource(resource)
+        self._seen.add(resource.id)
+
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        found = sorted({*self._seen, *await super()._list_resource_ids(None, None)})
+        return _window([rid for rid in found if after is None or rid > after], 0, limit)
+
+
+class ListingInUtf16OrderStorage(InMemoryStorage):
+    """A resource listing sorted by UTF-16 code units (a driver's default
+    string order), not code points: astral ids come too early (R-RESOURCES)."""
+
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        def key(rid: str) -> bytes:
+            return rid.encode("utf-16-be")
+
+        found = sorted(await super()._list_resource_ids(None, None), key=key)
+        return _window([rid for rid in found if after is None or key(rid) > key(after)], 0, limit)
 
 
 BROKEN: dict[str, type[InMemoryStorage]] = {
@@ -360,5 +399,8 @@ BROKEN: dict[str, type[InMemoryStorage]] = {
     "no_bump_on_save": NoBumpOnSaveStorage,
     "float_becomes_int": FloatBecomesIntStorage,
     "delete_counts_last_chunk": DeleteCountsLastChunkStorage,
+    "thread_owners_only": ThreadOwnersOnlyStorage,
+    "listing_keeps_erased": ListingKeepsErasedStorage,
+    "listing_in_utf16_order": ListingInUtf16OrderStorage,
 }
 """Short name -> broken adapter class (each must fail the suite)."""

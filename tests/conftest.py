@@ -39,3 +39,18 @@ def secantus_url() -> Iterator[str]:
     testing = pytest.importorskip("memory_core_mongodb.testing", reason="memory-core-mongodb is not installed")
     with testing.secantus_server() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL 16 of pgserver, started once per session (or
+    ``POSTGRES_URL`` when set); tests use their own schemas in it."""
+    if os.environ.get("POSTGRES_URL"):
+        yield os.environ["POSTGRES_URL"]
+        return
+    testing = pytest.importorskip("memory_core_postgres.testing", reason="memory-core-postgres is not installed")
+    server = testing.start_postgres()
+    try:
+        yield server.url
+    finally:
+        server.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -193,11 +193,13 @@ class StoreSnapshot:
         threads: every thread, ``created_at DESC`` (ties by id).
         messages: every message of those threads, R-ORDER ascending.
         resources: the requested resources that exist.
+        resource_ids: every resource id the store lists (R-RESOURCES).
     """
 
     threads: list[Thread]
     messages: list[Message]
     resources: list[Resource]
+    resource_ids: list[str] = field(default_factory=list)
 
 
 async def snapshot(store: BaseStorage, resource_ids: Iterable[str] = ()) -> StoreSnapshot:
@@ -211,7 +213,8 @@ async def snapshot(store: BaseStorage, resource_ids: Iterable[str] = ()) -> Stor
         found = await store.get_resource(resource_id)
         if found is not None:
             resources.append(found)
-    return StoreSnapshot(threads, messages, resources)
+    listed = (await store.list_resource_ids(per_page=False)).items
+    return StoreSnapshot(threads, messages, resources, listed)
 
 
 async def load_dataset(stores: Sequence[BaseStorage], dataset: Dataset, leader: ManualClock) -> None:

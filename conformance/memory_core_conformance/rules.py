@@ -152,6 +152,14 @@ _RULE_LIST = [
         "any resource and other resources untouched; an unknown id is no error; a bad id is a ValidationError.",
     ),
     Rule(
+        "R-RESOURCES",
+        "list_resource_ids: every resource, by cursor",
+        "list_resource_ids lists, once each and ascending by exact (code point) comparison, every id that has a "
+        "resource record or owns a thread: a resource stays listed after its last thread is deleted while its "
+        "record exists, and leaves with delete_resource. Following next_cursor returns every id exactly once; a "
+        "bad per_page (R-PAGE) or cursor (R-CURSOR) is a ValidationError before any I/O.",
+    ),
+    Rule(
         "R-PRUNE",
         "retention: prune by age",
         "prune(RetentionPolicy) deletes, in the resource or store-wide, every message created strictly before the "

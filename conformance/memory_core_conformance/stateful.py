@@ -31,7 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from memory_core.clock import ManualClock
 from memory_core.memory import Memory
-from memory_core.models import Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
+from memory_core.models import IdPage, Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
 from memory_core.reference import InMemoryStorage
 from memory_core.retention import RetentionPolicy
@@ -288,7 +288,8 @@ class StorageStateMachine(RuleBasedStateMachine):
         return await call.run(adapter, 0), await call.run(reference, 1)
 
     def _remember(self, operation: str, kwargs: dict[str, Any], actual: Any, expected: Any) -> None:
-        if isinstance(actual, Page) and isinstance(expected, Page) and actual.next_cursor and expected.next_cursor:
+        pages = (Page, IdPage)
+        if isinstance(actual, pages) and isinstance(expected, pages) and actual.next_cursor and expected.next_cursor:
             self.walks.append(_Walk(operation, kwargs, actual.next_cursor, expected.next_cursor))
             del self.walks[:-4]
 
@@ -460,7 +461,10 @@ class StorageStateMachine(RuleBasedStateMachine):
         whatever writes happened since); with ``tamper``, under another order
         (an error)."""
         walk = self.walks.pop(index % len(self.walks))
-        kwargs = dict(walk.kwargs, page=0, per_page=per_page)
+        if walk.operation == "list_resource_ids":  # one order, no page numbers: nothing to tamper with
+            kwargs, tamper = dict(walk.kwargs, per_page=per_page), False
+        else:
+            kwargs = dict(walk.kwargs, page=0, per_page=per_page)
         if tamper:
             old = kwargs.get("order_by")
             given = OrderBy(**old).direction if isinstance(old, dict) else (old or OrderBy()).direction
@@ -472,7 +476,7 @@ class StorageStateMachine(RuleBasedStateMachine):
         for _ in range(pages):
             cursor = _PerStore((walk.adapter_cursor, walk.reference_cursor))
             actual, expected = self._both(walk.operation, **kwargs, cursor=cursor)
-            if tamper or not (isinstance(actual, Page) and isinstance(expected, Page)):
+            if tamper or not (isinstance(actual, (Page, IdPage)) and isinstance(expected, (Page, IdPage))):
                 return
             if not (actual.next_cursor and expected.next_cursor):
                 return
@@ -506,6 +510,14 @@ class StorageStateMachine(RuleBasedStateMachine):
     def swap_working_memory(self, where: tuple[str, str], expected: str | None, value: str) -> None:
         """Compare-and-set of a resource's or a thread's working memory."""
         self._both(where[0], where[1], expected, value)
+
+    @rule(per_page=st.integers(0, 3) | st.just(False))
+    def list_resource_ids(self, per_page: Any) -> None:
+        """The first page of the resource listing (R-RESOURCES); later pages
+        come by ``follow_cursor``, after whatever writes happen in between."""
+        kwargs = {"per_page": per_page}
+        actual, expected = self._both("list_resource_ids", **kwargs)
+        self._remember("list_resource_ids", kwargs, actual, expected)
 
     @rule(resource_id=_resource_ids)
     def delete_resource(self, resource_id: str) -> None:
@@ -562,7 +574,8 @@ class StorageStateMachine(RuleBasedStateMachine):
 
     @rule()
     def compare_everything(self) -> None:
-        """Every thread, message and resource, compared in full."""
+        """Every thread, message and resource (and the resource listing),
+        compared in full."""
         label = f"await snapshot(store, {RESOURCE_IDS!r})"
         note(f"{label}  # the whole store")
         assert self.adapter is not None

@@ -5,7 +5,10 @@ Each command checks its arguments and URLs (scheme known, adapter installed,
 URL well formed, source and destination not one store however spelled, a
 ``--vector`` store that keeps what it is given) before it opens a store; a
 user error is one red line and exit 2. ``copy`` exits 1 when the
-verification finds a difference, naming the first differing thread. Ctrl-C
+verification finds a difference, naming the first differing thread.
+``--resource`` naming a resource the source does not hold (no record, no
+thread) is a yellow hint on stderr, not an error: the export (or copy) is
+valid and empty and the exit code 0. Ctrl-C
 leaves what was written complete record by record: run the same command
 again to resume (exit 130 meanwhile).
 """
@@ -13,8 +16,9 @@ again to resume (exit 130 meanwhile).
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -46,6 +50,20 @@ _err = Console(stderr=True)
 def _check_resource(resource: str | None) -> None:
     if resource is not None:
         check_id(resource, "--resource")
+
+
+def _hint_if_absent(resource: str | None, counts: Mapping[str, int], done: str) -> None:
+    """Say on stderr that ``--resource`` named a resource the source does not
+    hold (no record, no thread: every count of the trailer is 0). Not an
+    error: the export is a valid, empty one and the exit code stays 0, so a
+    script exporting resources that may have been erased keeps working, and
+    a mistyped id is still visible."""
+    if resource is not None and not any(counts.values()):
+        _err.print(
+            f"[yellow]hint: the source holds no resource {escape(repr(resource))} (no record, no thread): "
+            f"nothing was {done}[/]",
+            soft_wrap=True,
+        )
 
 
 @contextmanager
@@ -92,10 +110,12 @@ def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
 
 def export(
     url: Annotated[str, typer.Argument(help="Storage URL to export from.")],
-    resource: Annotated[str | None, typer.Option(help="Export only this resource.")] = None,
+    resource: Annotated[
+        str | None, typer.Option(help="Export only this resource (one it does not hold: a hint, an empty export).")
+    ] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
 ) -> None:
-    """Write a store (or one resource) as memory-core/jsonl to stdout."""
+    """Write a store (every resource it holds, or one) as memory-core/jsonl to stdout."""
     with user_errors():
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
@@ -105,13 +125,16 @@ def export(
         async def work() -> None:
             async with storage:
                 target: TextIO = sys.stdout if output is None else output.open("x", encoding="utf-8")
+                last = ""
                 try:
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
+                        last = line
                 finally:
                     if output is not None:
                         target.close()
+            _hint_if_absent(resource, json.loads(last)["counts"], "exported")
 
         _run(work(), "run the export again")
 
@@ -169,6 +192,7 @@ def copy(
                     report = await copy_store(
                         src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex
                     )
+            _hint_if_absent(resource, report.imported.trailer["counts"], "copied")
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)

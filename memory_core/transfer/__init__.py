@@ -6,7 +6,8 @@ The format (``memory-core/jsonl`` version 1) is one JSON object per line:
 1. a header ``{"kind": "header", "format": "memory-core/jsonl", "version": 1,
    "messages": N}`` (``messages``: how many message records follow, for
    progress only);
-2. per resource, in resource-id order: its ``resource`` record (when the store
+2. per resource (every one the store lists, R-RESOURCES, or the one asked
+   for), in resource-id order: its ``resource`` record (when the store
    holds one), its ``thread`` records (``created_at`` ascending, ties by id),
    then its ``message`` records in R-ORDER across those threads;
 3. a ``trailer`` with the record counts and a sha256 digest per thread and per

@@ -64,7 +64,8 @@ async def copy_store(
 
     Args:
         source, destination: opened stores.
-        resource_id: copy only this resource; None: every resource that owns a thread.
+        resource_id: copy only this resource; None: every resource the source
+            holds (a record, threads or both).
         page_size, batch_size: as for export and import.
         on_total: called once with the number of messages to copy.
         on_progress: called with messages handled so far.

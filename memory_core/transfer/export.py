@@ -24,16 +24,18 @@ _OLDEST_FIRST = OrderBy("created_at", "ASC")
 
 
 async def resource_ids(storage: Storage, page_size: int = PAGE_SIZE) -> list[str]:
-    """Every resource that owns a thread, sorted. The storage API lists
-    resources only through their threads, so a resource record without
-    threads is exported only when named (``resource_id=``)."""
-    found: set[str] = set()
+    """Every resource the store holds (a record, threads or both), in
+    resource-id order: :meth:`~memory_core.storage.BaseStorage.list_resource_ids`
+    walked by cursor, ``page_size`` ids per call. A third-party adapter
+    without a native listing answers it from its threads only (see
+    ``BaseStorage._list_resource_ids``)."""
+    found: list[str] = []
     cursor: str | None = None
     while True:
-        page = await storage.list_threads(per_page=page_size, order_by=_OLDEST_FIRST, cursor=cursor)
-        found.update(thread.resource_id for thread in page.items)
+        page = await storage.list_resource_ids(per_page=page_size, cursor=cursor)
+        found += page.items
         if page.next_cursor is None:
-            return sorted(found)
+            return found
         cursor = page.next_cursor
 
 
@@ -77,12 +79,14 @@ async def export_lines(
 
     Not a snapshot: writes made while it runs may or may not be included.
     Memory: one page of records, plus the trailer's digest per thread and
-    the list of resource ids.
+    the list of resource ids (read first, so the header can count messages).
 
     Args:
         storage: an opened store.
-        resource_id: export only this resource (its record even when it owns
-            no thread); None: every resource that owns a thread.
+        resource_id: export only this resource (an id the store does not
+            hold gives a valid export with no records: check the trailer's
+            counts); None: every resource the store holds, with a record,
+            threads or both (R-RESOURCES).
         page_size: records per listing call (default :data:`PAGE_SIZE`).
 
     Raises:

@@ -1,5 +1,6 @@
-"""Servers for the transfer tests: one valkey and one secantusdb per session
-(``REDIS_URL``/``MONGODB_URL`` replace them), and ``new_store(kind)`` for
+"""Servers for the transfer tests: one valkey, one secantusdb and one
+PostgreSQL per session (``REDIS_URL``/``MONGODB_URL``/``POSTGRES_URL``
+replace them), and ``new_store(kind)`` for
 fresh, empty stores in unique namespaces, destroyed afterwards."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ NewStore = Callable[[str], Awaitable[Storage]]
 
 @pytest.fixture
 async def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[NewStore]:
-    """``await new_store("sqlite" | "valkey" | "secantus" | "memory")``."""
+    """``await new_store("sqlite" | "valkey" | "secantus" | "postgres" | "memory")``."""
     opened: list[Storage] = []
 
     async def new(kind: str) -> Storage:
@@ -28,6 +29,8 @@ async def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
             store = await connect(request.getfixturevalue("valkey_url"), namespace=fresh)
         elif kind == "secantus":
             store = await connect(request.getfixturevalue("secantus_url"), namespace=fresh)
+        elif kind == "postgres":
+            store = await connect(request.getfixturevalue("postgres_url"), namespace=fresh)
         else:
             store = await connect("memory://")
         opened.append(store)

@@ -161,3 +161,42 @@ def test_copy_re_embeds_into_a_persistent_vector_store(tmp_path: Path) -> None:
             await store.close()
 
     assert asyncio.run(count()) > 0  # still there after the command: persistent
+def _with_lonely_record(url: str) -> None:
+    """Add a resource with a record and no thread to the store at ``url``."""
+
+    async def add() -> None:
+        storage = await connect(url)
+        await storage.update_resource("lonely", working_memory="# only a record")
+        await storage.close()
+
+    asyncio.run(add())
+
+
+def test_whole_store_export_and_copy_include_a_record_without_threads(tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    _with_lonely_record(source)
+    exported = runner.invoke(app, ["export", source])
+    assert exported.exit_code == 0, exported.output
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert {"kind": "resource", "id": "lonely"}.items() <= next(r for r in records if r.get("id") == "lonely").items()
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    copied = runner.invoke(app, ["copy", source, destination])
+    assert copied.exit_code == 0, copied.output
+    assert _summary(destination) == _summary(source) == records[-1]
+    assert "lonely" in records[-1]["resources"]
+
+
+@pytest.mark.parametrize("command", ["export", "copy"])
+def test_an_absent_resource_is_a_hint_and_an_empty_export(command: str, tmp_path: Path) -> None:
+    source = _store(tmp_path / "a.db")
+    args = [command, source] + ([f"sqlite:///{tmp_path / 'b.db'}"] if command == "copy" else [])
+    result = runner.invoke(app, [*args, "--resource", "nobody"])
+    assert result.exit_code == 0, result.output
+    done = "exported" if command == "export" else "copied"
+    assert f"hint: the source holds no resource 'nobody' (no record, no thread): nothing was {done}" in result.stderr
+    if command == "export":
+        kinds = [json.loads(line)["kind"] for line in result.stdout.splitlines()]
+        assert kinds == ["header", "trailer"]
+    present = runner.invoke(app, [*args, "--resource", "res-3-0-ü"])
+    assert present.exit_code == 0, present.output
+    assert "hint" not in present.stderr

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from pymongo import AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
+from pymongo import ASCENDING, AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -53,6 +53,7 @@ from memory_core_mongodb._schema import (
     MESSAGES_THREAD_ORDER,
     RESOURCES,
     THREADS,
+    THREADS_RESOURCE_CREATED,
     ensure_schema,
 )
 from memory_core_mongodb._url import database_name, redact, url_hosts
@@ -488,6 +489,32 @@ class MongoStorage(BaseStorage):
     async def _get_resource(self, resource_id: str) -> Resource | None:
         doc = await self._resources.find_one({"_id": resource_id})
         return None if doc is None else resource_from_doc(doc)
+
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        if limit == 0:
+            return []
+        # Strings without a collation compare by UTF-8 bytes: code point order.
+        # Records: a range of the _id index. Thread owners: distinct resource
+        # ids from the threads_resource_created index, after the cursor (a
+        # server may answer the sorted $group with a distinct scan; at worst
+        # it reads the index entries after the cursor). Each side is cut at
+        # the limit, then merged.
+        start = {"$gt": "" if after is None else after}
+        records = self._resources.find({"_id": start}, {"_id": 1}).sort("_id", ASCENDING).hint("_id_")
+        owners: list[Doc] = [
+            {"$match": {"resource_id": start}},
+            {"$sort": {"resource_id": 1}},
+            {"$group": {"_id": "$resource_id"}},
+            {"$sort": {"_id": 1}},
+        ]
+        if limit is not None:
+            records = records.limit(limit)
+            owners.append({"$limit": limit})
+        found = {doc["_id"] async for doc in records}
+        cursor = await self._threads.aggregate(owners, hint=THREADS_RESOURCE_CREATED)
+        found.update([doc["_id"] async for doc in cursor])
+        ids = sorted(found)
+        return ids if limit is None else ids[:limit]
 
     async def _put_resource(self, resource: Resource) -> None:
         await self._resources.replace_one({"_id": resource.id}, resource_doc(resource), upsert=True)

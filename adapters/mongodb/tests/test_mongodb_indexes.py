@@ -154,6 +154,9 @@ async def test_hot_queries_use_their_indexes(store_factory: StoreFactory, is_sec
         )
         await store.list_threads(ThreadFilter(resource_id="r1", metadata={"kind": "a"}), per_page=1)
         await store.list_threads(per_page=1)
+        await store.save_resource({"id": "r0"})
+        resources = await store.list_resource_ids(per_page=1)
+        await store.list_resource_ids(per_page=1, cursor=resources.next_cursor)
 
         commands = recorder.commands
         assert len(commands) >= 25

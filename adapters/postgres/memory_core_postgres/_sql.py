@@ -49,6 +49,7 @@ __all__ = [
     "page_threads",
     "read_plan",
     "read_state",
+    "resource_ids",
 ]
 
 LAST_MESSAGE_AT = "(SELECT max(m.created_at) FROM messages m WHERE m.thread_id = threads.id)"
@@ -113,6 +114,23 @@ def _thread_filter(query: ThreadQuery, params: Params) -> list[str]:
     if query.metadata:
         clauses.append(f"meta @> {params.add(_filter_document(query.metadata), '::jsonb')}")
     return clauses
+
+
+def resource_ids(after: str | None, limit: int | None) -> tuple[str, Params]:
+    """The ids of resources with a record or a thread, ascending ("C": code
+    point order), strictly after ``after`` (ids are never empty, so ``""``
+    starts at the first), at most ``limit`` (None: all). Each side walks an
+    index in order and stops at the limit (the resources key, an index
+    led by ``threads.resource_id``); ``UNION`` merges them, each id once,
+    sorting at most two limits' worth of ids."""
+    params = Params()
+    start, count = params.add("" if after is None else after), params.add(limit)
+    sql = (
+        f"(SELECT id FROM resources WHERE id > {start} ORDER BY id LIMIT {count})"
+        f" UNION (SELECT DISTINCT resource_id FROM threads WHERE resource_id > {start}"
+        f" ORDER BY resource_id LIMIT {count}) ORDER BY 1 LIMIT {count}"
+    )
+    return sql, params
 
 
 def page_threads(query: ThreadQuery, params: Params | None = None) -> tuple[str, Params]:

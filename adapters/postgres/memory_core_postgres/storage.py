@@ -577,6 +577,10 @@ class PostgresStorage(BaseStorage):
         row = await self.pool.fetchrow(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = $1", resource_id)
         return None if row is None else _resource(row)
 
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        sql, params = _sql.resource_ids(after, limit)
+        return [row[0] for row in await self.pool.fetch(sql, *params)]
+
     async def _put_resource(self, resource: Resource) -> None:
         await self.pool.execute(
             "INSERT INTO resources (id, working_memory, metadata, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)"

@@ -94,3 +94,12 @@ async def test_metadata_only_thread_filter_can_use_the_gin_index(store: Postgres
     count_only = sql.split(" LEFT JOIN LATERAL")[0].removeprefix("SELECT c.total, w.* FROM (").removesuffix(") c")
     used = _indexes_used(await _plan(store, count_only, params[:1]))
     assert "threads_meta" in used, used
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("after", [None, "r1"])
+async def test_resource_listing_walks_both_indexes(store: PostgresStorage, after: str | None) -> None:
+    # The union sorts at most two pages of ids; each side is an ordered index walk.
+    used = _indexes_used(await _plan(store, *_sql.resource_ids(after, 10)), sorted_by_index=False)
+    # Either index led by resource_id walks the owners in order.
+    assert "resources_pkey" in used and used & {"threads_resource_created", "threads_resource_updated"}, used

@@ -121,6 +121,23 @@ class Layout:
         """Base of the keys of one resource (one slot): ``{P:R}:``."""
         return self.store[:-2] + ":" + escape(resource_id) + "}:"
 
+    @property
+    def record_pattern(self) -> str:
+        """SCAN pattern matching every resource record ``{P:R}:r`` of this
+        store (and possibly other keys: check with :meth:`record_owner`)."""
+        return self.pattern[: -len("[:}]*")] + ":*}:r"
+
+    def record_owner(self, key: str) -> str | None:
+        """The resource id whose record ``key`` is, or None when ``key`` is
+        not a resource record of this store."""
+        head = self.store[:-2] + ":"
+        if not (key.startswith(head) and key.endswith("}:r")):
+            return None
+        tag = key[len(head) : -3]
+        if "}" in tag:  # an escaped id holds no "}": another key that ends alike
+            return None
+        return tag.replace("%7D", "}").replace("%7B", "{").replace("%25", "%")
+
 
 def filter_fields(metadata: Mapping[str, Any]) -> list[str]:
     """Flat ``["~key", form, ...]`` filter fields of a whole metadata object

@@ -24,9 +24,11 @@ __all__ = ["INTENT_LEASE_MS", "SCRIPT_NAMES", "Scripts", "script_text"]
 
 SCRIPT_NAMES = (
     "apply",
+    "backfill",
     "claim",
     "delete_messages",
     "delete_thread",
+    "forget",
     "get_messages",
     "get_threads",
     "locate",
@@ -37,6 +39,8 @@ SCRIPT_NAMES = (
     "put_resource",
     "put_thread",
     "read",
+    "register",
+    "resources",
     "save_messages",
     "solo",
     "state",

@@ -53,6 +53,10 @@ numbers are doubles): no store holds that many items, so answers are equal."""
 RELEASE_CHUNK = 5_000
 """Message ids one apply call releases: a delete of more releases them in
 several calls (each bounded in argument size and server time)."""
+_LISTING_CHUNK = 1000
+"""Resource ids the listing reads from the store slot's index per script call."""
+_BACKFILL_CHUNK = 1000
+"""Threads (or resource records) one backfill call registers."""
 _SCRIPT_CHUNKS = (500, 1000)
 """The chunk sizes inside the Lua scripts: delete_thread.lua unlinks 500
 keys per UNLINK, locate.lua asks 1,000 ids per HMGET (Lua's ``unpack``
@@ -360,6 +364,31 @@ class RedisStorage(BaseStorage):
         await self._scripts.load()
         # one server holds every key: a write may span slots in one script
         self._solo = not isinstance(self._client, RedisCluster)
+        await self._backfill_resources()
+
+    async def _backfill_resources(self) -> None:
+        """Once per store: register the resources a store written before the
+        resource listing existed holds (R-RESOURCES): the owners of its
+        threads (from the global index, in chunks) and, by one SCAN of this
+        store's keys, its resource records. A new store (nothing in its
+        store slot) has nothing to register. Idempotent: a backfill cut
+        short runs again at the next open."""
+        store = self._keys.store
+        if await self._client.exists(store + "rsv"):
+            return
+        if await self._client.exists(store + "seq", store + "tc", store + "msg", store + "stamp"):
+            lo = "-"
+            while lo:
+                last = await self._run("backfill", store, [lo, _BACKFILL_CHUNK])
+                lo = "(" + last if last else ""
+            owners: list[str] = []
+            async for key in self._client.scan_iter(match=self._keys.record_pattern, count=1000):
+                owner = self._keys.record_owner(key)
+                if owner is not None:
+                    owners.append(owner)
+            for start in range(0, len(owners), _BACKFILL_CHUNK):
+                await self._run("register", store, owners[start : start + _BACKFILL_CHUNK])
+        await self._client.set(store + "rsv", "1")
 
     async def _close(self) -> None:
         if self._owns_client and self._client is not None:
@@ -1103,8 +1132,48 @@ class RedisStorage(BaseStorage):
         rec = await self._client.hmget(self._slot(resource_id) + "r", ["w", "d", "c", "u"])
         return None if rec[2] is None else _resource(resource_id, rec)
 
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        # Candidates come from the store slot's index (README: "Resource
+        # listing"), each checked in its own slot, which is the truth.
+        found: list[str] = []
+        lo = "-" if after is None else "(" + after
+        while limit is None or len(found) < limit:
+            count = _LISTING_CHUNK if limit is None else min(limit - len(found), _LISTING_CHUNK)
+            cutoff, flat = await self._run("resources", self._keys.store, [lo, count])
+            candidates = list(zip(flat[0::2], flat[1::2], strict=True))
+            held = await self._hold_data([rid for rid, _ in candidates])
+            stale: list[str] = []  # empty, registered before the lease: (id, stamp) pairs for forget.lua
+            for (rid, stamp), live in zip(candidates, held, strict=True):
+                if live:
+                    found.append(rid)
+                elif int(stamp) < int(cutoff):
+                    stale += (rid, stamp)
+            if stale:
+                await self._run("forget", self._keys.store, _counted(stale))
+            if len(candidates) < count:
+                break
+            lo = "(" + candidates[-1][0]
+        return found
+
+    async def _hold_data(self, resource_ids: Sequence[str]) -> list[bool]:
+        """Whether each resource's slot holds its record or a thread (one
+        pipeline: one round trip per node)."""
+        if not resource_ids:
+            return []
+        pipe = self._client.pipeline(transaction=False)
+        for rid in resource_ids:
+            base = self._slot(rid)
+            pipe.exists(base + "r", base + "tc")
+        async with self._calls:
+            return [bool(count) for count in await pipe.execute()]
+
+    async def _register(self, resource_id: str) -> None:
+        """Register the resource for the listing before a write of its record."""
+        await self._run("register", self._keys.store, [resource_id])
+
     async def _put_resource(self, resource: Resource) -> None:
         assert resource.created_at is not None and resource.updated_at is not None
+        await self._register(resource.id)
         wm = resource.working_memory
         await self._run(
             "put_resource",
@@ -1127,6 +1196,7 @@ class RedisStorage(BaseStorage):
             mode, text = "n", ""
         else:
             mode, text = "s", working_memory
+        await self._register(resource_id)
         rec = await self._run(
             "patch_resource",
             self._slot(resource_id),
@@ -1136,6 +1206,7 @@ class RedisStorage(BaseStorage):
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         condition = ("n", "") if expected is None else ("s", expected)
+        await self._register(resource_id)
         reply = await self._run("patch_resource", self._slot(resource_id), [now_us, "s", value, 0, *condition])
         return bool(reply != "mismatch")
 

@@ -35,6 +35,8 @@ WRITE_STEPS = frozenset(
     | {"delete_thread", "solo"}
 )
 """The scripts of a write's steps (reads before a write are not steps)."""
+RESOURCE_STEPS = frozenset({"register", "put_resource", "patch_resource"})
+"""The steps of a resource record write: its registration, then the record."""
 
 
 class DroppingStore(RedisStorage):
@@ -43,6 +45,7 @@ class DroppingStore(RedisStorage):
     a killed process would; ``steps`` records the write steps run."""
 
     drop_at = 0
+    watched = WRITE_STEPS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -50,7 +53,7 @@ class DroppingStore(RedisStorage):
         self.dead = False
 
     async def _run(self, name: str, base: str, args: list[Any]) -> Any:
-        if name in WRITE_STEPS and not self.dead:
+        if name in self.watched and not self.dead:
             self.steps.append(name)
             if len(self.steps) == self.drop_at:
                 self.dead = True
@@ -109,6 +112,21 @@ async def walk(store: RedisStorage, field: str, direction: str) -> list[str]:
     return ids
 
 
+async def check_listed(store: RedisStorage, owners: set[str]) -> None:
+    """The resource listing (R-RESOURCES) holds exactly the resources with
+    threads (``owners``) or a record, by page and by cursor walk."""
+    records = {rid for rid in ("r1", "r2", "r3") if await store.get_resource(rid) is not None}
+    listed = (await store.list_resource_ids(per_page=False)).items
+    assert listed == sorted(owners | records), (listed, owners, records)
+    walked: list[str] = []
+    page = await store.list_resource_ids(per_page=1)
+    walked += page.items
+    while page.next_cursor is not None:
+        page = await store.list_resource_ids(per_page=1, cursor=page.next_cursor)
+        walked += page.items
+    assert walked == listed
+
+
 async def check_consistent(store: RedisStorage) -> None:
     """What every later reader must see: one truth in every listing."""
     by_resource: dict[str, str] = {}
@@ -129,6 +147,7 @@ async def check_consistent(store: RedisStorage) -> None:
     for tid in THREAD_IDS:
         found = await store.get_thread(tid)
         assert (found.resource_id if found else None) == by_resource.get(tid)
+    await check_listed(store, set(by_resource.values()))
 
 
 async def age_intents(store: RedisStorage) -> None:
@@ -153,15 +172,19 @@ async def check_ids_free(store: RedisStorage) -> None:
     assert len(await store.get_messages(free)) == len(free)
 
 
-async def run_dropped(target: str, op: Op, drop_at: int) -> tuple[str, list[str]]:
-    """Seed a fresh namespace, run ``op`` on a client dropping before write
-    step ``drop_at``; the namespace and the steps it ran."""
+async def run_dropped(
+    target: str, op: Op, drop_at: int, watched: frozenset[str] = WRITE_STEPS
+) -> tuple[str, list[str]]:
+    """Seed a fresh namespace, run ``op`` on a client dropping before step
+    ``drop_at`` (of the scripts in ``watched``); the namespace and the steps
+    it ran."""
     namespace = f"crash-{uuid.uuid4().hex[:10]}"
     async with RedisStorage.from_url(target, namespace=namespace) as setup:
         await seed(setup)
     dropping = DroppingStore.from_url(target, namespace=namespace)
     assert isinstance(dropping, DroppingStore)
     dropping.drop_at = drop_at
+    dropping.watched = watched
     await dropping.open()
     if drop_at:
         with pytest.raises(BackendError):
@@ -298,3 +321,28 @@ async def test_a_standalone_write_settles_a_deletion_that_never_reached_the_stor
             await store.delete_thread("t1")
         await check_consistent(store)  # the one script applied the slot's tombstone
         await store.destroy()
+RESOURCE_OPS: dict[str, Op] = {
+    "save_resource": lambda s: s.save_resource({"id": "r3", "working_memory": "w"}),
+    "update_resource": lambda s: s.update_resource("r3", metadata={"k": 1}),
+    "swap_working_memory": lambda s: s.swap_working_memory("r3", None, "w"),
+}
+
+
+@pytest.mark.parametrize("name", list(RESOURCE_OPS))
+async def test_a_resource_write_dropped_after_its_registration_is_not_listed(redis_target: str, name: str) -> None:
+    """Registration first, then the record: a write that dies in between
+    leaves a candidate the listing skips, never a record it misses."""
+    op = RESOURCE_OPS[name]
+    _, steps = await run_dropped(redis_target, op, 0, RESOURCE_STEPS)
+    assert steps[0] == "register" and len(steps) == 2, steps
+    for drop_at in (1, 2):
+        namespace, _ = await run_dropped(redis_target, op, drop_at, RESOURCE_STEPS)
+        async with RedisStorage.from_url(redis_target, namespace=namespace) as store:
+            try:
+                await check_consistent(store)
+                assert "r3" not in (await store.list_resource_ids()).items
+                await op(store)  # the retry
+                await check_consistent(store)
+                assert "r3" in (await store.list_resource_ids()).items
+            finally:
+                await store.destroy()

@@ -71,7 +71,8 @@ async def test_keys_carry_resource_and_store_hash_tags(make_store: MakeStore) ->
     resource_keys = {k[len(prefix) + len(escape(odd)) + 4 :] for k in keys if tag_of(k) == f"{prefix}:{escape(odd)}"}
     assert {"r", "rm", "tc", "tu", "tla", "tld", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
     store_keys = {k[len(prefix) + 3 :] for k in keys if tag_of(k) == prefix}
-    assert {"seq", "stamp", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2"} == store_keys
+    listing = {"rs", "rsa", "rsv"}  # the resource listing's index, stamps and backfill mark
+    assert {"seq", "stamp", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2", *listing} == store_keys
 
 
 async def _command_calls(client: Any) -> dict[str, int]:
@@ -106,6 +107,8 @@ async def test_request_paths_never_scan_the_keyspace(make_store: MakeStore) -> N
         await store.get_messages(["t1-m1", "t2-m2", "nope"])
         await store.delete_messages(["t1-m0"])
         await store.delete_thread("t2")
+        await store.list_resource_ids(per_page=1)
+        await store.list_resource_ids(per_page=False)
         after = await _command_calls(store.client)
         await store.destroy()
     used = {name.removeprefix("cmdstat_") for name, n in after.items() if n > before.get(name, 0)}

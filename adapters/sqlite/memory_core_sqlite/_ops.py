@@ -35,6 +35,7 @@ __all__ = [
     "delete_thread",
     "get_messages",
     "get_resource",
+    "list_resource_ids",
     "get_thread",
     "insert_thread",
     "list_messages",
@@ -408,6 +409,14 @@ def get_resource(conn: sqlite3.Connection, resource_id: str) -> Resource | None:
     """The stored resource or None."""
     row = conn.execute(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
     return None if row is None else _resource(row)
+
+
+def list_resource_ids(conn: sqlite3.Connection, after: str | None, limit: int | None) -> list[str]:
+    """Ids with a resource row or a thread, ascending (BINARY: UTF-8 bytes,
+    i.e. code point order), after ``after``, at most ``limit``: a merge of
+    the ``resources`` primary key and an index led by ``threads.resource_id``."""
+    sql, params = _sql.resource_ids(after, limit)
+    return [row[0] for row in conn.execute(sql, params)]
 
 
 def put_resource(conn: sqlite3.Connection, resource: Resource) -> None:

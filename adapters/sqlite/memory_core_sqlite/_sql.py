@@ -37,6 +37,7 @@ __all__ = [
     "meta_clause",
     "message_window",
     "read_plan",
+    "resource_ids",
 ]
 
 LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
@@ -98,6 +99,18 @@ def _thread_filter(query: ThreadQuery) -> tuple[list[str], Params]:
         clauses.append(clause)
         params.extend(values)
     return clauses, params
+
+
+def resource_ids(after: str | None, limit: int | None) -> tuple[str, Params]:
+    """The ids of resources with a record or a thread, ascending, strictly
+    after ``after`` (ids are never empty, so ``""`` starts at the first),
+    at most ``limit``; ``UNION`` makes each id appear once."""
+    start = "" if after is None else after
+    return (
+        "SELECT id FROM resources WHERE id > ? UNION SELECT resource_id FROM threads WHERE resource_id > ?"
+        " ORDER BY 1 LIMIT ?",
+        [start, start, -1 if limit is None else limit],
+    )
 
 
 def count_threads(query: ThreadQuery) -> tuple[str, Params]:

@@ -335,6 +335,9 @@ class SQLiteStorage(BaseStorage):
     async def _put_resource(self, resource: Resource) -> None:
         await self._run(_ops.put_resource, resource)
 
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        return await self._run(_ops.list_resource_ids, after, limit)
+
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
     ) -> Resource:

@@ -85,3 +85,14 @@ async def test_include_window_and_id_lookups_use_indexes(store: SQLiteStorage) -
         [_sql.id_list(["a", "b"])],
     )
     _assert_indexed(plan)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("after", [None, "r1"])
+async def test_resource_listing_merges_two_index_searches(store: SQLiteStorage, after: str | None) -> None:
+    plan = await _plan(store, *_sql.resource_ids(after, 10))
+    _assert_indexed(plan)
+    # Either index led by resource_id walks the owners in order.
+    assert any(line.startswith("SEARCH threads") and "threads_resource_" in line for line in plan), plan
+    assert any(line.startswith("SEARCH resources") and "INDEX" in line for line in plan), plan
+    assert any("MERGE" in line for line in plan), plan  # the union of two ordered searches, no sort

@@ -12,6 +12,7 @@ from memory_core_conformance.cases.ordering import OrderingRules
 from memory_core_conformance.cases.paging import PagingRules
 from memory_core_conformance.cases.properties import PropertyCases
 from memory_core_conformance.cases.recall import RecallCases
+from memory_core_conformance.cases.resources import ResourceListingRules
 from memory_core_conformance.cases.retention import RetentionRules
 from memory_core_conformance.cases.stateful_case import StatefulCases
 from memory_core_conformance.cases.values import ValueRules
@@ -29,6 +30,7 @@ __all__ = [
     "PagingRules",
     "PropertyCases",
     "RecallCases",
+    "ResourceListingRules",
     "RetentionRules",
     "StatefulCases",
     "ValueRules",

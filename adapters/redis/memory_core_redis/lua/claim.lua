@@ -1,5 +1,6 @@
 -- Store slot, step one of a multi-slot write: record the write's intents,
--- reserve thread and message ids for their resources and allocate sequence
+-- reserve thread and message ids for their resources (registering the
+-- resources of threads for the listing, R-RESOURCES) and allocate sequence
 -- numbers. All or nothing: an id already held by another resource is a
 -- conflict and nothing is written.
 -- ARGV: record intents "1"/"0" (a single-script write needs none),
@@ -33,6 +34,7 @@ for i = 1, #threads, 2 do
   floors[#floors + 1] = fmt((tonumber(redis.call('HGET', g, 'v')) or 0) + 1)
   redis.call('HSET', g, 'r', threads[i + 1])
   redis.call('PERSIST', g)
+  register_resource(threads[i + 1])
 end
 for i = 1, #msgs, 2 do
   redis.call('HSET', base .. 'msg', msgs[i], msgs[i + 1])

@@ -371,3 +371,13 @@ local function apply_args(ttl, snaps, release)
   out[#out + 1] = '0'
   return out
 end
+
+-- The resource listing (R-RESOURCES, store slot only): lex zset "rs" holds
+-- every resource that may have a record or threads, hash "rsa" the stamp of
+-- each one's last registration. A write registers its resource before it
+-- writes there; the listing checks each candidate in its slot (the truth)
+-- and drops those found empty whose registration is older than the lease.
+local function register_resource(rid)
+  redis.call('ZADD', base .. 'rs', 0, rid)
+  redis.call('HSET', base .. 'rsa', rid, fmt(new_stamp()))
+end
