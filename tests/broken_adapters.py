@@ -338,6 +338,8 @@ class DeleteCountsLastChunkStorage(InMemoryStorage):
         for start in range(0, len(ids), 100):
             removed = await super()._delete_messages(ids[start : start + 100], bump, now_us)
         return removed
+
+
 class ThreadOwnersOnlyStorage(InMemoryStorage):
     """A third-party adapter without a native resource listing: the base
     class's default, which finds resources through their threads only

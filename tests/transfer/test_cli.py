@@ -161,6 +161,8 @@ def test_copy_re_embeds_into_a_persistent_vector_store(tmp_path: Path) -> None:
             await store.close()
 
     assert asyncio.run(count()) > 0  # still there after the command: persistent
+
+
 def _with_lonely_record(url: str) -> None:
     """Add a resource with a record and no thread to the store at ``url``."""
 

@@ -43,6 +43,7 @@ SCRIPT_NAMES = (
     "resources",
     "save_messages",
     "solo",
+    "solo_record",
     "state",
     "threads",
     "window",
@@ -63,11 +64,13 @@ COMPOSITES = {
         "delete_messages",
         "state",
         "apply",
-    )
+    ),
+    "solo_record": ("register", "put_resource", "patch_resource"),
 }
 """Standalone-only scripts running a whole write in one call: each step's
 body becomes a local function ``step_<name>`` the composite's body calls
-(``lua/solo.lua``: claim, the write in each resource slot, apply)."""
+(``lua/solo.lua``: claim, the write in each resource slot, apply;
+``lua/solo_record.lua``: a resource record's registration, then its write)."""
 
 
 def script_text(name: str) -> str:

@@ -1167,17 +1167,24 @@ class RedisStorage(BaseStorage):
         async with self._calls:
             return [bool(count) for count in await pipe.execute()]
 
-    async def _register(self, resource_id: str) -> None:
-        """Register the resource for the listing before a write of its record."""
+    async def _record_write(self, step: str, resource_id: str, args: list[Any]) -> Any:
+        """Write a resource's record with script ``step`` (``put_resource`` or
+        ``patch_resource``), registered for the listing first: one atomic
+        ``solo_record.lua`` call on a standalone server; on a cluster the
+        registration in the store slot, then the write in the resource's slot
+        (a write dying in between leaves a candidate the listing skips).
+        Returns the step's reply."""
+        if self._solo:
+            return await self._run("solo_record", self._keys.store, [step, resource_id, *args])
         await self._run("register", self._keys.store, [resource_id])
+        return await self._run(step, self._slot(resource_id), args)
 
     async def _put_resource(self, resource: Resource) -> None:
         assert resource.created_at is not None and resource.updated_at is not None
-        await self._register(resource.id)
         wm = resource.working_memory
-        await self._run(
+        await self._record_write(
             "put_resource",
-            self._slot(resource.id),
+            resource.id,
             [
                 "0" if wm is None else "1",
                 wm or "",
@@ -1196,18 +1203,14 @@ class RedisStorage(BaseStorage):
             mode, text = "n", ""
         else:
             mode, text = "s", working_memory
-        await self._register(resource_id)
-        rec = await self._run(
-            "patch_resource",
-            self._slot(resource_id),
-            [now_us, mode, text, *_counted(_members(metadata or {})), "-", ""],
+        rec = await self._record_write(
+            "patch_resource", resource_id, [now_us, mode, text, *_counted(_members(metadata or {})), "-", ""]
         )
         return _resource(resource_id, rec)
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         condition = ("n", "") if expected is None else ("s", expected)
-        await self._register(resource_id)
-        reply = await self._run("patch_resource", self._slot(resource_id), [now_us, "s", value, 0, *condition])
+        reply = await self._record_write("patch_resource", resource_id, [now_us, "s", value, 0, *condition])
         return bool(reply != "mismatch")
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:

@@ -26,7 +26,7 @@ async def test_a_registration_without_its_write_is_not_listed(make_store: MakeSt
     candidate the listing checks and skips; a fresh one is kept."""
     async with make_store() as store:
         await store.save_resource({"id": "kept"})
-        await store._register("dead-write")
+        await store._run("register", store._keys.store, ["dead-write"])
         assert (await store.list_resource_ids()).items == ["kept"]
         assert await _candidates(store) == ["dead-write", "kept"]  # younger than the lease: kept
         await store.destroy()
@@ -52,7 +52,7 @@ async def test_a_re_registration_keeps_the_candidate(make_store: MakeStore) -> N
     """forget.lua drops a candidate only if its stamp is still the one the
     listing saw: a write registering meanwhile wins."""
     async with make_store() as store:
-        await store._register("r1")
+        await store._run("register", store._keys.store, ["r1"])
         stamps = store._keys.store + "rsa"
         await store.client.hset(stamps, "r1", "1")
         await store.update_resource("r1", working_memory="wm")  # a new stamp
@@ -69,7 +69,7 @@ async def test_listing_crosses_its_chunks(make_store: MakeStore, monkeypatch: py
         wanted = [f"r{i:02}" for i in range(11)]
         for index, rid in enumerate(wanted):
             await store.save_resource({"id": rid})
-            await store._register(f"{rid}-dead")  # an empty candidate after each
+            await store._run("register", store._keys.store, [f"{rid}-dead"])  # an empty candidate after each
             if index % 2:
                 await store.save_thread(Thread(f"t{index}", rid))
         assert (await store.list_resource_ids(per_page=False)).items == wanted

@@ -138,9 +138,11 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
     ),
     "update_working_memory (resource scope)": (
         lambda _, m: m.update_working_memory("t1", "w3", thread_config={"working_memory": RESOURCE_WM}),
-        2,
-        2,
+        2,  # the core's read of the value, then one script
+        3,  # the read, the registration for the resource listing, the record
     ),
+    "update_resource": (lambda s, _: s.update_resource("r1", metadata={"k": 1}), 1, 2),
+    "save_resource": (lambda s, _: s.save_resource({"id": "r9", "working_memory": "w"}), 1, 2),
     "delete_thread": (lambda s, _: s.delete_thread("t2"), 1, 3),
     "delete_resource (2 threads)": (lambda s, _: s.delete_resource("r1"), 1, 9),
 }
