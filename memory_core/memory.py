@@ -48,6 +48,7 @@ from memory_core.validation import (
     MAX_ID_LENGTH,
     MAX_PER_PAGE,
     MAX_TOP_K,
+    CheckedMessages,
     check_bool,
     check_date_range,
     check_id,
@@ -672,7 +673,7 @@ class Memory:
             message = check_message(raw, f"{label}[{index}]", by_id=not generated)
             if persist_system or message.role != "system":
                 batch.append(message)
-        saved = await self.storage.save_messages(batch) if batch else []
+        saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
         await self._index(saved)
         if self.config.generate_title is not None and saved:
             await self._generate_titles(saved)
