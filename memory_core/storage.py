@@ -24,7 +24,7 @@ from operator import attrgetter
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
-from memory_core.builders import build_message
+from memory_core.builders import build_message, builder
 from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
 from memory_core.errors import (
@@ -449,16 +449,15 @@ class BaseStorage(ABC):
         resource_id, conditions = check_thread_filter(filter)
         page, per_page, offset = check_page(page, per_page)
         order_field, descending = check_thread_order(order_by)
-        query = ThreadQuery(resource_id, conditions, order_field, descending)
         identity = fingerprint(
             "threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending
         )
         after = self._cursor_position(cursor, page, identity, (int, str))
         window = _Window.of(offset, per_page, after)
+        query = _new_thread_query(resource_id, conditions, order_field, descending, window.offset, window.limit, after)
         await self._ready()
         with self._guard("list_threads"):
-            windowed = replace(query, offset=window.offset, limit=window.limit, after=after)
-            parts = await self._read(ReadPlan(thread_page=windowed))
+            parts = await self._read(_new_plan((), (), False, None, query, ()))
         items, has_more = window.cut(parts.thread_items, parts.thread_total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
         return Page(items, parts.thread_total, page, per_page, has_more, next_cursor)
@@ -803,16 +802,16 @@ class BaseStorage(ABC):
         after = self._cursor_position(cursor, page, identity, (int, int))
         window = _Window.of(offset, per_page, after)
         offset, limit = window.offset, window.limit
-        query = MessageQuery(
+        query = _new_message_query(
             thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after
         )
-        plan = ReadPlan(threads=fetched, messages=query, windows=_windows(includes))
+        plan = _new_plan(fetched, (), False, query, None, _windows(includes))
         await self._ready()
         with self._guard("list_messages"):
             parts = await self._read(plan)
         main, has_more = window.cut(parts.messages, parts.message_total)
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
-        return MessageParts(
+        return _new_parts(
             main,
             parts.message_total,
             page,
@@ -1331,6 +1330,9 @@ class MessageParts:
         """The page: :attr:`main` plus these windows, de-duplicated by id and
         sorted in the output order (R-INCLUDE); ``has_more`` turns False when
         every main-query match is already among the items."""
+        if not any(windows):  # the main window alone, read in the query's order
+            items = self.main[::-1] if self.query.descending != self.descending else self.main[:]
+            return Page(items, self.total, self.page, self.per_page, self.has_more, self.next_cursor)
         merged = {m.id: m for m in self.main}
         extra = False
         for window in windows:
@@ -1357,11 +1359,11 @@ class _Window:
     @classmethod
     def of(cls, offset: int, per_page: PerPage, after: Any) -> _Window:
         if per_page is False:
-            return cls(0, None, per_page, False)
+            return _new_window(0, None, per_page, False)
         if after is None:
-            return cls(offset, per_page, per_page, False)
+            return _new_window(offset, per_page, per_page, False)
         # Keyset page: one extra row tells whether anything lies beyond.
-        return cls(0, per_page + 1, per_page, True)
+        return _new_window(0, per_page + 1, per_page, True)
 
     def cut(self, items: list[T], total: int) -> tuple[list[T], bool]:
         """The page's items and ``has_more``."""
@@ -1370,6 +1372,16 @@ class _Window:
         if self.keyset:
             return items[: self.per_page], len(items) > self.per_page
         return items, self.offset + self.per_page < total
+
+
+# The read path builds these frozen records once per call from values it has
+# just checked: builders skip the dataclass __init__'s object.__setattr__ per
+# field (every field positionally, in field order).
+_new_window: Callable[..., _Window] = builder(_Window)
+_new_parts: Callable[..., MessageParts] = builder(MessageParts)
+_new_plan: Callable[..., ReadPlan] = builder(ReadPlan)
+_new_message_query: Callable[..., MessageQuery] = builder(MessageQuery)
+_new_thread_query: Callable[..., ThreadQuery] = builder(ThreadQuery)
 
 
 def _as_stored(message: Message, resource_id: str | None, created_at: datetime | None, sequence: int | None) -> Message:

@@ -124,9 +124,11 @@ def traced(operation: Operation) -> Callable[[_Method[P, R]], _Method[P, R]]:
         @functools.wraps(method)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             tracer = _get_tracer()
+            if tracer is None:  # the usual case: OpenTelemetry not in use
+                return await method(*args, **kwargs)
             owner = args[0]
             layer = "storage" if hasattr(owner, "backend_name") else "memory"
-            if tracer is None or _layer.get() == layer:
+            if _layer.get() == layer:
                 return await method(*args, **kwargs)
             token = _layer.set(layer)
             try:

@@ -591,7 +591,8 @@ def check_includes(value: Any) -> list[Include]:
     ``withPreviousMessages``/``withNextMessages`` accepted)."""
     if value is None:
         return []
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
+    if not usual and (isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence)):
         raise ValidationError("include", "must be a list of Include")
     result = []
     for index, item in enumerate(value):
@@ -607,7 +608,8 @@ def check_includes(value: Any) -> list[Include]:
 
 def check_id_list(value: Any, field: str) -> list[str]:
     """A list (or tuple) of ids (R-ID); a bare str is refused."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
+    if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
 
