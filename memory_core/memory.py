@@ -1316,10 +1316,11 @@ def _cut(window: list[Message], center: str, before: int, after: int, adjacent: 
     """The asked part of a window read one wider on each side: up to
     ``before`` messages before ``center`` and ``after`` after it. Records every
     neighbouring pair of the whole window in ``adjacent``."""
-    adjacent.update((a.id, b.id) for a, b in itertools.pairwise(window))
-    index = next((n for n, m in enumerate(window) if m.id == center), None)
-    if index is None:
+    ids = [m.id for m in window]
+    adjacent.update(itertools.pairwise(ids))
+    if center not in ids:
         return []
+    index = ids.index(center)
     return window[max(0, index - before) : index + after + 1]
 
 

@@ -1334,14 +1334,16 @@ class MessageParts:
             items = self.main[::-1] if self.query.descending != self.descending else self.main[:]
             return Page(items, self.total, self.page, self.per_page, self.has_more, self.next_cursor)
         merged = {m.id: m for m in self.main}
-        extra = False
+        extras = []  # merged in, not in main
         for window in windows:
             for message in window:
-                extra = True
-                merged.setdefault(message.id, message)
+                if message.id not in merged:
+                    merged[message.id] = message
+                    extras.append(message)
         items = sorted(merged.values(), key=order_key, reverse=self.descending)
         has_more = self.has_more
-        if has_more and extra and sum(1 for m in items if self.query.matches(m)) >= self.total:
+        # Every main item matches the main query; only the extras need checking.
+        if has_more and extras and len(self.main) + sum(1 for m in extras if self.query.matches(m)) >= self.total:
             has_more = False  # every main-query match is already in items
         return Page(items, self.total, self.page, self.per_page, has_more, self.next_cursor)
 
