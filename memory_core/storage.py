@@ -457,6 +457,7 @@ class BaseStorage(ABC):
         query = _new_thread_query(resource_id, conditions, order_field, descending, window.offset, window.limit, after)
         await self._ready()
         with self._guard("list_threads"):
+            # threads, resources, owner_resources, messages, thread_page, windows
             parts = await self._read(_new_plan((), (), False, None, query, ()))
         items, has_more = window.cut(parts.thread_items, parts.thread_total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
@@ -805,6 +806,7 @@ class BaseStorage(ABC):
         query = _new_message_query(
             thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after
         )
+        # threads, resources, owner_resources, messages, thread_page, windows
         plan = _new_plan(fetched, (), False, query, None, _windows(includes))
         await self._ready()
         with self._guard("list_messages"):

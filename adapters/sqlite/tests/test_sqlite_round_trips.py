@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import memory_core.storage as storage_module
 import pytest
 from memory_core import ConflictError, Memory, MemoryConfig, Message, OwnershipError, WorkingMemory
 from memory_core.models import MessagePageRequest
+from memory_core.validation import check_message
 
 from memory_core_sqlite import SQLiteStorage
 
@@ -120,13 +120,12 @@ async def test_memory_save_is_one_job_checked_once(
     the write in one transaction). A direct call is checked by the store."""
     mem, counter = memory
     checked: list[str] = []
-    check = storage_module.check_message
 
     def counted(value: Any, field: str, *, by_id: bool = True) -> Message:
         checked.append(field)
-        return check(value, field, by_id=by_id)
+        return check_message(value, field, by_id=by_id)
 
-    monkeypatch.setattr(storage_module, "check_message", counted)
+    monkeypatch.setattr("memory_core.storage.check_message", counted)
     saved = await mem.save_messages([Message("one", "t1", "user", "hi")])
     assert [m.id for m in saved] == ["one"] and saved[0].sequence == 61
     assert counter.take() == 1 and checked == []
