@@ -267,8 +267,8 @@ def read_plan(plan: ReadPlan) -> tuple[str, Params]:
             f"SELECT {THREAD_PAGE}, NULL::bigint, p.total, {_NO_MESSAGE}, {columns}, {_NO_RESOURCE} FROM ({page}) p"
         )
     if plan.windows:
-        ids, before, after = (list(part) for part in zip(*plan.windows, strict=True))
-        windows, _ = message_windows(ids, before, after, params)
+        targets, before, after = (list(part) for part in zip(*plan.windows, strict=True))
+        windows, _ = message_windows(targets, before, after, params)
         arms.append(
             f"SELECT {WINDOW}, w.ord, NULL::bigint, {_named('w', MESSAGE_COLUMNS)}, {_NO_THREAD}, {_NO_RESOURCE}"
             f" FROM ({windows}) w"
