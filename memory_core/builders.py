@@ -11,7 +11,8 @@ about 0.6 µs for a message (``python -m memory_core_bench.decode_cost``).
 
 They take every field positionally in the dataclass's field order, with no
 defaults and no validation: they are for values read back from a store,
-which were validated when written. Anything else should call the class.
+which were validated when written, and for records the core builds from
+values it has just checked. Anything else should call the class.
 """
 
 from __future__ import annotations

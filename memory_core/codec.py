@@ -20,9 +20,20 @@ import orjson
 __all__ = ["dumps", "loads"]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# json.dumps with these options builds this same encoder on every call; one
+# shared encoder writes the same text (its options never change, so threads
+# may share it) without that cost.
+
+
 def dumps(value: Any) -> str:
-    """Encode an already-validated JSON value to compact text."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """Encode an already-validated JSON value to compact text.
+
+    Raises:
+        ValueError: NaN or infinity (R-JSON refuses them before this).
+        TypeError: a value that is not JSON.
+    """
+    return _ENCODER.encode(value)
 
 
 loads: Callable[[str | bytes], Any] = orjson.loads

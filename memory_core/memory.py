@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from memory_core import codec
+from memory_core.builders import builder
 from memory_core.clock import to_us
 from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
@@ -48,6 +49,7 @@ from memory_core.validation import (
     MAX_ID_LENGTH,
     MAX_PER_PAGE,
     MAX_TOP_K,
+    CheckedMessages,
     check_bool,
     check_date_range,
     check_id,
@@ -95,6 +97,10 @@ giving up with a ConflictError: each round one of the racing writers wins, so
 100 concurrent appends to one working memory all land."""
 
 _SCOPES = ("resource", "thread")
+# recall builds these once per call from checked values: builders skip the
+# frozen dataclass __init__'s object.__setattr__ per field (positional, in field order).
+_new_request: Callable[..., MessagePageRequest] = builder(MessagePageRequest)
+_new_result: Callable[..., RecallResult] = builder(RecallResult)
 _RANGE_KEYS = frozenset({"before", "after"})
 _TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
 
@@ -672,7 +678,7 @@ class Memory:
             message = check_message(raw, f"{label}[{index}]", by_id=not generated)
             if persist_system or message.role != "system":
                 batch.append(message)
-        saved = await self.storage.save_messages(batch) if batch else []
+        saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
         await self._index(saved)
         if self.config.generate_title is not None and saved:
             await self._generate_titles(saved)
@@ -929,17 +935,8 @@ class Memory:
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
         wide = [Include(i.id, i.with_previous + 1, i.with_next + 1) for i in includes]
-        listing = MessagePageRequest(
-            thread_ids=(thread_id,),
-            resource_id=resource_id,
-            include=wide,
-            filter=filter,
-            page=page,
-            per_page=per_page,
-            order_by=order_by,
-            cursor=cursor,
-            newest=True,
-        )
+        # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest
+        listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True)
         hits: list[str] = []
         hit_windows: list[list[Message]] = []
         warnings: list[str] = []
@@ -989,8 +986,9 @@ class Memory:
         adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
         query = parts.query
         if query.created_from_us is None and query.created_to_us is None and not query.metadata:
-            ordered = sorted(parts.main, key=order_key)  # unfiltered: the page is a run of its thread
-            adjacent.update((a.id, b.id) for a, b in itertools.pairwise(ordered))
+            # Unfiltered: the page is a run of its thread, read in the query's order.
+            ids = [m.id for m in (reversed(parts.main) if query.descending else parts.main)]
+            adjacent.update(itertools.pairwise(ids))
         before, after = semantic.window() if semantic is not None else (0, 0)
         shown_includes = [
             _cut(w, i.id, i.with_previous, i.with_next, adjacent)
@@ -1005,19 +1003,23 @@ class Memory:
             kept, tokens = newest_within(sorted(messages, key=order_key), max_tokens, self.token_counter)
             dropped = len(messages) - len(kept)
             messages = [m for m in messages if m.id in kept]
-        recent = {m.id for m in parts.main}
         semantic_ids = set(hits)
         included = {m.id for window in shown_includes for m in window}
-        sources: list[RecallSource] = []
-        for message in messages:
-            if message.id in recent:
-                sources.append("recent")
-            elif message.id in semantic_ids:
-                sources.append("semantic")
-            elif message.id in included:
-                sources.append("include")
-            else:
-                sources.append("context")
+        sources: list[RecallSource]
+        if not semantic_ids and not included:  # nothing merged in: every message is the history page's
+            sources = ["recent"] * len(messages)
+        else:
+            recent = {m.id for m in parts.main}
+            sources = []
+            for message in messages:
+                if message.id in recent:
+                    sources.append("recent")
+                elif message.id in semantic_ids:
+                    sources.append("semantic")
+                elif message.id in included:
+                    sources.append("include")
+                else:
+                    sources.append("context")
         gaps = [
             (a.id, b.id)
             for a, b in itertools.pairwise(messages)
@@ -1025,7 +1027,7 @@ class Memory:
         ]
         for warning in warnings:
             log.warning("%s", warning)
-        return RecallResult(
+        return _new_result(
             messages,
             merged.total,
             merged.page,
@@ -1314,10 +1316,11 @@ def _cut(window: list[Message], center: str, before: int, after: int, adjacent: 
     """The asked part of a window read one wider on each side: up to
     ``before`` messages before ``center`` and ``after`` after it. Records every
     neighbouring pair of the whole window in ``adjacent``."""
-    adjacent.update((a.id, b.id) for a, b in itertools.pairwise(window))
-    index = next((n for n, m in enumerate(window) if m.id == center), None)
-    if index is None:
+    ids = [m.id for m in window]
+    adjacent.update(itertools.pairwise(ids))
+    if center not in ids:
         return []
+    index = ids.index(center)
     return window[max(0, index - before) : index + after + 1]
 
 

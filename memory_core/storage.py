@@ -24,6 +24,7 @@ from operator import attrgetter
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
+from memory_core.builders import build_message, builder
 from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
 from memory_core.errors import (
@@ -56,6 +57,7 @@ from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, apply
 from memory_core.telemetry import traced
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
+    CheckedMessages,
     check_id,
     check_id_list,
     check_includes,
@@ -469,16 +471,16 @@ class BaseStorage(ABC):
         resource_id, conditions = check_thread_filter(filter)
         page, per_page, offset = check_page(page, per_page)
         order_field, descending = check_thread_order(order_by)
-        query = ThreadQuery(resource_id, conditions, order_field, descending)
         identity = fingerprint(
             "threads", resource_id, [(c.key, c.kind, c.value) for c in conditions], order_field, descending
         )
         after = self._cursor_position(cursor, page, identity, (int, str))
         window = _Window.of(offset, per_page, after)
+        query = _new_thread_query(resource_id, conditions, order_field, descending, window.offset, window.limit, after)
         await self._ready()
         with self._guard("list_threads"):
-            windowed = replace(query, offset=window.offset, limit=window.limit, after=after)
-            parts = await self._read(ReadPlan(thread_page=windowed))
+            # threads, resources, owner_resources, messages, thread_page, windows
+            parts = await self._read(_new_plan((), (), False, None, query, ()))
         items, has_more = window.cut(parts.thread_items, parts.thread_total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
         return Page(items, parts.thread_total, page, per_page, has_more, next_cursor)
@@ -495,7 +497,9 @@ class BaseStorage(ABC):
         ``created_at`` and sequence; content, role, type and metadata are
         replaced, and a new ``thread_id`` of the same resource moves it. The
         same id twice: the last wins (at the first one's place). Every thread
-        touched (old and new on a move) has ``updated_at`` bumped.
+        touched (old and new on a move) has ``updated_at`` bumped. A
+        :class:`~memory_core.validation.CheckedMessages` batch is taken as
+        already checked (``Memory`` passes one).
 
         Raises:
             ValidationError: any bad message (named by id); nothing is written.
@@ -503,12 +507,15 @@ class BaseStorage(ABC):
             OwnershipError: ``resource_id`` differs from the thread's.
             ConflictError: an existing id is saved under another resource.
         """
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-            raise ValidationError("messages", "must be a list of Message")
-        batch: dict[str, Message] = {}
-        for index, raw in enumerate(messages):
-            message = check_message(raw, f"messages[{index}]")
-            batch[message.id] = message
+        if type(messages) is CheckedMessages:  # each one checked by the caller (Memory) a moment ago
+            batch = {message.id: message for message in messages}
+        else:
+            if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+                raise ValidationError("messages", "must be a list of Message")
+            batch = {}
+            for index, raw in enumerate(messages):
+                message = check_message(raw, f"messages[{index}]")
+                batch[message.id] = message
         if not batch:
             return []
         return await self._optimistic("save_messages", lambda: self._save_batch(batch))
@@ -818,16 +825,17 @@ class BaseStorage(ABC):
         after = self._cursor_position(cursor, page, identity, (int, int))
         window = _Window.of(offset, per_page, after)
         offset, limit = window.offset, window.limit
-        query = MessageQuery(
+        query = _new_message_query(
             thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after
         )
-        plan = ReadPlan(threads=fetched, messages=query, windows=_windows(includes))
+        # threads, resources, owner_resources, messages, thread_page, windows
+        plan = _new_plan(fetched, (), False, query, None, _windows(includes))
         await self._ready()
         with self._guard("list_messages"):
             parts = await self._read(plan)
         main, has_more = window.cut(parts.messages, parts.message_total)
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
-        return MessageParts(
+        return _new_parts(
             main,
             parts.message_total,
             page,
@@ -1403,15 +1411,20 @@ class MessageParts:
         """The page: :attr:`main` plus these windows, de-duplicated by id and
         sorted in the output order (R-INCLUDE); ``has_more`` turns False when
         every main-query match is already among the items."""
+        if not any(windows):  # the main window alone, read in the query's order
+            items = self.main[::-1] if self.query.descending != self.descending else self.main[:]
+            return Page(items, self.total, self.page, self.per_page, self.has_more, self.next_cursor)
         merged = {m.id: m for m in self.main}
-        extra = False
+        extras = []  # merged in, not in main
         for window in windows:
             for message in window:
-                extra = True
-                merged.setdefault(message.id, message)
+                if message.id not in merged:
+                    merged[message.id] = message
+                    extras.append(message)
         items = sorted(merged.values(), key=order_key, reverse=self.descending)
         has_more = self.has_more
-        if has_more and extra and sum(1 for m in items if self.query.matches(m)) >= self.total:
+        # Every main item matches the main query; only the extras need checking.
+        if has_more and extras and len(self.main) + sum(1 for m in extras if self.query.matches(m)) >= self.total:
             has_more = False  # every main-query match is already in items
         return Page(items, self.total, self.page, self.per_page, has_more, self.next_cursor)
 
@@ -1429,11 +1442,11 @@ class _Window:
     @classmethod
     def of(cls, offset: int, per_page: PerPage, after: Any) -> _Window:
         if per_page is False:
-            return cls(0, None, per_page, False)
+            return _new_window(0, None, per_page, False)
         if after is None:
-            return cls(offset, per_page, per_page, False)
+            return _new_window(offset, per_page, per_page, False)
         # Keyset page: one extra row tells whether anything lies beyond.
-        return cls(0, per_page + 1, per_page, True)
+        return _new_window(0, per_page + 1, per_page, True)
 
     def cut(self, items: list[T], total: int) -> tuple[list[T], bool]:
         """The page's items and ``has_more``."""
@@ -1444,19 +1457,31 @@ class _Window:
         return items, self.offset + self.per_page < total
 
 
+# The read path builds these frozen records once per call from values it has
+# just checked: builders skip the dataclass __init__'s object.__setattr__ per
+# field (every field positionally, in field order).
+_new_window: Callable[..., _Window] = builder(_Window)
+_new_parts: Callable[..., MessageParts] = builder(MessageParts)
+_new_plan: Callable[..., ReadPlan] = builder(ReadPlan)
+_new_message_query: Callable[..., MessageQuery] = builder(MessageQuery)
+_new_thread_query: Callable[..., ThreadQuery] = builder(ThreadQuery)
+
+
 def _as_stored(message: Message, resource_id: str | None, created_at: datetime | None, sequence: int | None) -> Message:
-    """``message`` with the fields the store decides (a direct constructor
-    call: ``dataclasses.replace`` was a tenth of a 100-message save)."""
-    return Message(
-        id=message.id,
-        thread_id=message.thread_id,
-        role=message.role,
-        content=message.content,
-        resource_id=resource_id,
-        type=message.type,
-        metadata=message.metadata,
-        created_at=created_at,
-        sequence=sequence,
+    """``message`` (already checked) with the fields the store decides, built
+    by :func:`~memory_core.builders.build_message` (``dataclasses.replace``
+    was a tenth of a 100-message save; the dataclass constructor still
+    costs twice the builder)."""
+    return build_message(
+        message.id,
+        message.thread_id,
+        message.role,
+        message.content,
+        resource_id,
+        message.type,
+        message.metadata,
+        created_at,
+        sequence,
     )
 
 

@@ -138,9 +138,11 @@ def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Metho
         @functools.wraps(method)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             tracer = _get_tracer()
+            if tracer is None:  # the usual case: OpenTelemetry not in use
+                return await method(*args, **kwargs)
             owner = args[0]
             own = layer or ("storage" if hasattr(owner, "backend_name") else "memory")
-            if tracer is None or _layer.get() == own:
+            if _layer.get() == own:
                 return await method(*args, **kwargs)
             token = _layer.set(own)
             try:

@@ -42,6 +42,7 @@ __all__ = [
     "MAX_PER_PAGE",
     "MAX_SEARCH_CHARS",
     "MAX_TOP_K",
+    "CheckedMessages",
     "check_bool",
     "check_date_range",
     "check_datetime",
@@ -161,11 +162,27 @@ def check_id(value: Any, field: str) -> str:
     return value
 
 
-def _check_text(value: str, field: str, rule: str) -> None:
+def _check_text(value: str, field: Any, rule: str) -> None:
+    """No lone surrogate in ``value`` (an ASCII str has none: ``isascii`` is a
+    flag check, no scan). ``field`` is a name or a JSON walk's path
+    (:func:`_path_name`), turned into text only for the error."""
+    if value.isascii():
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise ValidationError(field, "contains a lone surrogate (not valid Unicode text)", rule) from None
+        raise ValidationError(_path_name(field), "contains a lone surrogate (not valid Unicode text)", rule) from None
+
+
+def _path_name(path: Any) -> str:
+    """The field name of a position in a JSON walk: ``path`` is a name (str)
+    or ``(parent path, key)`` with a list index or a dict key, named
+    ``parent[0]`` / ``parent['key']``. The walk builds tuples and only an
+    error pays for the text."""
+    if type(path) is str:
+        return path
+    parent, key = path
+    return f"{_path_name(parent)}[{key!r}]"
 
 
 def check_text(value: Any, field: str) -> str:
@@ -228,9 +245,10 @@ def _text_bound(text: str) -> int:
     return 6 * len(text) + 2
 
 
-def _check_json_value(value: Any, field: str, depth: int) -> int:
+def _check_json_value(value: Any, field: Any, depth: int) -> int:
     """Check one JSON value (R-JSON); returns an upper bound of its encoded
-    size in bytes, so R-SIZE needs an exact encoding only near the limit."""
+    size in bytes, so R-SIZE needs an exact encoding only near the limit.
+    ``field`` is a name or a path (:func:`_path_name`)."""
     kind = type(value)
     if value is None or kind is bool:
         return 5
@@ -239,28 +257,29 @@ def _check_json_value(value: Any, field: str, depth: int) -> int:
         return _text_bound(value)
     if kind is int:
         if not INT64_MIN <= value <= INT64_MAX:
-            raise ValidationError(field, "int outside signed 64-bit", "R-JSON")
+            raise ValidationError(_path_name(field), "int outside signed 64-bit", "R-JSON")
         return 20
     if kind is float:
         if not math.isfinite(value):
-            raise ValidationError(field, "NaN and infinity are not JSON", "R-JSON")
+            raise ValidationError(_path_name(field), "NaN and infinity are not JSON", "R-JSON")
         return 24
     if depth >= JSON_MAX_DEPTH:
-        raise ValidationError(field, f"nested deeper than {JSON_MAX_DEPTH} levels", "R-JSON")
+        raise ValidationError(_path_name(field), f"nested deeper than {JSON_MAX_DEPTH} levels", "R-JSON")
     if kind is list:
         size = 2
         for index, item in enumerate(value):
-            size += _check_json_value(item, f"{field}[{index}]", depth + 1) + 1
+            size += _check_json_value(item, (field, index), depth + 1) + 1
         return size
     if kind is dict:
         size = 2
         for key, item in value.items():
             if type(key) is not str:
-                raise ValidationError(field, f"object keys must be str, got {type(key).__name__}", "R-JSON")
-            _check_text(key, f"{field} key", "R-JSON")
-            size += _text_bound(key) + _check_json_value(item, f"{field}[{key!r}]", depth + 1) + 2
+                raise ValidationError(_path_name(field), f"object keys must be str, got {type(key).__name__}", "R-JSON")
+            if not key.isascii():
+                _check_text(key, f"{_path_name(field)} key", "R-JSON")
+            size += _text_bound(key) + _check_json_value(item, (field, key), depth + 1) + 2
         return size
-    raise ValidationError(field, f"{kind.__name__} is not a JSON type", "R-JSON")
+    raise ValidationError(_path_name(field), f"{kind.__name__} is not a JSON type", "R-JSON")
 
 
 def check_record_size(field: str, value: dict[str, Any]) -> None:
@@ -352,11 +371,23 @@ def check_message(value: Any, field: str, *, by_id: bool = True) -> Message:
     # R-SIZE: encode exactly only when the cheap upper bound (ids and keys
     # included, ~200 bytes) could pass the limit.
     ids = (msg_id, message.thread_id, message.resource_id or "", message.role, message.type)
-    if bound + sum(_text_bound(part) for part in ids) + 200 > MAX_MESSAGE_BYTES:
+    if bound + 6 * sum(map(len, ids)) + 2 * len(ids) + 200 > MAX_MESSAGE_BYTES:  # + each _text_bound
         size = message_size(message)
         if size > MAX_MESSAGE_BYTES:
             raise ValidationError(where, f"serialises to {size} bytes, over the 15 MiB limit", "R-SIZE")
     return message
+
+
+class CheckedMessages(tuple[Message, ...]):
+    """A batch of messages, each one a result of :func:`check_message`:
+    :meth:`BaseStorage.save_messages <memory_core.storage.BaseStorage.save_messages>`
+    saves it without checking every message a second time (``Memory``
+    validates a batch itself, to name generated ids by position and to drop
+    system messages, then hands it to its storage). Any storage also sees a
+    plain tuple of messages. Build one only from ``check_message``'s results,
+    with nothing in between: they are not checked again before the write."""
+
+    __slots__ = ()
 
 
 def _replace(obj: M, **changes: Any) -> M:
@@ -560,7 +591,8 @@ def check_includes(value: Any) -> list[Include]:
     ``withPreviousMessages``/``withNextMessages`` accepted)."""
     if value is None:
         return []
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
+    if not usual and (isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence)):
         raise ValidationError("include", "must be a list of Include")
     result = []
     for index, item in enumerate(value):
@@ -576,7 +608,8 @@ def check_includes(value: Any) -> list[Include]:
 
 def check_id_list(value: Any, field: str) -> list[str]:
     """A list (or tuple) of ids (R-ID); a bare str is refused."""
-    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
+    if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
 

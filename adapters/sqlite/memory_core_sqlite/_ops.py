@@ -243,7 +243,7 @@ def save_checked(
     """Read, decide and write a save in one transaction (the core's checks
     run inside it: what they read cannot change before the write)."""
     with transaction(conn):
-        records, bump = decide(*_state(conn, thread_ids, message_ids))
+        records, bump = decide(*read_state(conn, thread_ids, message_ids))
         return records, _write_messages(conn, records, bump, now_us)
 
 
@@ -353,17 +353,17 @@ def snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 def read_state(
     conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
 ) -> tuple[dict[str, Thread], list[Message]]:
-    """The threads (by id) and messages found among these ids."""
-    with snapshot(conn):
-        return _state(conn, thread_ids, message_ids)
-
-
-def _state(
-    conn: sqlite3.Connection, thread_ids: Sequence[str], message_ids: Sequence[str]
-) -> tuple[dict[str, Thread], list[Message]]:
-    sql = f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id {_sql.BY_IDS}"
-    threads = {row[0]: _thread(row) for row in conn.execute(sql, (_sql.id_list(thread_ids),))}
-    return threads, get_messages(conn, message_ids)
+    """The threads (by id) and messages found among these ids (one
+    statement: one snapshot)."""
+    sql, params = _sql.write_state(thread_ids, message_ids)
+    threads: dict[str, Thread] = {}
+    messages: list[Message] = []
+    for row in conn.execute(sql, params):
+        if row[9] == _sql.THREAD:
+            threads[row[0]] = _thread(row)
+        else:
+            messages.append(_message(row))
+    return threads, messages
 
 
 def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:

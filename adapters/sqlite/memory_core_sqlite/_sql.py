@@ -20,6 +20,7 @@ R-META on the JSON ``metadata`` column, per condition kind (the path
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from memory_core import codec
@@ -38,6 +39,7 @@ __all__ = [
     "message_window",
     "read_plan",
     "resource_ids",
+    "write_state",
 ]
 
 LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
@@ -257,7 +259,21 @@ def read_plan(plan: ReadPlan) -> list[tuple[str, Params]]:
     return statements
 
 
-def _by_id(ids: tuple[str, ...]) -> tuple[str, Params]:
+def write_state(thread_ids: Sequence[str], message_ids: Sequence[str]) -> tuple[str, Params]:
+    """One compound ``SELECT`` (one snapshot) of the threads and the stored
+    messages among these ids, for a write's checks: thread rows tagged
+    THREAD (thread columns), message rows tagged MESSAGE (message columns),
+    the tag in column 9 as in :func:`read_plan`."""
+    threads, params = _by_id(thread_ids)
+    messages, values = _by_id(message_ids)
+    sql = (
+        f"SELECT {THREAD_COLUMNS}, NULL, NULL, {THREAD} FROM threads WHERE id {threads}"
+        f" UNION ALL SELECT {MESSAGE_COLUMNS}, {MESSAGE} FROM messages WHERE id {messages}"
+    )
+    return sql, params + values
+
+
+def _by_id(ids: Sequence[str]) -> tuple[str, Params]:
     """``= ?`` for one id (a plain index probe), the JSON-array list otherwise."""
     if len(ids) == 1:
         return "= ?", [ids[0]]

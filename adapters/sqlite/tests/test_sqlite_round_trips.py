@@ -1,4 +1,4 @@
-"""One aiosqlite job per read operation (issue 14, item 1).
+"""One aiosqlite job per read operation and per save (issue 14, item 1).
 
 The count is taken at aiosqlite's job queue (``Connection._execute``, the
 one door every call to the worker thread goes through) on a real database
@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from memory_core import ConflictError, Memory, MemoryConfig, Message, OwnershipError, WorkingMemory
 from memory_core.models import MessagePageRequest
+from memory_core.validation import check_message
 
 from memory_core_sqlite import SQLiteStorage
 
@@ -109,3 +110,24 @@ async def test_writes_check_inside_their_one_job(memory: tuple[Memory, JobCounte
         await mem.storage.insert_thread({"id": "t3", "resource_id": "r2"})
     assert counter.take() == 2
     assert await mem.storage.get_messages(["x1", "x2"]) == []
+
+
+async def test_memory_save_is_one_job_checked_once(
+    memory: tuple[Memory, JobCounter], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Memory checks a batch and hands it over as CheckedMessages: the store
+    does not check it a second time, and the save is one job (its checks and
+    the write in one transaction). A direct call is checked by the store."""
+    mem, counter = memory
+    checked: list[str] = []
+
+    def counted(value: Any, field: str, *, by_id: bool = True) -> Message:
+        checked.append(field)
+        return check_message(value, field, by_id=by_id)
+
+    monkeypatch.setattr("memory_core.storage.check_message", counted)
+    saved = await mem.save_messages([Message("one", "t1", "user", "hi")])
+    assert [m.id for m in saved] == ["one"] and saved[0].sequence == 61
+    assert counter.take() == 1 and checked == []
+    await mem.storage.save_messages([Message("two", "t1", "user", "hi")])
+    assert counter.take() == 1 and checked == ["messages[0]"]
