@@ -131,18 +131,33 @@ async def test_thread_with_owner_is_one_aggregate(memory: tuple[Memory, CommandC
     assert counter.take() == ["aggregate", "aggregate"]
 
 
-async def test_a_save_checks_inside_its_transaction(memory: tuple[Memory, CommandCounter], is_secantus: bool) -> None:
-    """Saving one message: the state read, the sequence ``$inc`` (beside it,
-    outside the transaction), one write of the message and its thread's bump
-    (one client ``bulkWrite`` on MongoDB 8.0+), and the commit."""
+@pytest.mark.parametrize("client_bulk", [True, False], ids=["client-bulkWrite", "collection-bulk_write"])
+async def test_a_save_checks_inside_its_transaction(memory: tuple[Memory, CommandCounter], client_bulk: bool) -> None:
+    """Saving messages: the state read, the sequence ``$inc`` (beside it,
+    outside the transaction), one write of the messages and their threads'
+    bumps (one client ``bulkWrite`` on MongoDB 8.0+, else one ``update`` per
+    collection), and the commit. Both write paths run on every server: the
+    older one by turning the detected capability off."""
     mem, counter = memory
     store = mem.storage
+    assert isinstance(store, MongoStorage)
+    if not client_bulk:
+        store._client_bulk = False
+    elif not store._client_bulk:
+        pytest.skip("the server has no client bulkWrite (MongoDB before 8.0)")
+    writes = ["bulkWrite"] if client_bulk else ["update", "update"]
+    expected = sorted(["aggregate", "findAndModify", *writes, *(["commitTransaction"] if store.transactions else [])])
     saved = await store.save_messages([Message("new", "t1", "user", "hi")])
     assert saved[0].sequence is not None and saved[0].resource_id == "r1"
-    names = counter.take()
-    assert sorted(names) == sorted(["aggregate", "findAndModify", "bulkWrite", "commitTransaction"])
+    assert sorted(counter.take()) == expected
     thread = await store.get_thread("t1")
     assert thread is not None and thread.last_message_at == saved[0].created_at
+    counter.take()
+    # An update of a stored message and a new one, in two threads: still one write.
+    again = await store.save_messages([Message("m1", "t1", "user", "edited"), Message("new2", "t2", "user", "b")])
+    assert again[0].sequence == 2 and again[0].created_at is not None
+    assert sorted(counter.take()) == expected
+    assert [m.content for m in await store.get_messages(["m1"])] == ["edited"]
 
 
 async def test_a_failed_check_writes_nothing(memory: tuple[Memory, CommandCounter]) -> None:

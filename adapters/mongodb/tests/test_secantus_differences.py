@@ -123,12 +123,12 @@ async def test_secantus_differs_count_stage_inside_union_with(collection: AsyncC
     '$count'") though it runs it at the top level. The adapter's read plans
     count with ``{"$group": {"_id": None, "n": {"$sum": 1}}}`` (the same
     exact count) in every branch."""
-    empty = {"$match": {"_id": "none"}}
-    branch = [{"$match": {"thread_id": "t3"}}, {"$count": "n"}]
+    empty: Doc = {"$match": {"_id": "none"}}
+    branch: list[Doc] = [{"$match": {"thread_id": "t3"}}, {"$count": "n"}]
     with pytest.raises(OperationFailure, match=r"\$count"):
         await collection.aggregate([empty, {"$unionWith": {"coll": collection.name, "pipeline": branch}}])
     top = await (await collection.aggregate(branch)).to_list()
-    grouped = [{"$match": {"thread_id": "t3"}}, {"$group": {"_id": None, "n": {"$sum": 1}}}]
+    grouped: list[Doc] = [{"$match": {"thread_id": "t3"}}, {"$group": {"_id": None, "n": {"$sum": 1}}}]
     union = await (
         await collection.aggregate([empty, {"$unionWith": {"coll": collection.name, "pipeline": grouped}}])
     ).to_list()
