@@ -2,8 +2,10 @@
 
 The core (:class:`memory_core.storage.BaseStorage`) validates input and
 composes semantics; this class answers each primitive with MongoDB queries
-and single atomic updates. See the package README for the layout, the
-indexes, shard keys and the batch-atomicity choice.
+and single atomic updates, a whole read plan with one ``aggregate``
+(:mod:`memory_core_mongodb._plan`) and a message save with its checks inside
+its own transaction. See the package README for the layout, the indexes,
+shard keys, round trips and the batch-atomicity choice.
 """
 
 from __future__ import annotations
@@ -11,22 +13,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pymongo import ASCENDING, AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKeyError, PyMongoError
 
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, to_us
 from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage
+from memory_core.storage import BaseStorage, SaveDecision
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
+    LAST_ASC,
+    LAST_DESC,
     content_set_expr,
     last_fields,
     merge_expr,
@@ -38,6 +43,7 @@ from memory_core_mongodb._layout import (
     thread_from_doc,
     us,
 )
+from memory_core_mongodb._plan import Aggregate, read_aggregate, read_parts, state_aggregate, state_parts
 from memory_core_mongodb._query import (
     MESSAGE_ORDER_ASC,
     Plan,
@@ -67,6 +73,10 @@ Session = AsyncClientSession | None
 
 T = TypeVar("T")
 
+CLIENT_BULK_WRITE_WIRE = 25
+"""The wire version of MongoDB 8.0, whose ``bulkWrite`` command writes to
+several collections in one command (:meth:`AsyncMongoClient.bulk_write`)."""
+
 
 def supports_transactions(hello: Mapping[str, Any]) -> bool:
     """Whether a server's ``hello`` reply describes a deployment with
@@ -87,6 +97,15 @@ def _bumped(now_us: int) -> Doc:
 def _bump(now_us: int) -> list[Doc]:
     """Pipeline setting ``updated_at`` to :func:`_bumped`, atomically."""
     return [{"$set": {"updated_at": _bumped(now_us)}}]
+
+
+class _Update(NamedTuple):
+    """One update of an ordered write (:meth:`MongoStorage._write`)."""
+
+    collection: str
+    filter: Doc
+    update: Doc | list[Doc]
+    upsert: bool = False
 
 
 class MongoStorage(BaseStorage):
@@ -141,6 +160,10 @@ class MongoStorage(BaseStorage):
         self._owns_client = client is None
         self._client: AsyncMongoClient[Doc] | None = client
         self._db: AsyncDatabase[Doc] | None = None
+        # Set at open from the server's wire version: writes to messages and
+        # threads go in one client bulkWrite (MongoDB 8.0+), else one
+        # collection bulk_write each.
+        self._client_bulk = False
 
     @classmethod
     def from_url(
@@ -190,6 +213,7 @@ class MongoStorage(BaseStorage):
                 self.transactions = supports_transactions(hello)
             if not self.transactions:
                 log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
+            self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
             self._db = self._client[self.database_name]
             await ensure_schema(self._db)
         except BaseException:
@@ -262,6 +286,19 @@ class MongoStorage(BaseStorage):
             if doc is not None:
                 return int(doc["value"]) - count + 1
         raise RuntimeError("the sequence counter could not be incremented")
+
+    async def _aggregate(self, command: Aggregate, session: Session = None) -> list[Doc]:
+        """Run one :class:`~memory_core_mongodb._plan.Aggregate`; all its documents
+        (in the first batch when the plan is bounded, else in driver batches)."""
+        options: Doc = {}
+        if command.hint is not None:
+            options["hint"] = command.hint
+        if command.batch is not None:
+            # One more than the answer can hold: a first batch that is not full
+            # tells the server the cursor is exhausted (no getMore follows).
+            options["batchSize"] = command.batch + 1
+        cursor = await self._collection(command.collection).aggregate(command.pipeline, session=session, **options)
+        return [doc async for doc in cursor]
 
     async def _find(self, collection: AsyncCollection[Doc], plan: Plan, offset: int, limit: int | None) -> list[Doc]:
         cursor = collection.find(plan.filter).sort(plan.sort).hint(plan.hint)
@@ -371,43 +408,153 @@ class MongoStorage(BaseStorage):
         await self._threads.bulk_write(ops, ordered=True, session=session)
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-        first = await self._allocate(len(messages))
-        sequences = [first + i if m.sequence is None else m.sequence for i, m in enumerate(messages)]
-        writes = []
-        for index, message in enumerate(messages):
-            assert message.created_at is not None and message.resource_id is not None
-            writes.append(
-                UpdateOne(
-                    # resource_id: the shard key prefix; an existing id under another
-                    # resource was refused by the core (ConflictError).
-                    {"_id": message.id, "resource_id": message.resource_id},
-                    {
-                        "$set": message_doc(message),
-                        "$setOnInsert": {"created_at": us(to_us(message.created_at)), "seq": us(first + index)},
-                    },
-                    upsert=True,
-                )
-            )
-        owners_of = {m.thread_id: m.resource_id for m in messages}
+        thread_ids = list(dict.fromkeys(m.thread_id for m in messages))
+        message_ids = [m.id for m in messages]
 
-        async def work(session: Session) -> None:
+        async def work(session: Session) -> list[int]:
             # Re-verify the core's reads (inside the transaction when there is
             # one; without, this narrows the race to the writes below).
-            owners = await self._owners(self._threads, {m.thread_id for m in messages}, session)
-            stored = await self._owners(self._messages, [m.id for m in messages], session)
+            (threads, stored), first = await asyncio.gather(
+                self._state(thread_ids, message_ids, session), self._allocate(len(messages))
+            )
+            found = {m.id: m for m in stored}
             for m in messages:
-                if owners.get(m.thread_id) != m.resource_id or (m.sequence is None) != (m.id not in stored):
+                thread = threads.get(m.thread_id)
+                old = found.get(m.id)
+                if (
+                    thread is None
+                    or thread.resource_id != m.resource_id
+                    or (m.sequence is None) != (old is None)
+                    or (old is not None and old.resource_id != m.resource_id)
+                ):
                     raise StaleStateError(f"message {m.id!r} or thread {m.thread_id!r} changed")
-            try:
-                await self._messages.bulk_write(writes, ordered=True, session=session)
-            except BulkWriteError as exc:
-                if any(e.get("code") == 11000 for e in exc.details.get("writeErrors", [])):
-                    raise StaleStateError("a message id was taken by another resource") from exc
-                raise
-            await self._bump_threads(bump, now_us, owners_of, session)
+            return await self._write_saves(messages, bump, stored, first, now_us, session)
 
-        await self._atomic(work)
+        return await self._atomic(work)
+
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        """A save in one transaction: one ``aggregate`` reads the threads and
+        the stored messages, ``decide`` checks them (its typed error aborts
+        the transaction: nothing written), then one write of the messages
+        and the thread bumps, and the commit. Beside the read, outside the
+        transaction, one ``$inc`` reserves a sequence number per message
+        (those of updated messages are skipped: gaps keep the order).
+
+        Inside a transaction the read is the check: a concurrent writer of any
+        document read here also writes it, so one of the two transactions
+        fails with a write conflict and is retried. Without transactions
+        (standalone server) the read and the writes follow each other, as in
+        the ordered write plan (README)."""
+
+        async def work(session: Session) -> tuple[list[Message], list[int]]:
+            (threads, stored), first = await asyncio.gather(
+                self._state(thread_ids, message_ids, session), self._allocate(len(message_ids))
+            )
+            records, bump = decide(threads, stored)
+            return records, await self._write_saves(records, bump, stored, first, now_us, session)
+
+        return await self._atomic(work)
+
+    async def _state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], session: Session
+    ) -> tuple[dict[str, Thread], list[Message]]:
+        """The threads (by id) and the stored messages among these ids: one ``aggregate``."""
+        return state_parts(await self._aggregate(state_aggregate(list(thread_ids), list(message_ids)), session))
+
+    async def _write_saves(
+        self,
+        messages: Sequence[Message],
+        bump: Sequence[str],
+        stored: Sequence[Message],
+        first: int,
+        now_us: int,
+        session: Session,
+    ) -> list[int]:
+        """Write checked save records (see :meth:`_save_messages` for the
+        fields) and bump the threads in ``bump``; returns each record's
+        sequence (new ones ``first + index``).
+
+        One ordered write: the message upserts, then each bumped thread's
+        ``updated_at`` with ``last_message_at = max(stored, newest saved
+        here)`` in the same pipeline update (no read of the newest message).
+        A thread that a message moved out of (``stored`` tells) may lose its
+        newest message, so it is bumped after the write from a probe of its
+        newest message instead (:meth:`_bump_threads`).
+
+        Raises:
+            StaleStateError: an id was taken under another resource meanwhile
+                (the upsert's insert collides on ``_id``).
+        """
+        sequences = [first + i if m.sequence is None else m.sequence for i, m in enumerate(messages)]
+        owners = {m.thread_id: m.resource_id for m in messages}
+        moved = {m.id: m.thread_id for m in messages}
+        left = {old.thread_id for old in stored if moved.get(old.id, old.thread_id) != old.thread_id}
+        newest: dict[str, int] = {}
+        writes: list[_Update] = []
+        for index, message in enumerate(messages):
+            assert message.created_at is not None and message.resource_id is not None
+            created = to_us(message.created_at)
+            newest[message.thread_id] = max(created, newest.get(message.thread_id, created))
+            # resource_id: the shard key prefix; an existing id under another
+            # resource was refused by the core (ConflictError).
+            key: Doc = {"_id": message.id, "resource_id": message.resource_id}
+            inserted = {"created_at": us(created), "seq": us(first + index)}
+            fields = {"$set": message_doc(message), "$setOnInsert": inserted}
+            writes.append(_Update(MESSAGES, key, fields, upsert=True))
+        for thread_id in bump:
+            if thread_id in left:
+                continue
+            changes: Doc = {"updated_at": _bumped(now_us)}
+            if thread_id in newest:
+                last = {"$max": ["$" + LAST_DESC, us(newest[thread_id])]}
+                changes |= {LAST_ASC: last, LAST_DESC: last}
+            key = {"_id": thread_id}
+            if thread_id in owners:
+                key["resource_id"] = owners[thread_id]  # shard key: a targeted update
+            writes.append(_Update(THREADS, key, [{"$set": changes}]))
+        try:
+            await self._write(writes, session)
+        except (BulkWriteError, ClientBulkWriteException) as exc:
+            if any(e.get("code") == 11000 for e in exc.details.get("writeErrors") or ()):
+                raise StaleStateError("a message id was taken by another resource") from exc
+            raise
+        await self._bump_threads([t for t in bump if t in left], now_us, owners, session)
         return sequences
+
+    async def _write(self, writes: Sequence[_Update], session: Session) -> None:
+        """Ordered updates: one client ``bulkWrite`` on MongoDB 8.0+, else one
+        collection ``bulk_write`` per run of one collection (stopping at the
+        first failure either way).
+
+        Raises:
+            BulkWriteError | ClientBulkWriteException: a write failed (e.g. a
+                duplicate key).
+            PyMongoError: the command failed as a whole, labels kept.
+        """
+        assert self._client is not None
+        if self._client_bulk:
+            models = [
+                UpdateOne(w.filter, w.update, upsert=w.upsert, namespace=f"{self.database_name}.{w.collection}")
+                for w in writes
+            ]
+            try:
+                await self._client.bulk_write(models, ordered=True, session=session)
+            except ClientBulkWriteException as exc:
+                # A command-level failure (a write conflict, a step-down) comes
+                # wrapped; its labels (TransientTransactionError ...), which
+                # with_transaction and is_transient read, are on the inner error.
+                if isinstance(exc.error, PyMongoError):
+                    raise exc.error from exc
+                raise
+            return
+        start = 0
+        for end in range(1, len(writes) + 1):
+            if end == len(writes) or writes[end].collection != writes[start].collection:
+                ops = [UpdateOne(w.filter, w.update, upsert=w.upsert) for w in writes[start:end]]
+                await self._collection(writes[start].collection).bulk_write(ops, ordered=True, session=session)
+                start = end
 
     @staticmethod
     async def _owners(collection: AsyncCollection[Doc], ids: Any, session: Session) -> dict[str, str]:
@@ -483,6 +630,20 @@ class MongoStorage(BaseStorage):
         previous, following = await asyncio.gather(side(before, True), side(after, False))
         docs = [*reversed(previous), target, *following]
         return [message_from_doc(doc) for doc in docs]
+
+    # ------------------------------------------------------------------ composite reads (one command each)
+
+    async def _read(self, plan: ReadPlan) -> ReadParts:
+        """The whole plan in one ``aggregate`` (:mod:`memory_core_mongodb._plan`)."""
+        command = read_aggregate(plan)
+        if command is None:
+            return ReadParts()
+        return read_parts(plan, await self._aggregate(command))
+
+    async def _read_state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+    ) -> tuple[dict[str, Thread], list[Message]]:
+        return await self._state(thread_ids, message_ids, None)
 
     # ------------------------------------------------------------------ resources
 

@@ -83,3 +83,39 @@ def test_state_machine_with_the_ordered_write_plan(mongodb_url: str, is_secantus
     if not anyio.run(_uses_transactions, partial(factory, transactions=None)):
         pytest.skip("this server has no transactions: the conformance suite already ran the ordered plan")
     run_storage_machine(factory, machine_settings=PROFILES["stand-in"].stateful_settings() if is_secantus else None)
+
+
+class _PerCollectionWrites(MongoStorage):
+    """A store that writes a save as on MongoDB before 8.0 (one bulk_write
+    per collection), whatever the server's wire version."""
+
+    async def _open(self) -> None:
+        await super()._open()
+        self._client_bulk = False
+
+
+def test_state_machine_with_per_collection_writes(mongodb_url: str, is_secantus: bool) -> None:
+    """The conformance state machine with the client ``bulkWrite`` turned off.
+
+    On MongoDB 8.0+ (and secantusdb) the suite above writes a save's messages
+    and thread bumps in one client ``bulkWrite``; servers before 8.0 get one
+    ``bulk_write`` per collection, which must answer like the reference store
+    too. Skipped where the suite already ran that path.
+    """
+
+    def factory(clock: Clock | None = None) -> MongoStorage:
+        return _PerCollectionWrites.from_url(
+            mongodb_url, clock=clock, namespace=unique_namespace(), serverSelectionTimeoutMS=10_000
+        )
+
+    async def has_client_bulk() -> bool:
+        store = MongoStorage.from_url(mongodb_url, namespace=unique_namespace(), serverSelectionTimeoutMS=10_000)
+        await store.open()
+        try:
+            return store._client_bulk
+        finally:
+            await store.destroy()
+
+    if not anyio.run(has_client_bulk):
+        pytest.skip("this server has no client bulkWrite: the conformance suite already ran per-collection writes")
+    run_storage_machine(factory, machine_settings=PROFILES["stand-in"].stateful_settings() if is_secantus else None)

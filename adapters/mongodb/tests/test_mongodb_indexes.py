@@ -77,12 +77,49 @@ def winning_stages(explain: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def explain_command(command: dict[str, Any]) -> dict[str, Any]:
-    keep = ("find", "aggregate", "filter", "sort", "hint", "skip", "limit", "pipeline", "projection")
-    inner = {k: v for k, v in command.items() if k in keep}
-    if "aggregate" in inner:
-        inner["cursor"] = {}
-    return {"explain": inner, "verbosity": "queryPlanner"}
+def queries(command: dict[str, Any]) -> list[dict[str, Any]]:
+    """The queries one command runs, each as a command of its own: a find;
+    an aggregate's own pipeline (with its hint) and each ``$unionWith``
+    branch on its collection (MongoDB takes no hint there: the server's
+    planner picks the index)."""
+    keep = ("find", "aggregate", "filter", "sort", "hint", "skip", "limit", "projection")
+    own = {k: v for k, v in command.items() if k in keep}
+    if "aggregate" not in own:
+        return [own]
+    pipeline = command["pipeline"]
+    cut = next((i for i, stage in enumerate(pipeline) if "$unionWith" in stage), len(pipeline))
+    branches = [{**own, "pipeline": pipeline[:cut]}]
+    for stage in pipeline[cut:]:
+        union = stage["$unionWith"]
+        branches.append({"aggregate": union["coll"], "pipeline": union["pipeline"]})
+    return branches
+
+
+def _first_match(query: dict[str, Any]) -> dict[str, Any]:
+    if "filter" in query:
+        return dict(query["filter"])
+    stages = query["pipeline"]
+    return dict(stages[0].get("$match", {})) if stages else {}
+
+
+def _by_id(query: dict[str, Any]) -> bool:
+    """A lookup by ``_id`` (threads, resources, include targets)."""
+    return "_id" in _first_match(query)
+
+
+def _sorted(query: dict[str, Any]) -> bool:
+    """A page: its order must come from the index (a find's sort, or a pipeline's
+    leading ``$match`` + ``$sort``)."""
+    if "find" in query:
+        return "sort" in query
+    stages = query["pipeline"]
+    return len(stages) > 1 and "$sort" in stages[1]
+
+
+def explain_command(query: dict[str, Any]) -> dict[str, Any]:
+    if "aggregate" in query:
+        query = {**query, "cursor": {}}
+    return {"explain": query, "verbosity": "queryPlanner"}
 
 
 async def test_every_index_exists(store: MongoStorage, raw_client: AsyncMongoClient[dict[str, Any]]) -> None:
@@ -158,7 +195,7 @@ async def test_hot_queries_use_their_indexes(store_factory: StoreFactory, is_sec
         resources = await store.list_resource_ids(per_page=1)
         await store.list_resource_ids(per_page=1, cursor=resources.next_cursor)
 
-        commands = recorder.commands
+        commands = [query for command in recorder.commands for query in queries(command)]
         assert len(commands) >= 25
         client = store._client
         assert client is not None
@@ -167,14 +204,16 @@ async def test_hot_queries_use_their_indexes(store_factory: StoreFactory, is_sec
             stages = winning_stages(reply)
             names = [s["stage"] for s in stages]
             assert stages, command
+            if "hint" not in command and is_secantus:
+                continue  # secantusdb plans unhinted queries badly (test_secantus_differences)
             assert "COLLSCAN" not in names, (command, names)
             scans = [s for s in stages if "SCAN" in s["stage"] or s["stage"] in ("IDHACK", "EXPRESS_IXSCAN")]
             assert scans, (command, names)
             if "hint" in command:
                 assert {s.get("indexName") for s in scans} == {command["hint"]}, (command, names)
-            else:  # id lookups
+            elif _by_id(command):
                 assert all(s["stage"] in ("IDHACK", "EXPRESS_IXSCAN") or s.get("indexName") == "_id_" for s in scans)
-            if "sort" in command and command.get("find") and not is_secantus:
+            if _sorted(command) and not is_secantus:
                 assert "SORT" not in names, (command, names)
     finally:
         await store.destroy()

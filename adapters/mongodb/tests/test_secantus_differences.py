@@ -16,6 +16,7 @@ from bson.int64 import Int64
 from memory_core_mongodb.testing import unique_namespace
 from pymongo import AsyncMongoClient, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import OperationFailure
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +115,21 @@ async def test_secantus_differs_sort_is_never_taken_from_the_index(collection: A
     assert _stages(explain)[0] == "SORT"
     ids = [d["_id"] async for d in collection.find({"thread_id": "t3"}).sort([("created_at", 1), ("seq", 1)]).limit(3)]
     assert ids == ["m3", "m13", "m23"]
+
+
+async def test_secantus_differs_count_stage_inside_union_with(collection: AsyncCollection[Doc]) -> None:
+    """MongoDB runs ``$count`` in any pipeline, a ``$unionWith`` branch
+    included. secantusdb refuses it there ("Unrecognized expression
+    '$count'") though it runs it at the top level. The adapter's read plans
+    count with ``{"$group": {"_id": None, "n": {"$sum": 1}}}`` (the same
+    exact count) in every branch."""
+    empty: Doc = {"$match": {"_id": "none"}}
+    branch: list[Doc] = [{"$match": {"thread_id": "t3"}}, {"$count": "n"}]
+    with pytest.raises(OperationFailure, match=r"\$count"):
+        await collection.aggregate([empty, {"$unionWith": {"coll": collection.name, "pipeline": branch}}])
+    top = await (await collection.aggregate(branch)).to_list()
+    grouped: list[Doc] = [{"$match": {"thread_id": "t3"}}, {"$group": {"_id": None, "n": {"$sum": 1}}}]
+    union = await (
+        await collection.aggregate([empty, {"$unionWith": {"coll": collection.name, "pipeline": grouped}}])
+    ).to_list()
+    assert top == [{"n": 30}] and union == [{"_id": None, "n": 30}]
