@@ -14,6 +14,7 @@ from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
 
 from memory_core.clock import Clock
+from memory_core.testing import free_port
 from memory_core.storage import BaseStorage
 
 
@@ -50,6 +51,21 @@ class TestMongoConformance(StorageConformance):
             return MongoStorage(store.url, database=store.database_name, clock=clock, serverSelectionTimeoutMS=10_000)
 
         return reopen
+
+    @pytest.fixture
+    def unopenable_storage_factory(self) -> Callable[[Clock | None], BaseStorage]:
+        """Stores on a loopback port where no server listens: their open fails
+        (after a short server selection)."""
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            return MongoStorage.from_url(
+                f"mongodb://127.0.0.1:{free_port()}/",
+                clock=clock,
+                namespace=unique_namespace(),
+                serverSelectionTimeoutMS=300,
+            )
+
+        return factory
 
 
 async def _uses_transactions(factory: Callable[[], MongoStorage]) -> bool:
