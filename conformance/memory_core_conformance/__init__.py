@@ -16,7 +16,9 @@ Where each part lives:
   :mod:`~memory_core_conformance.compare`, store life cycle
   :mod:`~memory_core_conformance.harness`, effort
   :mod:`~memory_core_conformance.profiles`, the pytest
-  :mod:`~memory_core_conformance.plugin`;
+  :mod:`~memory_core_conformance.plugin`, and what undeclared capabilities
+  cost (:mod:`~memory_core_conformance.undeclared`, with the probes of
+  :mod:`~memory_core_conformance.probes`);
 - vector stores: :mod:`~memory_core_conformance.vector` (with Memory and an
   embedder) and :mod:`~memory_core_conformance.vector_store` (on its own);
 - framework seams: :mod:`~memory_core_conformance.integrations`;
