@@ -14,8 +14,8 @@ from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
 
 from memory_core.clock import Clock
-from memory_core.testing import free_port
 from memory_core.storage import BaseStorage
+from memory_core.testing import free_port
 
 
 class TestMongoConformance(StorageConformance):
