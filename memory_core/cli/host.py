@@ -39,6 +39,8 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 folder in a checkout). Only used to say what to install when one is missing."""
 
 console = Console()
+# Errors go to stderr: stdout may carry a command's data (an export).
+_errors = Console(stderr=True)
 
 
 @contextmanager
@@ -53,12 +55,12 @@ def user_errors() -> Iterator[None]:
 
 
 def fail(message: str) -> None:
-    """Print ``error: <message>`` as one red line and exit with :data:`USER_ERROR`.
+    """Print ``error: <message>`` as one red line on stderr and exit with :data:`USER_ERROR`.
 
     Raises:
         typer.Exit: always.
     """
-    console.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    _errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
 
 

@@ -2,8 +2,9 @@
 
 Registered as the ``prune`` command of the entry-point group
 ``memory_core.cli``. Everything is checked (age, flags, URLs, and that a
-SQLite file exists: pruning never creates a store) before a store is
-opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
+SQLite file exists: pruning never creates a store; a ``--vector`` store
+that keeps its points, else the real index would keep the pruned ones)
+before a store is opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
 whose points go with their messages) or
 :meth:`memory_core.storage.BaseStorage.prune`; semantics in
 :mod:`memory_core.retention`.
@@ -25,6 +26,7 @@ from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
 
 if TYPE_CHECKING:
     from memory_core.storage import Storage
+    from memory_core.vector import VectorStore
 
 __all__ = ["parse_age", "prune"]
 
@@ -80,7 +82,14 @@ def prune(
         )
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
-        report = asyncio.run(_prune(storage, vector, policy, dry_run))
+        from memory_core.registry import build_vector
+        from memory_core.transfer.reembed import check_persistent
+
+        vectors = None if vector is None else build_vector(vector)
+        if vectors is not None:
+            # An in-memory store holds none of the points: the real index would keep them.
+            check_persistent(vectors, "--vector")
+        report = asyncio.run(_prune(storage, vectors, policy, dry_run))
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":
@@ -90,12 +99,10 @@ def prune(
     console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
 
 
-async def _prune(storage: Storage, vector_url: str | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
+async def _prune(storage: Storage, vectors: VectorStore | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
     from memory_core.embedders import LexicalHashEmbedder
     from memory_core.memory import Memory
-    from memory_core.registry import connect_vector
 
-    vectors = await connect_vector(vector_url) if vector_url is not None else None
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None
     async with Memory(storage, vectors, embedder) as memory:
