@@ -622,10 +622,18 @@ def unknown_option(adapter: str, name: str, accepted: Iterable[str]) -> Validati
     """The error for an option ``name`` an adapter does not take: it lists
     every keyword ``connect`` accepts for that adapter (its own plus
     :data:`COMMON_OPTIONS`) and, for a misspelling, the one meant
-    (``namesapce`` -> "did you mean 'namespace'?").
+    (``namesapce`` -> "did you mean 'namespace'?"); one of
+    :data:`COMMON_OPTIONS` (only a keyword of ``connect``) found in a URL's
+    query says so.
 
     Returns (does not raise) the :class:`ValidationError`, field ``option '<name>'``.
     """
+    if name in COMMON_OPTIONS:  # reached the adapter from a URL's query, where it has no meaning
+        return ValidationError(
+            f"option {name!r}",
+            f"is a keyword of connect() (connect(url, {name}=...)), not a URL option; "
+            f"{adapter} URLs accept {sorted(accepted)}",
+        )
     known = sorted({*accepted, *COMMON_OPTIONS})
     close = difflib.get_close_matches(name, known, n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
