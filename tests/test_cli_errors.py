@@ -41,3 +41,23 @@ def test_prune_refuses_an_in_memory_vector_store_before_any_io(tmp_path: Path, v
     assert result.exit_code == 2, result.output
     assert "error: --vector:" in result.stderr and "in memory" in result.stderr
     assert db.read_bytes() == before  # nothing pruned
+
+
+def test_copy_names_the_embedder_it_re_embeds_with(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_qdrant")
+    source = tmp_path / "a.db"
+
+    async def fill() -> None:
+        storage = await connect(f"sqlite:///{source}")
+        await storage.save_thread(Thread("t1", "r1"))
+        await storage.save_messages([{"id": "m1", "thread_id": "t1", "role": "user", "content": "hello"}])
+        await storage.close()
+
+    asyncio.run(fill())
+    args = ["copy", f"sqlite:///{source}", f"sqlite:///{tmp_path / 'b.db'}"]
+    alone = runner.invoke(app, [*args, "--embedder", "lexical"])
+    assert alone.exit_code == 2 and "--embedder: goes with --vector" in alone.stderr
+    assert not (tmp_path / "b.db").exists()
+    result = runner.invoke(app, [*args, "--vector", f"qdrant+path:///{tmp_path / 'vec'}", "--embedder", "lexical"])
+    assert result.exit_code == 0, result.output
+    assert "re-embedded with lexical-hash-1024 (1024 dimensions)" in result.stderr

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -30,7 +30,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from memory_core.cli.host import fail, user_errors
 from memory_core.cli.stores import command_storage, copy_storages
+from memory_core.embedders import default_embedder, get_embedder
+from memory_core.errors import ValidationError
 from memory_core.registry import build_vector
+from memory_core.storage import Storage
 from memory_core.transfer import copy_store, export_lines, import_lines, reembedder
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
@@ -108,6 +111,27 @@ def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
         raise typer.Exit(INTERRUPTED) from None
 
 
+def _reembedding(
+    storage: Storage, vector: str | None, embedder: str | None
+) -> tuple[VectorStore | None, Callable[[str], Awaitable[None]] | None, str]:
+    """The vector store of ``--vector`` (built, not opened), its re-embed hook
+    and the line that names the embedder; checked before any I/O.
+
+    Raises:
+        ValidationError: ``--embedder`` without ``--vector``, an unknown
+            embedder, or a vector store that is not persistent.
+        ImportError: an embedder whose extra is not installed.
+    """
+    if vector is None:
+        if embedder is not None:
+            raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
+        return None, None, ""
+    model = default_embedder() if embedder is None else get_embedder(embedder)
+    vectors = build_vector(vector)
+    note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
+    return vectors, reembedder(storage, vectors, "--vector", model), note
+
+
 def export(
     url: Annotated[str, typer.Argument(help="Storage URL to export from.")],
     resource: Annotated[
@@ -143,14 +167,16 @@ def import_(
     url: Annotated[str, typer.Argument(help="Storage URL to import into.")],
     input: Annotated[Path | None, typer.Option("--input", "-i", help="Read this file instead of stdin.")] = None,
     vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each imported resource into it.")] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
+    ] = None,
 ) -> None:
     """Import memory-core/jsonl from stdin; records already there are skipped."""
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file")
-        vectors = None if vector is None else build_vector(vector)
-        reindex = None if vectors is None else reembedder(storage, vectors, "--vector")
+        vectors, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
             async with storage, _opened(vectors):
@@ -169,6 +195,8 @@ def import_(
                     if input is not None:
                         source.close()
             _err.print(f"imported: written {report.written}, already there {report.skipped}")
+            if note:
+                _err.print(note)
 
         _run(work(), "run the import again on the same file to resume")
 
@@ -178,13 +206,15 @@ def copy(
     destination: Annotated[str, typer.Argument(help="Storage URL to copy into.")],
     resource: Annotated[str | None, typer.Option(help="Copy only this resource.")] = None,
     vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each copied resource into it.")] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
+    ] = None,
 ) -> None:
     """Copy a store into another, then verify counts and per-thread digests."""
     with user_errors():
         src, dst = copy_storages(source, destination)
         _check_resource(resource)
-        vectors = None if vector is None else build_vector(vector)
-        reindex = None if vectors is None else reembedder(dst, vectors, "--vector")
+        vectors, reindex, note = _reembedding(dst, vector, embedder)
 
         async def work() -> None:
             async with src, dst, _opened(vectors):
@@ -200,5 +230,7 @@ def copy(
                 f"copied and verified: {report.imported.trailer['counts']}; written {report.imported.written}, "
                 f"already there {report.imported.skipped}"
             )
+            if note:
+                _err.print(note)
 
         _run(work(), "run the copy again to resume")

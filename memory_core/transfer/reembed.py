@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.storage import Storage
@@ -42,15 +43,22 @@ def check_persistent(vectors: VectorStore, field: str = "vector") -> None:
         )
 
 
-def reembedder(storage: Storage, vectors: VectorStore, field: str = "vector") -> Callable[[str], Awaitable[None]]:
+def reembedder(
+    storage: Storage, vectors: VectorStore, field: str = "vector", embedder: Embedder | None = None
+) -> Callable[[str], Awaitable[None]]:
     """The ``on_resource`` hook that embeds every message of a resource of
-    ``storage`` again into ``vectors``, with the default embedder
-    (:meth:`memory_core.Memory.reindex`; the stores are not closed by it).
+    ``storage`` again into ``vectors`` (:meth:`memory_core.Memory.reindex`;
+    the stores are not closed by it).
 
     Args:
         storage: the store the transfer writes into.
         vectors: a persistent vector store (see the module docstring).
         field: the name given in the error.
+        embedder: the embedder; None: Memory's default
+            (:func:`memory_core.embedders.default_embedder`: MiniLM when
+            installed, else lexical). It must be the one the application
+            recalls with: vectors of another model (or dimension) are never
+            found by its queries.
 
     Returns:
         ``async hook(resource_id)``.
@@ -60,7 +68,7 @@ def reembedder(storage: Storage, vectors: VectorStore, field: str = "vector") ->
             before any I/O.
     """
     check_persistent(vectors, field)
-    memory = Memory(storage, vectors, owns_stores=False)
+    memory = Memory(storage, vectors, embedder, owns_stores=False)
 
     async def reindex(resource: str) -> None:
         await memory.reindex(resource_id=resource)
