@@ -78,10 +78,8 @@ async def _copy(source: Storage, url: str, options: dict[str, Any], total: int, 
         copied = report.imported.written["messages"]
         assert report.verified and copied == total, report.difference
         where = urlsplit(url)
-        log(
-            f"sqlite -> {where.scheme} at {where.hostname or 'a file'}: {total / whole:,.0f} messages/s "
-            f"(copy + verify, {whole:.1f} s)"
-        )
+        host = f"{where.hostname}:{where.port}" if where.hostname else "a file"
+        log(f"sqlite -> {where.scheme} at {host}: {total / whole:,.0f} messages/s (copy + verify, {whole:.1f} s)")
     finally:
         await destination.destroy()
 
