@@ -6,7 +6,6 @@ it."""
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 from pathlib import Path
 
