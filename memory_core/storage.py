@@ -76,7 +76,7 @@ from memory_core.validation import (
     message_size,
 )
 
-__all__ = ["BaseStorage", "MessageParts", "SaveDecision", "Storage", "message_key", "order_key"]
+__all__ = ["BaseStorage", "MessageParts", "SaveDecision", "Storage", "message_key", "no_store", "order_key"]
 
 T = TypeVar("T")
 Q = TypeVar("Q", ThreadQuery, MessageQuery)
@@ -99,6 +99,27 @@ def message_key(message: Message) -> MessageKey:
     """R-ORDER position of a stored message: (created_at µs, sequence)."""
     assert message.created_at is not None and message.sequence is not None
     return (to_us(message.created_at), message.sequence)
+
+
+def no_store(field: str, where: str, missing: str) -> ValidationError:
+    """The refusal of :meth:`BaseStorage.preflight` with ``must_exist`` when
+    the place a URL names can be reached but holds no memory-core store (a
+    misspelt database, schema or prefix; another application's data): one
+    wording for every adapter, so the CLI's red line reads alike everywhere.
+
+    Args:
+        field: the URL part that names the place (``"url"``, ``"schema"``,
+            ``"database"``, ``"prefix"``): :attr:`ValidationError.field`.
+        where: the place as the user spelt it (shown with ``repr``).
+        missing: what memory-core's own data would have there and is absent
+            (``"no schema_version table"``), shown in parentheses.
+
+    Returns:
+        ``ValidationError(field, "'<where>' holds no memory-core store (<missing>)")``,
+        for the caller to raise: a command that reads or deletes data must
+        stop before ``open`` creates an empty store in its place.
+    """
+    return ValidationError(field, f"{where!r} holds no memory-core store ({missing})")
 
 
 order_key: Callable[[Message], tuple[Any, ...]] = attrgetter("created_at", "sequence")
@@ -271,16 +292,24 @@ class BaseStorage(ABC):
 
         Args:
             must_exist: the store must already be there (a command that reads
-                or deletes existing data): a file store whose database file
-                is missing fails instead of being created empty by ``open``.
+                or deletes existing data: ``export``, ``copy``'s source,
+                ``prune``): what the URL names must already hold a
+                memory-core store, checked by reading only, so a misspelt
+                name fails instead of ``open`` creating an empty store there
+                (and an empty export succeeding). Without it (a destination,
+                ``memory-core check``) a missing store passes: ``open``
+                creates it.
 
-        The default checks nothing: a server store is reached by opening a
-        namespace. A file store overrides it (its folder must exist; an
-        existing file must be one of its databases).
+        The default checks nothing (``memory://`` lives in its instance).
+        Every persistent adapter overrides it: a file store's folder must
+        exist and an existing file must be one of its databases; with
+        ``must_exist`` each adapter looks for its own schema marker and
+        raises :func:`no_store` when it is absent.
 
         Raises:
             ValidationError: the store cannot be where the URL says (e.g. a
-                missing folder, or with ``must_exist`` a missing file).
+                missing folder), or with ``must_exist`` it is not there
+                (a missing file; :func:`no_store`: no memory-core store).
             BackendError: what is there cannot be opened (e.g. a file that is
                 not a database), with the message ``open`` would give.
         """

@@ -29,7 +29,7 @@ from memory_core.errors import AdapterClosedError, StaleStateError, ValidationEr
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, order_key
+from memory_core.storage import BaseStorage, no_store, order_key
 from memory_core.vector import message_text
 
 from memory_core_postgres import _sql
@@ -242,7 +242,7 @@ class PostgresStorage(BaseStorage):
         if not exists:
             raise ValidationError("schema", f"{schema!r} does not exist in the database; check ?schema= in the URL")
         if not version:
-            raise ValidationError("schema", f"{schema!r} holds no memory-core store (no schema_version table)")
+            raise no_store("schema", schema, "no schema_version table")
 
     async def _open(self) -> None:
         settings = self.settings

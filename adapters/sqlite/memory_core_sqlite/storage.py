@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -26,12 +27,12 @@ from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision
+from memory_core.storage import BaseStorage, SaveDecision, no_store
 
 from memory_core_sqlite import _ops
 from memory_core_sqlite._errors import is_busy
 from memory_core_sqlite._locks import file_lock
-from memory_core_sqlite._schema import prepare
+from memory_core_sqlite._schema import prepare, schema_version
 from memory_core_sqlite._url import (
     DEFAULT_TIMEOUT,
     MEMORY,
@@ -80,6 +81,32 @@ def _inspect_file(path: str, must_exist: bool) -> None:
         raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
     if header and header != _HEADER:
         raise BackendError(SQLiteStorage.backend_name, "open", "DatabaseError: file is not a database")
+    if must_exist and not _holds_store(path, bool(header)):
+        raise no_store("url", path, "no schema_version table")
+
+
+def _holds_store(path: str, has_header: bool) -> bool:
+    """Whether the SQLite file at ``path`` has memory-core's schema (a
+    ``schema_version`` table with a migration), read without writing: an
+    empty file (``has_header`` false) holds nothing. Without a ``-wal`` file
+    (no writer, or all checkpointed) it is opened ``immutable`` so not even a
+    ``-shm`` file is made; with one, ``mode=ro`` reads the WAL as well.
+
+    Raises:
+        BackendError: SQLite cannot read the file (corrupt, locked, no access).
+    """
+    if not has_header:
+        return False
+    flags = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?" + flags
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            return schema_version(conn) > 0
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
 
 
 def _no_sync(conn: sqlite3.Connection) -> None:
@@ -207,11 +234,16 @@ class SQLiteStorage(BaseStorage):
         folder exists, and the file, if there, is empty or has the SQLite
         header (a file SQLite would refuse fails here with the message
         ``open`` gives: "file is not a database"); with ``must_exist`` the
-        file must be there. An in-memory database always passes.
+        file must be there and hold memory-core's schema (its
+        ``schema_version`` table), read without writing, so ``export`` of a
+        0-byte file or of another application's database is refused instead
+        of ``open`` adding memory-core's tables to it. An in-memory database
+        always passes.
 
         Raises:
-            ValidationError: the folder is missing, the path is a folder, or
-                (``must_exist``) the file is missing.
+            ValidationError: field ``url``: the folder is missing, the path is
+                a folder, or (``must_exist``) the file is missing or holds no
+                memory-core store (:func:`~memory_core.storage.no_store`).
             BackendError: the file is not a SQLite database.
         """
         if not self.settings.in_memory:

@@ -1,0 +1,81 @@
+"""``preflight(must_exist=True)`` on SQLite: the file must hold memory-core's
+schema, checked without writing, so ``export`` of a 0-byte file or of another
+application's database is refused instead of adding memory-core's tables to
+it."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from memory_core.cli import app
+from memory_core.errors import ValidationError
+from typer.testing import CliRunner
+
+from memory_core_sqlite import SQLiteStorage
+
+pytestmark = pytest.mark.anyio
+
+
+def _foreign(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER)")
+    conn.commit()
+    conn.close()
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("kind", ["empty", "foreign"])
+async def test_a_file_without_a_store_is_refused_and_unchanged(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "f.db"
+    if kind == "empty":
+        path.touch()
+    else:
+        _foreign(path)
+    before = _snapshot(tmp_path)
+    store = SQLiteStorage.from_url(f"sqlite:///{path}")
+    with pytest.raises(ValidationError, match="holds no memory-core store") as caught:
+        await store.preflight(must_exist=True)
+    assert caught.value.field == "url"
+    await store.preflight(must_exist=False)  # a destination: open() will create the schema
+    assert _snapshot(tmp_path) == before  # no table added, no -wal/-shm left
+
+
+async def test_an_existing_store_passes_and_is_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    store = SQLiteStorage.from_url(f"sqlite:///{path}")
+    await store.open()
+    await store.close()
+    before = _snapshot(tmp_path)
+    await SQLiteStorage.from_url(f"sqlite:///{path}").preflight(must_exist=True)
+    assert _snapshot(tmp_path) == before
+
+
+async def test_an_open_store_in_wal_passes(tmp_path: Path) -> None:
+    store = SQLiteStorage.from_url(f"sqlite:///{tmp_path / 'w.db'}")
+    await store.open()
+    try:
+        await SQLiteStorage.from_url(f"sqlite:///{tmp_path / 'w.db'}").preflight(must_exist=True)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("command", [["export"], ["prune", "--dry-run", "--older-than", "30d"]])
+@pytest.mark.parametrize("kind", ["empty", "foreign"])
+def test_the_cli_gives_one_red_line(tmp_path: Path, command: list[str], kind: str) -> None:
+    path = tmp_path / "f.db"
+    if kind == "empty":
+        path.touch()
+    else:
+        _foreign(path)
+    before = _snapshot(tmp_path)
+    result = CliRunner().invoke(app, [command[0], f"sqlite:///{path}", *command[1:]])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: URL: {str(path)!r} holds no memory-core store"), result.output
+    assert result.output.count("\n") == 1
+    assert _snapshot(tmp_path) == before
