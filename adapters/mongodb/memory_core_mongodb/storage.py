@@ -27,7 +27,7 @@ from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision
+from memory_core.storage import BaseStorage, SaveDecision, no_store
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
     LAST_ASC,
@@ -203,6 +203,41 @@ class MongoStorage(BaseStorage):
         return f"MongoStorage(url={redact(self.url)!r}, database={self.database_name!r})"
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, creating nothing, that the database holds a store when it must.
+
+        With ``must_exist`` (``export``, ``copy``'s source, ``prune``) one
+        ``listCollections`` (which never creates a database) checks that the
+        database has memory-core's ``threads`` and ``messages`` collections,
+        so a misspelt database name is an error instead of an empty export
+        (``open`` would create the database, its collections and indexes).
+        The store's own client is used if it has one, else a client made for
+        the check and closed after it. Without ``must_exist`` nothing is
+        checked: ``open`` creates the database.
+
+        Raises:
+            ValidationError: field ``database``, with ``must_exist``: the
+                database lacks those collections
+                (:func:`~memory_core.storage.no_store`).
+            BackendError: the server could not be reached or refused the call.
+        """
+        if not must_exist:
+            return
+        client = self._client
+        with self._guard("open"):
+            if client is None:
+                client = AsyncMongoClient(self.url, **self._client_options)
+            try:
+                names = set(await client[self.database_name].list_collection_names())
+            finally:
+                if client is not self._client:
+                    await client.close()
+        lacking = [name for name in (THREADS, MESSAGES) if name not in names]
+        if lacking:
+            raise no_store(
+                "database", self.database_name, "no " + " or ".join(f"{n!r}" for n in lacking) + " collection"
+            )
 
     async def _open(self) -> None:
         if self._client is None:

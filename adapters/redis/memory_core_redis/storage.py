@@ -24,7 +24,7 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Sta
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision, order_key
+from memory_core.storage import BaseStorage, SaveDecision, no_store, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.cluster import RedisCluster
@@ -346,18 +346,56 @@ class RedisStorage(BaseStorage):
         self._calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
         await self._open()
 
+    def _new_client(self) -> Any:
+        """A redis-py client for the URL (no I/O): a ``RedisCluster`` for a
+        cluster URL, else a ``Redis`` on a blocking pool (past
+        ``max_connections``, default 50, a call waits for a free connection
+        instead of failing with MaxConnectionsError under bursts of
+        concurrent recalls)."""
+        url, options = self._target.driver_url, self._client_options
+        if self._cluster:
+            return RedisCluster.from_url(url, decode_responses=True, **options)
+        return Redis.from_pool(BlockingConnectionPool.from_url(url, decode_responses=True, **options))
+
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, writing nothing, that the prefix holds a store when it must.
+
+        With ``must_exist`` (``export``, ``copy``'s source, ``prune``) one
+        ``EXISTS`` asks whether the prefix has memory-core's store-wide keys:
+        ``{P}:rsv``, set at a store's first open, or, for a store written
+        before it, ``{P}:seq``/``tc``/``msg``/``stamp``. So a misspelt
+        ``?prefix=`` is an error instead of an empty export (``open`` would
+        set ``{P}:rsv``). The store's own client is used if it has one, else a
+        client made for the check and closed after it. Without ``must_exist``
+        nothing is checked: a new prefix is a new store.
+
+        Raises:
+            ValidationError: field ``prefix``, with ``must_exist``: no
+                memory-core key under the prefix
+                (:func:`~memory_core.storage.no_store`).
+            BackendError: the server could not be reached or refused the call.
+        """
+        if not must_exist:
+            return
+        store = self._keys.store
+        client = self._client
+        # our own client made in another (gone) loop cannot be used here either
+        temporary = client is None or (self._owns_client and asyncio.get_running_loop() is not self._loop)
+        with self._guard("open"):
+            if temporary:
+                client = self._new_client()
+            try:
+                found = await client.exists(*(store + key for key in ("rsv", "seq", "tc", "msg", "stamp")))
+            finally:
+                if temporary:
+                    await client.aclose()
+        if not found:
+            raise no_store("prefix", self.prefix, f"no {store}rsv key")
+
     async def _open(self) -> None:
         self._loop = asyncio.get_running_loop()
         if self._client is None:
-            url, options = self._target.driver_url, self._client_options
-            if self._cluster:
-                self._client = RedisCluster.from_url(url, decode_responses=True, **options)
-            else:
-                # A blocking pool: past max_connections (default 50) a call waits
-                # for a free connection instead of failing with
-                # MaxConnectionsError under bursts of concurrent recalls.
-                pool = BlockingConnectionPool.from_url(url, decode_responses=True, **options)
-                self._client = Redis.from_pool(pool)
+            self._client = self._new_client()
         if not self._client.get_encoder().decode_responses:
             raise ValidationError("client", "must be created with decode_responses=True")
         self._scripts = Scripts(self._client)
