@@ -52,14 +52,6 @@ class ImportReport:
         return self.written["messages"] + self.skipped["messages"]
 
 
-def _thread_body(thread: Thread) -> str:
-    # Saving messages bumps the thread's updated_at; the import restores it
-    # when the resource is done, so it does not decide whether two threads match.
-    record = thread_record(thread)
-    del record["updated_at"]
-    return encode(record)
-
-
 class _Import:
     """One import's state: the resource being imported, its threads (to put
     their ``updated_at`` back once its messages are in) and a batch of
@@ -140,9 +132,11 @@ class _Import:
         if stored is None:
             await self.storage.insert_thread(thread)
             self.report.written["threads"] += 1
-        elif _thread_body(stored) == _thread_body(thread):
+        elif encode(thread_record(stored)) == encode(record):
             self.report.skipped["threads"] += 1
         else:
+            # updated_at counts too: a write after the export bumped it, and
+            # putting the file's value back would move it backwards.
             raise ConflictError(f"{where}: thread {thread.id!r} exists in the destination with other content")
         self.threads[thread.id] = thread
 
@@ -161,8 +155,9 @@ class _Import:
 
     async def flush(self) -> None:
         """Write the batch's messages the destination lacks, in file order
-        (so they get sequences in R-ORDER); refuse the whole batch if one
-        differs from what the destination holds."""
+        (so they get sequences in R-ORDER), then put back the ``updated_at``
+        of their threads; refuse the whole batch if one differs from what
+        the destination holds (ConflictError)."""
         if not self.batch:
             return
         stored = {m.id: m for m in await self.storage.get_messages(list(self.batch))}
@@ -177,6 +172,12 @@ class _Import:
                 )
         if new:
             await self.storage.save_messages(new)
+            # Saving bumped their threads' updated_at; every thread in
+            # self.threads was new or held exactly the file's record, so this
+            # puts back what the destination held (never an older value over
+            # a newer write).
+            for thread_id in dict.fromkeys(m.thread_id for m in new):
+                await self.storage.save_thread(self.threads[thread_id])
         self.report.written["messages"] += len(new)
         self.report.skipped["messages"] += len(self.batch) - len(new)
         self.batch.clear()
@@ -184,13 +185,8 @@ class _Import:
             self.on_progress(self.report.messages)
 
     async def finish_group(self) -> None:
-        """Flush, put back each thread's ``updated_at`` (saving messages bumped
-        it), then run the per-resource hook."""
+        """Flush, then run the per-resource hook."""
         await self.flush()
-        for thread in self.threads.values():
-            stored = await self.storage.get_thread(thread.id)
-            if stored is not None and stored.updated_at != thread.updated_at:
-                await self.storage.save_thread(thread)
         if self.group is not None and self.on_resource is not None:
             await self.on_resource(self.group)
         self.threads.clear()
@@ -231,7 +227,9 @@ async def import_lines(
     memory (resource and thread) and R-ORDER within each resource are kept
     exactly: messages are written in file order, which the export took from
     R-ORDER. Nothing in the destination is deleted or replaced: a record
-    whose id is stored with other content stops the import.
+    whose id is stored with other content (any field, ``updated_at`` of a
+    thread included) stops the import before that record is written. Blank
+    lines after the trailer are ignored.
 
     Args:
         storage: an opened destination store.
@@ -273,6 +271,8 @@ async def _import(state: _Import, lines: AsyncIterable[str | bytes] | Iterable[s
     async for text in _lines(lines):
         number += 1
         if state.report.trailer:
+            if not text.strip():
+                continue  # blank lines after the trailer are harmless
             raise TransferError(f"line {number}", "a record after the trailer")
         await state.line(text, number)
     if number == 0:

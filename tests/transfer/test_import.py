@@ -160,19 +160,19 @@ async def test_import_never_replaces_other_content(new_store: NewStore) -> None:
     assert kept is not None and kept.title == "" and kept.metadata == {}
 
     other = await new_store("sqlite")
-    await other.save_thread(
-        Thread(
-            thread["id"],
-            thread["resource_id"],
-            thread["title"],
-            thread["metadata"],
-            thread["created_at"],
-            thread["updated_at"],
-        )
+    same = Thread(
+        thread["id"],
+        thread["resource_id"],
+        thread["title"],
+        thread["metadata"],
+        thread["created_at"],
+        thread["updated_at"],
     )
+    await other.save_thread(same)
     await other.save_messages(
         [Message(record["id"], record["thread_id"], "user", "mine", created_at=record["created_at"])]
     )
+    await other.save_thread(same)  # the thread as in the file: only the message differs
     with pytest.raises(ConflictError, match=f"message {record['id']!r} exists"):
         await import_lines(other, lines)
     [mine] = await other.get_messages([record["id"]])
@@ -194,3 +194,29 @@ async def test_an_error_after_writes_says_what_was_written_and_kept(new_store: N
     with pytest.raises(TransferError) as first:
         await import_lines(await new_store("sqlite"), [lines[0], "{oops"])
     assert first.value.written == {} and "written before it" not in str(first.value)
+
+
+async def test_blank_lines_after_the_trailer_are_ignored(new_store: NewStore) -> None:
+    source, lines = await _exported("memory", new_store)
+    destination = await new_store("sqlite")
+    report = await import_lines(destination, [*lines, "", "  \n", "\n"])
+    assert report.written["messages"] == 60
+    assert await snapshot(destination) == await snapshot(source)
+    with pytest.raises(TransferError, match="after the trailer"):
+        await import_lines(destination, [*lines, "\n", "x"])
+
+
+async def test_reimport_after_a_destination_write_changes_nothing_and_names_the_thread(new_store: NewStore) -> None:
+    _, lines = await _exported("sqlite", new_store)
+    destination = await new_store("sqlite")
+    await import_lines(destination, lines)
+    record = json.loads(lines[_first(lines, "message")])
+    await destination.save_messages(
+        [Message("after-cutover", record["thread_id"], "user", "new", resource_id=record["resource_id"])]
+    )
+    bumped = await destination.get_thread(record["thread_id"])
+    assert bumped is not None
+    with pytest.raises(ConflictError, match=f"thread {record['thread_id']!r} exists in the destination"):
+        await import_lines(destination, lines)
+    kept = await destination.get_thread(record["thread_id"])
+    assert kept is not None and kept.updated_at == bumped.updated_at
