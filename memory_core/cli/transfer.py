@@ -160,7 +160,12 @@ def export(
                         target.close()
             _hint_if_absent(resource, json.loads(last)["counts"], "exported")
 
-        _run(work(), "run the export again")
+        partial = (
+            ""
+            if output is None
+            else f"remove the partial {output} (it has no trailer: import calls it incomplete), then "
+        )
+        _run(work(), f"{partial}run the export again")
 
 
 def import_(
