@@ -17,30 +17,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from memory_core.embedders import Embedder
-from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.storage import Storage
-from memory_core.vector import VectorStore
+from memory_core.vector import VectorStore, check_persistent
 
-__all__ = ["check_persistent", "reembedder"]
-
-
-def check_persistent(vectors: VectorStore, field: str = "vector") -> None:
-    """Refuse a vector store whose points would not outlive it (no I/O).
-
-    Args:
-        vectors: the store to re-embed into.
-        field: the name given in the error (``"--vector"`` on the command line).
-
-    Raises:
-        ValidationError: ``vectors.persistent`` is False.
-    """
-    if not vectors.persistent:
-        raise ValidationError(
-            field,
-            f"{type(vectors).__name__} keeps its vectors in memory: they would be gone when this process exits; "
-            "give a persistent vector store (qdrant+path:///dir, a server) or leave it out",
-        )
+__all__ = ["check_persistent", "reembedder"]  # check_persistent: memory_core.vector's, re-exported
 
 
 def reembedder(
