@@ -47,6 +47,13 @@ def bench(
         typer.Option("--targets", help="Also print the project's own targets table (adapter <= 1.25x raw ...)."),
     ] = False,
     seed: Annotated[int | None, typer.Option(help="Dataset seed (default: fixed).")] = None,
+    cpu: Annotated[
+        int | None,
+        typer.Option(
+            help="Pin the benchmark process to this CPU (Linux): every thread hop then stays on one core, "
+            "so ratios measure the CPU each subject spends rather than cross-core wake-ups. Servers are not pinned."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="Folder for results.json, results.md and PNG plots.")] = Path(
         "bench-results"
     ),
@@ -94,6 +101,7 @@ def bench(
         limits=limits,
         processes=processes,
         targets=show_targets,
+        cpu=cpu,
     )
     with user_errors():
         code = run_command(options, console)

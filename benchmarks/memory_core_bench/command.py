@@ -9,6 +9,7 @@ throughput for every measurement both files hold.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sys
 import tempfile
@@ -172,6 +173,14 @@ class BenchOptions:
     limits: dict[str, int] = field(default_factory=dict)
     processes: int = DEFAULT_PROCESSES
     targets: bool = False
+    cpu: int | None = None
+
+
+def _usable_cpus() -> set[int]:
+    """The CPUs this process may run on (empty where the OS cannot pin, i.e.
+    not Linux)."""
+    getter = getattr(os, "sched_getaffinity", None)
+    return set(getter(0)) if getter is not None else set()
 
 
 def _default_vectors() -> list[str]:
@@ -200,6 +209,10 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
         return 2
     if options.processes < 0:
         console.print(f"[red]--processes must be >= 0, got {options.processes}[/]")
+        return 2
+    usable = _usable_cpus()
+    if options.cpu is not None and options.cpu not in usable:
+        console.print(f"[red]--cpu {options.cpu}: not a CPU this process may run on; usable: {sorted(usable)}[/]")
         return 2
     # A storage URL no installed adapter handles is a typo, not a result.
     for text in options.storage:
@@ -275,6 +288,10 @@ def _run(
         for backend in {t.name for t in storage}:
             for text in missing_peers(backend):
                 console.print(f"[yellow]{escape(text)}[/]", soft_wrap=True)
+    if options.cpu is not None:
+        # After the servers started (they keep every CPU); threads started from
+        # here on (aiosqlite's workers, the progress display) inherit the mask.
+        os.sched_setaffinity(0, {options.cpu})
     with RichProgress(console) as live:
         report = asyncio.run(run_bench(config, live, ["memory-core", *(argv or sys.argv[1:])]))
     for server in started:

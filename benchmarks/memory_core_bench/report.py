@@ -466,6 +466,9 @@ def markdown(report: BenchReport) -> str:
         out.append(f"- date: {meta.get('date', '?')}")
         out.append(f"- command: `{meta.get('command', '?')}`")
         out.append(f"- machine: {meta.get('machine', '?')}")
+        cpus = meta.get("cpus")
+        if cpus and len(cpus) < (meta.get("cpu_count") or 0):
+            out.append(f"- benchmark process pinned to CPU {', '.join(map(str, cpus))} (`--cpu`); servers not pinned")
         if meta.get("load_average_start"):
             out.append(
                 f"- load average (1/5/15 min) at start {meta['load_average_start']}, "

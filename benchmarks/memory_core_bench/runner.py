@@ -460,6 +460,13 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def _cpus() -> list[int] | None:
+    """The CPUs the run may use (fewer than the machine's after ``--cpu``),
+    None where the OS does not say."""
+    getter = getattr(os, "sched_getaffinity", None)
+    return sorted(getter(0)) if getter is not None else None
+
+
 def _machine() -> str:
     model = platform.processor() or platform.machine()
     try:
@@ -741,6 +748,8 @@ async def run_bench(
             "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "command": " ".join(command if command is not None else ["memory-core", *sys.argv[1:]]),
             "machine": _machine(),
+            "cpus": _cpus(),
+            "cpu_count": os.cpu_count(),
             "versions": _versions(),
             "sizes": list(config.sizes),
             "seed": config.seed,

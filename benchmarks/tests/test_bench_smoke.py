@@ -400,3 +400,25 @@ def test_an_interrupted_run_stops_its_servers(sig: signal.Signals, tmp_path: Pat
                 os.kill(pid, signal.SIGKILL)  # do not leak servers when the test fails
     assert process.returncode != 0, rest
     assert [pid for pid in pids if _alive(pid)] == [], "".join(lines) + rest
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU pinning is Linux-only")
+def test_cpu_pins_the_run_and_the_report_says_so(tmp_path: Path) -> None:
+    # A subprocess: pinning inside this test process would pin the test worker.
+    cpu = min(os.sched_getaffinity(0))
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", "from memory_core.cli import main; main()", "bench", "--cpu", str(cpu)]
+    args = ["--storage", "memory://", "--sizes", "200", "--workloads", "recall_newest", "--duration", "0"]
+    args += ["--min-ops", "2", "--max-ops", "2", "--vector", "none", "--no-plots", "--no-peers", "--out", str(out)]
+    done = subprocess.run(command + args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    meta = BenchReport.read_json(out / "results.json").meta
+    assert meta["cpus"] == [cpu] and meta["cpu_count"] == os.cpu_count()
+    text = (out / "results.md").read_text(encoding="utf-8")
+    assert (f"pinned to CPU {cpu}" in text) == ((os.cpu_count() or 1) > 1)
+
+
+def test_cpu_outside_the_usable_set_is_refused_before_running(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["bench", "--cpu", "100000", "--servers", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "--cpu 100000: not a CPU this process may run on" in result.output and "started" not in result.output
