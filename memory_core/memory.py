@@ -985,7 +985,8 @@ class Memory:
         token budget and find the gaps (R-SOURCE, R-BUDGET)."""
         adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
         query = parts.query
-        if query.created_from_us is None and query.created_to_us is None and not query.metadata:
+        unfiltered = query.created_from_us is None and query.created_to_us is None and not query.metadata
+        if unfiltered and (includes or hits or max_tokens is not None):
             # Unfiltered: the page is a run of its thread, read in the query's order.
             ids = [m.id for m in (reversed(parts.main) if query.descending else parts.main)]
             adjacent.update(itertools.pairwise(ids))
@@ -1020,11 +1021,15 @@ class Memory:
                     sources.append("include")
                 else:
                     sources.append("context")
-        gaps = [
-            (a.id, b.id)
-            for a, b in itertools.pairwise(messages)
-            if a.thread_id != b.thread_id or ((a.id, b.id) not in adjacent and (b.id, a.id) not in adjacent)
-        ]
+        gaps: list[tuple[str, str]]
+        if unfiltered and not includes and not hits and not dropped:
+            gaps = []  # the page alone: one run of one thread, every neighbour adjacent
+        else:
+            gaps = [
+                (a.id, b.id)
+                for a, b in itertools.pairwise(messages)
+                if a.thread_id != b.thread_id or ((a.id, b.id) not in adjacent and (b.id, a.id) not in adjacent)
+            ]
         for warning in warnings:
             log.warning("%s", warning)
         return _new_result(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig
-from memory_core.models import Include, Message, RecallResult
+from memory_core.models import Include, Message, MessageFilter, RecallResult
 from memory_core.storage import BaseStorage, message_key
 from memory_core.tokens import EstimateTokenCounter, message_tokens, tool_units
 from memory_core_conformance.cases._base import SuiteBase, ids, paired_stores, unchanged_after
@@ -24,6 +24,8 @@ from memory_core_conformance.compare import assert_same, capture
 from memory_core_conformance.harness import StorageFactory, at, message, thread
 
 __all__ = ["RecallCases"]
+
+_counter = EstimateTokenCounter()
 
 
 def _call(text: str, call: str) -> dict[str, Any]:
@@ -94,6 +96,25 @@ class RecallCases(SuiteBase):
         assert ids(both.messages) == ["m02", "m10", "m19", "m20"]
         assert both.sources == ["include", "include", "recent", "recent"]
         assert both.gaps == [("m02", "m10"), ("m10", "m19")]
+
+    async def test_r_source_the_page_alone_has_gaps_only_where_a_filter_hides_neighbours(
+        self, store: BaseStorage
+    ) -> None:
+        await store.save_thread(thread("t1"))
+        topics = ["a", "b", "a", "a", "b", "a"]
+        await store.save_messages(
+            [message(f"m{n}", metadata={"topic": t}, created_at=at(n)) for n, t in enumerate(topics)]
+        )
+        memory = Memory(store, owns_stores=False)
+        plain = await memory.recall("t1", "r1", per_page=4)
+        assert ids(plain.messages) == ["m2", "m3", "m4", "m5"] and plain.gaps == []
+        # A budget cut keeps the newest run: still one run, no gap.
+        cut = await memory.recall("t1", "r1", per_page=4, max_tokens=message_tokens(plain.messages[-1], _counter) * 2)
+        assert cut.dropped > 0 and cut.gaps == []
+        # Filtered, the store cannot tell which matches are neighbours: every pair is a gap.
+        filtered = await memory.recall("t1", "r1", per_page=4, filter=MessageFilter(metadata={"topic": "a"}))
+        assert ids(filtered.messages) == ["m0", "m2", "m3", "m5"]
+        assert filtered.gaps == [("m0", "m2"), ("m2", "m3"), ("m3", "m5")]
 
     async def test_r_source_windows_from_other_threads_are_gaps(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
