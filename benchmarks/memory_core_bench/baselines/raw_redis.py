@@ -18,7 +18,9 @@ A save is ONE script too: directory claim, sequence, upserts, thread bumps
 and the global thread records, which is possible on a standalone server
 (the adapter does the same there; on Redis Cluster it splits a write in
 three scripts because the store slot and the resource slot live on
-different nodes). So this baseline is only offered for standalone URLs.
+different nodes). On a cluster URL the reads run unchanged through
+``RedisCluster`` (each script in one resource's slot) and saves have no
+baseline (:class:`RawRedisCluster`).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ from typing import Any
 from memory_core import codec
 from memory_core.clock import TIME_MAX_US
 from memory_core_redis._keys import Layout, canon, filter_fields, time_key
-from redis.asyncio import Redis
+from memory_core_redis._url import parse_url
+from redis.asyncio import Redis, RedisCluster
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.subjects import AdapterSubject, Answer, Kind, Subject
 
-__all__ = ["RawRedis", "make"]
+__all__ = ["RawRedis", "RawRedisCluster", "make"]
 
 _BUMP_LUA = "math.min(math.max(now, u + 1), TIME_MAX_US)"
 """R-BUMP as the adapter's ``lua/lib.lua`` writes it (a test checks it is there)."""
@@ -214,10 +217,13 @@ return {'ok', fmt(first)}
 
 
 def make(adapter: AdapterSubject) -> RawRedis | None:
-    """The raw baseline on ``adapter``'s keys (None for Cluster URLs)."""
+    """The raw baseline on ``adapter``'s keys: :class:`RawRedis` on a
+    standalone server, :class:`RawRedisCluster` (reads only) on a cluster."""
     prefix = getattr(adapter.storage, "prefix", None)
-    if not isinstance(prefix, str) or "cluster" in adapter.url:
+    if not isinstance(prefix, str):
         return None
+    if parse_url(adapter.url).cluster:
+        return RawRedisCluster(adapter, prefix)
     return RawRedis(adapter, prefix)
 
 
@@ -256,9 +262,12 @@ class RawRedis(Subject):
         """The adapter's server."""
         return self.adapter.server_pid()
 
+    def _connect(self) -> Any:
+        return Redis.from_url(self.adapter.url, decode_responses=True)
+
     async def open(self) -> None:
         """Connect (``decode_responses``) and load the scripts."""
-        self._client = Redis.from_url(self.adapter.url, decode_responses=True)
+        self._client = self._connect()
         for name, text in (
             ("recall", _RECALL),
             ("page", _PAGE),
@@ -387,3 +396,20 @@ class RawRedis(Subject):
         reply = await self._run("threads", resource_id, [page * per_page, per_page])
         rows = [(r[0], r[1], codec.loads(r[2]), int(r[3]), int(r[4])) for r in reply[1]]
         return Answer(int(reply[0]), tuple(r[0] for r in rows))
+
+
+class RawRedisCluster(RawRedis):
+    """The same read scripts on Redis Cluster (``RedisCluster``, each read in
+    its resource's slot, one ``EVALSHA``). No saves: the one-script save
+    touches the store slot and the resource slot together, which a cluster
+    refuses, and a hand-written split would not be the crash-safe write the
+    adapter does (so save workloads run without a raw baseline there)."""
+
+    ops = frozenset(RawRedis.ops - {"save"})
+
+    def __init__(self, adapter: AdapterSubject, prefix: str) -> None:
+        super().__init__(adapter, prefix)
+        self.label = "redis-py cluster + Lua (raw)"
+
+    def _connect(self) -> Any:
+        return RedisCluster.from_url(parse_url(self.adapter.url).driver_url, decode_responses=True)
