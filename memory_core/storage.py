@@ -407,15 +407,11 @@ class BaseStorage(ABC):
         stored = self._thread_to_store(thread)
 
         async def attempt() -> Thread:
-            existing = await self._get_thread(stored.id)
-            if existing is None:
-                await self._put_thread(stored)
-                return stored
-            if existing.resource_id != stored.resource_id:
+            saved = await self._save_thread_checked(stored)
+            if saved is None:
                 # Never name the other tenant's resource (issue 12, point 14).
                 raise ConflictError(f"thread {stored.id!r} belongs to another resource")
-            await self._put_thread(stored)
-            return replace(stored, last_message_at=existing.last_message_at)
+            return saved
 
         return await self._optimistic("save_thread", attempt)
 
@@ -705,11 +701,7 @@ class BaseStorage(ABC):
             return 0
         await self._ready()
         with self._guard("delete_messages"):
-            found = await self._get_messages(list(dict.fromkeys(wanted)))
-            if not found:
-                return 0
-            bump = list(dict.fromkeys(m.thread_id for m in found))
-            return await self._delete_messages([m.id for m in found], bump, to_us(self.clock.now()))
+            return await self._delete_found(list(dict.fromkeys(wanted)), to_us(self.clock.now()))
 
     @traced("search_memory")
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
@@ -1210,8 +1202,9 @@ class BaseStorage(ABC):
         and ``after`` following it in its own thread, in R-ORDER ascending;
         ``[]`` if the id is unknown."""
 
-    # Composite reads. The defaults run the primitives above concurrently; an
-    # adapter overrides them to answer each in a single round trip.
+    # Composites. The defaults compose the primitives above (reads run
+    # concurrently); an adapter overrides them to answer each in a single
+    # round trip.
 
     async def _save_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
@@ -1232,6 +1225,46 @@ class BaseStorage(ABC):
         threads, stored = await self._read_state(thread_ids, message_ids)
         records, bump = decide(threads, stored)
         return records, await self._save_messages(records, bump, now_us)
+
+    async def _save_thread_checked(self, thread: Thread) -> Thread | None:
+        """:meth:`save_thread`'s write with its check: upsert ``thread`` as
+        :meth:`_put_thread` does unless its id is stored under another
+        resource. Returns ``thread`` with ``last_message_at`` set to the
+        stored thread's (None for a new thread or one without messages), or
+        None when the id belongs to another resource (then nothing is
+        written; the core raises ConflictError).
+
+        The default is two steps (:meth:`_get_thread`, then
+        :meth:`_put_thread`, whose own check raises
+        :class:`~memory_core.errors.StaleStateError` when the id changed hands
+        in between, so the core retries). An adapter overrides it with one
+        conditional upsert that reports the foreign owner instead of writing
+        (``ON CONFLICT ... WHERE resource_id = ...``; a filter on the
+        resource; a check in the script), reading first only when the write
+        reports a conflict."""
+        existing = await self._get_thread(thread.id)
+        if existing is not None and existing.resource_id != thread.resource_id:
+            return None
+        await self._put_thread(thread)
+        return thread if existing is None else replace(thread, last_message_at=existing.last_message_at)
+
+    async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
+        """:meth:`delete_messages`' write: delete the stored messages among
+        these distinct ids, bump the threads of those deleted (R-BUMP,
+        :func:`~memory_core.clock.bump_us` of ``now_us``, ``last_message_at``
+        recomputed) and return how many this call removed, counted
+        atomically with the delete (of racing deletes of one id exactly one
+        counts it). Unknown ids are ignored.
+
+        The default is two steps (:meth:`_get_messages` for the threads to
+        bump, then :meth:`_delete_messages`, which counts). An adapter
+        overrides it with one transaction or script that learns the threads
+        from the rows it deletes (``DELETE ... RETURNING thread_id``)."""
+        found = await self._get_messages(ids)
+        if not found:
+            return 0
+        bump = list(dict.fromkeys(m.thread_id for m in found))
+        return await self._delete_messages([m.id for m in found], bump, now_us)
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """Answer every part of ``plan`` (see :class:`~memory_core.plan.ReadPlan`

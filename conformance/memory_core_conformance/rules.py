@@ -186,8 +186,9 @@ _RULE_LIST = [
         "R-OWN",
         "resource ownership and conflicts",
         "A message belongs to its thread's resource: another resource_id is an OwnershipError, an existing id under "
-        "another resource a ConflictError, a missing thread a NotFoundError, all before any write. get_thread and "
-        "listings given a resource_id see only that resource's records.",
+        "another resource a ConflictError, a missing thread a NotFoundError, all before any write. A thread id "
+        "saved again under another resource is a ConflictError that writes nothing and does not name the owner. "
+        "get_thread and listings given a resource_id see only that resource's records.",
     ),
     Rule(
         "R-RECALL",

@@ -23,6 +23,7 @@ Times are int64 microseconds since the epoch (exact, ordered).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from bson.int64 import Int64
@@ -41,6 +42,7 @@ __all__ = [
     "decode_object",
     "encode_object",
     "last_fields",
+    "last_message_at",
     "merge_expr",
     "message_doc",
     "message_from_doc",
@@ -172,9 +174,15 @@ def last_fields(last_us: int | None) -> dict[str, Any]:
     return {LAST_ASC: us(last_us), LAST_DESC: us(last_us)}
 
 
+def last_message_at(doc: Mapping[str, Any]) -> datetime | None:
+    """The ``last_message_at`` of a thread document (its :data:`LAST_DESC`
+    field; None without messages)."""
+    last = doc.get(LAST_DESC)
+    return None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last))
+
+
 def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
     """A stored thread document -> :class:`Thread`."""
-    last = doc.get(LAST_DESC)
     return build_thread(
         doc["_id"],
         doc["resource_id"],
@@ -182,7 +190,7 @@ def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
         decode_object(doc.get("meta")),
         from_us(int(doc["created_at"])),
         from_us(int(doc["updated_at"])),
-        None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last)),
+        last_message_at(doc),
     )
 
 

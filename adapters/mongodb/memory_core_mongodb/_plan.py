@@ -58,7 +58,16 @@ from memory_core_mongodb._query import (
 )
 from memory_core_mongodb._schema import MESSAGES, RESOURCES, THREADS
 
-__all__ = ["Aggregate", "read_aggregate", "read_parts", "state_aggregate", "state_parts"]
+__all__ = [
+    "Aggregate",
+    "Doomed",
+    "doomed_aggregate",
+    "doomed_parts",
+    "read_aggregate",
+    "read_parts",
+    "state_aggregate",
+    "state_parts",
+]
 
 Doc = dict[str, Any]
 
@@ -246,3 +255,57 @@ def state_parts(docs: list[Doc]) -> tuple[dict[str, Thread], list[Message]]:
     parts = _split(docs)
     threads = {doc["_id"]: thread_from_doc(doc) for doc in parts.get("t", ())}
     return threads, [message_from_doc(doc) for doc in parts.get("s", ())]
+
+
+@dataclass(frozen=True, slots=True)
+class Doomed:
+    """The stored messages of one thread among the ids a delete names.
+
+    Attributes:
+        resource_id: the thread's (and its messages') resource.
+        ids: those messages' ids.
+        newest_us: ``created_at`` (µs) of the thread's newest message outside
+            them, its ``last_message_at`` after the delete (None: no message left).
+    """
+
+    resource_id: str
+    ids: list[str]
+    newest_us: int | None
+
+
+def doomed_aggregate(message_ids: list[str]) -> Aggregate:
+    """One command reading, for a delete of these ids, the stored messages
+    grouped by thread, with each thread's newest message outside the group
+    (a ``$lookup`` on the thread-order index's ``thread_id`` prefix, newest
+    first, skipping the group's ids)."""
+    newest: list[Doc] = [
+        {"$match": {"$expr": {"$not": [{"$in": ["$_id", "$$gone"]}]}}},
+        {"$sort": {"created_at": -1}},
+        {"$limit": 1},
+        {"$project": {"_id": 0, "created_at": 1}},
+    ]
+    pipeline: list[Doc] = [
+        {"$match": {"_id": {"$in": message_ids}}},
+        {"$group": {"_id": "$thread_id", "resource_id": {"$first": "$resource_id"}, "ids": {"$push": "$_id"}}},
+        {
+            "$lookup": {
+                "from": MESSAGES,
+                "localField": "_id",
+                "foreignField": "thread_id",
+                "let": {"gone": "$ids"},
+                "pipeline": newest,
+                "as": "newest",
+            }
+        },
+    ]
+    return Aggregate(MESSAGES, pipeline, None, len(message_ids))
+
+
+def doomed_parts(docs: list[Doc]) -> dict[str, Doomed]:
+    """The answer of :func:`doomed_aggregate`: thread id -> its :class:`Doomed`."""
+    return {
+        doc["_id"]: Doomed(
+            doc["resource_id"], list(doc["ids"]), int(doc["newest"][0]["created_at"]) if doc["newest"] else None
+        )
+        for doc in docs
+    }

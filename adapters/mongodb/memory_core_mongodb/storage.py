@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
 from pymongo import ASCENDING, AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
@@ -34,6 +35,7 @@ from memory_core_mongodb._layout import (
     LAST_DESC,
     content_set_expr,
     last_fields,
+    last_message_at,
     merge_expr,
     message_doc,
     message_from_doc,
@@ -43,7 +45,15 @@ from memory_core_mongodb._layout import (
     thread_from_doc,
     us,
 )
-from memory_core_mongodb._plan import Aggregate, read_aggregate, read_parts, state_aggregate, state_parts
+from memory_core_mongodb._plan import (
+    Aggregate,
+    doomed_aggregate,
+    doomed_parts,
+    read_aggregate,
+    read_parts,
+    state_aggregate,
+    state_parts,
+)
 from memory_core_mongodb._query import (
     MESSAGE_ORDER_ASC,
     Plan,
@@ -106,6 +116,20 @@ class _Update(NamedTuple):
     filter: Doc
     update: Doc | list[Doc]
     upsert: bool = False
+
+
+class _Delete(NamedTuple):
+    """One ``deleteMany`` of an ordered write (:meth:`MongoStorage._write`)."""
+
+    collection: str
+    filter: Doc
+
+
+def _model(write: _Update | _Delete, namespace: str | None) -> UpdateOne | DeleteMany:
+    """The bulk-write model of one write (``namespace``: a client bulkWrite's target)."""
+    if isinstance(write, _Delete):
+        return DeleteMany(write.filter, namespace=namespace)
+    return UpdateOne(write.filter, write.update, upsert=write.upsert, namespace=namespace)
 
 
 class MongoStorage(BaseStorage):
@@ -367,6 +391,30 @@ class MongoStorage(BaseStorage):
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource") from exc
 
+    async def _save_thread_checked(self, thread: Thread) -> Thread | None:
+        """One ``findAndModify``: :meth:`_put_thread`'s upsert, returning the
+        stored ``last_message_at``. Only when the upsert's insert collides on
+        ``_id`` is the thread read: another resource's id (None), or a racing
+        first save of this one (StaleStateError: the core retries)."""
+        fields = thread_doc(thread)
+        del fields["_id"]
+        try:
+            doc = await self._threads.find_one_and_update(
+                {"_id": thread.id, "resource_id": thread.resource_id},
+                {"$set": fields, "$setOnInsert": last_fields(None)},
+                projection={LAST_DESC: 1},
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+        except DuplicateKeyError as exc:
+            owner = await self._threads.find_one({"_id": thread.id}, {"resource_id": 1})
+            if owner is not None and owner["resource_id"] != thread.resource_id:
+                return None
+            raise StaleStateError(f"thread {thread.id!r} changed while saving") from exc
+        assert doc is not None
+        last = last_message_at(doc)
+        return thread if last is None else replace(thread, last_message_at=last)
+
     async def _insert_thread(self, thread: Thread) -> None:
         try:
             await self._threads.insert_one({**thread_doc(thread), **last_fields(None)})
@@ -558,10 +606,11 @@ class MongoStorage(BaseStorage):
         await self._bump_threads([t for t in bump if t in left], now_us, owners, session)
         return sequences
 
-    async def _write(self, writes: Sequence[_Update], session: Session) -> None:
-        """Ordered updates: one client ``bulkWrite`` on MongoDB 8.0+, else one
-        collection ``bulk_write`` per run of one collection (stopping at the
-        first failure either way).
+    async def _write(self, writes: Sequence[_Update | _Delete], session: Session) -> int:
+        """Ordered updates and deletes: one client ``bulkWrite`` on MongoDB
+        8.0+, else one collection ``bulk_write`` per run of one collection
+        (stopping at the first failure either way). Returns how many
+        documents the deletes removed.
 
         Raises:
             BulkWriteError | ClientBulkWriteException: a write failed (e.g. a
@@ -570,12 +619,9 @@ class MongoStorage(BaseStorage):
         """
         assert self._client is not None
         if self._client_bulk:
-            models = [
-                UpdateOne(w.filter, w.update, upsert=w.upsert, namespace=f"{self.database_name}.{w.collection}")
-                for w in writes
-            ]
+            models = [_model(w, f"{self.database_name}.{w.collection}") for w in writes]
             try:
-                await self._client.bulk_write(models, ordered=True, session=session)
+                result = await self._client.bulk_write(models, ordered=True, session=session)
             except ClientBulkWriteException as exc:
                 # A command-level failure (a write conflict, a step-down) comes
                 # wrapped; its labels (TransientTransactionError ...), which
@@ -583,13 +629,15 @@ class MongoStorage(BaseStorage):
                 if isinstance(exc.error, PyMongoError):
                     raise exc.error from exc
                 raise
-            return
-        start = 0
+            return result.deleted_count
+        deleted = start = 0
         for end in range(1, len(writes) + 1):
             if end == len(writes) or writes[end].collection != writes[start].collection:
-                ops = [UpdateOne(w.filter, w.update, upsert=w.upsert) for w in writes[start:end]]
-                await self._collection(writes[start].collection).bulk_write(ops, ordered=True, session=session)
+                ops = [_model(w, None) for w in writes[start:end]]
+                collection = self._collection(writes[start].collection)
+                deleted += (await collection.bulk_write(ops, ordered=True, session=session)).deleted_count
                 start = end
+        return deleted
 
     @staticmethod
     async def _owners(collection: AsyncCollection[Doc], ids: Any, session: Session) -> dict[str, str]:
@@ -633,6 +681,31 @@ class MongoStorage(BaseStorage):
             result = await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
             await self._bump_threads(bump, now_us, {}, session)
             return result.deleted_count
+
+        return await self._atomic(work)
+
+    async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
+        """A delete in one transaction: one ``aggregate`` finds the stored
+        messages among ``ids`` by thread with each thread's newest message
+        left (:func:`~memory_core_mongodb._plan.doomed_aggregate`), one write
+        deletes them and bumps those threads (``last_message_at`` from that
+        newest message: no probe after the delete), then the commit. Inside
+        a transaction the count is exact under races: a racing delete of the
+        same message gets a write conflict and, retried, finds nothing.
+        Without transactions the deletes still count only what they removed
+        (README: "without transactions")."""
+        wanted = list(ids)
+
+        async def work(session: Session) -> int:
+            doomed = doomed_parts(await self._aggregate(doomed_aggregate(wanted), session))
+            writes: list[_Update | _Delete] = [
+                _Delete(MESSAGES, {"_id": {"$in": d.ids}, "resource_id": d.resource_id}) for d in doomed.values()
+            ]
+            for thread_id, d in doomed.items():
+                # resource_id: the shard key, a targeted write
+                changes = {"updated_at": _bumped(now_us), **last_fields(d.newest_us)}
+                writes.append(_Update(THREADS, {"_id": thread_id, "resource_id": d.resource_id}, [{"$set": changes}]))
+            return await self._write(writes, session) if writes else 0
 
         return await self._atomic(work)
 

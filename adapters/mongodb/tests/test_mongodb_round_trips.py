@@ -1,5 +1,7 @@
 """Server commands per operation (issue 14): one ``aggregate`` per read plan,
-and a message save with its checks inside one transaction.
+a message save with its checks inside one transaction, a delete of messages
+that reads nothing before its transaction, and a thread save in one
+``findAndModify``.
 
 Counted on the client with PyMongo's command monitoring
 (:class:`pymongo.monitoring.CommandListener`): every command the adapter
@@ -174,3 +176,55 @@ async def test_a_failed_check_writes_nothing(memory: tuple[Memory, CommandCounte
     assert await store.get_messages(["x1", "x2"]) == []
     assert await store.get_thread("t1") == before
     counter.take()
+
+
+@pytest.mark.parametrize("client_bulk", [True, False], ids=["client-bulkWrite", "collection-bulk_write"])
+async def test_a_delete_finds_its_threads_inside_its_transaction(
+    memory: tuple[Memory, CommandCounter], client_bulk: bool
+) -> None:
+    """Deleting messages of two threads: one ``aggregate`` (the messages by
+    thread, each thread's newest message left), one write of the deletes and
+    the bumps (one client ``bulkWrite``, else ``delete`` and ``update``), and
+    the commit; no read before the transaction, no probe per thread."""
+    mem, counter = memory
+    store = mem.storage
+    assert isinstance(store, MongoStorage)
+    if not client_bulk:
+        store._client_bulk = False
+    elif not store._client_bulk:
+        pytest.skip("the server has no client bulkWrite (MongoDB before 8.0)")
+    writes = ["bulkWrite"] if client_bulk else ["delete", "update"]
+    expected = sorted(["aggregate", *writes, *(["commitTransaction"] if store.transactions else [])])
+    newest = {m.id: m for m in await store.get_messages(["m56", "m57"])}
+    before = {t: await store.get_thread(t) for t in ("t1", "t2")}
+    counter.take()
+    assert await store.delete_messages(["m58", "m59", "m1", "gone"]) == 3
+    assert sorted(counter.take()) == expected
+    for thread_id, kept in (("t1", "m57"), ("t2", "m56")):
+        thread, old = await store.get_thread(thread_id), before[thread_id]
+        assert thread is not None and old is not None and thread.updated_at != old.updated_at  # bumped
+        assert thread.last_message_at == newest[kept].created_at  # the newest message left
+    counter.take()
+    assert await store.delete_messages(["gone"]) == 0
+    assert sorted(counter.take()) == sorted(["aggregate", *(["commitTransaction"] if store.transactions else [])])
+
+
+async def test_a_thread_save_is_one_find_and_modify(memory: tuple[Memory, CommandCounter]) -> None:
+    """The upsert checks the owner (its filter holds the resource) and returns
+    the kept ``last_message_at``; only a collision on ``_id`` reads the
+    thread (another resource's id: ConflictError, nothing written)."""
+    mem, counter = memory
+    store = mem.storage
+    old = await store.get_thread("t1")
+    assert old is not None and old.last_message_at is not None
+    counter.take()
+    saved = await store.save_thread({"id": "t1", "resource_id": "r1", "title": "new"})
+    assert saved.title == "new" and saved.last_message_at == old.last_message_at
+    assert counter.take() == ["findAndModify"]
+    fresh = await store.save_thread({"id": "t9", "resource_id": "r1"})
+    assert fresh.last_message_at is None
+    assert counter.take() == ["findAndModify"]
+    with pytest.raises(ConflictError):
+        await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
+    assert counter.take() == ["findAndModify", "find"]
+    assert await store.get_thread("t1") == saved

@@ -17,6 +17,7 @@ refuse ``\\u0000`` anywhere in a document, which R-JSON allows.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -56,6 +57,13 @@ _RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
 _MAX_AT = from_us(TIME_MAX_US)
 _CAS_ATTEMPTS = 50
 _BUMP = _sql.bump_sql("$2", "$3")
+_UPSERT_THREAD = (
+    "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET title = excluded.title,"
+    " metadata = excluded.metadata, meta = excluded.meta, created_at = excluded.created_at,"
+    " updated_at = excluded.updated_at WHERE threads.resource_id = excluded.resource_id"
+)
+"""Insert or wholly replace a thread; an id stored under another resource is left alone."""
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -290,15 +298,21 @@ class PostgresStorage(BaseStorage):
         )
 
     async def _put_thread(self, thread: Thread) -> None:
-        status = await self.pool.execute(
-            "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
-            " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO UPDATE SET title = excluded.title,"
-            " metadata = excluded.metadata, meta = excluded.meta, created_at = excluded.created_at,"
-            " updated_at = excluded.updated_at WHERE threads.resource_id = excluded.resource_id",
-            *self._thread_args(thread),
-        )
+        status = await self.pool.execute(_UPSERT_THREAD, *self._thread_args(thread))
         if status != "INSERT 0 1":
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
+
+    async def _save_thread_checked(self, thread: Thread) -> Thread | None:
+        # One statement: the upsert (a no-op for an id of another resource)
+        # and the thread's newest message, which a replace keeps.
+        row = await self.pool.fetchrow(
+            f"WITH saved AS ({_UPSERT_THREAD} RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM saved), (SELECT max(created_at) FROM messages WHERE thread_id = $1)",
+            *self._thread_args(thread),
+        )
+        if not row[0]:
+            return None
+        return thread if row[1] is None else replace(thread, last_message_at=row[1])
 
     async def _insert_thread(self, thread: Thread) -> None:
         status = await self.pool.execute(
@@ -478,6 +492,18 @@ class PostgresStorage(BaseStorage):
             from_us(now_us),
             _MAX_AT,
             list(bump),
+        )
+        return int(removed)
+
+    async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
+        # One statement: the threads bumped are those of the rows it deleted.
+        removed = await self.pool.fetchval(
+            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING thread_id),"
+            f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id IN (SELECT thread_id FROM gone))"
+            " SELECT count(*) FROM gone",
+            list(ids),
+            from_us(now_us),
+            _MAX_AT,
         )
         return int(removed)
 

@@ -1,4 +1,5 @@
-"""One statement per read operation (issue 14, item 1).
+"""One statement per read operation (issue 14, item 1), and per
+``delete_messages`` and ``save_thread`` (item 2).
 
 Every statement a read sends goes through the store's asyncpg pool; the
 count is taken there (``fetch``, ``fetchrow``, ``fetchval``, ``execute`` and
@@ -11,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from memory_core import Memory, MemoryConfig, Message, WorkingMemory
+from memory_core import ConflictError, Memory, MemoryConfig, Message, WorkingMemory
 from memory_core.models import MessagePageRequest
 
 from memory_core_postgres import PostgresStorage
@@ -102,3 +103,30 @@ async def test_working_memory_read_is_one_statement(memory: tuple[Memory, Statem
     counter.take()
     assert await mem.get_working_memory("t1", "r1", thread_config=config) == "notes"
     assert counter.take() == 1
+
+
+async def test_delete_messages_and_save_thread_are_one_statement_each(memory: tuple[Memory, StatementCounter]) -> None:
+    """No read before these writes: a delete bumps the threads of the rows it
+    deleted, a thread save checks the owner in its upsert (a foreign id
+    writes nothing) and reads the kept last_message_at in the same statement."""
+    mem, counter = memory
+    store = mem.storage
+    before = {t.id: t.updated_at for t in (await store.list_threads(per_page=False)).items}
+    counter.take()
+    assert await store.delete_messages(["m1", "m2", "m3", "gone"]) == 3
+    assert counter.take() == 1
+    t1, t2 = await store.get_thread("t1"), await store.get_thread("t2")
+    assert t1 is not None and t2 is not None
+    assert t1.updated_at != before["t1"] and t2.updated_at != before["t2"]  # both bumped
+    assert await store.delete_messages(["gone"]) == 0
+    counter.take()
+    saved = await store.save_thread({"id": "t1", "resource_id": "r1", "title": "new"})
+    assert saved.title == "new" and saved.last_message_at == t1.last_message_at is not None
+    assert counter.take() == 1
+    fresh = await store.save_thread({"id": "t9", "resource_id": "r1"})
+    assert fresh.last_message_at is None
+    assert counter.take() == 1
+    with pytest.raises(ConflictError):
+        await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
+    assert counter.take() == 1
+    assert await store.get_thread("t1") == saved

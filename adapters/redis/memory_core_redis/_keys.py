@@ -33,6 +33,7 @@ __all__ = [
     "seq_text",
     "thread_member",
     "time_key",
+    "time_of_key",
 ]
 
 _NEG_BASE = 9_000_000_000_000_000
@@ -48,6 +49,12 @@ def time_key(us: int) -> str:
     if us >= 0:
         return f"1{us:016d}"
     return f"0{_NEG_BASE + us:016d}"
+
+
+def time_of_key(key: str) -> int:
+    """The time in µs that :func:`time_key` wrote as ``key`` (its inverse)."""
+    digits = int(key[1:])
+    return digits if key[0] == "1" else digits - _NEG_BASE
 
 
 def seq_text(sequence: int) -> str:

@@ -30,7 +30,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
 
-from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key
+from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key, time_of_key
 from memory_core_redis._scripts import Scripts
 from memory_core_redis._url import DEFAULT_PREFIX, parse_url, server_identity
 
@@ -690,14 +690,27 @@ class RedisStorage(BaseStorage):
     async def _put_thread(self, thread: Thread) -> None:
         await self._write_thread(thread, "any")
 
+    async def _save_thread_checked(self, thread: Thread) -> Thread | None:
+        """:meth:`_put_thread` without the core's read first: the claim checks
+        the owner (a conflict writes nothing; mode "any" raises
+        StaleStateError for nothing else), and the snapshot of the written
+        thread carries the key of its newest message, which a replace keeps.
+        One script call on a standalone server, three on a cluster."""
+        try:
+            snap = await self._write_thread(thread, "any")
+        except StaleStateError:
+            return None
+        lkey = _snapshot(thread.resource_id, snap)[6]
+        return replace(thread, last_message_at=from_us(time_of_key(lkey))) if lkey else thread
+
     async def _insert_thread(self, thread: Thread) -> None:
         await self._write_thread(thread, "new")
 
-    async def _write_thread(self, thread: Thread, mode: str) -> None:
+    async def _write_thread(self, thread: Thread, mode: str) -> list[Any]:
         """Claim the id for the resource, then write the thread ("new": only
         if absent, atomically in the resource slot) and its index entries:
         one :meth:`_solo_write` call on a standalone server, claim, put_thread and
-        apply on a cluster.
+        apply on a cluster. Returns put_thread.lua's snapshot of the thread.
 
         Raises:
             StaleStateError: mode "new" and the thread exists, or the id is
@@ -724,6 +737,7 @@ class RedisStorage(BaseStorage):
         self._thread_at.put(thread.id, rid)
         if claim is not None:
             await self._apply([_snapshot(rid, snap)], threads=intent)
+        return list(snap)
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
@@ -1014,6 +1028,21 @@ class RedisStorage(BaseStorage):
         if claim is not None:
             await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
         return len(release)
+
+    async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
+        """On a standalone server one atomic :meth:`_solo_write` call: the
+        directory names each id's resource and the resource's slot its
+        thread, so no read comes first. On a cluster the core's default (a
+        read for the threads to bump, then :meth:`_delete_messages`): the
+        claim must record intents for those threads before any slot is
+        written (README: "Crash safety")."""
+        if not self._solo:
+            return await super()._delete_found(ids, now_us)
+        reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
+        deleted = [mid for removed, _ in reply[5] for mid in removed]
+        for mid in deleted:
+            self._message_at.drop(mid)
+        return len(deleted)
 
     async def _messages(self, mode: str, query: MessageQuery) -> list[tuple[str, Any]]:
         """Run messages.lua in every slot the query covers: (resource id,

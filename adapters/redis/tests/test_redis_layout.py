@@ -13,7 +13,7 @@ from memory_core.errors import ValidationError
 from memory_core.query import MetaCondition, meta_kind
 
 from memory_core_redis import RedisStorage
-from memory_core_redis._keys import Layout, canon, escape, message_member, thread_member, time_key
+from memory_core_redis._keys import Layout, canon, escape, message_member, thread_member, time_key, time_of_key
 from memory_core_redis._url import parse_url
 
 MIN_US = to_us(datetime(1900, 1, 1, tzinfo=UTC)) - 1
@@ -37,6 +37,7 @@ def hash_tag(key: str) -> str:
 def test_time_key_orders_like_the_integers(a: int, b: int) -> None:
     assert len(time_key(a)) == 17
     assert (time_key(a) < time_key(b)) == (a < b)
+    assert time_of_key(time_key(a)) == a  # the inverse (a thread save reads last_message_at from its key)
 
 
 @given(times, st.integers(1, 2**62), ids, times, st.integers(1, 2**62), ids)

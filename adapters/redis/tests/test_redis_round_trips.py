@@ -11,12 +11,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from memory_core import ManualClock, Memory, MemoryConfig, WorkingMemory
 from memory_core.clock import to_us
-from memory_core.errors import NotFoundError, OwnershipError, StaleStateError
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, StaleStateError
 from memory_core.plan import ReadPlan
 from redis.asyncio.cluster import RedisCluster
 
@@ -126,9 +127,23 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
         5,
     ),
     "update_messages": (lambda s, _: s.update_messages([{"id": "t1-m1", "content": "y"}]), 3, 5),
-    "delete_messages": (lambda s, _: s.delete_messages(["t1-m2"]), 2, 4),
+    "delete_messages": (
+        lambda s, _: s.delete_messages(["t1-m2"]),
+        1,  # the directory and the slot name the message's thread: no read first
+        4,  # the core's read, then claim (intents for the thread), delete, apply
+    ),
+    "delete_messages (two threads, an unknown id)": (
+        lambda s, _: s.delete_messages(["t1-m0", "t2-m0", "gone"]),
+        1,
+        5,  # the read asks the directory where "gone" is first
+    ),
     "update_thread": (lambda s, _: s.update_thread("t1", title="n", metadata={"k": 2}), 1, 3),
-    "save_thread (replace)": (lambda s, _: s.save_thread({"id": "t2", "resource_id": "r1"}), 2, 4),
+    "save_thread (replace)": (
+        lambda s, _: s.save_thread({"id": "t2", "resource_id": "r1"}),
+        1,  # the claim checks the owner, the snapshot carries last_message_at: no read first
+        3,
+    ),
+    "save_thread (new)": (lambda s, _: s.save_thread({"id": "t8", "resource_id": "r1"}), 1, 3),
     "insert_thread": (lambda s, _: s.insert_thread({"id": "t3", "resource_id": "r1"}), 1, 3),
     "swap_thread_working_memory": (lambda s, _: s.swap_thread_working_memory("t1", None, "wm"), 1, 3),
     "update_working_memory (thread scope)": (
@@ -223,4 +238,39 @@ async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone:
         with pytest.raises(NotFoundError):
             await store.save_messages([{"id": "z", "thread_id": "t1", "role": "user", "content": "d"}])
         assert await store.get_messages(["y", "z"]) == []
+        await store.destroy()
+
+
+async def test_delete_and_thread_save_need_no_cached_location(make_store: MakeStore) -> None:
+    """A store that never saw the ids (nothing cached) deletes messages and
+    replaces a thread in one script call on a standalone server: the script
+    asks the directory. A thread id of another resource writes nothing and
+    is a ConflictError (the holder's slot is asked whether a write died
+    there, README: "Crash safety")."""
+    store = make_store(clock=ManualClock(T0))
+    async with store:
+        await seed(store, n=3)
+        await seed(store, resource="r2", thread="t9", n=1)
+        fresh = make_store(namespace=store.prefix, clock=ManualClock(T0 + timedelta(hours=1)))
+        async with fresh:
+            standalone = not isinstance(fresh.client, RedisCluster)
+            before = await store.get_thread("t1")
+            assert before is not None
+            sent = _sent(fresh)
+            assert await fresh.delete_messages(["t1-m2", "t9-m0", "gone"]) == 2
+            # cluster: locate, a read in each slot, claim, a delete in each slot, apply
+            assert len(sent) == (1 if standalone else 7), sent
+            t1, t9 = await fresh.get_thread("t1"), await fresh.get_thread("t9")
+            assert t1 is not None and t9 is not None and before.last_message_at is not None
+            assert t1.updated_at == t9.updated_at == T0 + timedelta(hours=1)
+            assert t1.last_message_at == before.last_message_at - timedelta(seconds=1) and t9.last_message_at is None
+            sent.clear()
+            saved = await fresh.save_thread({"id": "t1", "resource_id": "r1", "title": "new"})
+            assert saved.last_message_at == t1.last_message_at
+            assert len(sent) == (1 if standalone else 3), sent
+            sent.clear()
+            with pytest.raises(ConflictError):
+                await fresh.save_thread({"id": "t9", "resource_id": "r1", "title": "theirs"})
+            assert len(sent) == 3, sent  # the write (its claim), then the holder's state, applied
+            assert await fresh.get_thread("t9") == t9
         await store.destroy()

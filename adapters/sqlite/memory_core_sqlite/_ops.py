@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from memory_core import codec
@@ -29,6 +30,7 @@ from memory_core_sqlite import _sql
 __all__ = [
     "count_messages",
     "count_threads",
+    "delete_found",
     "delete_messages",
     "delete_resource",
     "delete_resource_record",
@@ -51,6 +53,7 @@ __all__ = [
     "read",
     "read_state",
     "save_checked",
+    "save_thread_checked",
     "save_messages",
     "snapshot",
     "swap_resource_memory",
@@ -139,6 +142,18 @@ def put_thread(conn: sqlite3.Connection, thread: Thread) -> None:
     with transaction(conn):
         if conn.execute(_UPSERT_THREAD, _thread_row(thread)).rowcount != 1:
             raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
+
+
+def save_thread_checked(conn: sqlite3.Connection, thread: Thread) -> Thread | None:
+    """Insert or wholly replace a thread unless its id is stored under another
+    resource (then write nothing and return None), in one transaction;
+    returns ``thread`` with its stored ``last_message_at`` (the upsert keeps
+    the messages, so it is the same before and after)."""
+    with transaction(conn):
+        if conn.execute(_UPSERT_THREAD, _thread_row(thread)).rowcount != 1:
+            return None
+        (last,) = conn.execute("SELECT MAX(created_at) FROM messages WHERE thread_id = ?", (thread.id,)).fetchone()
+    return thread if last is None else replace(thread, last_message_at=from_us(last))
 
 
 def insert_thread(conn: sqlite3.Connection, thread: Thread) -> None:
@@ -314,6 +329,16 @@ def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence
         removed = conn.execute(f"DELETE FROM messages WHERE id {_sql.BY_IDS}", (_sql.id_list(ids),)).rowcount
         _bump(conn, bump, now_us)
     return removed
+
+
+def delete_found(conn: sqlite3.Connection, ids: Sequence[str], now_us: int) -> int:
+    """Delete the stored messages among ``ids`` and bump the threads they
+    were in, in one transaction; returns how many rows it removed."""
+    with transaction(conn):
+        sql = f"DELETE FROM messages WHERE id {_sql.BY_IDS} RETURNING thread_id"
+        threads = [row[0] for row in conn.execute(sql, (_sql.id_list(ids),)).fetchall()]
+        _bump(conn, dict.fromkeys(threads), now_us)
+    return len(threads)
 
 
 def list_messages(conn: sqlite3.Connection, query: MessageQuery) -> list[Message]:

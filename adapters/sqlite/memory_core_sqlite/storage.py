@@ -307,6 +307,9 @@ class SQLiteStorage(BaseStorage):
     async def _insert_thread(self, thread: Thread) -> None:
         await self._run(_ops.insert_thread, thread)
 
+    async def _save_thread_checked(self, thread: Thread) -> Thread | None:
+        return await self._run(_ops.save_thread_checked, thread)
+
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:
@@ -339,6 +342,9 @@ class SQLiteStorage(BaseStorage):
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         return await self._run(_ops.delete_messages, ids, bump, now_us)
+
+    async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
+        return await self._run(_ops.delete_found, ids, now_us)
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         return await self._run(_ops.list_messages, query)

@@ -131,3 +131,31 @@ async def test_memory_save_is_one_job_checked_once(
     assert counter.take() == 1 and checked == []
     await mem.storage.save_messages([Message("two", "t1", "user", "hi")])
     assert counter.take() == 1 and checked == ["messages[0]"]
+
+
+async def test_delete_messages_and_save_thread_are_one_job_each(memory: tuple[Memory, JobCounter]) -> None:
+    """No read before these writes either: a delete learns the threads to
+    bump from the rows it deletes, a thread save checks the owner in its
+    upsert; a foreign thread id writes nothing."""
+    mem, counter = memory
+    store = mem.storage
+    before = {t.id: t.updated_at for t in (await store.list_threads(per_page=False)).items}
+    counter.take()
+    assert await store.delete_messages(["m1", "m2", "m3", "gone"]) == 3
+    assert counter.take() == 1
+    t1, t2 = await store.get_thread("t1"), await store.get_thread("t2")
+    assert t1 is not None and t2 is not None
+    assert t1.updated_at != before["t1"] and t2.updated_at != before["t2"]  # both bumped
+    assert t1.last_message_at is not None and t2.last_message_at is not None
+    assert await store.delete_messages(["gone"]) == 0
+    counter.take()
+    saved = await store.save_thread({"id": "t1", "resource_id": "r1", "title": "new"})
+    assert saved.title == "new" and saved.last_message_at == t1.last_message_at
+    assert counter.take() == 1
+    fresh = await store.save_thread({"id": "t9", "resource_id": "r1"})
+    assert fresh.last_message_at is None
+    assert counter.take() == 1
+    with pytest.raises(ConflictError):
+        await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
+    assert counter.take() == 1
+    assert await store.get_thread("t1") == saved

@@ -8,6 +8,7 @@ import asyncio
 
 import pytest
 
+from memory_core.clock import ManualClock
 from memory_core.errors import NotFoundError
 from memory_core.memory import Memory, MemoryConfig, WorkingMemory
 from memory_core.models import OrderBy, Resource, ResourceErasure, ThreadFilter
@@ -40,6 +41,21 @@ class ActivityRules(SuiteBase):
         assert (await store.get_thread("t1")).last_message_at == at(5)  # type: ignore[union-attr]
         await store.delete_messages(["a"])
         assert (await store.get_thread("t1")).last_message_at is None  # type: ignore[union-attr]
+
+    async def test_r_last_and_r_bump_one_delete_across_threads_and_resources(
+        self, store: BaseStorage, clock: ManualClock
+    ) -> None:
+        for thread_id, resource_id in (("t1", "r1"), ("t2", "r1"), ("t3", "r2"), ("idle", "r1")):
+            await store.save_thread(thread(thread_id, resource_id))
+        clock.set(at(10))
+        await store.save_messages([message("a1", "t1", created_at=at(1)), message("a2", "t1", created_at=at(2))])
+        await store.save_messages([message("b1", "t2", created_at=at(3))])
+        await store.save_messages([message("c1", "t3", created_at=at(5)), message("c2", "t3", created_at=at(4))])
+        clock.set(at(50))
+        assert await store.delete_messages(["a2", "b1", "c1", "ghost", "a2"]) == 3
+        threads = {t.id: (t.updated_at, t.last_message_at) for t in (await store.list_threads(per_page=False)).items}
+        # each thread a message left is bumped, its last_message_at the newest message left
+        assert threads == {"t1": (at(50), at(1)), "t2": (at(50), None), "t3": (at(50), at(4)), "idle": (at(0), None)}
 
     async def test_r_last_orders_threads_with_no_message_last(self, store: BaseStorage) -> None:
         for thread_id, created in (("old", 1), ("mid", 2), ("new", 3), ("empty", 4)):

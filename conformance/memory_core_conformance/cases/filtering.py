@@ -358,6 +358,17 @@ class FilterRules(SuiteBase):
         (m1,) = await store.get_messages(["m1"])
         assert m1.thread_id == "t1" and m1.resource_id == "r1"
 
+    async def test_r_own_thread_id_of_another_resource_conflicts_and_writes_nothing(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1", "r1", title="mine", metadata={"a": 1}))
+        await store.save_messages([message("m1", "t1")])
+        error = await unchanged_after(
+            store, lambda: store.save_thread(thread("t1", "r2", title="theirs")), ConflictError
+        )
+        assert "r1" not in str(error), "the error must not name the other resource"
+        # the owner's replace returns the thread as stored, last_message_at kept
+        replaced = await store.save_thread(thread("t1", "r1", title="again"))
+        assert replaced == await store.get_thread("t1") and replaced.last_message_at is not None
+
     async def test_r_own_missing_thread_is_not_found(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await unchanged_after(

@@ -4,7 +4,8 @@
 -- so no intent is recorded.
 -- ARGV: write ("save_messages", "put_thread", "patch_thread",
 --       "delete_thread", "patch_messages", "delete_messages",
---       "delete_resource": one group, no step arguments), store base,
+--       "delete_resource": one group, no step arguments, "delete_found":
+--       one group "", "", with the arguments n, message ids, now us), store base,
 --       tombstone ttl, n, claim.lua's arguments, n groups, then per group:
 --       resource base, resource id, n, the step's arguments (save_messages:
 --       its first sequence, put_thread: its version floor, are filled in here
@@ -12,6 +13,9 @@
 -- A thread write ("put_thread", "patch_thread", "delete_thread") has one
 -- group; for "patch_thread" and "delete_thread" its resource base and id
 -- are "": the claim's directory lookup (owners[1]) names the resource.
+-- "delete_found" is "delete_messages" in the groups the directory names:
+-- the resource of each id, with the threads its stored messages are in as
+-- the threads to bump.
 -- Returns claim.lua's reply; when it is "ok" and the write ran, with
 -- {per group: the step's reply} appended. A patch or delete of a thread the
 -- directory does not know writes nothing and returns the claim's reply
@@ -82,8 +86,51 @@ function steps.delete_resource(g)
   return {tids, messages, redis.call('DEL', g.base .. 'r')}, snaps, ids
 end
 
+-- delete_found's groups: delete_messages' arguments per resource holding
+-- some of the ids (n, its stored ids, n, their threads, now us).
+local function found_groups(ids_args)
+  local n = tonumber(ids_args[1])
+  local now = ids_args[n + 2]
+  local by, order = {}, {}
+  for i = 2, n + 1 do
+    local mid = ids_args[i]
+    local rid = redis.call('HGET', sbase .. 'msg', mid)
+    if rid then
+      local g = by[rid]
+      if not g then
+        g = {base = resource_base(sbase, rid), rid = rid, ids = {}, tids = {}, seen = {}}
+        by[rid] = g
+        order[#order + 1] = g
+      end
+      local tid = redis.call('HGET', g.base .. 'm:' .. mid, 't')
+      if tid then
+        g.ids[#g.ids + 1] = mid
+        if not g.seen[tid] then
+          g.seen[tid] = true
+          g.tids[#g.tids + 1] = tid
+        end
+      end
+    end
+  end
+  local out = {}
+  for _, g in ipairs(order) do
+    if #g.ids > 0 then
+      local a = {fmt(#g.ids)}
+      for _, mid in ipairs(g.ids) do a[#a + 1] = mid end
+      a[#a + 1] = fmt(#g.tids)
+      for _, tid in ipairs(g.tids) do a[#a + 1] = tid end
+      a[#a + 1] = now
+      out[#out + 1] = {base = g.base, rid = g.rid, args = a}
+    end
+  end
+  return out
+end
+
 local claim = run_step(step_claim, sbase, claim_args)
 if claim[1] ~= 'ok' then return claim end
+if write == 'delete_found' then
+  groups, write = found_groups(groups[1].args), 'delete_messages'
+end
 if write == 'patch_thread' or write == 'delete_thread' then
   local owner = claim[5][1]
   if not owner then return claim end
