@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
@@ -148,14 +149,11 @@ class ActivityRules(SuiteBase):
         assert await memory.update_working_memory("t1", "kept", "r1") == "kept"
         version = (await memory.read_working_memory("t1", "r1")).version
         for value in ("new", huge):
-            await unchanged_after(store, lambda v=value: memory.update_working_memory("ghost", v), NotFoundError)
-            await unchanged_after(store, lambda v=value: memory.update_working_memory("t1", v, "r2"), OwnershipError)
+            update = memory.update_working_memory
+            await unchanged_after(store, partial(update, "ghost", value), NotFoundError)
+            await unchanged_after(store, partial(update, "t1", value, "r2"), OwnershipError)
             for stale in (None, "0" * 32):
-                await unchanged_after(
-                    store,
-                    lambda v=value, s=stale: memory.update_working_memory("t1", v, "r1", if_version=s),
-                    ConflictError,
-                )
+                await unchanged_after(store, partial(update, "t1", value, "r1", if_version=stale), ConflictError)
         await unchanged_after(store, lambda: memory.update_working_memory("t1", huge, "r1", if_version=version))
         await unchanged_after(store, lambda: memory.update_working_memory("t1", huge))
         assert await memory.update_working_memory("t1", "again", if_version=version) == "again"

@@ -368,7 +368,7 @@ class FilterRules(SuiteBase):
         await store.save_messages([message("m1", "t1"), message("m2", "t1")])
         for target, error in (("t3", ConflictError), ("ghost", NotFoundError)):
             batch = [{"id": "m1", "content": "changed", "thread_id": "t2"}, {"id": "m2", "thread_id": target}]
-            await unchanged_after(store, lambda b=batch: store.update_messages(b), error)
+            await unchanged_after(store, partial(store.update_messages, batch), error)
         assert [(m.thread_id, m.content) for m in await store.get_messages(["m1", "m2"])] == [
             ("t1", "m1 text"),
             ("t1", "m2 text"),

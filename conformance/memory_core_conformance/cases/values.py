@@ -326,7 +326,7 @@ class ValueRules(SuiteBase):
         await unchanged_after(store, lambda: store.update_messages([{"id": "small", "content": {"pad": grow}}]))
         # each patch fits, the merged result of the second does not: the batch writes nothing
         await store.save_messages([message("half", content={"a": "x" * (MAX_MESSAGE_BYTES // 2)})])
-        merged = [
+        merged: list[dict[str, Any]] = [
             {"id": "small", "content": "changed"},
             {"id": "half", "content": {"b": "y" * (MAX_MESSAGE_BYTES // 2)}},
         ]
