@@ -1130,12 +1130,17 @@ class BaseStorage(ABC):
             record = (record[0], {"title": None, **record[1]} if scope == "thread" else {**memory, "metadata": None})
         try:
             check_record_size(*record)
-        except ValidationError:
+        except ValidationError as exc:
+            oversized: ValidationError | None = exc
+        else:
+            oversized = None
+        if oversized is not None:
             # Refused only after the checks that read (a missing thread is a
             # NotFoundError first, as it always was): read, check, refuse.
-            refuse = _refuse(decide, record)
-            await self._optimistic("write_working_memory", lambda: self._write_memory(write, refuse, 0))
-            raise AssertionError("unreachable") from None
+            await self._ready()
+            with self._guard("write_working_memory"):
+                decide(*(await self._memory_state(write))[:2])
+            raise oversized
         if not write.conditional and (thread_id is None or (scope == "thread" and resource_id is None)):
             now_us = to_us(self.clock.now())
             await self._ready()
@@ -1384,26 +1389,13 @@ class BaseStorage(ABC):
         thread or value that changed in between raises
         :class:`~memory_core.errors.StaleStateError` and the core retries.
         An adapter with transactions overrides it to run the read, ``decide``
-        and the write in one; one that can check ownership inside a write
-        may write first and read only when its write reports a miss.
+        and the write in one. ``decide`` refuses only a missing thread, a
+        thread of another resource than ``write.resource_id`` and (when
+        ``write.conditional``) a stored value of another version, so an
+        adapter that checks those inside its write may write first and call
+        the default (read, ``decide``) only when its write reports a miss.
         Whatever ``decide`` raises must leave nothing written."""
-        thread: Thread | None = None
-        if write.thread_id is None:
-            assert write.resource_id is not None
-            key = write.resource_id
-            record = await self._get_resource(key)
-            current = None if record is None else record.working_memory
-        else:
-            resource_scope = write.scope == "resource"
-            parts = await self._read(ReadPlan(threads=(write.thread_id,), owner_resources=resource_scope))
-            thread = parts.threads.get(write.thread_id)
-            current = None
-            if thread is not None and not resource_scope:
-                current = thread_memory(thread)
-            elif thread is not None:
-                owner = parts.resources.get(thread.resource_id)
-                current = None if owner is None else owner.working_memory
-            key = write.thread_id if thread is None or not resource_scope else thread.resource_id
+        thread, current, key = await self._memory_state(write)
         decide(thread, current)
         if write.scope == "thread":
             if write.conditional:
@@ -1417,6 +1409,23 @@ class BaseStorage(ABC):
             done = True
         if not done:
             raise StaleStateError(f"working memory of {key!r} changed while writing")
+
+    async def _memory_state(self, write: MemoryWrite) -> tuple[Thread | None, str | None, str]:
+        """What ``write``'s checks read, from the simple reads: ``(thread or
+        None, stored value, id of the record written)``."""
+        if write.thread_id is None:
+            assert write.resource_id is not None
+            record = await self._get_resource(write.resource_id)
+            return None, None if record is None else record.working_memory, write.resource_id
+        resource_scope = write.scope == "resource"
+        parts = await self._read(ReadPlan(threads=(write.thread_id,), owner_resources=resource_scope))
+        thread = parts.threads.get(write.thread_id)
+        if thread is None:
+            return None, None, write.thread_id
+        if not resource_scope:
+            return thread, thread_memory(thread), thread.id
+        owner = parts.resources.get(thread.resource_id)
+        return thread, None if owner is None else owner.working_memory, thread.resource_id
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """Answer every part of ``plan`` (see :class:`~memory_core.plan.ReadPlan`
@@ -1697,17 +1706,6 @@ def _as_stored(message: Message, resource_id: str | None, created_at: datetime |
         created_at,
         sequence,
     )
-
-
-def _refuse(checks: MemoryDecision, record: tuple[str, dict[str, Any]]) -> MemoryDecision:
-    """``checks``, then the R-SIZE refusal of an oversized working memory
-    (``check_record_size``'s ValidationError): raises either way, writes nothing."""
-
-    def decide(thread: Thread | None, current: str | None) -> None:
-        checks(thread, current)
-        check_record_size(*record)
-
-    return decide
 
 
 def _combine(first: MessagePatch, second: MessagePatch) -> MessagePatch:
