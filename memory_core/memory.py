@@ -9,7 +9,6 @@ with snake_case names.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import logging
@@ -64,6 +63,7 @@ from memory_core.validation import (
     coerce_model,
 )
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
+from memory_core.workmem import Scope, thread_memory, working_memory_version
 
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
@@ -82,7 +82,6 @@ __all__ = [
 
 log = logging.getLogger("memory_core")
 
-Scope = Literal["resource", "thread"]
 TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
 empty title receives its first user message."""
@@ -103,18 +102,6 @@ _new_request: Callable[..., MessagePageRequest] = builder(MessagePageRequest)
 _new_result: Callable[..., RecallResult] = builder(RecallResult)
 _RANGE_KEYS = frozenset({"before", "after"})
 _TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
-
-
-def working_memory_version(text: str | None) -> str | None:
-    """The version (an etag) of a stored working memory: the first 32 hex
-    digits of the SHA-256 of its UTF-8 text; None when nothing is stored.
-
-    Equal texts have equal versions, so a compare-and-set by version never
-    loses an update: a write succeeds only while the text it was computed
-    from is still the stored one."""
-    if text is None:
-        return None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -1210,17 +1197,12 @@ class Memory:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
             check_text(if_version, "if_version")
-        scope, key, current = await self._memory_state(thread_id, resource_id, config)
-        if if_version is NOT_GIVEN:
-            if scope == "thread":
-                await self.storage.update_thread(key, metadata={"working_memory": text})
-            else:
-                await self.storage.update_resource(key, working_memory=text)
-            return text
-        if working_memory_version(current) != if_version or not await self._swap_memory(scope, key, current, text):
-            if if_version is None:
-                raise ConflictError("working memory is stored already (if_version=None writes only when none is)")
-            raise ConflictError(f"working memory changed: version {if_version!r} is no longer the stored one")
+        self._memory_target(thread_id, resource_id, config)
+        # One conditional write: the storage checks the thread, its owner and
+        # the version with the write (typed errors as a read would give them).
+        await self.storage.write_working_memory(
+            text, scope=config.scope, thread_id=thread_id, resource_id=resource_id, if_version=if_version
+        )
         return text
 
     @traced("update_memory")
@@ -1264,6 +1246,21 @@ class Memory:
         """Where the working memory lives (``("thread", thread id)`` or
         ``("resource", resource id)``) and its stored value; validates, then
         reads once (the thread, with its owner's record for resource scope)."""
+        self._memory_target(thread_id, resource_id, config)
+        if thread_id is None:
+            assert resource_id is not None
+            return "resource", resource_id, await self._stored_memory("resource", resource_id)
+        if config.scope == "thread":
+            thread = _owned(await self.storage.get_thread(thread_id), thread_id, resource_id)
+            return "thread", thread.id, thread_memory(thread)
+        found, owner = await self.storage.get_thread_with_owner(thread_id)
+        thread = _owned(found, thread_id, resource_id)
+        return "resource", thread.resource_id, None if owner is None else owner.working_memory
+
+    @staticmethod
+    def _memory_target(thread_id: str | None, resource_id: str | None, config: WorkingMemory) -> None:
+        """Validate a working-memory call (enabled; ids; the ids its scope
+        needs) before any I/O."""
         if not config.enabled:
             raise ValidationError(
                 "working_memory.enabled",
@@ -1279,20 +1276,13 @@ class Memory:
                 raise ValidationError("thread_id", "working memory with thread scope needs a thread_id")
             if resource_id is None:
                 raise ValidationError("resource_id", "give a thread_id or a resource_id")
-            return "resource", resource_id, await self._stored_memory("resource", resource_id)
-        if config.scope == "thread":
-            thread = _owned(await self.storage.get_thread(thread_id), thread_id, resource_id)
-            return "thread", thread.id, _thread_memory(thread)
-        found, owner = await self.storage.get_thread_with_owner(thread_id)
-        thread = _owned(found, thread_id, resource_id)
-        return "resource", thread.resource_id, None if owner is None else owner.working_memory
 
     async def _stored_memory(self, scope: Scope, key: str) -> str | None:
         if scope == "thread":
             thread = await self.storage.get_thread(key)
             if thread is None:
                 raise NotFoundError(f"thread {key!r} does not exist")
-            return _thread_memory(thread)
+            return thread_memory(thread)
         resource = await self.storage.get_resource(key)
         return None if resource is None else resource.working_memory
 
@@ -1309,12 +1299,6 @@ def _owned(thread: Thread | None, thread_id: str, resource_id: str | None) -> Th
     if resource_id is not None and thread.resource_id != resource_id:
         raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
     return thread
-
-
-def _thread_memory(thread: Thread) -> str | None:
-    """A thread's working memory: ``metadata["working_memory"]`` when a str."""
-    value = thread.metadata.get("working_memory")
-    return value if isinstance(value, str) else None
 
 
 def _cut(window: list[Message], center: str, before: int, after: int, adjacent: set[tuple[str, str]]) -> list[Message]:

@@ -75,8 +75,18 @@ from memory_core.validation import (
     check_thread_order,
     message_size,
 )
+from memory_core.workmem import MemoryDecision, MemoryWrite, Scope, memory_decision, thread_memory
 
-__all__ = ["BaseStorage", "MessageParts", "SaveDecision", "Storage", "message_key", "no_store", "order_key"]
+__all__ = [
+    "BaseStorage",
+    "MessageParts",
+    "PatchDecision",
+    "SaveDecision",
+    "Storage",
+    "message_key",
+    "no_store",
+    "order_key",
+]
 
 T = TypeVar("T")
 Q = TypeVar("Q", ThreadQuery, MessageQuery)
@@ -86,6 +96,13 @@ SaveDecision = Callable[[dict[str, Thread], list[Message]], tuple[list[Message],
 the core's checks of a save, run by :meth:`BaseStorage._save_checked`. Of
 each thread it reads only ``id`` and ``resource_id``, so an adapter may call
 it on a guess (threads holding only those) whose write then verifies it."""
+
+PatchDecision = Callable[[dict[str, Thread], list[Message]], tuple[list[MessagePatch], list[str]]]
+"""``decide(target threads by id, stored messages) -> (patches, threads to bump)``:
+the core's checks of a message update, run by :meth:`BaseStorage._patch_checked`.
+It raises the typed error of a failed check (a missing or foreign move
+target, a result over R-SIZE) or returns the patches of the stored ids, in
+the order to apply them (``[]``: nothing to write)."""
 
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 # Optimistic writes: read, check, then write with those reads re-verified
@@ -199,6 +216,15 @@ class Storage(Protocol):
     ) -> Resource: ...
     async def swap_working_memory(self, resource_id: str, expected: str | None, value: str) -> bool: ...
     async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool: ...
+    async def write_working_memory(
+        self,
+        value: str,
+        *,
+        scope: Scope,
+        thread_id: str | None,
+        resource_id: str | None = None,
+        if_version: str | None = NOT_GIVEN,
+    ) -> None: ...
     async def delete_resource(self, resource_id: str) -> ResourceErasure: ...
     async def prune(
         self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
@@ -624,14 +650,25 @@ class BaseStorage(ABC):
     async def _patch_batch(self, patches: dict[str, MessagePatch]) -> list[Message]:
         """One read-check-write attempt of :meth:`update_messages`."""
         wanted = list(dict.fromkeys(p.thread_id for p in patches.values() if p.thread_id is not None))
-        targets, stored = await self._read_state(wanted, list(patches))
+
+        def decide(targets: dict[str, Thread], stored: list[Message]) -> tuple[list[MessagePatch], list[str]]:
+            return self._decide_patch(patches, targets, stored)
+
+        updated = await self._patch_checked(wanted, list(patches), decide, to_us(self.clock.now()))
+        return sorted(updated, key=order_key)
+
+    @staticmethod
+    def _decide_patch(
+        patches: dict[str, MessagePatch], targets: dict[str, Thread], stored: list[Message]
+    ) -> tuple[list[MessagePatch], list[str]]:
+        """The checks of :meth:`update_messages` against the stored state
+        (synchronous and pure: it may run inside an adapter's transaction):
+        the patches of stored ids, with the threads to bump."""
         existing = {m.id: m for m in stored}
         for patch in patches.values():
             if patch.id in existing and patch.thread_id is not None and patch.thread_id not in targets:
                 raise NotFoundError(f"message {patch.id!r}: thread {patch.thread_id!r} does not exist")
         live = [p for p in patches.values() if p.id in existing]
-        if not live:
-            return []
         bump: dict[str, None] = {}
         for patch in live:
             old = existing[patch.id]
@@ -647,9 +684,7 @@ class BaseStorage(ABC):
             bump[old.thread_id] = None
             if patch.thread_id is not None:
                 bump[patch.thread_id] = None
-        await self._patch_messages(live, list(bump), to_us(self.clock.now()))
-        stored = await self._get_messages([p.id for p in live])
-        return sorted(stored, key=order_key)
+        return live, list(bump)
 
     @staticmethod
     def _check_patch(update: Any, field: str) -> MessagePatch:
@@ -1036,6 +1071,85 @@ class BaseStorage(ABC):
             raise NotFoundError(f"thread {thread_id!r} does not exist")
         return swapped
 
+    @traced("update_memory")
+    async def write_working_memory(
+        self,
+        value: str,
+        *,
+        scope: Scope,
+        thread_id: str | None,
+        resource_id: str | None = None,
+        if_version: str | None = NOT_GIVEN,
+    ) -> None:
+        """Set a working memory with its checks (what
+        :meth:`memory_core.Memory.update_working_memory` stores through).
+
+        ``scope="thread"``: ``metadata["working_memory"]`` of ``thread_id``
+        (other keys kept); ``scope="resource"``: the working memory of the
+        resource owning ``thread_id``, or of ``resource_id`` when
+        ``thread_id`` is None (a missing record is created). With both ids,
+        the thread must belong to ``resource_id``. ``if_version`` makes it a
+        compare-and-set on :func:`~memory_core.workmem.working_memory_version`
+        of the stored value (None: only while nothing is stored); omitted:
+        unconditional. Bumps ``updated_at``. Where nothing needs checking (a
+        resource by id; a thread of any resource) it is one plain write;
+        otherwise :meth:`_write_memory`.
+
+        Raises:
+            ValidationError: bad ids or values, a record over R-SIZE, or
+                thread scope without ``thread_id``.
+            NotFoundError: ``thread_id`` names no thread.
+            OwnershipError: the thread belongs to another resource.
+            ConflictError: ``if_version`` is not the stored version (nothing
+                written).
+        """
+        check_text(value, "working_memory")
+        if thread_id is not None:
+            check_id(thread_id, "thread_id")
+        if resource_id is not None:
+            check_id(resource_id, "resource_id")
+        if if_version is not NOT_GIVEN and if_version is not None:
+            check_text(if_version, "if_version")
+        if thread_id is None and (scope == "thread" or resource_id is None):
+            raise ValidationError("thread_id", f"a {scope} working memory write needs a thread_id")
+        write = MemoryWrite(scope, thread_id, resource_id, value, if_version is not NOT_GIVEN)
+        decide = memory_decision(write, if_version)
+        # The record the write primitive's public twin checks (update_thread,
+        # update_resource, swap_*): the same R-SIZE error, byte for byte.
+        memory: dict[str, Any] = {"working_memory": value}
+        record = ("thread update", {"metadata": memory}) if scope == "thread" else ("resource update", memory)
+        if not write.conditional:
+            record = (record[0], {"title": None, **record[1]} if scope == "thread" else {**memory, "metadata": None})
+        try:
+            check_record_size(*record)
+        except ValidationError as exc:
+            oversized: ValidationError | None = exc
+        else:
+            oversized = None
+        if oversized is not None:
+            # Refused only after the checks that read (a missing thread is a
+            # NotFoundError first, as it always was): read, check, refuse.
+            await self._ready()
+            with self._guard("write_working_memory"):
+                decide(*(await self._memory_state(write))[:2])
+            raise oversized
+        if not write.conditional and (thread_id is None or (scope == "thread" and resource_id is None)):
+            now_us = to_us(self.clock.now())
+            await self._ready()
+            if thread_id is None:
+                assert resource_id is not None
+                with self._guard("update_resource"):
+                    await self._patch_resource(resource_id, value, None, now_us)
+                return
+            with self._guard("update_thread"):
+                found = await self._patch_thread(thread_id, None, {"working_memory": value}, now_us)
+            if found is None:
+                decide(None, None)
+            return
+        await self._optimistic(
+            "write_working_memory", lambda: self._write_memory(write, decide, to_us(self.clock.now()))
+        )
+
     @traced("delete_memory")
     async def delete_resource(self, resource_id: str) -> ResourceErasure:
         """Erase a resource: every thread it owns, their messages, and its
@@ -1265,6 +1379,86 @@ class BaseStorage(ABC):
             return 0
         bump = list(dict.fromkeys(m.thread_id for m in found))
         return await self._delete_messages([m.id for m in found], bump, now_us)
+
+    async def _patch_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        """A message update with its checks: read the threads (by id: the
+        move targets) and the messages found among these ids, call
+        ``decide(threads, messages)`` (it raises the typed error of a failed
+        check, or returns the patches to apply and the threads to bump),
+        apply them as :meth:`_patch_messages` does and return the patched
+        messages as stored (any order; ``[]`` and no write when ``decide``
+        returns no patch).
+
+        The default is four steps (:meth:`_read_state`, ``decide``,
+        :meth:`_patch_messages`, which re-verifies the move targets and
+        raises :class:`~memory_core.errors.StaleStateError` when a writer got
+        in between, so the core retries; then :meth:`_get_messages`). An
+        adapter with transactions overrides it to read, decide and write in
+        one, and to return what it wrote instead of reading it again.
+        Whatever ``decide`` raises must leave nothing written."""
+        targets, stored = await self._read_state(thread_ids, message_ids)
+        patches, bump = decide(targets, stored)
+        if not patches:
+            return []
+        await self._patch_messages(patches, bump, now_us)
+        return await self._get_messages([p.id for p in patches])
+
+    async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
+        """A working-memory write with its checks (see :class:`~memory_core.workmem.MemoryWrite`
+        for where it writes): read the thread (when ``write.thread_id`` is
+        set) and the stored value, call ``decide(thread, value)`` (it raises
+        the typed error of a failed check) and write ``write.value`` (a thread:
+        the ``working_memory`` metadata key, as :meth:`_patch_thread` merges
+        it; a resource: as :meth:`_patch_resource` sets it, creating the
+        record), bumping ``updated_at``.
+
+        The default reads with :meth:`_read` (the thread with its owner's
+        record) or :meth:`_get_resource`, then writes with
+        :meth:`_patch_thread` / :meth:`_patch_resource`, or, when
+        ``write.conditional``, swaps from the value read
+        (:meth:`_swap_thread_memory` / :meth:`_swap_resource_memory`); a
+        thread or value that changed in between raises
+        :class:`~memory_core.errors.StaleStateError` and the core retries.
+        An adapter with transactions overrides it to run the read, ``decide``
+        and the write in one. ``decide`` refuses only a missing thread, a
+        thread of another resource than ``write.resource_id`` and (when
+        ``write.conditional``) a stored value of another version, so an
+        adapter that checks those inside its write may write first and call
+        the default (read, ``decide``) only when its write reports a miss.
+        Whatever ``decide`` raises must leave nothing written."""
+        thread, current, key = await self._memory_state(write)
+        decide(thread, current)
+        if write.scope == "thread":
+            if write.conditional:
+                done = await self._swap_thread_memory(key, current, write.value, now_us)
+            else:
+                done = await self._patch_thread(key, None, {"working_memory": write.value}, now_us) is not None
+        elif write.conditional:
+            done = await self._swap_resource_memory(key, current, write.value, now_us)
+        else:
+            await self._patch_resource(key, write.value, None, now_us)
+            done = True
+        if not done:
+            raise StaleStateError(f"working memory of {key!r} changed while writing")
+
+    async def _memory_state(self, write: MemoryWrite) -> tuple[Thread | None, str | None, str]:
+        """What ``write``'s checks read, from the simple reads: ``(thread or
+        None, stored value, id of the record written)``."""
+        if write.thread_id is None:
+            assert write.resource_id is not None
+            record = await self._get_resource(write.resource_id)
+            return None, None if record is None else record.working_memory, write.resource_id
+        resource_scope = write.scope == "resource"
+        parts = await self._read(ReadPlan(threads=(write.thread_id,), owner_resources=resource_scope))
+        thread = parts.threads.get(write.thread_id)
+        if thread is None:
+            return None, None, write.thread_id
+        if not resource_scope:
+            return thread, thread_memory(thread), thread.id
+        owner = parts.resources.get(thread.resource_id)
+        return thread, None if owner is None else owner.working_memory, thread.resource_id
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """Answer every part of ``plan`` (see :class:`~memory_core.plan.ReadPlan`

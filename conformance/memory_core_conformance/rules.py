@@ -173,7 +173,9 @@ _RULE_LIST = [
         "working memory compare-and-set",
         "swap_working_memory / swap_thread_working_memory write only over the expected value (None: nothing "
         "stored), atomically; concurrent Memory.append_working_memory calls all land and of two updates from one "
-        "version exactly one wins.",
+        "version exactly one wins. Memory.update_working_memory refuses a missing thread (NotFoundError), another "
+        "resource's (OwnershipError) and a stale if_version (ConflictError), in that order and before an "
+        "oversized value (R-SIZE), writing nothing.",
     ),
     Rule(
         "R-INCLUDE",

@@ -51,7 +51,16 @@ async def test_toyfile_keeps_a_namespace_in_one_file_until_destroyed(tmp_path: P
 def test_toyfile_implements_only_the_simple_primitives() -> None:
     """The suite's green run on the toy is the proof that a minimal adapter
     works: every composite primitive is BaseStorage's default."""
-    for name in ("_read", "_read_state", "_save_checked", "_save_thread_checked", "_delete_found", "_delete_resource"):
+    for name in (
+        "_read",
+        "_read_state",
+        "_save_checked",
+        "_save_thread_checked",
+        "_delete_found",
+        "_patch_checked",
+        "_write_memory",
+        "_delete_resource",
+    ):
         assert getattr(ToyFileStorage, name) is getattr(BaseStorage, name), name
 
 

@@ -11,6 +11,7 @@ shard keys, round trips and the batch-atomicity choice.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
@@ -28,7 +29,8 @@ from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision, no_store
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.workmem import MemoryDecision, MemoryWrite
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
     LAST_ASC,
@@ -646,22 +648,7 @@ class MongoStorage(BaseStorage):
         return {doc["_id"]: doc["resource_id"] async for doc in found}
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-        writes = []
-        for patch in patches:
-            changes: Doc = {}
-            if patch.role is not None:
-                changes["role"] = {"$literal": patch.role}
-            if patch.type is not None:
-                changes["type"] = {"$literal": patch.type}
-            if patch.thread_id is not None:
-                changes["thread_id"] = {"$literal": patch.thread_id}
-            if patch.content is not None:
-                changes["content"] = content_set_expr(patch.content)
-            if patch.metadata is not None:
-                changes["meta"] = merge_expr("meta", patch.metadata)
-            if changes:
-                # One pipeline update per message: merged on the server, atomic.
-                writes.append(UpdateOne({"_id": patch.id}, [{"$set": changes}]))
+        writes = _patch_writes(patches)
         moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
 
         async def work(session: Session) -> None:
@@ -675,6 +662,33 @@ class MongoStorage(BaseStorage):
             await self._bump_threads(bump, now_us, {}, session)
 
         await self._atomic(work)
+
+    async def _patch_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        """An update in one transaction: one ``aggregate`` reads the move
+        targets and the stored messages, ``decide`` checks them (its typed
+        error aborts: nothing written), then one ``update`` of the messages
+        (merged on the server), the thread bumps (a newest-message probe per
+        thread and one ``update``) and the commit. The records returned are
+        the reference merge of what the read found (inside a transaction,
+        what was written: a concurrent writer of those documents makes one
+        of the two transactions retry), so nothing is read after. Without
+        transactions the read is the check, as for :meth:`_save_checked`."""
+
+        async def work(session: Session) -> list[Message]:
+            targets, stored = await self._state(thread_ids, message_ids, session)
+            patches, bump = decide(targets, stored)
+            if not patches:
+                return []
+            writes = _patch_writes(patches)
+            if writes:
+                await self._messages.bulk_write(writes, ordered=True, session=session)
+            await self._bump_threads(bump, now_us, {}, session)
+            existing = {m.id: m for m in stored}
+            return [copy.deepcopy(p.apply(existing[p.id])) for p in patches]
+
+        return await self._atomic(work)
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         async def work(session: Session) -> int:
@@ -840,5 +854,40 @@ class MongoStorage(BaseStorage):
             return True
         return None if await self._threads.find_one({"_id": thread_id}, {"_id": 1}) is None else False
 
+    async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
+        """An unconditional write to a thread's working memory checks the
+        owner in the update's filter (one ``findAndModify``); only a miss
+        costs the core's read and decision. Other writes: the core's default
+        (the owner of a thread and its resource record are two documents)."""
+        if write.scope == "thread" and not write.conditional and write.thread_id is not None:
+            key: Doc = {"_id": write.thread_id}
+            if write.resource_id is not None:
+                key["resource_id"] = write.resource_id
+            changes = {"meta": merge_expr("meta", {"working_memory": write.value}), "updated_at": _bumped(now_us)}
+            if await self._threads.find_one_and_update(key, [{"$set": changes}], {"_id": 1}) is not None:
+                return
+        await super()._write_memory(write, decide, now_us)
+
     async def _delete_resource_record(self, resource_id: str) -> bool:
         return (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
+
+
+def _patch_writes(patches: Sequence[MessagePatch]) -> list[UpdateOne]:
+    """One pipeline update per patch that changes a field: merged on the
+    server, atomic per message (see :meth:`MessagePatch.apply`)."""
+    writes = []
+    for patch in patches:
+        changes: Doc = {}
+        if patch.role is not None:
+            changes["role"] = {"$literal": patch.role}
+        if patch.type is not None:
+            changes["type"] = {"$literal": patch.type}
+        if patch.thread_id is not None:
+            changes["thread_id"] = {"$literal": patch.thread_id}
+        if patch.content is not None:
+            changes["content"] = content_set_expr(patch.content)
+        if patch.metadata is not None:
+            changes["meta"] = merge_expr("meta", patch.metadata)
+        if changes:
+            writes.append(UpdateOne({"_id": patch.id}, [{"$set": changes}]))
+    return writes

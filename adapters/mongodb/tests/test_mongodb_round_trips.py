@@ -228,3 +228,38 @@ async def test_a_thread_save_is_one_find_and_modify(memory: tuple[Memory, Comman
         await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
     assert counter.take() == ["findAndModify", "find"]
     assert await store.get_thread("t1") == saved
+
+
+async def test_update_messages_checks_inside_its_transaction(memory: tuple[Memory, CommandCounter]) -> None:
+    """An update: one ``aggregate`` (move targets and stored messages), one
+    ``update`` of the messages, a newest-message ``find`` per bumped thread,
+    one ``update`` of the threads and the commit; no move re-check and no
+    read after (eight commands before, with a move)."""
+    mem, counter = memory
+    store = mem.storage
+    assert isinstance(store, MongoStorage)
+    store._client_bulk = False
+    updated = await store.update_messages(
+        [{"id": "m1", "content": "moved", "thread_id": "t2", "metadata": {"k": 1}}, {"id": "gone"}]
+    )
+    assert [(m.id, m.thread_id, m.content, m.metadata, m.sequence) for m in updated] == [
+        ("m1", "t2", "moved", {"k": 1}, 2)
+    ]
+    commit = ["commitTransaction"] if store.transactions else []
+    assert sorted(counter.take()) == sorted(["aggregate", "update", "find", "find", "update", *commit])
+    assert await store.get_messages(["m1"]) == updated
+
+
+async def test_a_thread_working_memory_write_checks_its_owner_in_the_filter(
+    memory: tuple[Memory, CommandCounter],
+) -> None:
+    """Thread scope: the owner is part of the update's filter, one
+    ``findAndModify`` (a read and a write before); a miss reads to report it."""
+    mem, counter = memory
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope="thread"))
+    await mem.update_working_memory("t1", "notes", "r1", thread_config=config)
+    assert counter.take() == ["findAndModify"]
+    with pytest.raises(OwnershipError):
+        await mem.update_working_memory("t1", "x", "r2", thread_config=config)
+    assert counter.take() == ["findAndModify", "aggregate"]
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "notes"

@@ -30,8 +30,9 @@ from memory_core.errors import AdapterClosedError, StaleStateError, ValidationEr
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, no_store, order_key
+from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key
 from memory_core.vector import message_text
+from memory_core.workmem import MemoryDecision, MemoryWrite
 
 from memory_core_postgres import _sql
 from memory_core_postgres._schema import migrate, schema_version
@@ -445,12 +446,45 @@ class PostgresStorage(BaseStorage):
         rows = await self.pool.fetch(
             f"SELECT {_sql.MESSAGE_COLUMNS}, xmin FROM messages WHERE id = ANY($1::text[])", [p.id for p in patches]
         )
-        stored = {row[0]: (_message(row), row[9]) for row in rows}
+        await self._write_patches(patches, {row[0]: (_message(row), row[9]) for row in rows}, bump, now_us)
+
+    async def _patch_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        """Two statements: the state with each message's ``xmin`` (one
+        snapshot), ``decide`` in Python (the merge and R-SIZE run here: see the
+        module docstring), then ``patch_messages``, whose compare-and-set on
+        those ``xmin`` re-verifies the read (MC409 -> StaleStateError: the
+        core retries). The records returned are the ones written, so nothing
+        is read after. asyncpg runs one statement per round trip, so a
+        transaction holding the read and the write would cost four."""
+        targets, stored, versions = await self._state(thread_ids, message_ids)
+        patches, bump = decide(targets, stored)
+        if not patches:
+            return []
+        return await self._write_patches(
+            patches, {m.id: (m, versions[m.id]) for m in stored}, bump, now_us, verified=True
+        )
+
+    async def _write_patches(
+        self,
+        patches: Sequence[MessagePatch],
+        stored: dict[str, tuple[Message, int]],
+        bump: Sequence[str],
+        now_us: int,
+        *,
+        verified: bool = False,
+    ) -> list[Message]:
+        """Apply ``patches`` to the stored messages (``id -> (message, xmin)``)
+        with one ``patch_messages`` call; returns the patched messages as
+        written. An id missing from ``stored`` is skipped (it vanished);
+        ``verified``: every patch's id is in ``stored``."""
         new: list[Message] = []
         versions: list[int] = []
         owners: dict[str, str] = {}
         for patch in patches:
             if patch.id not in stored:
+                assert not verified
                 continue  # vanished meanwhile: skipped
             old, version = stored[patch.id]
             if patch.thread_id is not None:
@@ -458,14 +492,16 @@ class PostgresStorage(BaseStorage):
                 owners[patch.thread_id] = old.resource_id
             new.append(patch.apply(old))
             versions.append(version)
+        contents = [codec.dumps(m.content) for m in new]
+        metadatas = [codec.dumps(m.metadata) for m in new]
         args = (
             [m.id for m in new],
             versions,
             [m.thread_id for m in new],
             [m.role for m in new],
             [codec.dumps(m.type) for m in new],
-            [codec.dumps(m.content) for m in new],
-            [codec.dumps(m.metadata) for m in new],
+            contents,
+            metadatas,
             [_sql.meta_document(m.metadata) for m in new],
             [_search_text(m) for m in new],
             self.settings.text_search_config,
@@ -481,6 +517,21 @@ class PostgresStorage(BaseStorage):
             " $14::timestamptz, $15::timestamptz)"
         )
         await self._write(lambda: self.pool.execute(sql, *args))
+        # decoded from the text written: as stored, sharing nothing with the caller's patch
+        return [
+            build_message(
+                m.id,
+                m.thread_id,
+                m.role,
+                codec.loads(c),
+                m.resource_id,
+                m.type,
+                codec.loads(d),
+                m.created_at,
+                m.sequence,
+            )
+            for m, c, d in zip(new, contents, metadatas, strict=True)
+        ]
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         # One statement: a racing delete of the same row waits for ours and then finds nothing to count.
@@ -573,15 +624,24 @@ class PostgresStorage(BaseStorage):
     async def _read_state(
         self, thread_ids: Sequence[str], message_ids: Sequence[str]
     ) -> tuple[dict[str, Thread], list[Message]]:
+        threads, messages, _ = await self._state(thread_ids, message_ids)
+        return threads, messages
+
+    async def _state(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+    ) -> tuple[dict[str, Thread], list[Message], dict[str, int]]:
+        """:meth:`_read_state` in one statement, with each message's ``xmin``."""
         sql, params = _sql.read_state(list(thread_ids), list(message_ids))
         threads: dict[str, Thread] = {}
         messages: list[Message] = []
+        versions: dict[str, int] = {}
         for row in await self.pool.fetch(sql, *params):
             if row[0] == 0:
                 threads[row[1]] = build_thread(
                     row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], row[12]
                 )
             else:
+                versions[row[1]] = row[13]
                 messages.append(
                     build_message(
                         row[1],
@@ -595,7 +655,7 @@ class PostgresStorage(BaseStorage):
                         row[11],
                     )
                 )
-        return threads, messages
+        return threads, messages, versions
 
     # ------------------------------------------------------------------ resources
 
@@ -680,6 +740,33 @@ class PostgresStorage(BaseStorage):
             codec.dumps(expected),
         )
         return bool(status == "UPDATE 1")
+
+    async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
+        """An unconditional write to the working memory of a thread's
+        resource is one statement: it finds the thread's owner and upserts
+        its record only when the owner is the one asked for, returning the
+        owner it found (no thread: NULL) so a refused write becomes the
+        core's typed error. Other writes: the core's default (a
+        thread's metadata merge runs in Python: see the module docstring)."""
+        if write.scope != "resource" or write.conditional or write.thread_id is None:
+            return await super()._write_memory(write, decide, now_us)
+        row = await self.pool.fetchrow(
+            "WITH t AS (SELECT resource_id FROM threads WHERE id = $1),"
+            " w AS (INSERT INTO resources AS r (id, working_memory, metadata, created_at, updated_at)"
+            " SELECT t.resource_id, $4::json, '{}', $2, $2 FROM t WHERE $5::text IS NULL OR t.resource_id = $5"
+            " ON CONFLICT (id) DO UPDATE SET working_memory = excluded.working_memory,"
+            " updated_at = LEAST(GREATEST($2, r.updated_at + interval '1 microsecond'), $3) RETURNING 1)"
+            " SELECT (SELECT resource_id FROM t), (SELECT count(*) FROM w)",
+            write.thread_id,
+            from_us(now_us),
+            _MAX_AT,
+            codec.dumps(write.value),
+            write.resource_id,
+        )
+        if row[1]:
+            return None
+        decide(None if row[0] is None else Thread(write.thread_id, row[0]), None)
+        raise StaleStateError(f"thread {write.thread_id!r} changed while writing its working memory")
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
         return bool(await self.pool.execute("DELETE FROM resources WHERE id = $1", resource_id) == "DELETE 1")

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from memory_core import ConflictError, Memory, MemoryConfig, Message, WorkingMemory
+from memory_core import ConflictError, Memory, MemoryConfig, Message, NotFoundError, OwnershipError, WorkingMemory
 from memory_core.models import MessagePageRequest
 
 from memory_core_postgres import PostgresStorage
@@ -130,3 +130,39 @@ async def test_delete_messages_and_save_thread_are_one_statement_each(memory: tu
         await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
     assert counter.take() == 1
     assert await store.get_thread("t1") == saved
+
+
+async def test_update_messages_reads_once_and_writes_once(memory: tuple[Memory, StatementCounter]) -> None:
+    """An update reads the state with each row's version in one statement,
+    checks in Python, and writes with a compare-and-set on those versions
+    that returns nothing to read again: two statements (four before)."""
+    mem, counter = memory
+    updated = await mem.storage.update_messages(
+        [{"id": "m1", "content": "moved", "thread_id": "t2", "metadata": {"k": 1}}, {"id": "gone"}]
+    )
+    assert [(m.id, m.thread_id, m.content, m.metadata, m.sequence) for m in updated] == [
+        ("m1", "t2", "moved", {"k": 1}, 2)
+    ]
+    assert counter.take() == 2
+    assert await mem.storage.get_messages(["m1"]) == updated
+
+
+@pytest.mark.parametrize(("thread_id", "resource_id"), [("t1", "r1"), (None, "r1")])
+async def test_a_resource_working_memory_write_is_one_statement(
+    memory: tuple[Memory, StatementCounter], thread_id: str | None, resource_id: str
+) -> None:
+    """Resource scope: by thread, the owner check is inside the upsert; by
+    resource id there is nothing to check. One statement (two before); a
+    refused write reports what it found."""
+    mem, counter = memory
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True))
+    await mem.update_working_memory(thread_id, "notes", resource_id, thread_config=config)
+    assert counter.take() == 1
+    assert await mem.get_working_memory(thread_id, resource_id, thread_config=config) == "notes"
+    counter.take()
+    with pytest.raises(OwnershipError):
+        await mem.update_working_memory("t1", "x", "r2", thread_config=config)
+    with pytest.raises(NotFoundError):
+        await mem.update_working_memory("nope", "x", thread_config=config)
+    assert counter.take() == 2
+    assert await mem.get_working_memory(None, "r2", thread_config=config) is None

@@ -24,7 +24,7 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Sta
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision, no_store, order_key
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -984,6 +984,22 @@ class RedisStorage(BaseStorage):
         return owners if len(set(owners.values())) == 1 else None
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        await self._write_patches(patches, bump, now_us)
+
+    async def _patch_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        """The core's read and ``decide``, then one write that returns the
+        records it wrote (no read after). The checks stay in Python: R-SIZE
+        of a merged message is counted on the text Python's encoder writes,
+        and a move target missing from the message's slot may be missing or
+        another resource's (two errors), so the read comes first."""
+        targets, stored = await self._read_state(thread_ids, message_ids)
+        patches, bump = decide(targets, stored)
+        return await self._write_patches(patches, bump, now_us) if patches else []
+
+    async def _write_patches(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> list[Message]:
+        """patch_messages.lua in each resource's slot; the patched messages as stored."""
         by_id = {p.id: p for p in patches}
         groups, _ = await self._group(list(by_id), self._message_at, threads=False, fresh=False)
         calls = []
@@ -1003,16 +1019,19 @@ class RedisStorage(BaseStorage):
             calls.append((rid, [*args, len(bump), *bump]))
         replies, claim = await self._message_write("patch_messages", bump, calls)
         snapshots: list[Snapshot] = []
+        written: list[Message] = []
         stale: str | None = None
-        for (rid, _), (status, payload) in zip(calls, replies, strict=True):
-            if status == "stale":
-                stale = payload
+        for (rid, _), reply in zip(calls, replies, strict=True):
+            if reply[0] == "stale":
+                stale = reply[1]
                 continue
-            snapshots += (_snapshot(rid, s) for s in payload)
+            snapshots += (_snapshot(rid, s) for s in reply[1])
+            written += (_message(rid, rec) for rec in reply[2])
         if claim is not None:
             await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
         if stale is not None:
             raise StaleStateError(f"thread {stale!r} changed while updating")
+        return written
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)

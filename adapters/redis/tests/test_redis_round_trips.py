@@ -126,7 +126,11 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
         1,  # the thread's location is cached and the id new: no read first
         5,
     ),
-    "update_messages": (lambda s, _: s.update_messages([{"id": "t1-m1", "content": "y"}]), 3, 5),
+    "update_messages": (
+        lambda s, _: s.update_messages([{"id": "t1-m1", "content": "y"}]),
+        2,  # the core's read, then one script that returns what it wrote
+        4,
+    ),
     "delete_messages": (
         lambda s, _: s.delete_messages(["t1-m2"]),
         1,  # the directory and the slot name the message's thread: no read first
@@ -148,8 +152,13 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
     "swap_thread_working_memory": (lambda s, _: s.swap_thread_working_memory("t1", None, "wm"), 1, 3),
     "update_working_memory (thread scope)": (
         lambda _, m: m.update_working_memory("t1", "w2", thread_config={"working_memory": THREAD_WM}),
-        2,  # the core's read of the thread, then one script
-        4,
+        1,  # no owner to check: the patch itself finds the thread or reports it missing
+        3,
+    ),
+    "update_working_memory (resource scope, by resource id)": (
+        lambda _, m: m.update_working_memory(None, "w4", "r1", thread_config={"working_memory": RESOURCE_WM}),
+        1,  # nothing to check: one script
+        2,  # the registration for the resource listing, the record
     ),
     "update_working_memory (resource scope)": (
         lambda _, m: m.update_working_memory("t1", "w3", thread_config={"working_memory": RESOURCE_WM}),

@@ -23,7 +23,8 @@ from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import SaveDecision, order_key
+from memory_core.storage import PatchDecision, SaveDecision, order_key
+from memory_core.workmem import MemoryDecision, MemoryWrite, thread_memory
 
 from memory_core_sqlite import _sql
 
@@ -43,6 +44,7 @@ __all__ = [
     "list_messages",
     "list_threads",
     "message_window",
+    "patch_checked",
     "patch_messages",
     "patch_resource",
     "patch_resource_in",
@@ -59,6 +61,7 @@ __all__ = [
     "swap_resource_memory",
     "swap_thread_memory",
     "transaction",
+    "write_memory",
 ]
 
 _BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # clock.bump_us
@@ -304,22 +307,60 @@ def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bu
     """Apply each patch (the reference :meth:`MessagePatch.apply`) to the row
     read inside the same transaction; skip ids that vanished; bump."""
     with transaction(conn):
-        stored = {m.id: m for m in get_messages(conn, (p.id for p in patches))}
-        targets = _owners(conn, "threads", {p.thread_id for p in patches if p.thread_id})
-        rows = []
-        for patch in patches:
-            old = stored.get(patch.id)
-            if old is None:
-                continue
-            if patch.thread_id and targets.get(patch.thread_id) != old.resource_id:
-                raise StaleStateError(f"thread {patch.thread_id!r} changed")
-            new = patch.apply(old)
-            content, metadata = codec.dumps(new.content), codec.dumps(new.metadata)
-            rows.append((new.thread_id, new.role, new.type, content, metadata, new.id))
-        conn.executemany(
-            "UPDATE messages SET thread_id = ?, role = ?, type = ?, content = ?, metadata = ? WHERE id = ?", rows
+        _write_patches(conn, patches, bump, now_us)
+
+
+def patch_checked(
+    conn: sqlite3.Connection,
+    thread_ids: Sequence[str],
+    message_ids: Sequence[str],
+    decide: PatchDecision,
+    now_us: int,
+) -> list[Message]:
+    """Read, decide and apply an update in one transaction; returns the
+    patched messages as written (decoded from the rows stored)."""
+    with transaction(conn):
+        patches, bump = decide(*read_state(conn, thread_ids, message_ids))
+        return _write_patches(conn, patches, bump, now_us) if patches else []
+
+
+def _write_patches(
+    conn: sqlite3.Connection, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int
+) -> list[Message]:
+    """:func:`patch_messages` inside the caller's transaction; returns the
+    patched messages as stored."""
+    stored = {m.id: m for m in get_messages(conn, (p.id for p in patches))}
+    targets = _owners(conn, "threads", {p.thread_id for p in patches if p.thread_id})
+    rows = []
+    written = []
+    for patch in patches:
+        old = stored.get(patch.id)
+        if old is None:
+            continue
+        if patch.thread_id and targets.get(patch.thread_id) != old.resource_id:
+            raise StaleStateError(f"thread {patch.thread_id!r} changed")
+        new = patch.apply(old)
+        content, metadata = codec.dumps(new.content), codec.dumps(new.metadata)
+        rows.append((new.thread_id, new.role, new.type, content, metadata, new.id))
+        # decoded from the text written: as stored, sharing nothing with the caller's patch
+        written.append(
+            build_message(
+                new.id,
+                new.thread_id,
+                new.role,
+                codec.loads(content),
+                new.resource_id,
+                new.type,
+                codec.loads(metadata),
+                new.created_at,
+                new.sequence,
+            )
         )
-        _bump(conn, bump, now_us)
+    conn.executemany(
+        "UPDATE messages SET thread_id = ?, role = ?, type = ?, content = ?, metadata = ? WHERE id = ?", rows
+    )
+    _bump(conn, bump, now_us)
+    return written
 
 
 def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
@@ -528,3 +569,24 @@ def swap_thread_memory(
             return False
         patch_thread_in(conn, thread_id, None, {"working_memory": value}, now_us)
     return True
+
+
+def write_memory(conn: sqlite3.Connection, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
+    """Read the thread and the stored value, decide and write, in one
+    transaction (the core's checks cannot be overtaken by another writer)."""
+    with transaction(conn):
+        thread = None if write.thread_id is None else get_thread(conn, write.thread_id)
+        resource_id = write.resource_id if thread is None else thread.resource_id
+        current = None
+        if write.scope == "thread":
+            current = None if thread is None else thread_memory(thread)
+        elif resource_id is not None and (thread is not None or write.thread_id is None):
+            row = conn.execute("SELECT working_memory FROM resources WHERE id = ?", (resource_id,)).fetchone()
+            current = None if row is None else row[0]
+        decide(thread, current)
+        if write.scope == "thread":
+            assert write.thread_id is not None
+            patch_thread_in(conn, write.thread_id, None, {"working_memory": write.value}, now_us)
+        else:
+            assert resource_id is not None
+            patch_resource_in(conn, resource_id, write.value, None, now_us)

@@ -27,7 +27,8 @@ from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, SaveDecision, no_store
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.workmem import MemoryDecision, MemoryWrite
 
 from memory_core_sqlite import _ops
 from memory_core_sqlite._errors import is_busy
@@ -340,6 +341,11 @@ class SQLiteStorage(BaseStorage):
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         await self._run(_ops.patch_messages, patches, bump, now_us)
 
+    async def _patch_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        return await self._run(_ops.patch_checked, thread_ids, message_ids, decide, now_us)
+
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         return await self._run(_ops.delete_messages, ids, bump, now_us)
 
@@ -386,6 +392,9 @@ class SQLiteStorage(BaseStorage):
 
     async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
         return await self._run(_ops.swap_thread_memory, thread_id, expected, value, now_us)
+
+    async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
+        await self._run(_ops.write_memory, write, decide, now_us)
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
         return await self._run(_ops.delete_resource_record, resource_id)

@@ -159,3 +159,44 @@ async def test_delete_messages_and_save_thread_are_one_job_each(memory: tuple[Me
         await store.save_thread({"id": "t1", "resource_id": "r2", "title": "theirs"})
     assert counter.take() == 1
     assert await store.get_thread("t1") == saved
+
+
+async def test_update_messages_is_one_job(memory: tuple[Memory, JobCounter]) -> None:
+    """An update's checks (move target, R-SIZE of the merged result), its
+    write and the records it returns come from one transaction: one job, no
+    read before and none after; a failed check writes nothing."""
+    mem, counter = memory
+    updated = await mem.storage.update_messages(
+        [{"id": "m1", "content": "moved", "thread_id": "t2", "metadata": {"k": 1}}, {"id": "gone"}]
+    )
+    assert [(m.id, m.thread_id, m.content, m.metadata, m.sequence) for m in updated] == [
+        ("m1", "t2", "moved", {"k": 1}, 2)
+    ]
+    assert counter.take() == 1
+    assert await mem.storage.get_messages(["m1"]) == updated
+    await mem.storage.save_thread({"id": "other", "resource_id": "r2"})
+    counter.take()
+    with pytest.raises(ConflictError):
+        await mem.storage.update_messages([{"id": "m3", "content": "x"}, {"id": "m1", "thread_id": "other"}])
+    assert counter.take() == 1
+    assert (await mem.storage.get_messages(["m3"]))[0].content == "text 3"
+
+
+@pytest.mark.parametrize("scope", ["resource", "thread"])
+async def test_working_memory_write_is_one_job(memory: tuple[Memory, JobCounter], scope: Any) -> None:
+    """An update of working memory checks the thread's owner (and, with
+    ``if_version``, the stored version) inside its write: one job."""
+    mem, counter = memory
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope=scope))
+    await mem.update_working_memory("t1", "v1", "r1", thread_config=config)
+    assert counter.take() == 1
+    version = (await mem.read_working_memory("t1", "r1", thread_config=config)).version
+    counter.take()
+    await mem.update_working_memory("t1", "v2", "r1", thread_config=config, if_version=version)
+    assert counter.take() == 1
+    with pytest.raises(ConflictError):
+        await mem.update_working_memory("t1", "v3", "r1", thread_config=config, if_version=version)
+    with pytest.raises(OwnershipError):
+        await mem.update_working_memory("t1", "v3", "r2", thread_config=config)
+    assert counter.take() == 2
+    assert await mem.get_working_memory("t1", "r1", thread_config=config) == "v2"

@@ -5,14 +5,16 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 import pytest
 
 from memory_core.clock import ManualClock
-from memory_core.errors import NotFoundError
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError
 from memory_core.memory import Memory, MemoryConfig, WorkingMemory
 from memory_core.models import OrderBy, Resource, ResourceErasure, ThreadFilter
 from memory_core.storage import BaseStorage
+from memory_core.validation import MAX_MESSAGE_BYTES
 from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
 from memory_core_conformance.harness import at, message, thread
 
@@ -145,6 +147,34 @@ class ActivityRules(SuiteBase):
         with pytest.raises(NotFoundError):
             await store.swap_thread_working_memory("missing", None, "x")
         await unchanged_after(store, lambda: store.swap_working_memory("r1", None, 5))  # type: ignore[arg-type]
+
+    async def test_r_wm_updates_check_the_thread_owner_and_version_before_writing(self, store: BaseStorage) -> None:
+        """Memory.update_working_memory in either scope: a missing thread is a
+        NotFoundError, another resource's an OwnershipError, a stale
+        if_version a ConflictError, each writing nothing, and in that order
+        before an oversized value's ValidationError (R-SIZE)."""
+        await store.save_thread(thread("t1", "r1"))
+        await store.save_thread(thread("t2", "r2"))
+        for scope in ("resource", "thread"):
+            config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope=scope))
+            await self._memory_refusals(store, Memory(store, config=config, owns_stores=False))
+
+    @staticmethod
+    async def _memory_refusals(store: BaseStorage, memory: Memory) -> None:
+        huge = "x" * (MAX_MESSAGE_BYTES + 1)
+        assert await memory.update_working_memory("t1", "kept", "r1") == "kept"
+        version = (await memory.read_working_memory("t1", "r1")).version
+        for value in ("new", huge):
+            update = memory.update_working_memory
+            await unchanged_after(store, partial(update, "ghost", value), NotFoundError)
+            await unchanged_after(store, partial(update, "t1", value, "r2"), OwnershipError)
+            for stale in (None, "0" * 32):
+                await unchanged_after(store, partial(update, "t1", value, "r1", if_version=stale), ConflictError)
+        await unchanged_after(store, lambda: memory.update_working_memory("t1", huge, "r1", if_version=version))
+        await unchanged_after(store, lambda: memory.update_working_memory("t1", huge))
+        assert await memory.update_working_memory("t1", "again", if_version=version) == "again"
+        assert (await memory.read_working_memory("t1")).text == "again"
+        assert (await memory.read_working_memory("t2")).stored is False
 
     async def test_r_wm_concurrent_appends_lose_no_update(self, store: BaseStorage) -> None:
         config = MemoryConfig(working_memory=WorkingMemory(enabled=True))

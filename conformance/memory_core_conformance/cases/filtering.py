@@ -369,6 +369,22 @@ class FilterRules(SuiteBase):
         replaced = await store.save_thread(thread("t1", "r1", title="again"))
         assert replaced == await store.get_thread("t1") and replaced.last_message_at is not None
 
+    async def test_r_own_an_update_batch_with_a_refused_move_writes_nothing(self, store: BaseStorage) -> None:
+        """A batch of updates whose last one moves a message to another
+        resource's thread (ConflictError) or to no thread (NotFoundError)
+        writes none of them: the checks come before any write."""
+        await store.save_thread(thread("t1", "r1"))
+        await store.save_thread(thread("t2", "r1"))
+        await store.save_thread(thread("t3", "r2"))
+        await store.save_messages([message("m1", "t1"), message("m2", "t1")])
+        for target, error in (("t3", ConflictError), ("ghost", NotFoundError)):
+            batch = [{"id": "m1", "content": "changed", "thread_id": "t2"}, {"id": "m2", "thread_id": target}]
+            await unchanged_after(store, partial(store.update_messages, batch), error)
+        assert [(m.thread_id, m.content) for m in await store.get_messages(["m1", "m2"])] == [
+            ("t1", "m1 text"),
+            ("t1", "m2 text"),
+        ]
+
     async def test_r_own_missing_thread_is_not_found(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1"))
         await unchanged_after(

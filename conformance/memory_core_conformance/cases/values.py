@@ -324,6 +324,14 @@ class ValueRules(SuiteBase):
         assert "over" in str(error)
         grow = "x" * MAX_MESSAGE_BYTES
         await unchanged_after(store, lambda: store.update_messages([{"id": "small", "content": {"pad": grow}}]))
+        # each patch fits, the merged result of the second does not: the batch writes nothing
+        await store.save_messages([message("half", content={"a": "x" * (MAX_MESSAGE_BYTES // 2)})])
+        merged: list[dict[str, Any]] = [
+            {"id": "small", "content": "changed"},
+            {"id": "half", "content": {"b": "y" * (MAX_MESSAGE_BYTES // 2)}},
+        ]
+        error = await unchanged_after(store, lambda: store.update_messages(merged))
+        assert "half" in str(error)
 
     async def test_r_size_rejects_threads_and_resources_over_15_mib(self, store: BaseStorage) -> None:
         """Threads and resources have the messages' 15 MiB limit, so no backend

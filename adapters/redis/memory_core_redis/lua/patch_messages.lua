@@ -4,8 +4,9 @@
 --       merge object members), content text, n, content member pairs,
 --       n, metadata member pairs, n, filter field ops, new thread id ("" keep);
 --       then n, thread ids to bump. Vanished ids are skipped.
--- Returns {"ok", {snapshots}}, or {"stale", thread id} when a move target is
--- not a thread of this resource (nothing written).
+-- Returns {"ok", {snapshots}, {records of the patched messages, as stored}},
+-- or {"stale", thread id} when a move target is not a thread of this
+-- resource (nothing written).
 local now, n = argn(), argn()
 local patches = {}
 for i = 1, n do
@@ -23,6 +24,7 @@ for _, p in ipairs(patches) do
     return {'stale', p.tid}
   end
 end
+local records = {}
 for _, p in ipairs(patches) do
   local key = base .. 'm:' .. p.id
   local g = redis.call('HMGET', key, 't', 'x', 'd', 'k')
@@ -44,6 +46,7 @@ for _, p in ipairs(patches) do
       redis.call('ZADD', base .. 'tm:' .. p.tid, 0, g[4])
       redis.call('HSET', key, 't', p.tid)
     end
+    records[#records + 1] = message(p.id)
   end
 end
-return {'ok', bump_all(bumps, now)}
+return {'ok', bump_all(bumps, now), records}
