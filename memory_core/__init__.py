@@ -28,6 +28,7 @@ Where each part lives (one responsibility per module):
 - composition: :mod:`~memory_core.memory` (:class:`Memory`: recall, working
   memory), :mod:`~memory_core.tokens` (token budgets),
   :mod:`~memory_core.chat` (agent message shapes),
+  :mod:`~memory_core.workmem` (working memory versions and checked writes),
   :mod:`~memory_core.retention` (prune, R-PRUNE),
   :mod:`~memory_core.transfer` (export, import, copy),
   :mod:`~memory_core.telemetry` (OpenTelemetry spans),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -81,6 +82,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("memory_core")
+_VERSION_FORM = re.compile(r"[0-9a-f]{32}")
+"""The shape of :func:`working_memory_version`'s versions."""
 
 TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
@@ -1174,14 +1177,17 @@ class Memory:
         """Replace the working memory atomically; returns the stored text.
 
         ``thread_id`` may be None with resource scope and a ``resource_id``.
-        With a schema, ``working_memory`` is a dict or JSON text that must
-        validate against it (nothing is written otherwise). ``if_version``
+        A dict ``working_memory`` is stored as its compact JSON text; with a
+        schema, the dict or JSON text must validate against it (nothing is
+        written otherwise). ``if_version``
         makes it a compare-and-set: write only if the stored version is still
         this one (a version from :meth:`read_working_memory`; None: only if
         nothing is stored). Omitted: the write is unconditional.
 
         Raises:
-            ValidationError: not enabled, bad type, schema violation, bad ids.
+            ValidationError: not enabled, bad type, schema violation, bad ids,
+                an ``if_version`` that is not a version (32 lower-case hex
+                digits), or a value over R-SIZE.
             NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
             ConflictError: ``if_version`` given and the stored version differs
                 (nothing written).
@@ -1197,6 +1203,11 @@ class Memory:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
             check_text(if_version, "if_version")
+            if _VERSION_FORM.fullmatch(if_version) is None:
+                # Versions are working_memory_version's 32 lower-case hex digits; anything else can never match.
+                raise ValidationError(
+                    "if_version", "must be a version from read_working_memory (32 lower-case hex digits) or None"
+                )
         self._memory_target(thread_id, resource_id, config)
         # One conditional write: the storage checks the thread, its owner and
         # the version with the write (typed errors as a read would give them).

@@ -116,6 +116,7 @@ class InMemoryStorage(BaseStorage):
                 raise StaleStateError(f"thread {message.thread_id!r} changed")
             if (old is None) != (message.sequence is None) or (old and old.resource_id != message.resource_id):
                 raise StaleStateError(f"message {message.id!r} changed")
+        self._check_threads([m.id for m in messages], bump)
         sequences = []
         for message in messages:
             old = self._messages.get(message.id)
@@ -137,6 +138,7 @@ class InMemoryStorage(BaseStorage):
         return sequences
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
+        self._check_threads([p.id for p in patches], bump)
         for patch in patches:
             old, target = self._messages.get(patch.id), self._threads.get(patch.thread_id or "")
             if old and patch.thread_id and (target is None or target.resource_id != old.resource_id):
@@ -148,9 +150,20 @@ class InMemoryStorage(BaseStorage):
         self._bump(bump, now_us)
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        removed = sum(self._messages.pop(message_id, None) is not None for message_id in ids)
-        self._bump(bump, now_us)
-        return removed
+        self._check_threads(ids, bump)
+        removed = [m for m in (self._messages.pop(message_id, None) for message_id in ids) if m is not None]
+        touched = {m.thread_id for m in removed}
+        self._bump([tid for tid in bump if tid in touched], now_us)
+        return len(removed)
+
+    def _check_threads(self, ids: Sequence[str], bump: Sequence[str]) -> None:
+        """StaleStateError when a stored message among ``ids`` is in a thread
+        not in ``bump``: it moved after the core's read."""
+        expected = set(bump)
+        for message_id in ids:
+            stored = self._messages.get(message_id)
+            if stored is not None and stored.thread_id not in expected:
+                raise StaleStateError(f"message {message_id!r} moved to thread {stored.thread_id!r}")
 
     def _bump(self, thread_ids: Sequence[str], now_us: int) -> None:
         """Bump ``updated_at`` and recompute ``last_message_at`` of these threads

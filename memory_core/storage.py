@@ -627,14 +627,20 @@ class BaseStorage(ABC):
         Scalars overwrite; a dict ``content`` is merged one level into stored
         dict content (and replaces str content); ``metadata`` is merged one
         level; ``thread_id`` moves the message within its resource;
-        ``created_at`` cannot change. Unknown ids are skipped. Threads touched
-        are bumped. Returns the updated messages as stored, in R-ORDER.
+        ``created_at`` cannot change. A key given as None keeps its field, as
+        an absent key does. Unknown ids are skipped. The threads of every
+        updated message are bumped, even by an update that changes nothing.
+        Returns the updated messages as stored, in R-ORDER.
 
         Raises:
             ValidationError: bad field, ``created_at`` given, or a result over
                 R-SIZE; nothing is written.
             NotFoundError: the target thread of a move does not exist.
-            ConflictError: a move to another resource's thread.
+            ConflictError: a move to another resource's thread; or (its
+                subclass StaleStateError) every retry found another writer
+                between the store's check and its write (a store re-verifies
+                what it read and retries; under bursts it ends holding row
+                locks, so this is rare).
         """
         if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence):
             raise ValidationError("updates", "must be a list of mappings")
@@ -734,9 +740,9 @@ class BaseStorage(ABC):
         wanted = check_id_list(ids, "ids")
         if not wanted:
             return 0
-        await self._ready()
-        with self._guard("delete_messages"):
-            return await self._delete_found(list(dict.fromkeys(wanted)), to_us(self.clock.now()))
+        distinct = list(dict.fromkeys(wanted))
+        # A message moved between the default path's read and its delete is stale: read again.
+        return await self._optimistic("delete_messages", lambda: self._delete_found(distinct, to_us(self.clock.now())))
 
     @traced("search_memory")
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
@@ -1039,7 +1045,7 @@ class BaseStorage(ABC):
         if expected is not None:
             check_text(expected, "expected")
         check_text(value, "working_memory")
-        check_record_size("resource update", {"working_memory": value})
+        check_record_size("working_memory", {"working_memory": value})
         await self._ready()
         with self._guard("swap_working_memory"):
             return await self._swap_resource_memory(resource_id, expected, value, to_us(self.clock.now()))
@@ -1063,7 +1069,7 @@ class BaseStorage(ABC):
         if expected is not None:
             check_text(expected, "expected")
         check_text(value, "working_memory")
-        check_record_size("thread update", {"metadata": {"working_memory": value}})
+        check_record_size("working_memory", {"metadata": {"working_memory": value}})
         await self._ready()
         with self._guard("swap_thread_working_memory"):
             swapped = await self._swap_thread_memory(thread_id, expected, value, to_us(self.clock.now()))
@@ -1115,9 +1121,10 @@ class BaseStorage(ABC):
         write = MemoryWrite(scope, thread_id, resource_id, value, if_version is not NOT_GIVEN)
         decide = memory_decision(write, if_version)
         # The record the write primitive's public twin checks (update_thread,
-        # update_resource, swap_*): the same R-SIZE error, byte for byte.
+        # update_resource, swap_*): the same R-SIZE size; the error names the
+        # field the caller gave.
         memory: dict[str, Any] = {"working_memory": value}
-        record = ("thread update", {"metadata": memory}) if scope == "thread" else ("resource update", memory)
+        record = ("working_memory", {"metadata": memory}) if scope == "thread" else ("working_memory", memory)
         if not write.conditional:
             record = (record[0], {"title": None, **record[1]} if scope == "thread" else {**memory, "metadata": None})
         try:
@@ -1282,7 +1289,11 @@ class BaseStorage(ABC):
         if its id exists, set thread_id, role, type, content and metadata (keep
         resource_id, created_at, sequence); otherwise insert it as given
         (every field set) with the next store-wide sequence number. Then bump
-        ``updated_at`` of each thread in ``bump`` to bump_us(old, now_us)."""
+        ``updated_at`` of each thread in ``bump`` to bump_us(old, now_us).
+
+        A stored message whose thread (now, at the write) is not in ``bump``
+        moved after the core read it: raise StaleStateError, writing nothing
+        (else that thread would keep a ``last_message_at`` it no longer has)."""
 
     @abstractmethod
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
@@ -1290,15 +1301,19 @@ class BaseStorage(ABC):
         reference result) to existing messages, then bump the threads in
         ``bump``. A patch for an id that vanished meanwhile is skipped. A move
         (``thread_id`` set) whose target thread is missing or under another
-        resource than the message raises
+        resource than the message, or a message whose thread (now, at the
+        write) is not in ``bump`` (it moved after the core read it), raises
         :class:`~memory_core.errors.StaleStateError`, writing nothing."""
 
     @abstractmethod
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        """Delete these messages (distinct ids) and bump the threads in
-        ``bump``; returns how many of them this call removed, counted
-        atomically with the delete (an id a concurrent writer removed first
-        does not count)."""
+        """Delete these messages (distinct ids) and bump, of the threads in
+        ``bump``, those that held a message this call removed; returns how
+        many of them this call removed, counted atomically with the delete
+        (an id a concurrent writer removed first does not count, and its
+        thread is not bumped). A message whose thread (now, at the write) is
+        not in ``bump`` moved after the core read it: raise
+        :class:`~memory_core.errors.StaleStateError`, writing nothing."""
 
     @abstractmethod
     async def _list_messages(self, query: MessageQuery) -> list[Message]:

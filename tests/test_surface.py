@@ -32,6 +32,7 @@ from memory_core import (
 )
 from memory_core.chat import from_openai_chat, from_responses_items, to_openai_chat, to_responses_items
 from memory_core.registry import register_vector
+from memory_core.validation import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.anyio
 
@@ -306,3 +307,15 @@ async def test_tool_calls_survive_a_conversion_to_the_other_format() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
         {"type": "message", "role": "assistant", "content": "Sunny."},
     ]
+
+
+async def test_working_memory_refuses_a_malformed_version_and_names_its_field_over_r_size(memory: Memory) -> None:
+    await memory.update_working_memory(None, "v1", "u1")
+    for bad in ("", "ABCDEF0123456789ABCDEF0123456789", "v1", "0" * 31, "0" * 64):
+        with pytest.raises(ValidationError) as caught:
+            await memory.update_working_memory(None, "v2", "u1", if_version=bad)
+        assert caught.value.field == "if_version"
+    with pytest.raises(ValidationError) as caught:
+        await memory.update_working_memory(None, "x" * (MAX_MESSAGE_BYTES + 1), "u1")
+    assert caught.value.field == "working_memory" and caught.value.rule == "R-SIZE"
+    assert (await memory.read_working_memory(None, "u1")).text == "v1"

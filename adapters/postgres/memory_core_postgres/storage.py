@@ -457,13 +457,39 @@ class PostgresStorage(BaseStorage):
         those ``xmin`` re-verifies the read (MC409 -> StaleStateError: the
         core retries). The records returned are the ones written, so nothing
         is read after. asyncpg runs one statement per round trip, so a
-        transaction holding the read and the write would cost four."""
-        targets, stored, versions = await self._state(thread_ids, message_ids)
+        transaction holding the read and the write would cost four.
+
+        When that compare-and-set finds a row changed (writers updating the
+        same messages at once), the attempt is repeated once holding the
+        messages' row locks from the read to the write (a transaction: five
+        round trips), which no other writer can get in between, so a burst of
+        updates to one message all land instead of running out of retries."""
+        try:
+            return await self._patch_attempt(self.pool, thread_ids, message_ids, decide, now_us)
+        except StaleStateError:
+            async with self.pool.acquire() as conn, conn.transaction():
+                # Locked in id order, so two such transactions cannot deadlock.
+                await conn.execute(
+                    "SELECT 1 FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", sorted(message_ids)
+                )
+                return await self._patch_attempt(conn, thread_ids, message_ids, decide, now_us)
+
+    async def _patch_attempt(
+        self,
+        db: Any,
+        thread_ids: Sequence[str],
+        message_ids: Sequence[str],
+        decide: PatchDecision,
+        now_us: int,
+    ) -> list[Message]:
+        """One read, ``decide`` and compare-and-set write on ``db`` (the pool
+        or a connection inside a transaction)."""
+        targets, stored, versions = await self._state(thread_ids, message_ids, db)
         patches, bump = decide(targets, stored)
         if not patches:
             return []
         return await self._write_patches(
-            patches, {m.id: (m, versions[m.id]) for m in stored}, bump, now_us, verified=True
+            patches, {m.id: (m, versions[m.id]) for m in stored}, bump, now_us, verified=True, db=db
         )
 
     async def _write_patches(
@@ -474,11 +500,13 @@ class PostgresStorage(BaseStorage):
         now_us: int,
         *,
         verified: bool = False,
+        db: Any = None,
     ) -> list[Message]:
         """Apply ``patches`` to the stored messages (``id -> (message, xmin)``)
-        with one ``patch_messages`` call; returns the patched messages as
-        written. An id missing from ``stored`` is skipped (it vanished);
-        ``verified``: every patch's id is in ``stored``."""
+        with one ``patch_messages`` call on ``db`` (default the pool); returns
+        the patched messages as written. An id missing from ``stored`` is
+        skipped (it vanished); ``verified``: every patch's id is in ``stored``."""
+        db = self.pool if db is None else db
         new: list[Message] = []
         versions: list[int] = []
         owners: dict[str, str] = {}
@@ -516,7 +544,7 @@ class PostgresStorage(BaseStorage):
             " $7::text[], $8::text[], $9::text[], $10::text::regconfig, $11::text[], $12::text[], $13::text[],"
             " $14::timestamptz, $15::timestamptz)"
         )
-        await self._write(lambda: self.pool.execute(sql, *args))
+        await self._write(lambda: db.execute(sql, *args))
         # decoded from the text written: as stored, sharing nothing with the caller's patch
         return [
             build_message(
@@ -628,14 +656,15 @@ class PostgresStorage(BaseStorage):
         return threads, messages
 
     async def _state(
-        self, thread_ids: Sequence[str], message_ids: Sequence[str]
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], db: Any = None
     ) -> tuple[dict[str, Thread], list[Message], dict[str, int]]:
-        """:meth:`_read_state` in one statement, with each message's ``xmin``."""
+        """:meth:`_read_state` in one statement on ``db`` (default the pool),
+        with each message's ``xmin``."""
         sql, params = _sql.read_state(list(thread_ids), list(message_ids))
         threads: dict[str, Thread] = {}
         messages: list[Message] = []
         versions: dict[str, int] = {}
-        for row in await self.pool.fetch(sql, *params):
+        for row in await (self.pool if db is None else db).fetch(sql, *params):
             if row[0] == 0:
                 threads[row[1]] = build_thread(
                     row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], row[12]

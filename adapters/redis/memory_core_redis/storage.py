@@ -1039,13 +1039,20 @@ class RedisStorage(BaseStorage):
         replies, claim = await self._message_write("delete_messages", bump, calls)
         snapshots: list[Snapshot] = []
         release: list[tuple[str, str]] = []
-        for rid, (deleted, snaps) in zip(groups, replies, strict=True):
+        stale: str | None = None
+        for rid, reply in zip(groups, replies, strict=True):
+            if reply[0] == "stale":  # that slot wrote nothing
+                stale = reply[1]
+                continue
+            deleted, snaps = reply
             snapshots += (_snapshot(rid, s) for s in snaps)
             release += ((mid, rid) for mid in deleted)
             for mid in deleted:
                 self._message_at.drop(mid)
         if claim is not None:
             await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
+        if stale is not None:
+            raise StaleStateError(f"message {stale!r} moved while deleting")
         return len(release)
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
@@ -1058,6 +1065,7 @@ class RedisStorage(BaseStorage):
         if not self._solo:
             return await super()._delete_found(ids, now_us)
         reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
+        # The script names the threads from the slots themselves: never stale.
         deleted = [mid for removed, _ in reply[5] for mid in removed]
         for mid in deleted:
             self._message_at.drop(mid)

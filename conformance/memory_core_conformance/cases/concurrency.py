@@ -113,8 +113,66 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
         assert sorted(counts) == [0, 1], f"round {n}: delete_messages x2 counted {counts}"
 
 
+async def _check_last(store: BaseStorage, thread_ids: list[str], where: str) -> None:
+    """R-LAST after racing writes: each thread's last_message_at is its newest
+    message's created_at, or None when it holds none."""
+    for tid in thread_ids:
+        found = await store.get_thread(tid)
+        assert found is not None
+        page = await store.list_messages(tid, per_page=1, order_by={"field": "created_at", "direction": "DESC"})
+        newest = page.items[0].created_at if page.items else None
+        assert found.last_message_at == newest, (
+            f"{where}: thread {tid!r} has last_message_at {found.last_message_at}, its newest message {newest}"
+        )
+
+
+async def _move_races(store: BaseStorage) -> None:
+    """A message moved by two writers at once, or moved while deleted: every
+    thread it passed through ends with R-LAST true (a write must bump the
+    thread the message is in when it writes, not only the one it read)."""
+    threads = ["s0", "s1", "s2"]
+    for tid in threads:
+        await store.save_thread(thread(tid, "r1"))
+    for n in range(ROUNDS):
+        mid = f"mv{n}"
+        await store.save_messages([message(mid, "s0")])
+        await _race(
+            partial(store.update_messages, [{"id": mid, "thread_id": "s1"}]),
+            partial(store.update_messages, [{"id": mid, "thread_id": "s2"}]),
+        )
+        await _check_last(store, threads, f"round {n}, two moves")
+        await _race(
+            partial(store.save_messages, [message(mid, "s0")]),
+            partial(store.update_messages, [{"id": mid, "thread_id": "s1"}]),
+        )
+        await _check_last(store, threads, f"round {n}, a save moving it and an update moving it")
+        await _race(
+            partial(store.update_messages, [{"id": mid, "thread_id": "s2"}]), partial(store.delete_messages, [mid])
+        )
+        await _check_last(store, threads, f"round {n}, a move and a delete")
+        await store.delete_messages([mid])
+        await _check_last(store, threads, f"round {n}, after the delete")
+
+
 class ConcurrencyCases(SuiteBase):
     """Racing writes on one store and, with a shared namespace, on two."""
+
+    async def test_ops_race_moves_keep_last_message_at(self, storage_factory: StorageFactory) -> None:
+        async with open_store(storage_factory) as store:
+            await _move_races(store)
+
+    async def test_ops_race_merges_into_one_message_all_land(self, storage_factory: StorageFactory) -> None:
+        """A burst of updates merging different keys into one message: every
+        update succeeds and every key is there (a store that re-verifies by
+        compare-and-set must not run out of retries under contention)."""
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t1", "r1"))
+            await store.save_messages([message("m1", "t1", {"base": 0})])
+            async with anyio.create_task_group() as group:
+                for i in range(24):
+                    group.start_soon(store.update_messages, [{"id": "m1", "content": {f"k{i}": i}}])
+            (merged,) = await store.get_messages(["m1"])
+            assert merged.content == {"base": 0, **{f"k{i}": i for i in range(24)}}
 
     async def test_ops_race_ownership_one_store(self, storage_factory: StorageFactory) -> None:
         async with open_store(storage_factory) as store:

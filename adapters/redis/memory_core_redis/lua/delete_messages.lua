@@ -1,10 +1,15 @@
--- Delete messages of this resource, then bump threads; atomic.
+-- Delete messages of this resource, then bump, of the threads to bump, those
+-- that held a deleted message; atomic.
 -- ARGV: n, message ids, n, thread ids to bump, now us.
--- Returns {{deleted ids}, {snapshots}}.
+-- Returns {{deleted ids}, {snapshots}}, or {"stale", message id} when a
+-- message is in a thread not to bump (it moved since the core read it):
+-- nothing written.
 local ids = arglist(argn())
 local bumps = arglist(argn())
 local now = argn()
-local deleted = {}
+local away = moved(ids, bumps)
+if away then return {'stale', away} end
+local deleted, touched = {}, {}
 for _, mid in ipairs(ids) do
   local key = base .. 'm:' .. mid
   local g = redis.call('HMGET', key, 't', 'k')
@@ -13,6 +18,11 @@ for _, mid in ipairs(ids) do
     redis.call('ZREM', base .. 'rm', g[2])
     redis.call('DEL', key)
     deleted[#deleted + 1] = mid
+    touched[g[1]] = true
   end
 end
-return {deleted, bump_all(bumps, now)}
+local bumped = {}
+for _, tid in ipairs(bumps) do
+  if touched[tid] then bumped[#bumped + 1] = tid end
+end
+return {deleted, bump_all(bumped, now)}

@@ -304,6 +304,18 @@ local function bump_all(tids, now)
   return snaps
 end
 
+-- The first of these message ids stored in a thread not among tids (it
+-- moved after the core read it: the write is stale), or nil.
+local function moved(mids, tids)
+  local wanted = {}
+  for _, tid in ipairs(tids) do wanted[tid] = true end
+  for _, mid in ipairs(mids) do
+    local tid = redis.call('HGET', base .. 'm:' .. mid, 't')
+    if tid and not wanted[tid] then return mid end
+  end
+  return nil
+end
+
 local function missing_threads(tids)
   local out = {}
   for _, tid in ipairs(tids) do

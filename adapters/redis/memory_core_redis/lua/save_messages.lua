@@ -5,8 +5,9 @@
 --       message: its offset after the first), n, filter field pairs; then n,
 --       thread ids to bump.
 -- Returns {"ok", {snapshots}}, or {"stale", id, {ids of the new messages}}
--- when a thread is missing or an id's stored/new state is not what the core
--- read (nothing written).
+-- when a thread is missing, an id's stored/new state is not what the core
+-- read, or a stored message is in a thread not to bump (it moved since the
+-- read): nothing written.
 local now, first, n = argn(), argn(), argn()
 local batch = {}
 for i = 1, n do
@@ -34,6 +35,10 @@ for _, m in ipairs(batch) do
   end
   if (redis.call('EXISTS', base .. 'm:' .. m.id) == 1) ~= (m.member == '') then return stale(m.id) end
 end
+local ids = {}
+for i, m in ipairs(batch) do ids[i] = m.id end
+local away = moved(ids, bumps)
+if away then return stale(away) end
 for _, m in ipairs(batch) do
   local key = base .. 'm:' .. m.id
   local old = redis.call('HMGET', key, 't', 'c', 's', 'k')

@@ -70,6 +70,7 @@ function steps.patch_messages(g)
 end
 function steps.delete_messages(g)
   local r = run_step(step_delete_messages, g.base, g.args)
+  if r[1] == 'stale' then return r, {}, {} end
   return r, r[2], r[1]
 end
 -- Every thread of the resource deleted as delete_thread.lua does, then its
