@@ -57,6 +57,8 @@ _STALE_STATES = frozenset({STALE, "23503"})  # 23503: a thread vanished under an
 _RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
 _MAX_AT = from_us(TIME_MAX_US)
 _CAS_ATTEMPTS = 50
+_DEADLOCK_ATTEMPTS = 5
+_ROLLED_BACK_STATES = frozenset({"40P01", "40001"})  # deadlock victim, serialization failure
 _BUMP = _sql.bump_sql("$2", "$3")
 _UPSERT_THREAD = (
     "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
@@ -212,14 +214,23 @@ class PostgresStorage(BaseStorage):
             raise AdapterClosedError("postgresql storage is closed")
         return self._pool
 
-    async def _write(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run a write; the schema's stale-state errors become StaleStateError."""
-        try:
-            return await call()
-        except asyncpg.PostgresError as exc:
-            if exc.sqlstate in _STALE_STATES:
-                raise StaleStateError(str(exc)) from exc
-            raise
+    async def _write(self, call: Callable[[], Awaitable[T]], *, retry: bool = True) -> T:
+        """Run a write; the schema's stale-state errors become StaleStateError.
+        A write PostgreSQL chose as a deadlock's victim (40P01) or could not
+        serialize (40001) was rolled back whole, so ``call`` (one statement,
+        or a whole transaction) runs again, at most :data:`_DEADLOCK_ATTEMPTS`
+        times (PostgreSQL manual, "Deadlocks": retry the aborted transaction);
+        ``retry`` False inside a caller's transaction, which must start over
+        whole."""
+        for remaining in reversed(range(_DEADLOCK_ATTEMPTS if retry else 1)):
+            try:
+                return await call()
+            except asyncpg.PostgresError as exc:
+                if exc.sqlstate in _STALE_STATES:
+                    raise StaleStateError(str(exc)) from exc
+                if exc.sqlstate not in _ROLLED_BACK_STATES or not remaining:
+                    raise
+        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -467,12 +478,18 @@ class PostgresStorage(BaseStorage):
         try:
             return await self._patch_attempt(self.pool, thread_ids, message_ids, decide, now_us)
         except StaleStateError:
-            async with self.pool.acquire() as conn, conn.transaction():
-                # Locked in id order, so two such transactions cannot deadlock.
-                await conn.execute(
-                    "SELECT 1 FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", sorted(message_ids)
-                )
-                return await self._patch_attempt(conn, thread_ids, message_ids, decide, now_us)
+            return await self._write(lambda: self._patch_locked(thread_ids, message_ids, decide, now_us))
+
+    async def _patch_locked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
+    ) -> list[Message]:
+        """:meth:`_patch_attempt` in a transaction holding the messages' row
+        locks (taken in id order) from the read to the write."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT 1 FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", sorted(message_ids)
+            )
+            return await self._patch_attempt(conn, thread_ids, message_ids, decide, now_us)
 
     async def _patch_attempt(
         self,
@@ -544,7 +561,7 @@ class PostgresStorage(BaseStorage):
             " $7::text[], $8::text[], $9::text[], $10::text::regconfig, $11::text[], $12::text[], $13::text[],"
             " $14::timestamptz, $15::timestamptz)"
         )
-        await self._write(lambda: db.execute(sql, *args))
+        await self._write(lambda: db.execute(sql, *args), retry=db is self.pool)
         # decoded from the text written: as stored, sharing nothing with the caller's patch
         return [
             build_message(
@@ -562,27 +579,22 @@ class PostgresStorage(BaseStorage):
         ]
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        # One statement: a racing delete of the same row waits for ours and then finds nothing to count.
-        removed = await self.pool.fetchval(
-            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING 1),"
-            f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id = ANY($4::text[]))"
-            " SELECT count(*) FROM gone",
-            list(ids),
-            from_us(now_us),
-            _MAX_AT,
-            list(bump),
-        )
-        return int(removed)
+        # The threads bumped are those of the rows deleted, read inside the
+        # statement (never stale; last_message_at is computed when read).
+        return await self._delete_found(ids, now_us)
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
-        # One statement: the threads bumped are those of the rows it deleted.
-        removed = await self.pool.fetchval(
-            "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING thread_id),"
-            f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id IN (SELECT thread_id FROM gone))"
-            " SELECT count(*) FROM gone",
-            list(ids),
-            from_us(now_us),
-            _MAX_AT,
+        # One statement: the threads bumped are those of the rows it deleted;
+        # a racing delete of the same row waits for ours and then counts nothing.
+        removed = await self._write(
+            lambda: self.pool.fetchval(
+                "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING thread_id),"
+                f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id IN (SELECT thread_id FROM gone))"
+                " SELECT count(*) FROM gone",
+                list(ids),
+                from_us(now_us),
+                _MAX_AT,
+            )
         )
         return int(removed)
 

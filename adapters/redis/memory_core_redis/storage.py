@@ -1022,15 +1022,15 @@ class RedisStorage(BaseStorage):
         written: list[Message] = []
         stale: str | None = None
         for (rid, _), reply in zip(calls, replies, strict=True):
-            if reply[0] == "stale":
-                stale = reply[1]
+            if reply[0] == "stale":  # ("stale", id, "thread" | "message")
+                stale = f"{reply[2]} {reply[1]!r}"
                 continue
             snapshots += (_snapshot(rid, s) for s in reply[1])
             written += (_message(rid, rec) for rec in reply[2])
         if claim is not None:
             await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
         if stale is not None:
-            raise StaleStateError(f"thread {stale!r} changed while updating")
+            raise StaleStateError(f"{stale} changed while updating")
         return written
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:

@@ -174,6 +174,29 @@ class ConcurrencyCases(SuiteBase):
             (merged,) = await store.get_messages(["m1"])
             assert merged.content == {"base": 0, **{f"k{i}": i for i in range(24)}}
 
+    async def test_ops_race_overlapping_batches_all_land(self, storage_factory: StorageFactory) -> None:
+        """Batches that touch the same messages in different orders (saves of
+        [a, b] beside [b, a]; updates of overlapping subsets) all succeed: a
+        store whose writes lock rows must not fail a caller on a deadlock it
+        can retry."""
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t1", "r1"))
+            ids = [f"o{k}" for k in range(6)]
+            await store.save_messages([message(mid, "t1") for mid in ids])
+            async with anyio.create_task_group() as group:
+                for i in range(24):
+                    order = ids[:2] if i % 2 else ids[1::-1]
+                    group.start_soon(store.save_messages, [message(mid, "t1", f"save {i}") for mid in order])
+            async with anyio.create_task_group() as group:
+                for i in range(24):
+                    subset = [ids[(i + k * (1 + i % 3)) % len(ids)] for k in range(3)]
+                    batch = [{"id": mid, "metadata": {f"k{i}": i}} for mid in dict.fromkeys(subset)]
+                    group.start_soon(store.update_messages, batch)
+            stored = {m.id: m for m in await store.get_messages(ids)}
+            for i in range(24):
+                for mid in dict.fromkeys(ids[(i + k * (1 + i % 3)) % len(ids)] for k in range(3)):
+                    assert stored[mid].metadata.get(f"k{i}") == i, f"update {i} of {mid!r} was lost"
+
     async def test_ops_race_ownership_one_store(self, storage_factory: StorageFactory) -> None:
         async with open_store(storage_factory) as store:
             await _ownership_races(store, store)

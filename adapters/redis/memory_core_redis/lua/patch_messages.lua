@@ -5,9 +5,9 @@
 --       n, metadata member pairs, n, filter field ops, new thread id ("" keep);
 --       then n, thread ids to bump. Vanished ids are skipped.
 -- Returns {"ok", {snapshots}, {records of the patched messages, as stored}},
--- or {"stale", thread id} when a move target is not a thread of this
--- resource, {"stale", message id} when a message is in a thread not to bump
--- (it moved since the core read it): nothing written.
+-- or {"stale", thread id, "thread"} when a move target is not a thread of
+-- this resource, {"stale", message id, "message"} when a message is in a
+-- thread not to bump (it moved since the core read it): nothing written.
 local now, n = argn(), argn()
 local patches = {}
 for i = 1, n do
@@ -22,11 +22,11 @@ local bumps = arglist(argn())
 local ids = {}
 for i, p in ipairs(patches) do ids[i] = p.id end
 local away = moved(ids, bumps)
-if away then return {'stale', away} end
+if away then return {'stale', away, 'message'} end
 for _, p in ipairs(patches) do
   if p.tid ~= '' and redis.call('EXISTS', base .. 'm:' .. p.id) == 1
      and redis.call('EXISTS', base .. 't:' .. p.tid) == 0 then
-    return {'stale', p.tid}
+    return {'stale', p.tid, 'thread'}
   end
 end
 local records = {}
