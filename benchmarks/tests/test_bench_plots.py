@@ -117,7 +117,7 @@ def test_missing_peers_say_exactly_what_to_install(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "agents", None)
     lines = missing_peers("sqlite")
     assert any(
-        line.startswith("peer openai not run on sqlite: ") and line.endswith("pip install 'memory-core-bench[peers]'")
+        line.startswith("peer openai not run on sqlite: ") and line.endswith("pip install -e './benchmarks[peers]')")
         for line in lines
     ), lines
     assert missing_peers("valkey") == []  # no peers are compared on valkey

@@ -22,7 +22,7 @@ from memory_core_bench.subjects import AdapterSubject, Subject, VectorSubject
 
 __all__ = ["PEERS_HINT", "missing_peers", "peer_subjects", "raw_subject", "vector_baselines"]
 
-PEERS_HINT = "pip install 'memory-core-bench[peers]'"
+PEERS_HINT = "pip install 'memory-core-bench[peers]' (from a clone: pip install -e './benchmarks[peers]')"
 
 _RAW = {
     "sqlite": "memory_core_bench.baselines.raw_sqlite",
