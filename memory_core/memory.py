@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -64,7 +63,7 @@ from memory_core.validation import (
     coerce_model,
 )
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
-from memory_core.workmem import Scope, thread_memory, working_memory_version
+from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
 
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
@@ -82,8 +81,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("memory_core")
-_VERSION_FORM = re.compile(r"[0-9a-f]{32}")
-"""The shape of :func:`working_memory_version`'s versions."""
 
 TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
@@ -1202,12 +1199,7 @@ class Memory:
         if config.schema is not None:
             _validate_schema(text, config.schema)
         if if_version is not NOT_GIVEN and if_version is not None:
-            check_text(if_version, "if_version")
-            if _VERSION_FORM.fullmatch(if_version) is None:
-                # Versions are working_memory_version's 32 lower-case hex digits; anything else can never match.
-                raise ValidationError(
-                    "if_version", "must be a version from read_working_memory (32 lower-case hex digits) or None"
-                )
+            check_version(if_version)
         self._memory_target(thread_id, resource_id, config)
         # One conditional write: the storage checks the thread, its owner and
         # the version with the write (typed errors as a read would give them).

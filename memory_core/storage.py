@@ -1124,11 +1124,11 @@ class BaseStorage(ABC):
         # update_resource, swap_*): the same R-SIZE size; the error names the
         # field the caller gave.
         memory: dict[str, Any] = {"working_memory": value}
-        record = ("working_memory", {"metadata": memory}) if scope == "thread" else ("working_memory", memory)
+        record = {"metadata": memory} if scope == "thread" else memory
         if not write.conditional:
-            record = (record[0], {"title": None, **record[1]} if scope == "thread" else {**memory, "metadata": None})
+            record = {"title": None, **record} if scope == "thread" else {**memory, "metadata": None}
         try:
-            check_record_size(*record)
+            check_record_size("working_memory", record)
         except ValidationError as exc:
             oversized: ValidationError | None = exc
         else:

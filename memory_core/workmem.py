@@ -10,15 +10,25 @@ The rules (ownership, the version of a text) stay here, in the core.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from memory_core.errors import ConflictError, NotFoundError, OwnershipError
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import Thread
 from memory_core.query import NOT_GIVEN
+from memory_core.validation import check_text
 
-__all__ = ["MemoryDecision", "MemoryWrite", "Scope", "memory_decision", "thread_memory", "working_memory_version"]
+__all__ = [
+    "MemoryDecision",
+    "MemoryWrite",
+    "Scope",
+    "check_version",
+    "memory_decision",
+    "thread_memory",
+    "working_memory_version",
+]
 
 Scope = Literal["resource", "thread"]
 
@@ -39,6 +49,22 @@ def working_memory_version(text: str | None) -> str | None:
     if text is None:
         return None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+_VERSION_FORM = re.compile(r"[0-9a-f]{32}")
+
+
+def check_version(value: object, field: str = "if_version") -> str:
+    """A version as :func:`working_memory_version` writes it.
+
+    Raises:
+        ValidationError: not a str, or not 32 lower-case hex digits (such a
+            value can never match a stored version).
+    """
+    text = check_text(value, field)
+    if _VERSION_FORM.fullmatch(text) is None:
+        raise ValidationError(field, "must be a version from read_working_memory (32 lower-case hex digits) or None")
+    return text
 
 
 def thread_memory(thread: Thread) -> str | None:

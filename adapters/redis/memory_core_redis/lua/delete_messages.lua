@@ -7,12 +7,15 @@
 local ids = arglist(argn())
 local bumps = arglist(argn())
 local now = argn()
-local away = moved(ids, bumps)
-if away then return {'stale', away} end
+local wanted, stored = {}, {}
+for _, tid in ipairs(bumps) do wanted[tid] = true end
+for i, mid in ipairs(ids) do
+  stored[i] = redis.call('HMGET', base .. 'm:' .. mid, 't', 'k')
+  if stored[i][1] and not wanted[stored[i][1]] then return {'stale', mid} end
+end
 local deleted, touched = {}, {}
-for _, mid in ipairs(ids) do
-  local key = base .. 'm:' .. mid
-  local g = redis.call('HMGET', key, 't', 'k')
+for i, mid in ipairs(ids) do
+  local key, g = base .. 'm:' .. mid, stored[i]
   if g[1] then
     redis.call('ZREM', base .. 'tm:' .. g[1], g[2])
     redis.call('ZREM', base .. 'rm', g[2])

@@ -304,16 +304,19 @@ local function bump_all(tids, now)
   return snaps
 end
 
--- The first of these message ids stored in a thread not among tids (it
--- moved after the core read it: the write is stale), or nil.
+-- Where these message ids are stored (id -> thread id, false when absent:
+-- one HGET each, so callers need no EXISTS of their own), and the first of
+-- them stored in a thread not among tids (it moved after the core read it:
+-- the write is stale), or nil.
 local function moved(mids, tids)
-  local wanted = {}
+  local wanted, where, away = {}, {}, nil
   for _, tid in ipairs(tids) do wanted[tid] = true end
   for _, mid in ipairs(mids) do
     local tid = redis.call('HGET', base .. 'm:' .. mid, 't')
-    if tid and not wanted[tid] then return mid end
+    where[mid] = tid
+    if tid and not wanted[tid] and not away then away = mid end
   end
-  return nil
+  return away, where
 end
 
 local function missing_threads(tids)

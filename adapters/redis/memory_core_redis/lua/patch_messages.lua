@@ -21,10 +21,10 @@ end
 local bumps = arglist(argn())
 local ids = {}
 for i, p in ipairs(patches) do ids[i] = p.id end
-local away = moved(ids, bumps)
+local away, where = moved(ids, bumps)
 if away then return {'stale', away, 'message'} end
 for _, p in ipairs(patches) do
-  if p.tid ~= '' and redis.call('EXISTS', base .. 'm:' .. p.id) == 1
+  if p.tid ~= '' and where[p.id]
      and redis.call('EXISTS', base .. 't:' .. p.tid) == 0 then
     return {'stale', p.tid, 'thread'}
   end

@@ -27,17 +27,17 @@ local function stale(id)
   return {'stale', id, new}
 end
 local bumps = arglist(argn())
+local ids = {}
+for i, m in ipairs(batch) do ids[i] = m.id end
+local away, where = moved(ids, bumps)
 local seen = {}
 for _, m in ipairs(batch) do
   if not seen[m.tid] then
     if redis.call('EXISTS', base .. 't:' .. m.tid) == 0 then return stale(m.tid) end
     seen[m.tid] = true
   end
-  if (redis.call('EXISTS', base .. 'm:' .. m.id) == 1) ~= (m.member == '') then return stale(m.id) end
+  if (where[m.id] ~= false) ~= (m.member == '') then return stale(m.id) end
 end
-local ids = {}
-for i, m in ipairs(batch) do ids[i] = m.id end
-local away = moved(ids, bumps)
 if away then return stale(away) end
 for _, m in ipairs(batch) do
   local key = base .. 'm:' .. m.id
