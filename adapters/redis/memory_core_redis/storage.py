@@ -24,7 +24,7 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Sta
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
+from memory_core.storage import WRITE_ATTEMPTS, BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -1034,6 +1034,19 @@ class RedisStorage(BaseStorage):
         return written
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
+        deleted, stale = await self._delete_in_slots(ids, bump, now_us)
+        if stale is not None:
+            raise StaleStateError(f"message {stale!r} moved while deleting")
+        return len(deleted)
+
+    async def _delete_in_slots(
+        self, ids: Sequence[str], bump: Sequence[str], now_us: int
+    ) -> tuple[list[str], str | None]:
+        """delete_messages.lua in each resource's slot: the ids deleted and a
+        message found in a thread not in ``bump`` (None when none was). A
+        slot that finds one deletes nothing; on a cluster the other slots'
+        deletes stand (README: "Crash safety"), on a standalone server no
+        slot writes (solo.lua's dry run)."""
         groups, _ = await self._group(list(dict.fromkeys(ids)), self._message_at, threads=False, fresh=False)
         calls = [(rid, [len(mids), *mids, len(bump), *bump, now_us]) for rid, mids in groups.items()]
         replies, claim = await self._message_write("delete_messages", bump, calls)
@@ -1051,19 +1064,29 @@ class RedisStorage(BaseStorage):
                 self._message_at.drop(mid)
         if claim is not None:
             await self._apply(snapshots, release, threads=[(tid, claim.stamp) for tid in bump])
-        if stale is not None:
-            raise StaleStateError(f"message {stale!r} moved while deleting")
-        return len(release)
+        return [mid for mid, _ in release], stale
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
         """On a standalone server one atomic :meth:`_solo_write` call: the
         directory names each id's resource and the resource's slot its
-        thread, so no read comes first. On a cluster the core's default (a
-        read for the threads to bump, then :meth:`_delete_messages`): the
-        claim must record intents for those threads before any slot is
-        written (README: "Crash safety")."""
+        thread, so no read comes first. On a cluster a read for the threads
+        to bump comes first, since the claim must record intents for them
+        before any slot is written (README: "Crash safety"); a slot found
+        stale is read and deleted again while the other slots' deletes
+        stand, so the count stays this call's (of racing deletes of one id
+        exactly one counts it)."""
         if not self._solo:
-            return await super()._delete_found(ids, now_us)
+            taken: set[str] = set()
+            for _ in range(WRITE_ATTEMPTS):
+                found = await self._get_messages([mid for mid in ids if mid not in taken])
+                if not found:
+                    return len(taken)
+                bump = list(dict.fromkeys(m.thread_id for m in found))
+                deleted, stale = await self._delete_in_slots([m.id for m in found], bump, now_us)
+                taken.update(deleted)
+                if stale is None:
+                    return len(taken)
+            raise StaleStateError(f"message {stale!r} kept moving while deleting")
         reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
         # The script names the threads from the slots themselves: never stale.
         deleted = [mid for removed, _ in reply[5] for mid in removed]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 from memory_core import BackendError, ManualClock, Message, Storage, connect
 from memory_core.errors import ConflictError, StaleStateError, ValidationError
+from memory_core.query import MessagePatch
 from redis.asyncio.cluster import RedisCluster
 
 from memory_core_redis import RedisStorage
@@ -426,3 +427,59 @@ async def test_a_given_client_from_another_loop_is_a_clear_error(redis_target: s
     await asyncio.to_thread(build)
     with pytest.raises(ValidationError, match="another event loop"):
         await outer[0].get_thread("t1")
+
+
+@pytest.mark.parametrize("write", ["save", "patch", "delete"])
+async def test_a_standalone_write_over_two_resources_found_stale_writes_neither(
+    redis_standalone: str, write: str
+) -> None:
+    # One script writes both resources' slots; the second slot finds the
+    # core's read stale (its message moved to a thread not to bump). The
+    # first slot must not have been written: a failed write writes nothing.
+    store = RedisStorage.from_url(redis_standalone, namespace=f"dry-{uuid.uuid4().hex[:12]}")
+    async with store:
+        (a1,) = await seed(store, resource="r1", thread="t1", n=1)
+        (b1,) = await seed(store, resource="r2", thread="t2", n=1)
+        await store.save_thread({"id": "t3", "resource_id": "r2"})
+        await store.update_messages([{"id": b1.id, "thread_id": "t3"}])  # after the "read"
+        t1_before = await store.get_thread("t1")
+        fresh = Message("fresh", "t1", "user", "new", "r1", created_at=T0)
+        with pytest.raises(StaleStateError):
+            if write == "save":
+                await store._save_messages([fresh, b1], ["t1", "t2"], 0)
+            elif write == "patch":
+                patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
+                await store._patch_messages(patches, ["t1", "t2"], 0)
+            else:
+                await store._delete_messages([a1.id, b1.id], ["t1", "t2"], 0)
+        assert await store.get_messages([a1.id, "fresh"]) == [a1]
+        assert await store.get_thread("t1") == t1_before  # not bumped
+        # the new id was never reserved: another resource may take it
+        await store.save_messages([{"id": "fresh", "thread_id": "t2", "role": "user", "content": "x"}])
+        await store.destroy()
+
+
+async def test_a_delete_over_two_resources_counts_a_slot_found_stale_once(make_store: MakeStore) -> None:
+    # Between the delete's read and its write, another store moves one of
+    # the messages: every message is deleted and this call counts each one
+    # (on a cluster the fresh slot's delete stands while the stale one is
+    # read again; a standalone server reads nothing first).
+    namespace = f"count-{uuid.uuid4().hex[:12]}"
+    store, other = make_store(namespace=namespace), make_store(namespace=namespace)
+    async with store, other:
+        (a1,) = await seed(store, resource="r1", thread="t1", n=1)
+        (b1,) = await seed(store, resource="r2", thread="t2", n=1)
+        await store.save_thread({"id": "t3", "resource_id": "r2"})
+        read = store._get_messages
+
+        async def read_then_move(ids: Sequence[str]) -> list[Message]:
+            found = await read(ids)
+            if len(ids) == 2:
+                await other.update_messages([{"id": b1.id, "thread_id": "t3"}])
+            return found
+
+        store._get_messages = read_then_move  # type: ignore[method-assign]
+        assert await store.delete_messages([a1.id, b1.id]) == 2
+        assert await store.get_messages([a1.id, b1.id]) == []
+        assert (await store.get_thread("t3")).last_message_at is None  # type: ignore[union-attr]
+        await store.destroy()

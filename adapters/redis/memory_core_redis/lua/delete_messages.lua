@@ -3,7 +3,8 @@
 -- ARGV: n, message ids, n, thread ids to bump, now us.
 -- Returns {{deleted ids}, {snapshots}}, or {"stale", message id} when a
 -- message is in a thread not to bump (it moved since the core read it):
--- nothing written.
+-- nothing written. A dry run (lib.lua's `checking`) returns {"ok"} after
+-- the checks.
 local ids = arglist(argn())
 local bumps = arglist(argn())
 local now = argn()
@@ -13,6 +14,7 @@ for i, mid in ipairs(ids) do
   stored[i] = redis.call('HMGET', base .. 'm:' .. mid, 't', 'k')
   if stored[i][1] and not wanted[stored[i][1]] then return {'stale', mid} end
 end
+if checking then return {'ok'} end
 local deleted, touched = {}, {}
 for i, mid in ipairs(ids) do
   local key, g = base .. 'm:' .. mid, stored[i]

@@ -367,6 +367,13 @@ local function run_step(fn, step_base, step_args)
   return fn()
 end
 
+-- Set by solo.lua while it runs a message write's steps as a dry run: each
+-- step (save_messages, patch_messages, delete_messages) then returns right
+-- after its checks, writing nothing ({"ok", ...} or its stale reply), so a
+-- write over several resource slots is checked everywhere before any slot
+-- is written.
+local checking = false
+
 -- apply.lua's arguments from snapshots `snaps` ({resource id, snapshot} each:
 -- a snapshot of lib.lua's snapshot(), or state.lua's deletion {id, "d",
 -- version}) and message ids to release (flat {id, resource id, ...}); no

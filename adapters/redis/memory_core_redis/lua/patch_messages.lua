@@ -8,6 +8,7 @@
 -- or {"stale", thread id, "thread"} when a move target is not a thread of
 -- this resource, {"stale", message id, "message"} when a message is in a
 -- thread not to bump (it moved since the core read it): nothing written.
+-- A dry run (lib.lua's `checking`) returns {"ok"} after the checks.
 local now, n = argn(), argn()
 local patches = {}
 for i = 1, n do
@@ -29,6 +30,7 @@ for _, p in ipairs(patches) do
     return {'stale', p.tid, 'thread'}
   end
 end
+if checking then return {'ok'} end
 local records = {}
 for _, p in ipairs(patches) do
   local key = base .. 'm:' .. p.id

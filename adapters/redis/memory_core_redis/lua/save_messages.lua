@@ -7,7 +7,8 @@
 -- Returns {"ok", {snapshots}}, or {"stale", id, {ids of the new messages}}
 -- when a thread is missing, an id's stored/new state is not what the core
 -- read, or a stored message is in a thread not to bump (it moved since the
--- read): nothing written.
+-- read): nothing written. A dry run (lib.lua's `checking`) returns
+-- {"ok", {}, {ids of the new messages}} after the checks.
 local now, first, n = argn(), argn(), argn()
 local batch = {}
 for i = 1, n do
@@ -19,13 +20,14 @@ for i = 1, n do
     batch[i].member = tkey(tonumber(batch[i].c)) .. ':' .. string.format('%020d', batch[i].seq) .. ':' .. batch[i].id
   end
 end
-local function stale(id)
+local function new_ids()
   local new = {}
   for _, m in ipairs(batch) do
     if m.member ~= '' and redis.call('EXISTS', base .. 'm:' .. m.id) == 0 then new[#new + 1] = m.id end
   end
-  return {'stale', id, new}
+  return new
 end
+local function stale(id) return {'stale', id, new_ids()} end
 local bumps = arglist(argn())
 local ids = {}
 for i, m in ipairs(batch) do ids[i] = m.id end
@@ -39,6 +41,7 @@ for _, m in ipairs(batch) do
   if (where[m.id] ~= false) ~= (m.member == '') then return stale(m.id) end
 end
 if away then return stale(away) end
+if checking then return {'ok', {}, new_ids()} end
 for _, m in ipairs(batch) do
   local key = base .. 'm:' .. m.id
   local old = redis.call('HMGET', key, 't', 'c', 's', 'k')

@@ -129,13 +129,50 @@ end
 
 local claim = run_step(step_claim, sbase, claim_args)
 if claim[1] ~= 'ok' then return claim end
-if write == 'delete_found' then
+local found = write == 'delete_found'
+if found then
   groups, write = found_groups(groups[1].args), 'delete_messages'
 end
 if write == 'patch_thread' or write == 'delete_thread' then
   local owner = claim[5][1]
   if not owner then return claim end
   groups[1].rid, groups[1].base = owner, resource_base(sbase, owner)
+end
+-- A message write over several resource slots runs every slot's checks
+-- (a dry run) before any slot writes: when one slot finds the core's read
+-- stale, no slot is written, as in one transaction, and every group replies
+-- that slot's stale fact (a save's group with its new ids, released here).
+-- delete_found names its groups from the slots themselves: never stale.
+local DRY_RUN = {save_messages = step_save_messages, patch_messages = step_patch_messages,
+                 delete_messages = step_delete_messages}
+local function refused()
+  local dry, failed = {}, nil
+  checking = true
+  for i, g in ipairs(groups) do
+    if write == 'save_messages' then g.args[2] = claim[2] end
+    dry[i] = run_step(DRY_RUN[write], g.base, g.args)
+    failed = failed or (dry[i][1] == 'stale' and dry[i])
+  end
+  checking = false
+  if not failed then return nil end
+  local release, replies = {}, {}
+  for i, g in ipairs(groups) do
+    replies[i] = failed
+    if write == 'save_messages' then
+      replies[i] = {'stale', failed[2], dry[i][3]}
+      for _, mid in ipairs(dry[i][3]) do
+        release[#release + 1] = mid
+        release[#release + 1] = g.rid
+      end
+    end
+  end
+  run_step(step_apply, sbase, apply_args(ttl, {}, release))
+  claim[#claim + 1] = replies
+  return claim
+end
+if DRY_RUN[write] and #groups > 1 and not found then
+  local reply = refused()
+  if reply then return reply end
 end
 local snaps, release, replies = {}, {}, {}
 for i, g in ipairs(groups) do
