@@ -13,6 +13,11 @@ They take every field positionally in the dataclass's field order, with no
 defaults and no validation: they are for values read back from a store,
 which were validated when written, and for records the core builds from
 values it has just checked. Anything else should call the class.
+
+A time field may be given as :class:`~memory_core.models.StoredTime`
+(integer microseconds since the epoch, as a row holds it) instead of a
+datetime: the record turns it into the aware datetime when the field is
+first read, so a read that never looks at a time never builds one.
 """
 
 from __future__ import annotations
@@ -21,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from memory_core.models import Message, Resource, Thread
+from memory_core.models import Message, Resource, StoredTime, Thread
 
-__all__ = ["build_message", "build_resource", "build_thread", "builder"]
+__all__ = ["StoredTime", "build_message", "build_resource", "build_thread", "builder"]
 
 T = TypeVar("T")
 

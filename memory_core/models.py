@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
+from memory_core.clock import from_us
+
 __all__ = [
     "ROLES",
     "DateRange",
@@ -33,6 +35,7 @@ __all__ = [
     "Resource",
     "ResourceErasure",
     "Role",
+    "StoredTime",
     "Thread",
     "ThreadFilter",
     "WorkingMemoryState",
@@ -109,6 +112,58 @@ class Resource:
     metadata: JSONObject = field(default_factory=dict)
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+
+class StoredTime(int):
+    """A stored time as integer microseconds since the epoch, held by a
+    record an adapter decoded (:func:`memory_core.builders.stored_time`)
+    until the field is first read: the read returns the aware UTC datetime
+    (:func:`memory_core.clock.from_us`) and keeps it.
+
+    Building a datetime costs about 0.5 µs, three of them a thread; a
+    listing that never reads a time (most of an agent's reads) skips that.
+    Only this type is decoded: an int given by a caller stays an int, and
+    validation refuses it as before.
+    """
+
+    __slots__ = ()
+
+
+class _DecodedOnRead:
+    """The descriptor of a datetime field of :class:`Thread`,
+    :class:`Message` and :class:`Resource`, wrapping the field's slot: a
+    :class:`StoredTime` in the slot becomes a datetime on the first read.
+    Equality, repr, ``dataclasses.replace``/``asdict``, copy and pickle all
+    read fields through it, so they see datetimes."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self._slot = slot
+
+    def __get__(self, record: Any, owner: type | None = None) -> Any:
+        if record is None:
+            return self
+        value = self._slot.__get__(record, owner)
+        if type(value) is StoredTime:
+            value = from_us(value)
+            self._slot.__set__(record, value)  # the same value for every reader
+        return value
+
+    def __set__(self, record: Any, value: Any) -> None:
+        self._slot.__set__(record, value)  # frozen: only __init__ and unpickling get here
+
+    def __delete__(self, record: Any) -> None:
+        self._slot.__delete__(record)
+
+
+for _cls, _names in (
+    (Thread, ("created_at", "updated_at", "last_message_at")),
+    (Message, ("created_at",)),
+    (Resource, ("created_at", "updated_at")),
+):
+    for _name in _names:
+        setattr(_cls, _name, _DecodedOnRead(_cls.__dict__[_name]))
 
 
 @dataclass(frozen=True, slots=True)

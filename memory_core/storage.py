@@ -16,6 +16,7 @@ its whole contract; the conformance suite checks the composed behaviour.
 from __future__ import annotations
 
 import asyncio
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -107,8 +108,11 @@ the order to apply them (``[]``: nothing to write)."""
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 # Optimistic writes: read, check, then write with those reads re-verified
 # inside the write's transaction; StaleStateError (a concurrent writer got in
-# between) means read and check again.
-WRITE_ATTEMPTS = 5
+# between) means read and check again, after a random pause that doubles per
+# attempt (full jitter, capped), so writers that keep colliding spread out.
+WRITE_ATTEMPTS = 8
+RETRY_PAUSE_S = 0.001
+RETRY_PAUSE_MAX_S = 0.05
 _PATCH_FIELDS = {"id", "role", "type", "content", "metadata", "thread_id", "threadId"}
 
 
@@ -370,15 +374,18 @@ class BaseStorage(ABC):
 
     async def _optimistic(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt`` (read, check, write) again while its write finds the
-        reads stale (:class:`StaleStateError`), at most ``WRITE_ATTEMPTS`` times."""
+        reads stale (:class:`StaleStateError`), at most ``WRITE_ATTEMPTS`` (8)
+        times, pausing a random 0 to ``min(50 ms, 1 ms * 2**attempt)`` between
+        attempts (full jitter: colliding writers spread out)."""
         await self._ready()
-        for remaining in reversed(range(WRITE_ATTEMPTS)):
+        for tried in range(1, WRITE_ATTEMPTS + 1):
             try:
                 with self._guard(operation):
                     return await attempt()
             except StaleStateError:
-                if not remaining:
+                if tried == WRITE_ATTEMPTS:
                     raise
+            await asyncio.sleep(random.uniform(0, min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**tried)))
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ threads
@@ -557,6 +564,9 @@ class BaseStorage(ABC):
             NotFoundError: a thread does not exist.
             OwnershipError: ``resource_id`` differs from the thread's.
             ConflictError: an existing id is saved under another resource.
+            StaleStateError: (a ConflictError) concurrent writers changed
+                these messages or threads under every attempt (rare: see
+                ``WRITE_ATTEMPTS``); retrying later is safe.
         """
         if type(messages) is CheckedMessages:  # each one checked by the caller (Memory) a moment ago
             batch = {message.id: message for message in messages}
@@ -736,7 +746,13 @@ class BaseStorage(ABC):
 
         Returns how many messages this call removed (distinct ids): of racing
         deletes of one id exactly one counts it, so ``delete_messages([id]) ==
-        1`` is an atomic "I took it" (the integrations' pop uses this)."""
+        1`` is an atomic "I took it" (the integrations' pop uses this).
+
+        Raises:
+            ValidationError: a bad id list (R-ID).
+            StaleStateError: (a ConflictError) concurrent moves of these
+                messages under every attempt (rare); retrying is safe.
+        """
         wanted = check_id_list(ids, "ids")
         if not wanted:
             return 0

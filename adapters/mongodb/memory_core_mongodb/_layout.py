@@ -23,14 +23,13 @@ Times are int64 microseconds since the epoch (exact, ordered).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from bson.int64 import Int64
 
 from memory_core import codec
-from memory_core.builders import build_message, build_resource, build_thread
-from memory_core.clock import from_us, to_us
+from memory_core.builders import StoredTime, build_message, build_resource, build_thread
+from memory_core.clock import to_us
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US
 
@@ -174,11 +173,11 @@ def last_fields(last_us: int | None) -> dict[str, Any]:
     return {LAST_ASC: us(last_us), LAST_DESC: us(last_us)}
 
 
-def last_message_at(doc: Mapping[str, Any]) -> datetime | None:
+def last_message_at(doc: Mapping[str, Any]) -> StoredTime | None:
     """The ``last_message_at`` of a thread document (its :data:`LAST_DESC`
-    field; None without messages)."""
+    field, a StoredTime the thread decodes when read; None without messages)."""
     last = doc.get(LAST_DESC)
-    return None if last is None or int(last) == NO_MESSAGE_DESC_US else from_us(int(last))
+    return None if last is None or int(last) == NO_MESSAGE_DESC_US else StoredTime(last)
 
 
 def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
@@ -188,8 +187,8 @@ def thread_from_doc(doc: Mapping[str, Any]) -> Thread:
         doc["resource_id"],
         doc.get("title", ""),
         decode_object(doc.get("meta")),
-        from_us(int(doc["created_at"])),
-        from_us(int(doc["updated_at"])),
+        StoredTime(doc["created_at"]),
+        StoredTime(doc["updated_at"]),
         last_message_at(doc),
     )
 
@@ -228,7 +227,7 @@ def message_from_doc(doc: Mapping[str, Any]) -> Message:
         doc["resource_id"],
         doc.get("type", "v2"),
         decode_object(doc.get("meta")),
-        from_us(int(doc["created_at"])),
+        StoredTime(doc["created_at"]),
         int(doc["seq"]),
     )
 
@@ -254,6 +253,6 @@ def resource_from_doc(doc: Mapping[str, Any]) -> Resource:
         doc["_id"],
         doc.get("working_memory"),
         decode_object(doc.get("meta")),
-        from_us(int(doc["created_at"])),
-        from_us(int(doc["updated_at"])),
+        StoredTime(doc["created_at"]),
+        StoredTime(doc["updated_at"]),
     )

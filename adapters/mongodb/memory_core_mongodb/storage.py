@@ -24,7 +24,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKeyError, PyMongoError
 
 from memory_core.capabilities import Capability
-from memory_core.clock import TIME_MAX_US, Clock, to_us
+from memory_core.clock import TIME_MAX_US, Clock, from_us, to_us
 from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
@@ -415,7 +415,7 @@ class MongoStorage(BaseStorage):
             raise StaleStateError(f"thread {thread.id!r} changed while saving") from exc
         assert doc is not None
         last = last_message_at(doc)
-        return thread if last is None else replace(thread, last_message_at=last)
+        return thread if last is None else replace(thread, last_message_at=from_us(last))
 
     async def _insert_thread(self, thread: Thread) -> None:
         try:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Se
 from dataclasses import replace
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from memory_core.builders import build_message, build_resource, build_thread
+from memory_core.builders import StoredTime, build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
@@ -114,9 +114,9 @@ def _thread(resource_id: str, rec: Sequence[str]) -> Thread:
         resource_id,
         title,
         loads(meta),
-        from_us(int(created)),
-        from_us(int(updated)),
-        from_us(int(last)) if last else None,
+        StoredTime(created),
+        StoredTime(updated),
+        StoredTime(last) if last else None,
     )
 
 
@@ -130,7 +130,7 @@ def _message(resource_id: str, rec: Sequence[Any]) -> Message:
         resource_id,
         kind,
         loads(meta),
-        from_us(int(created)),
+        StoredTime(created),
         int(seq),
     )
 
@@ -1355,4 +1355,4 @@ class RedisStorage(BaseStorage):
 def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:
     wm, meta, created, updated = rec
     assert meta is not None and created is not None and updated is not None
-    return build_resource(resource_id, wm, loads(meta), from_us(int(created)), from_us(int(updated)))
+    return build_resource(resource_id, wm, loads(meta), StoredTime(created), StoredTime(updated))

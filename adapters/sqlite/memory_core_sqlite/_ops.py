@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from memory_core import codec
-from memory_core.builders import build_message, build_resource, build_thread
+from memory_core.builders import StoredTime, build_message, build_resource, build_thread
 from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError
 from memory_core.models import Message, Resource, Thread
@@ -106,19 +106,19 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 def _thread(row: Sequence[Any]) -> Thread:
-    last = None if row[6] is None else from_us(row[6])
-    return build_thread(row[0], row[1], row[2], codec.loads(row[3]), from_us(row[4]), from_us(row[5]), last)
+    last = None if row[6] is None else StoredTime(row[6])
+    return build_thread(row[0], row[1], row[2], codec.loads(row[3]), StoredTime(row[4]), StoredTime(row[5]), last)
 
 
 def _message(row: Sequence[Any]) -> Message:
     # columns: id, thread_id, resource_id, role, type, content, metadata, created_at, seq
     return build_message(
-        row[0], row[1], row[3], codec.loads(row[5]), row[2], row[4], codec.loads(row[6]), from_us(row[7]), row[8]
+        row[0], row[1], row[3], codec.loads(row[5]), row[2], row[4], codec.loads(row[6]), StoredTime(row[7]), row[8]
     )
 
 
 def _resource(row: Sequence[Any]) -> Resource:
-    return build_resource(row[0], row[1], codec.loads(row[2]), from_us(row[3]), from_us(row[4]))
+    return build_resource(row[0], row[1], codec.loads(row[2]), StoredTime(row[3]), StoredTime(row[4]))
 
 
 def _bump(conn: sqlite3.Connection, thread_ids: Iterable[str], now_us: int) -> None:
