@@ -92,10 +92,12 @@ class InMemoryStorage(BaseStorage):
         self._threads[thread_id] = thread
         return copy.deepcopy(thread)
 
-    async def _delete_thread(self, thread_id: str) -> None:
+    async def _delete_thread(self, thread_id: str) -> int:
         self._threads.pop(thread_id, None)
-        for message in [m for m in self._messages.values() if m.thread_id == thread_id]:
-            del self._messages[message.id]
+        gone = [m.id for m in self._messages.values() if m.thread_id == thread_id]
+        for message_id in gone:
+            del self._messages[message_id]
+        return len(gone)
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         found = [t for t in self._threads.values() if query.matches(t) and query.is_after(query.key(t))]

@@ -1272,8 +1272,12 @@ class BaseStorage(ABC):
         a transaction."""
 
     @abstractmethod
-    async def _delete_thread(self, thread_id: str) -> None:
-        """Delete the thread and every message in it (atomically)."""
+    async def _delete_thread(self, thread_id: str) -> int | None:
+        """Delete the thread and every message in it (atomically); return how
+        many messages this call deleted, counted with the delete (0 for an
+        unknown thread), or None from an adapter that does not count (the
+        default :meth:`_delete_resource` then reports the count it read
+        before deleting, which racing deletes can make too high)."""
 
     @abstractmethod
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
@@ -1601,12 +1605,15 @@ class BaseStorage(ABC):
 
         The default composes :meth:`_count_messages`, :meth:`_list_threads`,
         :meth:`_delete_thread` and :meth:`_delete_resource_record` (resumable:
-        each step is idempotent); an adapter may override it with one
-        transaction."""
-        messages = await self._count_messages(MessageQuery(None, resource_id))
+        each step is idempotent); the message count is the sum of what each
+        ``_delete_thread`` deleted (a message a racing delete took first
+        counts there, not here), or the count read first when one returns
+        None. An adapter may override it with one transaction."""
+        counted_first = await self._count_messages(MessageQuery(None, resource_id))
         threads = await self._list_threads(ThreadQuery(resource_id))
-        await _bounded_gather([self._delete_thread(thread.id) for thread in threads])
+        deleted = await _bounded_gather([self._delete_thread(thread.id) for thread in threads])
         existed = await self._delete_resource_record(resource_id)
+        messages = counted_first if None in deleted else sum(n or 0 for n in deleted)
         return [thread.id for thread in threads], messages, existed
 
     @abstractmethod

@@ -256,8 +256,9 @@ class DeleteThreadKeepsMessagesStorage(InMemoryStorage):
     """Breaks delete_thread: messages stay behind and reappear when the
     thread id is created again (ghosts)."""
 
-    async def _delete_thread(self, thread_id: str) -> None:
+    async def _delete_thread(self, thread_id: str) -> int:
         self._threads.pop(thread_id, None)
+        return 0
 
 
 class CountIgnoresFilterStorage(InMemoryStorage):

@@ -110,3 +110,27 @@ async def test_the_default_read_plan_runs_on_simple_primitives() -> None:
         assert await store.get_thread_with_owner("gone") == (None, None)
         with pytest.raises(ValidationError, match="threads"):
             await store.message_parts(MessagePageRequest(thread_ids=["t1"]), threads=[""])
+
+
+class _UncountedDeletes(InMemoryStorage):
+    """A third-party adapter written before ``_delete_thread`` counted."""
+
+    async def _delete_thread(self, thread_id: str) -> None:  # type: ignore[override]
+        await super()._delete_thread(thread_id)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cls", [InMemoryStorage, _UncountedDeletes])
+async def test_the_default_erasure_counts_what_its_thread_deletes_removed(cls: type[InMemoryStorage]) -> None:
+    """``_delete_resource``'s default sums what each ``_delete_thread``
+    deleted; with an adapter whose ``_delete_thread`` returns None it
+    reports the count it read first."""
+    async with cls() as store:
+        for tid, n in (("t1", 2), ("t2", 3)):
+            await store.save_thread({"id": tid, "resource_id": "r1"})
+            await store.save_messages(
+                [{"id": f"{tid}-{k}", "thread_id": tid, "role": "user", "content": "x"} for k in range(n)]
+            )
+        erased = await store.delete_resource("r1")
+        assert erased.messages == 5 and erased.thread_ids == ["t1", "t2"]
+        assert (await store.list_messages_by_resource("r1")).total == 0

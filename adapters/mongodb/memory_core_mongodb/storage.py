@@ -437,14 +437,14 @@ class MongoStorage(BaseStorage):
         )
         return None if doc is None else thread_from_doc(doc)
 
-    async def _delete_thread(self, thread_id: str) -> None:
-        async def work(session: Session) -> None:
+    async def _delete_thread(self, thread_id: str) -> int:
+        async def work(session: Session) -> int:
             # The thread first: without a transaction, a save racing with the
             # delete then fails the core's thread check instead of leaving orphans.
             await self._threads.delete_one({"_id": thread_id}, session=session)
-            await self._messages.delete_many({"thread_id": thread_id}, session=session)
+            return (await self._messages.delete_many({"thread_id": thread_id}, session=session)).deleted_count
 
-        await self._atomic(work)
+        return await self._atomic(work)
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         docs = await self._find(self._threads, thread_list_plan(query), query.offset, query.limit)

@@ -399,8 +399,16 @@ class PostgresStorage(BaseStorage):
         )
         return None if done is None else done is not False
 
-    async def _delete_thread(self, thread_id: str) -> None:
-        await self.pool.execute("DELETE FROM threads WHERE id = $1", thread_id)  # messages: ON DELETE CASCADE
+    async def _delete_thread(self, thread_id: str) -> int:
+        # One statement: the messages counted as deleted, then the thread (its
+        # ON DELETE CASCADE finds nothing left).
+        return int(
+            await self.pool.fetchval(
+                "WITH gone AS (DELETE FROM messages WHERE thread_id = $1 RETURNING 1),"
+                " thread AS (DELETE FROM threads WHERE id = $1) SELECT count(*) FROM gone",
+                thread_id,
+            )
+        )
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         return (await self._page_threads(query))[1]

@@ -801,13 +801,14 @@ class RedisStorage(BaseStorage):
                 snapshots.append(snap)
         await self._apply(snapshots, threads=intent)
 
-    async def _delete_thread(self, thread_id: str) -> None:
+    async def _delete_thread(self, thread_id: str) -> int:
         if self._solo:
             _, reply = await self._solo_thread("delete_thread", thread_id, [thread_id, TOMBSTONE_TTL])
             self._thread_at.drop(thread_id)
-            for mid in [] if reply is None else reply[1]:
+            deleted = [] if reply is None else reply[1]
+            for mid in deleted:
                 self._message_at.drop(mid)
-            return
+            return len(deleted)
         claim = await self._claim(self._claim_args(touched=[thread_id]))
         rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
         self._thread_at.drop(thread_id)
@@ -815,13 +816,14 @@ class RedisStorage(BaseStorage):
         if reply is None:
             # also what a retry of a delete that died after its slot's step finds
             await self._settle(thread_id, rid, intent, missing=True)
-            return
+            return 0
         assert rid is not None
         version, ids = reply
         for mid in ids:
             self._message_at.drop(mid)
         snap: Snapshot = (thread_id, rid, "d", version, "", "", "", [])
         await self._apply([snap], [(mid, rid) for mid in ids], threads=intent)
+        return len(ids)
 
     async def _threads(self, mode: str, query: ThreadQuery) -> Any:
         index = _thread_index(query)

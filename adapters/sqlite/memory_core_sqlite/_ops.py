@@ -196,11 +196,13 @@ def patch_thread_in(
     return _thread((row[0], row[1], new_title, encoded, row[4], updated_us, row[6]))
 
 
-def delete_thread(conn: sqlite3.Connection, thread_id: str) -> None:
-    """Delete the thread and its messages in one transaction."""
+def delete_thread(conn: sqlite3.Connection, thread_id: str) -> int:
+    """Delete the thread and its messages in one transaction; how many
+    messages it deleted."""
     with transaction(conn):
-        conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,))
+        deleted = conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,)).rowcount
         conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+    return deleted
 
 
 def list_threads(conn: sqlite3.Connection, query: ThreadQuery) -> list[Thread]:

@@ -316,8 +316,8 @@ class SQLiteStorage(BaseStorage):
     ) -> Thread | None:
         return await self._run(_ops.patch_thread, thread_id, title, metadata, now_us)
 
-    async def _delete_thread(self, thread_id: str) -> None:
-        await self._run(_ops.delete_thread, thread_id)
+    async def _delete_thread(self, thread_id: str) -> int:
+        return await self._run(_ops.delete_thread, thread_id)
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         return await self._run(_ops.list_threads, query)

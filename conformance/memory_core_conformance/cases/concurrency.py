@@ -154,6 +154,23 @@ async def _move_races(store: BaseStorage) -> None:
         await _check_last(store, threads, f"round {n}, after the delete")
 
 
+async def _erase_while_deleting(store: BaseStorage, resource_id: str, ids: list[str]) -> tuple[int, int]:
+    """``delete_resource(resource_id)`` and ``delete_messages(ids)`` at once:
+    (the erasure's message count, the delete's return value)."""
+    counts = [0, 0]
+
+    async def erase() -> None:
+        counts[0] = (await store.delete_resource(resource_id)).messages
+
+    async def delete() -> None:
+        counts[1] = await store.delete_messages(ids)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(erase)
+        group.start_soon(delete)
+    return counts[0], counts[1]
+
+
 class ConcurrencyCases(SuiteBase):
     """Racing writes on one store and, with a shared namespace, on two."""
 
@@ -196,6 +213,24 @@ class ConcurrencyCases(SuiteBase):
             for i in range(24):
                 for mid in dict.fromkeys(ids[(i + k * (1 + i % 3)) % len(ids)] for k in range(3)):
                     assert stored[mid].metadata.get(f"k{i}") == i, f"update {i} of {mid!r} was lost"
+
+    async def test_ops_race_erasure_and_deletes_count_each_message_once(self, storage_factory: StorageFactory) -> None:
+        """``delete_resource`` racing a ``delete_messages`` of some of its
+        messages (and one of another resource): every message is deleted and
+        counted exactly once between the erasure's ``messages`` and the
+        delete's return value."""
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("other", "r2"))
+            for n in range(ROUNDS):
+                owner = f"gone{n}"
+                for tid in (f"e{n}a", f"e{n}b"):
+                    await store.save_thread(thread(tid, owner))
+                    await store.save_messages([message(f"{tid}-{k}", tid) for k in range(3)])
+                await store.save_messages([message(f"keep{n}", "other")])
+                ids = [f"e{n}a-0", f"e{n}a-1", f"e{n}b-2", f"keep{n}"]
+                erased, deleted = await _erase_while_deleting(store, owner, ids)
+                assert erased + deleted == 7, f"round {n}: erasure counted {erased}, delete {deleted}, of 7 messages"
+                assert (await store.list_messages_by_resource(owner)).total == 0
 
     async def test_ops_race_ownership_one_store(self, storage_factory: StorageFactory) -> None:
         async with open_store(storage_factory) as store:
