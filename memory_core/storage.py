@@ -549,8 +549,10 @@ class BaseStorage(ABC):
     async def save_messages(self, messages: Sequence[Message | Mapping[str, Any]]) -> list[Message]:
         """Upsert messages by id; returns them as stored, in input order.
 
-        The whole batch is validated before anything is written; ``[]`` is a
-        no-op. New ids get ``created_at`` (now when absent, R-CLOCK) and the
+        The whole batch is validated before anything is written, and written
+        all or nothing (a backend that cannot write several resources at
+        once, Redis Cluster, is atomic per resource and says so in its
+        README); ``[]`` is a no-op. New ids get ``created_at`` (now when absent, R-CLOCK) and the
         next sequence numbers in list order (R-ORDER). An existing id keeps
         ``created_at`` and sequence; content, role, type and metadata are
         replaced, and a new ``thread_id`` of the same resource moves it. The
