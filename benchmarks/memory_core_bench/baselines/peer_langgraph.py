@@ -24,6 +24,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.sqlite import AsyncSqliteStore  # type: ignore[import-untyped]
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
+from memory_core_bench.report import LANGGRAPH_STORE
 from memory_core_bench.subjects import Answer, Kind, Subject
 
 __all__ = ["LangGraphSqliteStore", "make"]
@@ -51,7 +52,7 @@ class LangGraphSqliteStore(Subject):
 
     def __init__(self, backend: str, path: Path) -> None:
         self.backend = backend
-        self.label = "langgraph AsyncSqliteStore"
+        self.label = LANGGRAPH_STORE
         self.path = path
         self._conn: aiosqlite.Connection | None = None
         self._store: AsyncSqliteStore | None = None

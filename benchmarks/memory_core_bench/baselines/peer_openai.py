@@ -21,6 +21,7 @@ from typing import Any
 from agents import SQLiteSession
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
+from memory_core_bench.report import OPENAI_SESSION
 from memory_core_bench.subjects import Answer, Kind, Subject
 
 __all__ = ["OpenAIAgentsSession", "make"]
@@ -46,7 +47,7 @@ class OpenAIAgentsSession(Subject):
 
     def __init__(self, backend: str, path: Path) -> None:
         self.backend = backend
-        self.label = "openai-agents SQLiteSession"
+        self.label = OPENAI_SESSION
         self.path = path
         self._sessions: OrderedDict[str, SQLiteSession] = OrderedDict()
 
