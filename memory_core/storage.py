@@ -87,6 +87,7 @@ __all__ = [
     "message_key",
     "no_store",
     "order_key",
+    "pause_before_retry",
 ]
 
 T = TypeVar("T")
@@ -114,6 +115,14 @@ WRITE_ATTEMPTS = 8
 RETRY_PAUSE_S = 0.001
 RETRY_PAUSE_MAX_S = 0.05
 _PATCH_FIELDS = {"id", "role", "type", "content", "metadata", "thread_id", "threadId"}
+
+
+async def pause_before_retry(attempt: int) -> None:
+    """Sleep a random 0 to ``min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**attempt)``
+    seconds (exponential backoff with full jitter) before retrying a write
+    that collided with another, ``attempt`` (>= 1) being the attempts made:
+    writers that keep colliding spread out instead of meeting again."""
+    await asyncio.sleep(random.uniform(0, min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**attempt)))
 
 
 def message_key(message: Message) -> MessageKey:
@@ -385,7 +394,7 @@ class BaseStorage(ABC):
             except StaleStateError:
                 if tried == WRITE_ATTEMPTS:
                     raise
-            await asyncio.sleep(random.uniform(0, min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**tried)))
+            await pause_before_retry(tried)
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ threads

@@ -30,7 +30,7 @@ from memory_core.errors import AdapterClosedError, StaleStateError, ValidationEr
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key
+from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key, pause_before_retry
 from memory_core.vector import message_text
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
@@ -219,17 +219,20 @@ class PostgresStorage(BaseStorage):
         A write PostgreSQL chose as a deadlock's victim (40P01) or could not
         serialize (40001) was rolled back whole, so ``call`` (one statement,
         or a whole transaction) runs again, at most :data:`_DEADLOCK_ATTEMPTS`
-        times (PostgreSQL manual, "Deadlocks": retry the aborted transaction);
+        times after a random pause (:func:`~memory_core.storage.pause_before_retry`;
+        PostgreSQL manual, "Deadlocks": retry the aborted transaction);
         ``retry`` False inside a caller's transaction, which must start over
         whole."""
-        for remaining in reversed(range(_DEADLOCK_ATTEMPTS if retry else 1)):
+        attempts = _DEADLOCK_ATTEMPTS if retry else 1
+        for tried in range(1, attempts + 1):
             try:
                 return await call()
             except asyncpg.PostgresError as exc:
                 if exc.sqlstate in _STALE_STATES:
                     raise StaleStateError(str(exc)) from exc
-                if exc.sqlstate not in _ROLLED_BACK_STATES or not remaining:
+                if exc.sqlstate not in _ROLLED_BACK_STATES or tried == attempts:
                     raise
+            await pause_before_retry(tried)
         raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ lifecycle
@@ -402,13 +405,12 @@ class PostgresStorage(BaseStorage):
     async def _delete_thread(self, thread_id: str) -> int:
         # One statement: the messages counted as deleted, then the thread (its
         # ON DELETE CASCADE finds nothing left).
-        return int(
-            await self.pool.fetchval(
-                "WITH gone AS (DELETE FROM messages WHERE thread_id = $1 RETURNING 1),"
-                " thread AS (DELETE FROM threads WHERE id = $1) SELECT count(*) FROM gone",
-                thread_id,
-            )
+        # A deadlock with a racing message write is retried (_write).
+        sql = (
+            "WITH gone AS (DELETE FROM messages WHERE thread_id = $1 RETURNING 1),"
+            " thread AS (DELETE FROM threads WHERE id = $1) SELECT count(*) FROM gone"
         )
+        return int(await self._write(lambda: self.pool.fetchval(sql, thread_id)))
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         return (await self._page_threads(query))[1]
@@ -822,13 +824,14 @@ class PostgresStorage(BaseStorage):
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
         # One statement, so one transaction: threads (their messages cascade),
-        # messages and the record. Each CTE reports what it removed.
-        row = await self.pool.fetchrow(
+        # messages and the record. Each CTE reports what it removed. A
+        # deadlock with a racing message write is retried (_write).
+        sql = (
             "WITH gone_threads AS (DELETE FROM threads WHERE resource_id = $1 RETURNING id),"
             " gone_messages AS (DELETE FROM messages WHERE resource_id = $1 RETURNING 1),"
             " gone_record AS (DELETE FROM resources WHERE id = $1 RETURNING 1)"
             " SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM gone_threads),"
-            " (SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_record)",
-            resource_id,
+            " (SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_record)"
         )
+        row = await self._write(lambda: self.pool.fetchrow(sql, resource_id))
         return list(row[0]), int(row[1]), bool(row[2])
