@@ -24,7 +24,15 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Sta
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import WRITE_ATTEMPTS, BaseStorage, PatchDecision, SaveDecision, no_store, order_key
+from memory_core.storage import (
+    WRITE_ATTEMPTS,
+    BaseStorage,
+    PatchDecision,
+    SaveDecision,
+    no_store,
+    order_key,
+    pause_before_retry,
+)
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
@@ -1079,7 +1087,7 @@ class RedisStorage(BaseStorage):
         exactly one counts it)."""
         if not self._solo:
             taken: set[str] = set()
-            for _ in range(WRITE_ATTEMPTS):
+            for tried in range(1, WRITE_ATTEMPTS + 1):
                 found = await self._get_messages([mid for mid in ids if mid not in taken])
                 if not found:
                     return len(taken)
@@ -1088,6 +1096,7 @@ class RedisStorage(BaseStorage):
                 taken.update(deleted)
                 if stale is None:
                     return len(taken)
+                await pause_before_retry(tried)  # the core's retry policy, for the stale slot's part
             raise StaleStateError(f"message {stale!r} kept moving while deleting")
         reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
         # The script names the threads from the slots themselves: never stale.
