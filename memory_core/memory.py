@@ -757,10 +757,11 @@ class Memory:
         per_page: PerPage = 40,
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        total: bool = True,
     ) -> Page[Message]:
         """See :meth:`BaseStorage.list_messages`."""
         return await self.storage.list_messages(
-            thread_id, resource_id, include, filter, page, per_page, order_by, cursor
+            thread_id, resource_id, include, filter, page, per_page, order_by, cursor, total
         )
 
     @traced("update_memory")
@@ -853,6 +854,7 @@ class Memory:
         thread_config: MemoryConfig | Mapping[str, Any] | None = None,
         cursor: str | None = None,
         max_tokens: int | None = None,
+        total: bool = True,
     ) -> RecallResult:
         """The messages an agent should see for its next turn (R-RECALL).
 
@@ -881,6 +883,11 @@ class Memory:
 
         Args:
             max_tokens: a token budget (int >= 0), or None (default) for none.
+            total: count the history query's matches (default True: an
+                unfiltered thread's count is a counter read, O(1)); False:
+                ``RecallResult.total`` is None and a filtered history page
+                reads only the rows it returns (the framework seams ask for
+                none).
 
         Returns:
             RecallResult; ``semantic_hits`` lists hit message ids, best first;
@@ -922,8 +929,8 @@ class Memory:
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
         wide = [Include(i.id, i.with_previous + 1, i.with_next + 1) for i in includes]
-        # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest
-        listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True)
+        # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest, total
+        listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True, total)
         hits: list[str] = []
         hit_windows: list[list[Message]] = []
         warnings: list[str] = []
@@ -1038,11 +1045,14 @@ class Memory:
         """A warning when the search found nothing but storage holds messages
         in its scope (a vector index that is empty or behind)."""
         if semantic.scope == "thread":
-            stored, scope = (await self.storage.list_messages(thread_id, per_page=0)).total, f"thread {thread_id!r}"
+            stored, scope = (
+                (await self.storage.list_messages(thread_id, per_page=0)).counted_total,
+                f"thread {thread_id!r}",
+            )
             repair = f"reindex(thread_id={thread_id!r})"
         else:
             assert owner is not None
-            stored = (await self.storage.list_messages_by_resource(owner, per_page=0)).total
+            stored = (await self.storage.list_messages_by_resource(owner, per_page=0)).counted_total
             scope, repair = f"resource {owner!r}", f"reindex(resource_id={owner!r})"
         if not stored:
             return []
@@ -1081,7 +1091,7 @@ class Memory:
             listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
             indexed = await self.vector.count(resource_id=resource_id)
         embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
-        return IndexStatus(thread_id, resource_id, listing.total, embeddable, indexed)
+        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed)
 
     @staticmethod
     def _recall_owner(

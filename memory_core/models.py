@@ -291,6 +291,11 @@ class MessagePageRequest:
     newest: bool = False
     """With no ``order_by``: page 0 is the newest ``per_page`` messages, page 1
     the next older block, each returned oldest first (R-RECALL step 3)."""
+    total: bool = True
+    """Whether the page needs its ``total`` (R-PAGE). ``False``: ``Page.total``
+    is None and ``has_more`` comes from reading one row past the page, so the
+    read costs what it returns even with a date or metadata filter (an
+    unfiltered thread's or resource's count is a counter read either way)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,7 +304,8 @@ class Page(Generic[T]):
 
     Attributes:
         items: the window in the requested order (plus included messages).
-        total: matches of the main query, filters applied, includes excluded.
+        total: matches of the main query, filters applied, includes excluded;
+            None when the request said it needs none (``total=False``).
         page: echoed page number (0 when paging by cursor).
         per_page: echoed page size (``False`` stays ``False``).
         has_more: whether more main-query matches lie beyond this page.
@@ -307,11 +313,22 @@ class Page(Generic[T]):
     """
 
     items: list[T]
-    total: int
+    total: int | None
     page: int
     per_page: PerPage
     has_more: bool
     next_cursor: str | None = None
+
+    @property
+    def counted_total(self) -> int:
+        """``total`` as an int, for a page read with a total (the default).
+
+        Raises:
+            ValueError: the page was read with ``total=False``.
+        """
+        if self.total is None:
+            raise ValueError("total: this page was read with total=False, so it has no total")
+        return self.total
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +367,8 @@ class RecallResult:
 
     Attributes:
         messages: in the requested order (oldest first by default).
-        total: messages of the history query (filters applied).
+        total: messages of the history query (filters applied); None when
+            recall was asked for none (``total=False``).
         page: echoed page number.
         per_page: echoed page size.
         has_more: more history beyond this page.
@@ -370,7 +388,7 @@ class RecallResult:
     """
 
     messages: list[Message]
-    total: int
+    total: int | None
     page: int
     per_page: PerPage
     has_more: bool

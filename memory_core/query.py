@@ -109,6 +109,9 @@ class MessageQuery:
         limit: items to return at most, or None for all.
         after: return only messages strictly after this key in the order's
             direction (keyset paging), or None.
+        count: whether the adapter must report the number of the query's
+            matches (``ReadParts.message_total``). When False it reports 0 and
+            counts nothing: the core read one row past the page instead.
     """
 
     thread_ids: tuple[str, ...] | None
@@ -120,6 +123,14 @@ class MessageQuery:
     offset: int = 0
     limit: int | None = None
     after: MessageKey | None = None
+    count: bool = True
+
+    @property
+    def unfiltered(self) -> bool:
+        """No date bound and no metadata condition: the query's count is the
+        sum of the message counters its threads (or its resource) keep, an
+        O(1) read (R-PAGE), not a count of rows."""
+        return self.created_from_us is None and self.created_to_us is None and not self.metadata
 
     def matches(self, message: Message) -> bool:
         """Whether ``message`` is in the main query (ignores window/after)."""

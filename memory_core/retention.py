@@ -203,7 +203,7 @@ async def apply_policy(
             if policy.target == "threads":
                 if (thread.last_message_at or thread.created_at) >= cutoff:
                     continue
-                held = (await storage.list_messages(thread.id, per_page=0)).total
+                held = (await storage.list_messages(thread.id, per_page=0)).counted_total
                 if not dry_run:
                     if before_delete is not None:
                         await before_delete(PruneBatch(thread.id, None))

@@ -59,6 +59,7 @@ from memory_core.telemetry import traced
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
     CheckedMessages,
+    check_bool,
     check_id,
     check_id_list,
     check_includes,
@@ -205,6 +206,7 @@ class Storage(Protocol):
         per_page: PerPage = 40,
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        total: bool = True,
     ) -> Page[Message]: ...
     async def list_messages_by_resource(
         self,
@@ -215,6 +217,7 @@ class Storage(Protocol):
         per_page: PerPage = 40,
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        total: bool = True,
     ) -> Page[Message]: ...
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
     async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts: ...
@@ -793,6 +796,7 @@ class BaseStorage(ABC):
         per_page: PerPage = 40,
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        total: bool = True,
     ) -> Page[Message]:
         """A page of one or more threads' messages (R-PAGE, R-INCLUDE).
 
@@ -801,9 +805,14 @@ class BaseStorage(ABC):
         (R-OWN). ``include`` windows are merged in, de-duplicated and sorted in
         the requested order; they never count in ``total``.
 
+        ``total=False`` asks for no count: ``Page.total`` is None and
+        ``has_more`` comes from one row read past the page. An unfiltered
+        thread's total is a counter the writes keep (O(1)); a date or metadata
+        filter's total is a count of the matches, which ``total=False`` skips.
+
         Raises:
             ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
-                order, include or cursor.
+                order, include, cursor or a ``total`` that is not a bool.
         """
         # The public field is ``thread_id``: check it here, so errors name it.
         thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else _thread_ids(thread_id)
@@ -817,6 +826,7 @@ class BaseStorage(ABC):
                 per_page=per_page,
                 order_by=order_by,
                 cursor=cursor,
+                total=total,
             )
         )
 
@@ -830,8 +840,10 @@ class BaseStorage(ABC):
         per_page: PerPage = 40,
         order_by: OrderBy | Mapping[str, Any] | None = None,
         cursor: str | None = None,
+        total: bool = True,
     ) -> Page[Message]:
-        """Like :meth:`list_messages`, across every thread of one resource."""
+        """Like :meth:`list_messages`, across every thread of one resource
+        (its unfiltered total is the resource's message counter)."""
         check_id(resource_id, "resource_id")
         return await self.page_messages(
             MessagePageRequest(
@@ -842,6 +854,7 @@ class BaseStorage(ABC):
                 per_page=per_page,
                 order_by=order_by,
                 cursor=cursor,
+                total=total,
             )
         )
 
@@ -896,6 +909,7 @@ class BaseStorage(ABC):
         created_from, created_to, conditions = check_message_filter(filter)
         page, per_page, offset = check_page(page, per_page)
         includes = check_includes(request.include)
+        wants_total = check_bool(request.total, "total")
         latest = request.newest and order_by is None
         if latest:
             descending, output_descending = True, False
@@ -912,10 +926,13 @@ class BaseStorage(ABC):
             descending,
         )
         after = self._cursor_position(cursor, page, identity, (int, int))
-        window = _Window.of(offset, per_page, after)
+        # has_more with includes asks whether every match is already among the
+        # items, which only the count tells: such a page counts even without total.
+        counted = wants_total or bool(includes)
+        window = _Window.of(offset, per_page, after, counted)
         offset, limit = window.offset, window.limit
         query = _new_message_query(
-            thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after
+            thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after, counted
         )
         # threads, resources, owner_resources, messages, thread_page, windows
         plan = _new_plan(fetched, (), False, query, None, _windows(includes))
@@ -926,7 +943,8 @@ class BaseStorage(ABC):
         next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
         return _new_parts(
             main,
-            parts.message_total,
+            parts.message_total if counted else None,
+            wants_total,
             page,
             per_page,
             has_more,
@@ -1524,7 +1542,9 @@ class BaseStorage(ABC):
         if plan.resources:
             calls["resources"] = _bounded_gather([self._get_resource(rid) for rid in plan.resources])
         if plan.messages is not None:
-            calls["messages"] = _count_and_list(self._count_messages, self._list_messages, plan.messages)
+            calls["messages"] = _count_and_list(
+                self._count_messages, self._list_messages, plan.messages, plan.messages.count
+            )
         if plan.thread_page is not None:
             calls["thread_page"] = _count_and_list(self._count_threads, self._list_threads, plan.thread_page)
         if plan.windows:
@@ -1667,9 +1687,12 @@ async def _bounded_gather(calls: list[Awaitable[T]]) -> list[T]:
 
 
 async def _count_and_list(
-    count: Callable[[Q], Awaitable[int]], fetch: Callable[[Q], Awaitable[list[T]]], query: Q
+    count: Callable[[Q], Awaitable[int]], fetch: Callable[[Q], Awaitable[list[T]]], query: Q, counted: bool = True
 ) -> tuple[int, list[T]]:
-    """The default composite page read: count (unpaged) and list concurrently."""
+    """The default composite page read: count (unpaged; 0 unless ``counted``)
+    and list concurrently."""
+    if not counted:
+        return 0, (await fetch(query) if query.limit != 0 else [])
     unpaged = replace(query, offset=0, limit=None, after=None)
     if query.limit == 0:
         return await count(unpaged), []
@@ -1689,7 +1712,10 @@ class MessageParts:
 
     Attributes:
         main: the main query's window, in the query's order.
-        total: main-query matches (R-PAGE).
+        total: main-query matches (R-PAGE); None when the page was read
+            without a count.
+        wants_total: whether the request asked for ``total`` (the merged
+            page's ``total`` is None otherwise, even where a count was read).
         page: echoed page number.
         per_page: echoed page size.
         has_more: before includes are merged (see :meth:`merge`).
@@ -1702,7 +1728,8 @@ class MessageParts:
     """
 
     main: list[Message]
-    total: int
+    total: int | None
+    wants_total: bool
     page: int
     per_page: PerPage
     has_more: bool
@@ -1716,9 +1743,10 @@ class MessageParts:
         """The page: :attr:`main` plus these windows, de-duplicated by id and
         sorted in the output order (R-INCLUDE); ``has_more`` turns False when
         every main-query match is already among the items."""
+        total = self.total if self.wants_total else None
         if not any(windows):  # the main window alone, read in the query's order
             items = self.main[::-1] if self.query.descending != self.descending else self.main[:]
-            return Page(items, self.total, self.page, self.per_page, self.has_more, self.next_cursor)
+            return Page(items, total, self.page, self.per_page, self.has_more, self.next_cursor)
         merged = {m.id: m for m in self.main}
         extras = []  # merged in, not in main
         for window in windows:
@@ -1729,9 +1757,11 @@ class MessageParts:
         items = sorted(merged.values(), key=order_key, reverse=self.descending)
         has_more = self.has_more
         # Every main item matches the main query; only the extras need checking.
-        if has_more and extras and len(self.main) + sum(1 for m in extras if self.query.matches(m)) >= self.total:
-            has_more = False  # every main-query match is already in items
-        return Page(items, self.total, self.page, self.per_page, has_more, self.next_cursor)
+        # A page with windows is always counted (see message_parts).
+        if has_more and extras and self.total is not None:
+            in_items = len(self.main) + sum(1 for m in extras if self.query.matches(m))
+            has_more = in_items < self.total  # False: every main-query match is already in items
+        return Page(items, total, self.page, self.per_page, has_more, self.next_cursor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1742,22 +1772,24 @@ class _Window:
     offset: int
     limit: int | None
     per_page: PerPage
-    keyset: bool
+    probe: bool  # one row past the page was read: has_more is whether it came
 
     @classmethod
-    def of(cls, offset: int, per_page: PerPage, after: Any) -> _Window:
+    def of(cls, offset: int, per_page: PerPage, after: Any, counted: bool = True) -> _Window:
+        """The rows to fetch for a page at ``offset`` (or after the keyset
+        ``after``); ``counted``: the read also reports the total."""
         if per_page is False:
             return _new_window(0, None, per_page, False)
-        if after is None:
+        if after is None and counted:
             return _new_window(offset, per_page, per_page, False)
-        # Keyset page: one extra row tells whether anything lies beyond.
-        return _new_window(0, per_page + 1, per_page, True)
+        # Keyset page, or no total: one extra row tells whether anything lies beyond.
+        return _new_window(0 if after is not None else offset, per_page + 1, per_page, True)
 
     def cut(self, items: list[T], total: int) -> tuple[list[T], bool]:
         """The page's items and ``has_more``."""
         if self.per_page is False:
             return items, False
-        if self.keyset:
+        if self.probe:
             return items[: self.per_page], len(items) > self.per_page
         return items, self.offset + self.per_page < total
 

@@ -131,7 +131,7 @@ class HasMoreOffByOneStorage(InMemoryStorage):
         if page.per_page is False:
             return page
         offset = page.page * page.per_page
-        return replace(page, has_more=offset + page.per_page <= page.total)
+        return replace(page, has_more=offset + page.per_page <= page.counted_total)
 
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]:
         return self._fix(await super().page_messages(request))

@@ -38,13 +38,14 @@ async def test_all_locomo_conversations_load_into_sqlite(tmp_path: Path) -> None
         threads = await memory.list_threads(per_page=False)
         assert threads.total == 272 and len(threads.items) == 272
         per_resource = [
-            (await memory.list_threads(ThreadFilter(resource_id=r), per_page=0)).total for r in sorted(resources)
+            (await memory.list_threads(ThreadFilter(resource_id=r), per_page=0)).counted_total
+            for r in sorted(resources)
         ]
         assert sum(per_resource) == 272
         assert per_resource[sorted(resources).index("locomo-26")] == 19
         messages = 0
         for resource in sorted(resources):
-            messages += (await memory.storage.list_messages_by_resource(resource, per_page=0)).total
+            messages += (await memory.storage.list_messages_by_resource(resource, per_page=0)).counted_total
         assert messages == 5882
 
         first = await memory.list_messages("locomo-26:s1", per_page=2)
@@ -60,7 +61,7 @@ async def test_all_locomo_conversations_load_into_sqlite(tmp_path: Path) -> None
         caroline = await memory.storage.list_messages_by_resource(
             "locomo-26", filter=MessageFilter(metadata={"speaker": "Caroline"}), per_page=0
         )
-        assert melanie.total + caroline.total == 419
+        assert melanie.counted_total + caroline.counted_total == 419
         evidence = next(q for q in conversations[0].questions if q.evidence)
         found = await memory.get_messages(list(evidence.evidence))
         assert [m.id for m in found] == list(evidence.evidence)

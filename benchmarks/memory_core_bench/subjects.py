@@ -61,9 +61,10 @@ ALL_STORAGE_OPS: frozenset[str] = frozenset(
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What a read operation returned: the main query's ``total`` (-1 when
-    the subject cannot count) and the ids of the items, in returned order."""
+    the subject cannot count, None when the read asked for none) and the ids
+    of the items, in returned order."""
 
-    total: int
+    total: int | None
     ids: tuple[str, ...]
 
 

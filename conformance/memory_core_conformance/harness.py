@@ -29,6 +29,7 @@ __all__ = [
     "StorageFactory",
     "StorageReopener",
     "StoreSnapshot",
+    "assert_counters",
     "at",
     "capabilities_of",
     "load_dataset",
@@ -215,6 +216,28 @@ async def snapshot(store: BaseStorage, resource_ids: Iterable[str] = ()) -> Stor
             resources.append(found)
     listed = (await store.list_resource_ids(per_page=False)).items
     return StoreSnapshot(threads, messages, resources, listed)
+
+
+async def assert_counters(
+    store: BaseStorage, thread_ids: Iterable[str], resource_ids: Iterable[str], where: str
+) -> None:
+    """Every unfiltered ``total`` (a thread's, a resource's) equals the
+    messages that listing returns (R-PAGE: the counters the writes keep agree
+    with the rows).
+
+    Raises:
+        AssertionError: naming the thread or resource and both numbers.
+    """
+    for tid in thread_ids:
+        page = await store.list_messages(tid, per_page=False)
+        assert page.total == len(page.items), (
+            f"{where}: thread {tid!r} reports total {page.total} but holds {len(page.items)} messages"
+        )
+    for rid in resource_ids:
+        page = await store.list_messages_by_resource(rid, per_page=False)
+        assert page.total == len(page.items), (
+            f"{where}: resource {rid!r} reports total {page.total} but holds {len(page.items)} messages"
+        )
 
 
 async def load_dataset(stores: Sequence[BaseStorage], dataset: Dataset, leader: ManualClock) -> None:

@@ -31,8 +31,9 @@ __all__ = [
 async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
     """The newest ``limit`` messages of a thread (all when None), oldest first.
 
-    One storage read when the thread has messages: the page is filtered by
-    ``resource_id``, so every message returned is the owner's. Only an empty
+    One storage read of the ``limit`` rows returned, however long the thread
+    (no total is asked for), when the thread has messages: the page is
+    filtered by ``resource_id``, so every message returned is the owner's. Only an empty
     page costs a second read, telling "no thread" (``[]``) from "another
     resource's thread".
 
@@ -42,7 +43,9 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
     """
     per_page: PerPage = False if limit is None else limit
     page = await memory.storage.page_messages(
-        MessagePageRequest(thread_ids=(thread_id,), resource_id=resource_id, per_page=per_page, newest=True)
+        MessagePageRequest(
+            thread_ids=(thread_id,), resource_id=resource_id, per_page=per_page, newest=True, total=False
+        )
     )
     if not page.items:
         await _check_owner(memory, thread_id, resource_id)

@@ -43,7 +43,7 @@ async def count_messages(storage: Storage, resources: list[str]) -> int:
     """How many messages ``resources`` own (one counting query each)."""
     total = 0
     for resource in resources:
-        total += (await storage.list_messages_by_resource(resource, per_page=0)).total
+        total += (await storage.list_messages_by_resource(resource, per_page=0)).counted_total
     return total
 
 

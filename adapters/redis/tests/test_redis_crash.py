@@ -103,7 +103,7 @@ async def walk(store: RedisStorage, field: str, direction: str) -> list[str]:
     for _ in range(20):
         page = await store.list_threads(per_page=2, order_by={"field": field, "direction": direction}, cursor=cursor)
         ids += (t.id for t in page.items)
-        totals.add(page.total)
+        totals.add(page.counted_total)
         cursor = page.next_cursor
         if cursor is None:
             break

@@ -22,7 +22,14 @@ from memory_core.capabilities import Capability
 from memory_core.errors import ConflictError, NotFoundError
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase, requires
-from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
+from memory_core_conformance.harness import (
+    StorageFactory,
+    StorageReopener,
+    assert_counters,
+    message,
+    open_store,
+    thread,
+)
 
 __all__ = ["ConcurrencyCases"]
 
@@ -111,6 +118,7 @@ async def _ownership_races(a: BaseStorage, b: BaseStorage) -> None:
         await a.save_messages([message(doomed, "home1")])
         counts = await _counts(partial(a.delete_messages, [doomed]), partial(b.delete_messages, [doomed]))
         assert sorted(counts) == [0, 1], f"round {n}: delete_messages x2 counted {counts}"
+        await assert_counters(a, ["home1", "home2", victim], ["r1", "r2"], f"round {n}, ownership races")
 
 
 async def _check_last(store: BaseStorage, thread_ids: list[str], where: str) -> None:
@@ -152,6 +160,7 @@ async def _move_races(store: BaseStorage) -> None:
         await _check_last(store, threads, f"round {n}, a move and a delete")
         await store.delete_messages([mid])
         await _check_last(store, threads, f"round {n}, after the delete")
+        await assert_counters(store, threads, ["r1"], f"round {n}, moves")
 
 
 async def _erase_while_deleting(store: BaseStorage, resource_id: str, ids: list[str]) -> tuple[int, int]:
@@ -209,6 +218,7 @@ class ConcurrencyCases(SuiteBase):
                     subset = [ids[(i + k * (1 + i % 3)) % len(ids)] for k in range(3)]
                     batch = [{"id": mid, "metadata": {f"k{i}": i}} for mid in dict.fromkeys(subset)]
                     group.start_soon(store.update_messages, batch)
+            await assert_counters(store, ["t1"], ["r1"], "overlapping batches")
             stored = {m.id: m for m in await store.get_messages(ids)}
             for i in range(24):
                 for mid in dict.fromkeys(ids[(i + k * (1 + i % 3)) % len(ids)] for k in range(3)):
@@ -231,6 +241,7 @@ class ConcurrencyCases(SuiteBase):
                 erased, deleted = await _erase_while_deleting(store, owner, ids)
                 assert erased + deleted == 7, f"round {n}: erasure counted {erased}, delete {deleted}, of 7 messages"
                 assert (await store.list_messages_by_resource(owner)).total == 0
+                await assert_counters(store, ["other", f"e{n}a", f"e{n}b"], ["r2", owner], f"round {n}, erasure")
 
     async def test_ops_race_ownership_one_store(self, storage_factory: StorageFactory) -> None:
         async with open_store(storage_factory) as store:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
 
-from memory_core.models import Message, MessageFilter, OrderBy, Page, ThreadFilter
+from memory_core.models import DateRange, Message, MessageFilter, OrderBy, Page, ThreadFilter
 from memory_core.storage import BaseStorage
 from memory_core.validation import INT64_MAX
 from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
@@ -118,6 +119,52 @@ class PagingRules(SuiteBase):
         assert (page.items, page.total, page.has_more, page.page) == ([], 3, False, 2**40)
         last = await store.list_messages("t1", page=INT64_MAX // 8, per_page=8)
         assert last.items == [] and last.total == 3
+
+    async def test_r_page_without_total_pages_alike(self, store: BaseStorage) -> None:
+        """``total=False``: the same items, ``has_more`` and cursors as the
+        counted page, ``total`` None; offset, newest, keyset, filtered and
+        resource-wide pages alike (the read stops one row past the page)."""
+        names = await _fill(store, 9)
+        await _fill(store, 2, "t2")
+        late = MessageFilter(date_range=DateRange(start=at(3)))
+        shapes: list[dict[str, Any]] = [
+            {"per_page": 4},
+            {"per_page": 4, "page": 1},
+            {"per_page": 4, "page": 2},
+            {"per_page": 3, "page": 2},
+            {"per_page": 0},
+            {"per_page": False},
+            {"per_page": 2, "order_by": DESC},
+            {"per_page": 3, "filter": late},
+            {"per_page": 3, "page": 2, "filter": late},
+        ]
+        listings = (partial(store.list_messages, "t1"), partial(store.list_messages_by_resource, "r1"))
+        for shape in shapes:
+            for listing in listings:
+                counted, bare = await listing(**shape), await listing(**shape, total=False)
+                assert bare.total is None and counted.total is not None, shape
+                assert (ids(bare), bare.has_more, bare.next_cursor) == (
+                    ids(counted),
+                    counted.has_more,
+                    counted.next_cursor,
+                ), shape
+        walked: list[str] = []
+        cursor = None
+        for _ in range(10):
+            page = await store.list_messages("t1", per_page=4, cursor=cursor, total=False)
+            assert page.total is None
+            walked += ids(page)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert walked == names
+        with_window = await store.list_messages(
+            "t1", per_page=2, include=[{"id": names[0], "with_next": 8}], total=False
+        )
+        assert with_window.total is None and not with_window.has_more  # every match is among the items
+        bad_total: Any = "no"
+        error = await unchanged_after(store, lambda: store.list_messages("t1", total=bad_total))
+        assert "total" in str(error)
 
     # ------------------------------------------------------------------ R-CURSOR
 
