@@ -7,7 +7,7 @@ backend gets the same semantics.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any
 
@@ -22,6 +22,7 @@ __all__ = [
     "delete_conversation",
     "new_message_id",
     "newest_messages",
+    "newest_until",
     "owner_of",
     "pop_newest",
     "save_to",
@@ -50,6 +51,50 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
     if not page.items:
         await _check_owner(memory, thread_id, resource_id)
     return page.items
+
+
+_WALK_PAGE = 100
+"""Messages per read when walking back through a thread to a stop."""
+
+
+async def newest_until(
+    memory: Memory, thread_id: str, resource_id: str, limit: int | None, stop: Callable[[Message], bool]
+) -> tuple[Thread | None, list[Message]]:
+    """The thread and its newest messages down to a stop, oldest first.
+
+    Walks back from the newest message, at most ``limit`` messages (None:
+    no limit), and ends before the first (newest) message for which
+    ``stop`` is true. Reads pages of up to 100 newest first, with the thread
+    row in the first read, so the cost follows what is returned, not the
+    thread's length.
+
+    Returns:
+        ``(thread, messages)``; ``(None, [])`` when the thread is missing or
+        belongs to another resource.
+
+    Raises:
+        ValidationError: bad ids or limit.
+    """
+    taken: list[Message] = []  # newest first
+    thread: Thread | None = None
+    cursor: str | None = None
+    while True:
+        want = _WALK_PAGE if limit is None else min(limit - len(taken), _WALK_PAGE)
+        request = MessagePageRequest(
+            thread_ids=(thread_id,), resource_id=resource_id, per_page=want, newest=True, total=False, cursor=cursor
+        )
+        parts = await memory.storage.message_parts(request, threads=() if thread else (thread_id,))
+        if thread is None:
+            thread = parts.threads.get(thread_id)
+            if thread is None or thread.resource_id != resource_id:
+                return None, []
+        for message in parts.main:  # newest first: the query runs DESC
+            if stop(message):
+                return thread, taken[::-1]
+            taken.append(message)
+        cursor = parts.next_cursor
+        if cursor is None or (limit is not None and len(taken) >= limit):
+            return thread, taken[::-1]
 
 
 async def _check_owner(memory: Memory, thread_id: str, resource_id: str) -> Thread | None:

@@ -54,7 +54,7 @@ from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
 from memory_core.validation import check_id, check_json_object, check_message
 
-from ._threads import delete_conversation, new_message_id, newest_messages, save_to
+from ._threads import delete_conversation, new_message_id, newest_messages, newest_until, save_to
 
 __all__ = [
     "EVENT_TYPE",
@@ -219,20 +219,29 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         """The session with its events (oldest first) and merged state, or
         None. ``config.num_recent_events`` keeps the newest n (0: none);
         ``config.after_timestamp`` then keeps the events after the newest one
-        older than it (ADK's in-memory rule)."""
+        older than it (ADK's in-memory rule). Reads the thread row and only
+        the events it returns (walking back from the newest), however long
+        the session."""
         _check_names(app_name, user_id)
         session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
         thread_id = session_thread(app_name, user_id, session_id)
-        thread = await self.memory.storage.get_thread(thread_id, user_resource(app_name, user_id))
+        owner = user_resource(app_name, user_id)
+        limit = config.num_recent_events if config else None
+        after = config.after_timestamp if config else None
+        thread: Thread | None
+        if after is None:
+            thread = await self.memory.storage.get_thread(thread_id, owner)
+            stored = [] if thread is None else await newest_messages(self.memory, thread_id, owner, limit)
+        else:
+
+            def older(message: Message) -> bool:
+                event = _event_of(message)
+                return event is not None and event.timestamp < after
+
+            thread, stored = await newest_until(self.memory, thread_id, owner, limit, older)
         if thread is None:
             return None
-        limit = config.num_recent_events if config else None
-        stored = await newest_messages(self.memory, thread_id, thread.resource_id, limit)
         events = [e for e in map(_event_of, stored) if e is not None] if limit != 0 else []
-        if config and config.after_timestamp is not None:
-            older = [i for i, e in enumerate(events) if e.timestamp < config.after_timestamp]
-            if older:
-                events = events[older[-1] + 1 :]
         return self._session(thread, await self._merged(app_name, user_id, thread.metadata["state"]), events)
 
     @staticmethod

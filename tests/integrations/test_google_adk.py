@@ -30,6 +30,10 @@ def said(author: str, text: str, **delta: object) -> Event:
     )
 
 
+def _texts(events: list[Event]) -> list[str]:
+    return [e.content.parts[0].text or "" for e in events if e.content and e.content.parts]
+
+
 def test_differential_against_in_memory_session_service(open_memory: OpenMemory) -> None:
     @asynccontextmanager
     async def service() -> AsyncIterator[MemoryCoreSessionService]:
@@ -102,3 +106,30 @@ async def test_memory_service_searches_the_users_events_only(open_memory: OpenMe
         assert found.memories[0].author == "user" and found.memories[0].id == alice.events[0].id
         with pytest.raises(ValidationError, match="session_id"):
             await recall.add_events_to_memory(app_name="a", user_id="alice", events=alice.events)
+
+
+@pytest.mark.anyio
+async def test_after_timestamp_walks_back_across_pages_like_adk(open_memory: OpenMemory) -> None:
+    """A 130-event session (more than one read page): ``after_timestamp``
+    with and without ``num_recent_events`` returns what ADK's own in-memory
+    service returns, events out of timestamp order included."""
+    from google.adk.sessions.base_session_service import GetSessionConfig
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    stamps = [1_000.0 + i for i in range(130)]
+    stamps[110], stamps[20] = 900.0, 1_500.0  # an old event late, a future one early
+    async with open_memory() as memory:
+        ours, theirs = MemoryCoreSessionService(memory), InMemorySessionService()
+        for service in (ours, theirs):
+            session = await service.create_session(app_name="a", user_id="u", session_id="s")
+            for i, stamp in enumerate(stamps):
+                event = said("user", f"e{i}")
+                event.timestamp = stamp
+                await service.append_event(session, event)
+        for after in (899.0, 1_000.0, 1_015.5, 1_120.0, 1_600.0):
+            for recent in (None, 0, 5, 120):
+                config = GetSessionConfig(num_recent_events=recent, after_timestamp=after)
+                mine = await ours.get_session(app_name="a", user_id="u", session_id="s", config=config)
+                oracle = await theirs.get_session(app_name="a", user_id="u", session_id="s", config=config)
+                assert mine is not None and oracle is not None
+                assert _texts(mine.events) == _texts(oracle.events), (after, recent)
