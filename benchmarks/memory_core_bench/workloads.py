@@ -91,6 +91,10 @@ class Workload(ABC):
     async def run(self, args: Any) -> Answer | None:
         """The timed call; reads return their :class:`Answer`."""
 
+    async def settle(self, args: Any) -> None:
+        """Untimed, after each timed call of ``run(args)``: undo what it did
+        when the workload must keep its data as it was (default: nothing)."""
+
     def written_thread(self) -> ThreadSpec | None:
         """A thread this (writing) workload filled, to check afterwards that
         another subject reads back the same messages; None for reads."""
@@ -338,6 +342,9 @@ class Semantic:
         """The timed search."""
         query, resource = args
         return await self.subject.search(query, TOP_K, resource)
+
+    async def settle(self, args: tuple[Vector, str]) -> None:
+        """Nothing: a read."""
 
     def written_thread(self) -> ThreadSpec | None:
         """None: a read."""
