@@ -61,7 +61,7 @@ from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message, OrderBy
 
 from memory_core_bench.dataset import BASE_TIME_US, BenchMessage, Dataset, ThreadSpec
-from memory_core_bench.report import OPENAI_SESSION, BenchReport, PopulateRecord
+from memory_core_bench.report import ADK_DATABASE, OPENAI_SESSION, OPENAI_SQLALCHEMY, BenchReport, PopulateRecord
 from memory_core_bench.runner import (
     BenchConfig,
     ProgressSink,
@@ -103,9 +103,7 @@ SEMANTIC_QUERIES = 64
 """Distinct query texts ``thread_semantic`` cycles through."""
 
 OPENAI_OURS = "MemoryCoreSession"
-OPENAI_SQLALCHEMY = "openai-agents SQLAlchemySession"
 ADK_OURS = "MemoryCoreSessionService"
-ADK_DATABASE = "adk DatabaseSessionService"
 _APP = "bench"
 _USER = "user-1"
 _LAST_WRITE_US = BASE_TIME_US + 399 * 86_400_000_000
