@@ -387,7 +387,7 @@ def _history_summary(facts: _Facts, backend: str) -> BackendSummary:
         pick = "Pick it for long-running agents: a turn costs the same at any length measured."
     else:
         pick = (
-            f"Keep threads short on it: a turn costs {_times(turn_growth)} more at the longest thread than at "
+            f"Keep threads short on it: at the longest thread a turn costs {_times(turn_growth)} what it costs at "
             "the shortest; start a new thread (or summarize) before one grows long."
         )
     return BackendSummary(backend, largest, good, costs, pick)
