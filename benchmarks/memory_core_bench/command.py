@@ -47,7 +47,7 @@ from memory_core_bench.runner import (
     run_bench,
 )
 from memory_core_bench.servers import RunningServer, bench_servers
-from memory_core_bench.summary import backend_summaries, noise_warning
+from memory_core_bench.summary import backend_summaries, heading, noise_warning
 from memory_core_bench.workloads import WORKLOADS
 
 __all__ = [
@@ -376,7 +376,8 @@ def print_summary(report: BenchReport, console: Console) -> None:
     console.print()
     console.print("[bold]What this run says, backend by backend[/] (computed from the numbers above)")
     for s in backend_summaries(report):
-        console.print(f"[bold]{escape(s.backend)}[/] (up to {s.size:,}):", highlight=False)
+        name, _, rest = heading(report, s).partition(" ")
+        console.print(f"[bold]{escape(name)}[/] {escape(rest)}:", highlight=False)
         for text in s.good_at:
             console.print(f"  [green]+[/] {escape(text)}", highlight=False, soft_wrap=True)
         for text in s.costs:

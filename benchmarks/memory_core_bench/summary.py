@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from memory_core_bench.multiprocess import MULTI_PROCESS
 from memory_core_bench.report import ADK_DATABASE, HISTORY_FLAT, OPENAI_SESSION, BenchReport, Result, noisy
 
-__all__ = ["FLAT_GROWTH", "BackendSummary", "backend_summaries", "noise_warning", "summary_text"]
+__all__ = ["FLAT_GROWTH", "BackendSummary", "backend_summaries", "heading", "noise_warning", "summary_text"]
 
 FLAT_GROWTH = 1.5
 """Largest / smallest-size p50 up to which reads count as flat with size."""
@@ -411,13 +411,19 @@ def backend_summaries(report: BenchReport) -> list[BackendSummary]:
     return out
 
 
+def heading(report: BenchReport, summary: BackendSummary) -> str:
+    """``"<backend> (up to <size>)"``; the size is the longest thread's on
+    the history-length axis (``"... messages in one thread"``)."""
+    unit = " messages in one thread" if report.meta.get("axis") == "history" else ""
+    return f"{summary.backend} (up to {summary.size:,}{unit})"
+
+
 def summary_text(report: BenchReport) -> list[str]:
     """The summary as plain lines (no markup): per backend its good points,
     costs and pick, then a warning naming the noisy results, if any."""
     lines: list[str] = []
     for s in backend_summaries(report):
-        unit = " messages in one thread" if report.meta.get("axis") == "history" else ""
-        lines.append(f"{s.backend} (up to {s.size:,}{unit}):")
+        lines.append(f"{heading(report, s)}:")
         for text in s.good_at:
             lines.append(f"  + {text}")
         for text in s.costs:
