@@ -4,7 +4,8 @@ A workload is one kind of call an agent makes, run the same way on every
 subject. The runner creates one :class:`Workload` object per subject, awaits
 :meth:`Workload.setup` (untimed: scratch threads, walking to a deep cursor),
 then for op ``i`` calls :meth:`Workload.args` (untimed: building the caller's
-objects) and times :meth:`Workload.run`.
+objects), times :meth:`Workload.run` and then awaits :meth:`Workload.settle`
+(untimed: a workload that must keep its data as it was undoes its write).
 
 Storage workloads (``per_page`` is 20 throughout):
 
