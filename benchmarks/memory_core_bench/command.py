@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from rich.table import Table
 
 from memory_core_bench.baselines import missing_peers
 from memory_core_bench.dataset import Dataset
+from memory_core_bench.history import HISTORY_WORKLOADS
 from memory_core_bench.multiprocess import DEFAULT_PROCESSES, MULTI_PROCESS
 from memory_core_bench.report import BenchReport, compare_reports, markdown, targets
 from memory_core_bench.runner import (
@@ -46,12 +47,13 @@ from memory_core_bench.runner import (
     run_bench,
 )
 from memory_core_bench.servers import RunningServer, bench_servers
-from memory_core_bench.summary import backend_summaries, noise_warning
+from memory_core_bench.summary import backend_summaries, heading, noise_warning
 from memory_core_bench.workloads import WORKLOADS
 
 __all__ = [
     "BenchOptions",
     "RichProgress",
+    "parse_lengths",
     "parse_sizes",
     "parse_target",
     "print_comparison",
@@ -124,6 +126,36 @@ def parse_target(text: str) -> tuple[str, str]:
     return "", text
 
 
+def _parse_counts(text: str, option: str, check: Callable[[int], None]) -> tuple[int, ...]:
+    """Comma-separated message counts (``_`` allowed), each passed to
+    ``check`` (which raises ValueError for a bad one)."""
+    counts: list[int] = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        try:
+            count = int(item.replace("_", ""))
+        except ValueError:
+            raise ValidationError(option, f"{item!r} is not an integer") from None
+        try:
+            check(count)
+        except ValueError as exc:
+            raise ValidationError(option, f"{item!r}: {exc}") from None
+        counts.append(count)
+    if not counts:
+        raise ValidationError(option, f"needs at least one count of messages, got {text!r}")
+    return tuple(counts)
+
+
+def _check_size(size: int) -> None:
+    Dataset(size).threads  # noqa: B018 - laying the dataset out is the check (size < 1, too small)
+
+
+def _check_length(length: int) -> None:
+    if length < 1:
+        raise ValueError("a thread holds at least 1 message")
+
+
 def parse_sizes(text: str) -> tuple[int, ...]:
     """``"1000,10_000"`` -> ``(1000, 10000)``: store sizes in messages.
 
@@ -131,22 +163,18 @@ def parse_sizes(text: str) -> tuple[int, ...]:
         ValidationError: (field ``--sizes``) no size, a size that is not an
             integer, or one too small for the benchmark's dataset layout.
     """
-    sizes: list[int] = []
-    for item in (part.strip() for part in text.split(",")):
-        if not item:
-            continue
-        try:
-            size = int(item.replace("_", ""))
-        except ValueError:
-            raise ValidationError("--sizes", f"{item!r} is not an integer") from None
-        try:
-            Dataset(size).threads  # noqa: B018 - laying the dataset out is the check (size < 1, too small)
-        except ValueError as exc:
-            raise ValidationError("--sizes", f"{item!r}: {exc}") from None
-        sizes.append(size)
-    if not sizes:
-        raise ValidationError("--sizes", f"needs at least one size in messages, got {text!r}")
-    return tuple(sizes)
+    return _parse_counts(text, "--sizes", _check_size)
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """``"100,1_000"`` -> ``(100, 1000)``: thread lengths in messages (>= 1)
+    for the history-length axis.
+
+    Raises:
+        ValidationError: (field ``--history-lengths``) no length, one that is
+            not an integer, or one below 1.
+    """
+    return _parse_counts(text, "--history-lengths", _check_length)
 
 
 @dataclass
@@ -157,6 +185,7 @@ class BenchOptions:
     vector: list[str] = field(default_factory=list)
     sizes: tuple[int, ...] = DEFAULT_SIZES
     huge: bool = False
+    history: bool = False
     workloads: list[str] = field(default_factory=list)
     servers: bool = False
     cluster: bool = False
@@ -205,9 +234,11 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
         options (unknown workload, a storage URL no installed adapter
         handles, unwritable ``out``), before anything starts.
     """
-    unknown = [w for w in options.workloads if w not in WORKLOADS and w != MULTI_PROCESS]
+    known = list(HISTORY_WORKLOADS) if options.history else [*WORKLOADS, MULTI_PROCESS]
+    unknown = [w for w in options.workloads if w not in known]
     if unknown:
-        console.print(f"[red]unknown workload(s) {unknown}; known: {', '.join([*WORKLOADS, MULTI_PROCESS])}[/]")
+        axis = "the history-length axis" if options.history else "store sizes"
+        console.print(f"[red]unknown workload(s) {unknown} for {axis}; known: {', '.join(known)}[/]")
         return 2
     if options.processes < 0:
         console.print(f"[red]--processes must be >= 0, got {options.processes}[/]")
@@ -267,7 +298,8 @@ def _run(
         vectors.append(
             VectorTarget(None if url == "none" else url, backend=name or ("vectors" if url == "none" else ""))
         )
-    sizes = tuple(sorted(set(options.sizes) | ({HUGE_SIZE} if options.huge else set())))
+    huge = {HUGE_SIZE} if options.huge and not options.history else set()
+    sizes = tuple(sorted(set(options.sizes) | huge))
     config = BenchConfig(
         storage=storage,
         vectors=vectors,
@@ -284,6 +316,7 @@ def _run(
         workdir=work,
         checkpoint=options.out / "results.partial.json",
         processes=options.processes,
+        axis="history" if options.history else "store",
     )
     if options.seed is not None:
         config.seed = options.seed
@@ -343,7 +376,8 @@ def print_summary(report: BenchReport, console: Console) -> None:
     console.print()
     console.print("[bold]What this run says, backend by backend[/] (computed from the numbers above)")
     for s in backend_summaries(report):
-        console.print(f"[bold]{escape(s.backend)}[/] (up to {s.size:,}):", highlight=False)
+        name, _, rest = heading(report, s).partition(" ")
+        console.print(f"[bold]{escape(name)}[/] {escape(rest)}:", highlight=False)
         for text in s.good_at:
             console.print(f"  [green]+[/] {escape(text)}", highlight=False, soft_wrap=True)
         for text in s.costs:

@@ -446,12 +446,16 @@ class Dataset:
 
     def thread_messages(self, spec: ThreadSpec) -> list[BenchMessage]:
         """The messages of ``spec`` in creation order (regenerated each call)."""
+        return list(self.iter_thread_messages(spec))
+
+    def iter_thread_messages(self, spec: ThreadSpec) -> Iterator[BenchMessage]:
+        """The messages of ``spec`` in creation order, one at a time (a long
+        thread is never held whole in memory)."""
         rng = random.Random((self.seed * 1_000_003) ^ (spec.index + 1))
         at = spec.created_at_us
-        out: list[BenchMessage] = []
         for turn in range(spec.size):
             at += rng.randint(20_000_000, 600_000_000)
-            out.append(
+            yield (
                 BenchMessage(
                     id=str(uuid.UUID(int=rng.getrandbits(128), version=4)),
                     thread_id=spec.id,
@@ -469,7 +473,6 @@ class Dataset:
                     created_at_us=at,
                 )
             )
-        return out
 
     def content(self, rng: random.Random) -> str:
         """About 200 bytes of text from the sentence pool."""

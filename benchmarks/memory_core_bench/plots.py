@@ -1,8 +1,9 @@
 """PNG plots of a :class:`BenchReport` (matplotlib, imported lazily).
 
 - ``latency_<backend>.png``: p50 latency (µs, log scale) against store size
-  (log scale), one panel per workload, one line per subject (adapter, raw
-  driver, peers); the shaded band and the dashed line above it reach p95.
+  (log scale; the thread's length on the history-length axis), one panel
+  per workload, one line per subject (adapter, raw driver, peers); the
+  shaded band and the dashed line above it reach p95.
 - ``latency_adapters.png``: the memory-core adapters of every backend on one
   chart per workload.
 - ``throughput.png``: at the largest size, one panel per workload, one bar
@@ -26,6 +27,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from memory_core_bench.history import HISTORY_WORKLOADS
 from memory_core_bench.multiprocess import MULTI_PROCESS, MULTI_PROCESS_TITLE
 from memory_core_bench.report import BenchReport, Result
 from memory_core_bench.workloads import WORKLOADS
@@ -47,7 +49,7 @@ _COLS = 4
 _PANEL_W = MAX_WIDTH_PX / DPI / _COLS  # inches
 _PANEL_H = 3.0
 
-_TITLES = WORKLOADS | {MULTI_PROCESS: MULTI_PROCESS_TITLE}
+_TITLES = WORKLOADS | {MULTI_PROCESS: MULTI_PROCESS_TITLE} | HISTORY_WORKLOADS
 
 # tab20 holds pairs (dark, light) of one hue: adapter dark, raw driver light.
 _TAB20 = [
@@ -162,10 +164,11 @@ def _legend(fig: Any, axes: Any, rows: int) -> None:
     fig.tight_layout(rect=(0, bottom, 1, 0.95))
 
 
-def latency_figure(title: str, series: dict[str, dict[str, list[Result]]]) -> Any:
+def latency_figure(title: str, series: dict[str, dict[str, list[Result]]], xlabel: str = "messages in store") -> Any:
     """The latency-vs-size figure of ``series`` (workload -> line label ->
     results, any order); a line's colour comes from its results'
-    (backend, subject, kind). Returns the matplotlib ``Figure``.
+    (backend, subject, kind); ``xlabel`` names the size axis. Returns the
+    matplotlib ``Figure``.
 
     Raises:
         ImportError: matplotlib is not installed (:data:`MATPLOTLIB_HINT`).
@@ -201,7 +204,7 @@ def latency_figure(title: str, series: dict[str, dict[str, list[Result]]]) -> An
         ax.set_xlim(sizes_all[0] / 1.6, sizes_all[-1] * 1.6)
         _value_axis(ax, values, "latency per op (µs)")
         ax.set_title(_TITLES[workload], fontsize=9)
-        ax.set_xlabel("messages in store", fontsize=8)
+        ax.set_xlabel(xlabel, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(True, which="major", alpha=0.3)
     fig.suptitle(f"{title}  (line: p50, band up to dashed line: p95)", fontsize=10)
@@ -216,7 +219,7 @@ def _rate(r: Result) -> float:
 def _rate_unit(workload: str) -> str:
     if workload in ("save_batch", "save_one"):
         return "messages/s"
-    if workload in ("agent_loop", MULTI_PROCESS):
+    if workload in ("agent_loop", MULTI_PROCESS, "thread_agent_loop", "swap_agent_loop"):
         return "agent turns/s"
     return "ops/s"
 
@@ -278,20 +281,22 @@ def write_plots(report: BenchReport, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     ok = [r for r in report.results if r.error is None]
+    history = report.meta.get("axis") == "history"
+    versus, xlabel = ("thread length", "messages in the thread") if history else ("store size", "messages in store")
     for backend in report.backends():
         series: dict[str, dict[str, list[Result]]] = {}
         for r in ok:
             if r.backend == backend:
                 series.setdefault(r.workload, {}).setdefault(r.subject, []).append(r)
         if series:
-            fig = latency_figure(f"{backend}: latency vs store size", series)
+            fig = latency_figure(f"{backend}: latency vs {versus}", series, xlabel)
             written.append(_save(fig, folder / f"latency_{_safe(backend)}.png"))
     adapters: dict[str, dict[str, list[Result]]] = {}
     for r in ok:
         if r.kind == "adapter":
             adapters.setdefault(r.workload, {}).setdefault(r.backend, []).append(r)
     if adapters:
-        fig = latency_figure("memory-core adapters: latency vs store size", adapters)
+        fig = latency_figure(f"memory-core adapters: latency vs {versus}", adapters, xlabel)
         written.append(_save(fig, folder / "latency_adapters.png"))
     sizes = report.sizes()
     if sizes:

@@ -287,6 +287,8 @@ class TargetCheck:
 
 
 OPENAI_SESSION = "openai-agents SQLiteSession"
+OPENAI_SQLALCHEMY = "openai-agents SQLAlchemySession"
+ADK_DATABASE = "adk DatabaseSessionService"
 LANGGRAPH_STORE = "langgraph AsyncSqliteStore"
 PEER_TARGETS: dict[str, tuple[float, frozenset[str]]] = {
     OPENAI_SESSION: (1.0, frozenset({"recall_newest", "agent_loop"})),
@@ -298,6 +300,20 @@ newest 20 and the agent loop; at least 3x LangGraph's store on every read."""
 
 SEMANTIC_BOUND = 1.25
 """Semantic recall filtered by resource ÷ numpy over that resource (issue 14)."""
+
+HISTORY_FLAT = 1.2
+"""History-length axis: a read of a thread of the longest length ÷ the same
+read of the shortest thread, at most (memory-core, every backend)."""
+
+HISTORY_SEMANTIC = 2.0
+"""History-length axis: semantic recall over the longest thread's resource ÷
+the same at :data:`HISTORY_SEMANTIC_BASE` messages, at most."""
+
+HISTORY_SEMANTIC_BASE = 1_000
+
+SWAP_WITHIN = 2.0
+"""``MemoryCoreSession`` on a server backend ÷ the SDK's ``SQLiteSession``
+(a local file), at most."""
 
 
 def _ratio(a: float, b: float) -> float:
@@ -410,6 +426,80 @@ def targets(report: BenchReport) -> list[TargetCheck]:
                         f"{a.latency.p50_us:.0f} µs vs numpy {other.latency.p50_us:.0f} µs",
                     )
                 )
+    if report.meta.get("axis") == "history":
+        checks.extend(_history_targets(report))
+    return checks
+
+
+def _history_targets(report: BenchReport) -> list[TargetCheck]:
+    """The history-length axis' targets, from p50 latencies:
+
+    - every memory-core result at the longest thread ≤ :data:`HISTORY_FLAT`
+      times the same at the shortest;
+    - semantic recall at the longest ≤ :data:`HISTORY_SEMANTIC` times at
+      :data:`HISTORY_SEMANTIC_BASE` messages (the shortest length at least);
+    - swap section, at every length: ``MemoryCoreSession`` faster than the
+      SDK's ``SQLiteSession`` on a SQLite backend and within
+      :data:`SWAP_WITHIN` of it on the others, faster than
+      ``SQLAlchemySession``; ``MemoryCoreSessionService`` faster than
+      ``DatabaseSessionService``.
+    """
+    checks: list[TargetCheck] = []
+    adapters = [r for r in report.results if r.kind == "adapter" and r.error is None]
+    series: dict[tuple[str, str, str], list[Result]] = {}
+    for r in adapters:
+        series.setdefault((r.backend, r.subject, r.workload), []).append(r)
+    for (backend, subject, workload), found in series.items():
+        found.sort(key=lambda r: r.size)
+        if len(found) < 2:
+            continue
+        low, high = found[0], found[-1]
+        bases = [(HISTORY_FLAT, low)]
+        if workload == "thread_semantic":
+            base = next((r for r in found if r.size >= HISTORY_SEMANTIC_BASE), None)
+            if base is not None and base is not high:
+                bases.append((HISTORY_SEMANTIC, base))
+        for bound, base in bases:
+            ratio = _ratio(high.latency.p50_us, base.latency.p50_us)
+            checks.append(
+                TargetCheck(
+                    f"{subject}: thread of {high.size:,} ≤ {bound:g}x thread of {base.size:,}",
+                    backend,
+                    workload,
+                    high.size,
+                    ratio,
+                    bound,
+                    ratio <= bound,
+                    f"{high.latency.p50_us:.0f} µs vs {base.latency.p50_us:.0f} µs",
+                )
+            )
+    schemes = {t["backend"]: str(t.get("url", "")).split(":", 1)[0] for t in report.meta.get("storage", [])}
+    for a in adapters:
+        if not a.workload.startswith("swap_"):
+            continue
+        for peer in report.results:
+            same = (peer.backend, peer.workload, peer.size) == (a.backend, a.workload, a.size)
+            if peer.kind != "peer" or peer.error is not None or not same:
+                continue
+            faster = _ratio(peer.latency.p50_us, a.latency.p50_us)
+            if peer.subject == OPENAI_SESSION and schemes.get(a.backend) != "sqlite":
+                ratio = _ratio(a.latency.p50_us, peer.latency.p50_us)
+                name, met, bound = f"{a.subject} within {SWAP_WITHIN:g}x of {peer.subject}", ratio, SWAP_WITHIN
+                ok = ratio <= SWAP_WITHIN
+            else:
+                name, met, bound, ok = f"{a.subject} faster than {peer.subject}", faster, 1.0, faster > 1.0
+            checks.append(
+                TargetCheck(
+                    name,
+                    a.backend,
+                    a.workload,
+                    a.size,
+                    met,
+                    bound,
+                    ok,
+                    f"{peer.subject} {peer.latency.p50_us:.0f} µs vs {a.subject} {a.latency.p50_us:.0f} µs",
+                )
+            )
     return checks
 
 
@@ -471,6 +561,20 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return lines
 
 
+_AXIS_WORDS = {
+    "store": {
+        "size": "{size:,} messages",
+        "populate": "Populate (batched saves of 100, threads created first)",
+        "axis": "store size",
+    },
+    "history": {
+        "size": "one thread of {size:,} messages",
+        "populate": "Load (one thread, bulk saves of 1,000 through each store's own API)",
+        "axis": "thread length",
+    },
+}
+
+
 def markdown(report: BenchReport) -> str:
     """The whole report as Markdown: the per-backend summary and noise
     warning (:mod:`memory_core_bench.summary`), one table per backend and
@@ -479,6 +583,7 @@ def markdown(report: BenchReport) -> str:
     growth with size, and every target."""
     out: list[str] = ["# memory-core benchmark results", ""]
     meta = report.meta
+    words = _AXIS_WORDS["history" if meta.get("axis") == "history" else "store"]
     if meta:
         out.append(f"- date: {meta.get('date', '?')}")
         out.append(f"- command: `{meta.get('command', '?')}`")
@@ -521,7 +626,7 @@ def markdown(report: BenchReport) -> str:
             rows = [r for r in report.results if r.backend == backend and r.size == size]
             if not rows:
                 continue
-            out.append(f"## {backend}, {size:,} messages")
+            out.append(f"## {backend}, {words['size'].format(size=size)}")
             out.append("")
             header = [
                 "workload",
@@ -568,7 +673,7 @@ def markdown(report: BenchReport) -> str:
             out.extend(_table(header, body))
             out.append("")
     if report.populate:
-        out.append("## Populate (batched saves of 100, threads created first)")
+        out.append(f"## {words['populate']}")
         out.append("")
         out.extend(
             _table(
@@ -590,7 +695,7 @@ def markdown(report: BenchReport) -> str:
         out.append("")
     grown = growth(report)
     if grown:
-        out.append("## Growth with store size (p50; log-log slope between sizes: 0 = flat, 1 = linear)")
+        out.append(f"## Growth with {words['axis']} (p50; log-log slope between sizes: 0 = flat, 1 = linear)")
         out.append("")
         out.extend(
             _table(

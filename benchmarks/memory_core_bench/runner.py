@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from memory_core.registry import url_scheme
 
@@ -139,6 +139,10 @@ class BenchConfig:
             target (a crash late in a long run keeps what was measured).
         processes: worker processes of the ``multi_process`` workload (0:
             do not run it).
+        axis: ``"store"`` (default): ``sizes`` are store sizes and the
+            store-size workloads run; ``"history"``: ``sizes`` are the
+            lengths of one long thread and the history-length family runs
+            (:mod:`memory_core_bench.history`).
     """
 
     storage: list[StorageTarget] = field(default_factory=list)
@@ -159,6 +163,7 @@ class BenchConfig:
     verify: bool = True
     checkpoint: Path | None = None
     processes: int = DEFAULT_PROCESSES
+    axis: Literal["store", "history"] = "store"
 
     def wants(self, name: str) -> bool:
         """Whether workload ``name`` is selected."""
@@ -278,6 +283,7 @@ class _Runnable(Protocol):
     async def setup(self) -> None: ...
     def args(self, i: int) -> Any: ...
     async def run(self, args: Any) -> Answer | None: ...
+    async def settle(self, args: Any) -> None: ...
     def written_thread(self) -> ThreadSpec | None: ...
 
 
@@ -309,7 +315,9 @@ async def _warm(entry: _Entry, config: BenchConfig) -> None:
     started = time.perf_counter()
     done = 0
     for i in range(max(1, config.warmup)):
-        answer = await entry.workload.run(entry.workload.args(i))
+        args = entry.workload.args(i)
+        answer = await entry.workload.run(args)
+        await entry.workload.settle(args)
         if i == 0:
             entry.first = answer
         done = i + 1
@@ -328,6 +336,7 @@ async def _block(entry: _Entry, ops: int) -> None:
         elapsed = time.perf_counter_ns() - t0
         entry.latencies.append(elapsed)
         entry.seconds += elapsed / 1e9
+        await workload.settle(args)
     # A store that never suspends (memory://) would otherwise never let the
     # event loop run: Ctrl-C's cancellation could not land.
     await asyncio.sleep(0)
@@ -354,6 +363,7 @@ async def _concurrent(entry: _Entry, config: BenchConfig) -> None:
             t0 = time.perf_counter_ns()
             await workload.run(args)
             entry.latencies.append(time.perf_counter_ns() - t0)
+            await workload.settle(args)
 
     await asyncio.gather(*(lane(k) for k in range(workload.concurrency)))
     entry.seconds = time.perf_counter() - started
@@ -715,6 +725,10 @@ def _short(us: float) -> str:
 
 
 def _steps(config: BenchConfig) -> int:
+    if config.axis == "history":
+        from memory_core_bench.history import history_steps
+
+        return history_steps(config)
     storage_workloads = sum(1 for w in (*READ_WORKLOADS, *WRITE_WORKLOADS) if config.wants(w.name))
     steps = 0
     for size in config.sizes:
@@ -729,7 +743,8 @@ def _steps(config: BenchConfig) -> int:
 async def run_bench(
     config: BenchConfig, progress: ProgressSink | None = None, command: Sequence[str] | None = None
 ) -> BenchReport:
-    """Run every selected workload on every target at every size.
+    """Run every selected workload on every target at every size (every
+    thread length with ``config.axis == "history"``).
 
     Args:
         config: what to run.
@@ -751,6 +766,7 @@ async def run_bench(
             "cpus": _cpus(),
             "cpu_count": os.cpu_count(),
             "versions": _versions(),
+            "axis": config.axis,
             "sizes": list(config.sizes),
             "seed": config.seed,
             "duration_s": config.duration,
@@ -778,6 +794,12 @@ async def run_bench(
     )
     config.workdir.mkdir(parents=True, exist_ok=True)
     sink.begin(_steps(config))
+    if config.axis == "history":
+        from memory_core_bench.history import run_history
+
+        await run_history(config, report, sink)
+        report.meta["load_average_end"] = _load()
+        return report
     for size in config.sizes:
         dataset = Dataset(size, config.seed)
         for target in config.storage:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -39,6 +40,7 @@ __all__ = [
     "Subject",
     "Vector",
     "VectorSubject",
+    "remove_sqlite_files",
 ]
 
 Kind = Literal["adapter", "raw", "peer"]
@@ -156,6 +158,13 @@ class Subject(ABC):
         """Page ``page`` of ``resource_id``'s threads, created_at DESC (ties by
         id DESC), with the resource's thread count."""
         raise NotImplementedError
+
+
+def remove_sqlite_files(path: Path) -> None:
+    """Delete a SQLite database file and its ``-wal``, ``-shm`` and
+    ``-journal`` companions (missing ones are fine)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def _message(m: BenchMessage) -> Message:
@@ -337,6 +346,12 @@ class AdapterVectorSubject(VectorSubject):
         self.url = url
         self.namespace = namespace
         self._store: VectorStore | None = None
+
+    @property
+    def store(self) -> VectorStore:
+        """The opened vector store (after :meth:`open`)."""
+        assert self._store is not None, "open() first"
+        return self._store
 
     async def open(self) -> None:
         """Connect (the collection appears with the first upsert)."""

@@ -16,6 +16,13 @@ the yardsticks):
 - vectors: ``semantic`` p50 against numpy brute force, and whether the top
   10 equals the exact one;
 - noise: results whose repeats disagree (:func:`memory_core_bench.report.noisy`).
+
+On the history-length axis (``meta["axis"] == "history"``) the summary is
+about a long-running agent instead: how newest 20 and the agent's turn grow
+from the shortest to the longest thread (flat when at most
+:data:`~memory_core_bench.report.HISTORY_FLAT`), which other reads grow, and
+how memory-core's framework sessions compare with the frameworks' own
+stores at the longest thread both ran.
 """
 
 from __future__ import annotations
@@ -25,9 +32,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from memory_core_bench.multiprocess import MULTI_PROCESS
-from memory_core_bench.report import BenchReport, Result, noisy
+from memory_core_bench.report import ADK_DATABASE, HISTORY_FLAT, OPENAI_SESSION, BenchReport, Result, noisy
 
-__all__ = ["FLAT_GROWTH", "BackendSummary", "backend_summaries", "noise_warning", "summary_text"]
+__all__ = ["FLAT_GROWTH", "BackendSummary", "backend_summaries", "heading", "noise_warning", "summary_text"]
 
 FLAT_GROWTH = 1.5
 """Largest / smallest-size p50 up to which reads count as flat with size."""
@@ -296,11 +303,104 @@ def _vector_summary(facts: _Facts, backend: str) -> BackendSummary | None:
     return BackendSummary(backend, largest, good, costs, pick)
 
 
+_HISTORY_READS = {
+    "thread_cursor_walk": "the cursor walk back",
+    "thread_include_middle": "includes in the middle",
+    "thread_semantic": "semantic recall over the resource",
+}
+_SWAPS = (
+    ("swap_get_items", OPENAI_SESSION, "get_items(limit=20)"),
+    ("swap_agent_loop", OPENAI_SESSION, "the Agents SDK loop"),
+    ("swap_get_session", ADK_DATABASE, "get_session(20 events)"),
+    ("swap_append_event", ADK_DATABASE, "append_event"),
+)
+
+
+def _growth(facts: _Facts, backend: str, workload: str) -> tuple[Result, Result] | None:
+    """The results at the shortest and the longest thread, when both ran."""
+    lengths = facts.sizes(backend, workload)
+    if len(lengths) < 2:
+        return None
+    low, high = facts.get(backend, workload, lengths[0]), facts.get(backend, workload, lengths[-1])
+    if low is None or high is None or low.latency.p50_us <= 0:
+        return None
+    return low, high
+
+
+def _history_summary(facts: _Facts, backend: str) -> BackendSummary:
+    """What the history-length numbers mean for a long-running agent."""
+    good: list[str] = []
+    costs: list[str] = []
+    largest = max(r.size for r in facts.adapters if r.backend == backend)
+    turn_growth = None
+    for workload, what in (
+        ("thread_newest", "newest 20"),
+        ("thread_agent_loop", "an agent turn (newest 20, append 2)"),
+    ):
+        found = _growth(facts, backend, workload)
+        if found is None:
+            continue
+        low, high = found
+        ratio = high.latency.p50_us / low.latency.p50_us
+        turn_growth = max(turn_growth or 0.0, ratio)
+        span = f"{_us(low.latency.p50_us)} at {low.size:,} messages, {_us(high.latency.p50_us)} at {high.size:,}"
+        if ratio <= HISTORY_FLAT:
+            good.append(f"{what} costs the same however long the thread ({span})")
+        else:
+            costs.append(f"{what} grows with the thread: {span} ({_times(ratio)}), paid on every turn")
+    grown: list[str] = []
+    flat: list[str] = []
+    for workload, what in _HISTORY_READS.items():
+        found = _growth(facts, backend, workload)
+        if found is not None:
+            ratio = found[1].latency.p50_us / found[0].latency.p50_us
+            (flat if ratio <= HISTORY_FLAT else grown).append(f"{what} {ratio:.1f}x")
+    if flat:
+        good.append("flat with the thread's length: " + ", ".join(flat))
+    if grown:
+        costs.append("grows with the thread's length: " + ", ".join(grown))
+    for workload, peer_label, what in _SWAPS:
+        sizes = facts.sizes(backend, workload)
+        ours = facts.get(backend, workload, sizes[-1]) if sizes else None
+        peer = next(
+            (
+                r
+                for r in facts.ok
+                if ours is not None
+                and r.kind == "peer"
+                and r.subject.startswith(peer_label)
+                and (r.backend, r.workload, r.size) == (backend, workload, ours.size)
+            ),
+            None,
+        )
+        if ours is None or peer is None or ours.latency.p50_us <= 0:
+            continue
+        ratio = peer.latency.p50_us / ours.latency.p50_us
+        text = f"{ours.subject} {what} at {ours.size:,} messages: {_us(ours.latency.p50_us)}"
+        if ratio >= 1:
+            good.append(f"{text}, {ratio:.1f}x faster than {peer.subject}")
+        else:
+            costs.append(f"{text}, {1 / ratio:.1f}x {peer.subject}")
+    if turn_growth is None:
+        pick = "Run thread_newest and thread_agent_loop at two lengths or more to see what a long thread costs."
+    elif turn_growth <= HISTORY_FLAT:
+        pick = "Pick it for long-running agents: a turn costs the same at any length measured."
+    else:
+        pick = (
+            f"Keep threads short on it: at the longest thread a turn costs {_times(turn_growth)} what it costs at "
+            "the shortest; start a new thread (or summarize) before one grows long."
+        )
+    return BackendSummary(backend, largest, good, costs, pick)
+
+
 def backend_summaries(report: BenchReport) -> list[BackendSummary]:
     """One :class:`BackendSummary` per backend of ``report`` (storage
     backends first, then vector ones), from its adapter results; a backend
-    with no successful adapter result is left out."""
+    with no successful adapter result is left out. On the history-length
+    axis, one per storage backend about a long-running agent."""
     facts = _Facts(report)
+    if report.meta.get("axis") == "history":
+        return [_history_summary(facts, b) for b in report.backends() if any(r.backend == b for r in facts.adapters)]
     storage = facts.storage_backends()
     out = [_storage_summary(facts, b, storage) for b in storage]
     for backend in report.backends():
@@ -311,12 +411,19 @@ def backend_summaries(report: BenchReport) -> list[BackendSummary]:
     return out
 
 
+def heading(report: BenchReport, summary: BackendSummary) -> str:
+    """``"<backend> (up to <size>)"``; the size is the longest thread's on
+    the history-length axis (``"... messages in one thread"``)."""
+    unit = " messages in one thread" if report.meta.get("axis") == "history" else ""
+    return f"{summary.backend} (up to {summary.size:,}{unit})"
+
+
 def summary_text(report: BenchReport) -> list[str]:
     """The summary as plain lines (no markup): per backend its good points,
     costs and pick, then a warning naming the noisy results, if any."""
     lines: list[str] = []
     for s in backend_summaries(report):
-        lines.append(f"{s.backend} (up to {s.size:,}):")
+        lines.append(f"{heading(report, s)}:")
         for text in s.good_at:
             lines.append(f"  + {text}")
         for text in s.costs:

@@ -4,7 +4,8 @@ A workload is one kind of call an agent makes, run the same way on every
 subject. The runner creates one :class:`Workload` object per subject, awaits
 :meth:`Workload.setup` (untimed: scratch threads, walking to a deep cursor),
 then for op ``i`` calls :meth:`Workload.args` (untimed: building the caller's
-objects) and times :meth:`Workload.run`.
+objects), times :meth:`Workload.run` and then awaits :meth:`Workload.settle`
+(untimed: a workload that must keep its data as it was undoes its write).
 
 Storage workloads (``per_page`` is 20 throughout):
 
@@ -90,6 +91,10 @@ class Workload(ABC):
     @abstractmethod
     async def run(self, args: Any) -> Answer | None:
         """The timed call; reads return their :class:`Answer`."""
+
+    async def settle(self, args: Any) -> None:
+        """Untimed, after each timed call of ``run(args)``: undo what it did
+        when the workload must keep its data as it was (default: nothing)."""
 
     def written_thread(self) -> ThreadSpec | None:
         """A thread this (writing) workload filled, to check afterwards that
@@ -338,6 +343,9 @@ class Semantic:
         """The timed search."""
         query, resource = args
         return await self.subject.search(query, TOP_K, resource)
+
+    async def settle(self, args: tuple[Vector, str]) -> None:
+        """Nothing: a read."""
 
     def written_thread(self) -> ThreadSpec | None:
         """None: a read."""

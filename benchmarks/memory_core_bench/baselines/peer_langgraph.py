@@ -25,7 +25,7 @@ from langgraph.store.sqlite import AsyncSqliteStore  # type: ignore[import-untyp
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.report import LANGGRAPH_STORE
-from memory_core_bench.subjects import Answer, Kind, Subject
+from memory_core_bench.subjects import Answer, Kind, Subject, remove_sqlite_files
 
 __all__ = ["LangGraphSqliteStore", "make"]
 
@@ -77,7 +77,7 @@ class LangGraphSqliteStore(Subject):
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
-        _remove_files(self.path)
+        remove_sqlite_files(self.path)
 
     async def create_threads(self, threads: Sequence[ThreadSpec]) -> None:
         """One ``abatch`` of thread items."""
@@ -134,8 +134,3 @@ class LangGraphSqliteStore(Subject):
         """``asearch(("threads", resource_id), limit=per_page, offset=...)``."""
         items = await self.store.asearch(("threads", resource_id), limit=per_page, offset=page * per_page)
         return Answer(-1, tuple(item.key for item in items))
-
-
-def _remove_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -22,7 +22,7 @@ from agents import SQLiteSession
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.report import OPENAI_SESSION
-from memory_core_bench.subjects import Answer, Kind, Subject
+from memory_core_bench.subjects import Answer, Kind, Subject, remove_sqlite_files
 
 __all__ = ["OpenAIAgentsSession", "make"]
 
@@ -70,7 +70,7 @@ class OpenAIAgentsSession(Subject):
         for session in self._sessions.values():
             session.close()
         self._sessions.clear()
-        _remove_files(self.path)
+        remove_sqlite_files(self.path)
 
     async def create_threads(self, threads: Sequence[ThreadSpec]) -> None:
         """Nothing: a session row appears with its first items."""
@@ -100,8 +100,3 @@ class OpenAIAgentsSession(Subject):
         """``get_items(limit=n)`` (oldest first); no count."""
         items = await self._session(thread.id).get_items(limit=n)
         return Answer(-1, tuple(str(item.get("id")) for item in items))
-
-
-def _remove_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
