@@ -3,7 +3,8 @@
 Threads, messages, resources with working memory and semantic recall, over
 interchangeable backends that behave exactly alike (the rules in
 ``memory_core_conformance.rules``). Start with
-:func:`connect` and :class:`Memory`.
+``await Memory.open(url, vector=url)`` (:class:`Memory`), or :func:`connect`
+and ``Memory(storage, vector)``.
 
 Where each part lives (one responsibility per module):
 
@@ -26,7 +27,9 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to
   vectors);
 - composition: :mod:`~memory_core.memory` (:class:`Memory`: recall, working
-  memory), :mod:`~memory_core.tokens` (token budgets),
+  memory; ``Memory.open(url, vector=url)``), :mod:`~memory_core.arguments`
+  (the stores, embedder and Memory handed to constructors, checked; the
+  persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),
   :mod:`~memory_core.chat` (agent message shapes),
   :mod:`~memory_core.workmem` (working memory versions and checked writes),
   :mod:`~memory_core.retention` (prune, R-PRUNE),

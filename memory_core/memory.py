@@ -16,11 +16,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from memory_core import codec
+from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
 from memory_core.builders import builder
 from memory_core.clock import to_us
+from memory_core.embedders import Embedder, default_embedder
 from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
 from memory_core.models import (
@@ -64,9 +66,6 @@ from memory_core.validation import (
 )
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
 from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
-
-if TYPE_CHECKING:
-    from memory_core.embedders import Embedder
 
 __all__ = [
     "APPEND_ATTEMPTS",
@@ -282,26 +281,42 @@ def _metadata_arg(value: Any, field: str) -> dict[str, Any]:
 class Memory:
     """Conversation memory over one storage and an optional vector store.
 
+    From URLs and names in one line: ``memory = await Memory.open(url,
+    vector=url, embedder=name, config=...)`` (:meth:`open`). From objects
+    already built: ``Memory(storage, vector, embedder, config)``.
+
     Args:
-        storage: any opened or unopened storage (``await memory_core.connect(url)``).
-        vector: optional vector store for semantic recall (R-VEC). Pair a
-            persistent storage with a persistent vector store
-            (``qdrant+path:///dir``, a server): an in-memory one starts empty
-            after a restart (:meth:`check_index` tells, :meth:`reindex` repairs).
-        embedder: turns text into vectors; with a vector store and no
-            embedder, :func:`~memory_core.embedders.default_embedder` (MiniLM
-            when installed, else the lexical hashing embedder).
-        config: defaults for recall and working memory.
+        storage: a storage object, opened or not (``await memory_core.connect(url)``).
+        vector: optional vector store object for semantic recall (R-VEC)
+            (``await memory_core.connect_vector(url)``). A persistent storage
+            (a file, a server) needs a persistent vector store
+            (``qdrant+path:///dir``, a server, pgvector): an in-memory one
+            (``qdrant::memory:``, ``memory://``) starts empty after a restart,
+            so that pairing is refused unless ``allow_volatile_vectors``.
+        embedder: an embedder object (:func:`memory_core.embedders.get_embedder`
+            turns a name into one); with a vector store and no embedder,
+            :func:`~memory_core.embedders.default_embedder` (MiniLM when
+            installed, else the lexical hashing embedder).
+        config: defaults for recall and working memory. None: semantic recall
+            on with :class:`SemanticRecall`'s defaults when a vector store is
+            given, else off (``MemoryConfig()``). A config given is used as
+            it is (its ``semantic_recall`` defaults to off).
         token_counter: counts tokens for ``recall(max_tokens=...)``; default
             :class:`~memory_core.tokens.EstimateTokenCounter`.
         owns_stores: close ``storage`` and ``vector`` on :meth:`close` (default
             True; pass False when they are shared).
+        allow_volatile_vectors: accept a persistent storage with an in-memory
+            vector store (tests, demos; default False).
 
     Raises:
-        ValidationError: ``config`` is not a MemoryConfig; semantic recall is on
-            without a vector store (field ``config.semantic_recall``); an
-            embedder without a vector store (field ``embedder``); a bad
-            ``token_counter``. Checked here, before any I/O.
+        ValidationError: checked here, before any I/O, naming the argument:
+            ``storage`` is not a storage object, ``vector`` not a vector store
+            (a URL in either: use :meth:`open`), ``embedder`` not an embedder
+            (a name: ``get_embedder(name)``); a persistent storage with an
+            in-memory vector store (field ``vector``); ``config`` is not a
+            MemoryConfig; semantic recall is on without a vector store (field
+            ``config.semantic_recall``); an embedder without a vector store
+            (field ``embedder``); a bad ``token_counter``.
 
     With a vector store, ``save_messages``, ``update_messages``,
     ``delete_messages`` and ``delete_thread`` keep the vectors in step
@@ -320,10 +335,17 @@ class Memory:
         *,
         token_counter: TokenCounter | None = None,
         owns_stores: bool = True,
+        allow_volatile_vectors: bool = False,
     ) -> None:
+        storage = check_storage(storage)
+        vector = check_vector_store(vector)
+        embedder = check_embedder(embedder)
+        check_pairing(storage, vector, allow_volatile_vectors=allow_volatile_vectors)
         if config is not None and not isinstance(config, MemoryConfig):
             raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
-        self.config = config if config is not None else MemoryConfig()
+        if config is None:
+            config = MemoryConfig(semantic_recall=vector is not None)
+        self.config = config
         if vector is None:
             if embedder is not None:
                 raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
@@ -335,14 +357,100 @@ class Memory:
                     "R-RECALL",
                 )
         elif embedder is None:
-            from memory_core.embedders import default_embedder
-
             embedder = default_embedder()
         self.storage = storage
         self.vector = vector
         self.embedder = embedder
         self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
+
+    @classmethod
+    async def open(
+        cls,
+        storage: str,
+        vector: str | None = None,
+        *,
+        embedder: str | Embedder | None = None,
+        config: MemoryConfig | None = None,
+        token_counter: TokenCounter | None = None,
+        allow_volatile_vectors: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
+        vector_options: Mapping[str, Any] | None = None,
+    ) -> Memory:
+        """A ready Memory from URLs and an embedder name, owning (and closing
+        on :meth:`close` or ``async with``) the stores it opened::
+
+            memory = await Memory.open("sqlite:///app.db", vector="qdrant+path:///app.vectors", embedder="minilm")
+            async with memory:  # or: try ... finally: await memory.close()
+                ...
+
+        Everything is checked before any I/O (the stores are built, not
+        opened, until every check passed); if opening the second store fails,
+        the first is closed again.
+
+        Args:
+            storage: a storage URL (``sqlite:///app.db``, ``postgresql://...``,
+                ``redis://``, ``mongodb://``, ``memory://``).
+            vector: a vector store URL (``qdrant+path:///dir``, three slashes
+                for a relative folder and four for an absolute one;
+                ``qdrant://host:6333``; the PostgreSQL URL for pgvector), or
+                None for no semantic recall.
+            embedder: a name (``"minilm"``, ``"lexical"``, ``"minilm-torch"``:
+                :func:`~memory_core.embedders.get_embedder`) or an embedder
+                object; None: :func:`~memory_core.embedders.default_embedder`
+                when ``vector`` is given (MiniLM when installed, else lexical).
+            config: as for :class:`Memory` (None: semantic recall on with
+                defaults when ``vector`` is given).
+            token_counter: as for :class:`Memory`.
+            allow_volatile_vectors: accept a persistent storage with
+                in-memory vectors (``qdrant::memory:``, ``memory://``), which
+                are gone after a restart; default False (refused).
+            storage_options, vector_options: keywords for the adapter's
+                ``from_url`` (``namespace``, ``clock`` ...), as
+                :func:`memory_core.connect` takes them.
+
+        Returns:
+            An opened Memory that owns both stores.
+
+        Raises:
+            ValidationError: a store object or anything but a str where a URL
+                goes (field ``storage`` or ``vector``: build the Memory with
+                ``Memory(store, ...)``), an unknown scheme or a bad option
+                (field ``url`` or the option), an unknown embedder name, or
+                any refusal of :class:`Memory` (the pairing rule included),
+                all before any I/O.
+            ImportError: the embedder named is not installed
+                (``"minilm"`` without ``memory-core[minilm]``).
+            BackendError: a store could not be opened.
+        """
+        from memory_core.embedders import get_embedder
+        from memory_core.registry import build_storage, build_vector
+
+        for name, url in (("storage", storage), ("vector", vector)):
+            if not isinstance(url, str) and (name == "storage" or url is not None):
+                raise ValidationError(
+                    name,
+                    f"Memory.open takes a URL (str), got {type(url).__name__}; "
+                    f"for a {name} object already built use Memory(storage, vector, ...)",
+                )
+        if isinstance(embedder, str):
+            embedder = get_embedder(embedder)
+        built_storage = _built(build_storage, "storage", storage, storage_options)
+        built_vector = None if vector is None else _built(build_vector, "vector", vector, vector_options)
+        memory = cls(
+            built_storage,
+            built_vector,
+            embedder,
+            config,
+            token_counter=token_counter,
+            allow_volatile_vectors=allow_volatile_vectors,
+        )
+        try:
+            await memory.__aenter__()
+        except BaseException:
+            await memory.close()
+            raise
+        return memory
 
     async def __aenter__(self) -> Self:
         await self.storage.open()
@@ -1303,6 +1411,19 @@ class Memory:
         if scope == "thread":
             return await self.storage.swap_thread_working_memory(key, expected, value)
         return await self.storage.swap_working_memory(key, expected, value)
+
+
+_Built = TypeVar("_Built")
+
+
+def _built(build: Callable[..., _Built], name: str, url: str, options: Mapping[str, Any] | None) -> _Built:
+    """``build(url, **options)`` (no I/O), its errors naming the argument
+    (``vector``, ``vector option 'namespace'``) rather than ``url``."""
+    try:
+        return build(url, **dict(options or {}))
+    except ValidationError as exc:
+        field = name if exc.field == "url" else f"{name} {exc.field}"
+        raise ValidationError(field, exc.reason, exc.rule) from None
 
 
 def _owned(thread: Thread | None, thread_id: str, resource_id: str | None) -> Thread:

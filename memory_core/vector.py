@@ -58,7 +58,6 @@ __all__ = [
     "VectorPoint",
     "VectorStore",
     "check_namespace",
-    "check_persistent",
     "chunk_text",
     "collection_name",
     "message_text",
@@ -806,22 +805,3 @@ def _scope(resource_id: str | None, thread_id: str | None) -> PointFilter:
     if resource_id is not None:
         check_id(resource_id, "resource_id")
     return PointFilter(thread_id=thread_id, resource_id=resource_id)
-
-
-def check_persistent(vectors: VectorStore, field: str = "vector") -> None:
-    """Refuse a vector store whose points would not outlive it (no I/O).
-
-    Args:
-        vectors: the store a command or transfer would write points into
-            (re-embedding, pruning).
-        field: the name given in the error (``"--vector"`` on the command line).
-
-    Raises:
-        ValidationError: ``vectors.persistent`` is False.
-    """
-    if not vectors.persistent:
-        raise ValidationError(
-            field,
-            f"{type(vectors).__name__} keeps its vectors in memory: they would be gone when this process exits; "
-            "give a persistent vector store (qdrant+path:///dir, a server) or leave it out",
-        )

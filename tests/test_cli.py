@@ -110,6 +110,24 @@ def test_demo_replaces_its_own_previous_vectors_folder(tmp_path: Path) -> None:
     assert (folder / VECTORS_MARKER).is_file() and not stray.exists()
 
 
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_demo_uses_memorys_default_embedder_and_names_it(tmp_path: Path) -> None:
+    """MiniLM when installed, else lexical, as Memory picks; the lexical
+    embedder's recall is never called semantic."""
+    from memory_core.cli.demo import print_banner, recall_kind
+    from memory_core.embedders import LexicalHashEmbedder, default_embedder
+
+    default = default_embedder()
+    result = _demo(tmp_path / "demo.db")
+    assert result.exit_code == 0, result.output
+    assert f"embedder: {default.name} ({recall_kind(default)}" in result.output
+    assert f"8. {recall_kind(default)} ({default.name})" in result.output
+    out = io.StringIO()
+    print_banner(Console(file=out, width=200), "sqlite:///d.db", "qdrant+path:///d.vectors", LexicalHashEmbedder())
+    assert "embedder: lexical-hash-" in out.getvalue() and "(lexical recall; MiniLM" in out.getvalue()
+    assert recall_kind(LexicalHashEmbedder()) == "lexical recall"
+
+
 # ---------------------------------------------------------------- demo progress
 
 

@@ -4,8 +4,10 @@ Registered as the ``demo`` command of the entry-point group ``memory_core.cli``.
 
 The demo is the project's main job: it loads LoCoMo-format conversations
 (the shipped sample, or ``--locomo DIR``) into the embedded default storage
-(a SQLite file) with vectors in the in-process Qdrant engine, then exercises
-the API a chat agent uses and prints each answer as a table.
+(a SQLite file) with vectors in the in-process Qdrant engine, embedded by
+the default embedder (:func:`memory_core.embedders.default_embedder`: MiniLM
+when installed, else lexical hashing, as :class:`memory_core.Memory` picks),
+then exercises the API a chat agent uses and prints each answer as a table.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rich.table import Table
 
 from memory_core.cli.host import console, user_errors
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
+from memory_core.embedders import Embedder, LexicalHashEmbedder, get_embedder
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
@@ -200,13 +203,24 @@ async def load_conversations(memory: Memory, conversations: Sequence[Conversatio
     return DemoReport(len(conversations), threads, total, time.perf_counter() - started)
 
 
-def print_banner(console: Console, storage_url: str, vector_url: str | None) -> None:
-    """The demo's title, then the storage and vector URLs in full: printed with
-    soft wrap, so a long path is wrapped by the terminal, never cut short."""
+def recall_kind(embedder: Embedder) -> str:
+    """What recall with ``embedder`` matches on, for the demo's output:
+    ``"semantic recall"``, or ``"lexical recall"`` for the lexical hashing
+    embedder (shared words and word forms, not meaning)."""
+    return "lexical recall" if isinstance(embedder, LexicalHashEmbedder) else "semantic recall"
+
+
+def print_banner(console: Console, storage_url: str, vector_url: str | None, embedder: Embedder | None = None) -> None:
+    """The demo's title, then the storage and vector URLs in full (printed with
+    soft wrap, so a long path is wrapped by the terminal, never cut short) and
+    the embedder used, saying whether its recall is semantic or lexical."""
     console.rule("[bold]memory-core demo[/]")
     console.print(f"[bold]storage:[/] {escape(storage_url)}", soft_wrap=True)
     vectors = escape(vector_url) if vector_url else "none (semantic recall off)"
     console.print(f"[bold]vectors:[/] {vectors}", soft_wrap=True)
+    if embedder is not None:
+        hint = "" if recall_kind(embedder) == "semantic recall" else "; MiniLM (memory-core[minilm]) matches meaning"
+        console.print(f"[bold]embedder:[/] {escape(embedder.name)} ({recall_kind(embedder)}{hint})", soft_wrap=True)
 
 
 def _messages_table(
@@ -340,7 +354,7 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
     facts["working_memory"] = stored
 
     question = next((q for q in conversation.questions if q.evidence), None)
-    if question is not None and memory.vector is not None:
+    if question is not None and memory.vector is not None and memory.embedder is not None:
         found = await memory.recall(
             latest.id,
             resource_id=resource,
@@ -352,7 +366,8 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
         hit = sorted(evidence & set(found.semantic_hits))
         console.print(
             _messages_table(
-                f"8. semantic recall for {question.question!r} (answer: {question.answer}); top 5 hits ±1 message "
+                f"8. {recall_kind(memory.embedder)} ({memory.embedder.name}) for {question.question!r} "
+                f"(answer: {question.answer}); top 5 hits ±1 message "
                 f"(hit = rank, in bold), ★ = evidence; evidence found among hits: {len(hit)}/{len(evidence)}",
                 found.messages,
                 found.semantic_hits,
@@ -391,7 +406,10 @@ def demo(
             "removed at the end); 'none' = off."
         ),
     ] = None,
-    embedder: Annotated[str, typer.Option(help="lexical | minilm | minilm-torch")] = "lexical",
+    embedder: Annotated[
+        str | None,
+        typer.Option(help="lexical | minilm | minilm-torch (default: minilm when installed, else lexical)"),
+    ] = None,
     keep: Annotated[bool, typer.Option(help="Keep an existing --db file instead of starting fresh.")] = False,
 ) -> None:
     """Load conversations into the embedded default and show a session of use.
@@ -432,16 +450,15 @@ async def _demo(
     own_storage_namespace: bool,
     vector_url: str | None,
     own_vector_namespace: bool,
-    embedder_name: str,
+    embedder_name: str | None,
     conversations: list[Conversation],
 ) -> None:
     """Run the demo; a URL flagged ``own_*_namespace`` gets a fresh namespace
-    destroyed at the end, whether the demo succeeds or fails."""
+    destroyed at the end, whether the demo succeeds or fails. ``embedder_name``
+    None: Memory's default embedder."""
     started = time.perf_counter()
     embedder = None
-    if vector_url:
-        from memory_core.embedders import get_embedder
-
+    if vector_url and embedder_name is not None:
         # Built before any store is opened, so a bad name leaves nothing open.
         embedder = get_embedder(embedder_name)
     namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
@@ -462,9 +479,12 @@ async def _demo(
             semantic_recall=SemanticRecall(top_k=5, message_range=1, scope="resource") if vectors else False,
             working_memory=WorkingMemory(enabled=True, scope="resource", template=WM_TEMPLATE),
         )
-        # The stack closes or destroys the stores, not Memory.
-        memory = Memory(store, vectors, embedder, config, owns_stores=False)
-        print_banner(console, storage_url, vector_url)
+        # The stack closes or destroys the stores, not Memory. Vectors at a
+        # --vector URL are removed at the end anyway, so in-memory ones are fine.
+        memory = Memory(
+            store, vectors, embedder, config, owns_stores=False, allow_volatile_vectors=own_vector_namespace
+        )
+        print_banner(console, storage_url, vector_url, memory.embedder)
         if own_storage_namespace or own_vector_namespace:
             console.print(f"[bold]namespace:[/] {namespace} (removed when the demo ends)")
         report = await load_conversations(memory, conversations, console)

@@ -82,8 +82,8 @@ def prune(
         )
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
+        from memory_core.arguments import check_persistent
         from memory_core.registry import build_vector
-        from memory_core.vector import check_persistent
 
         vectors = None if vector is None else build_vector(vector)
         if vectors is not None:

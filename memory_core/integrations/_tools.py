@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory_core.errors import ValidationError
+from memory_core.arguments import check_memory
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.validation import check_text
 from memory_core.vector import message_text
@@ -24,8 +24,7 @@ async def recall_texts(
         ValidationError: ``memory`` has no vector store, or a bad query/top_k.
         OwnershipError: ``thread_id`` belongs to another resource.
     """
-    if memory.vector is None:
-        raise ValidationError("memory.vector", "semantic recall needs a vector store (Memory(storage, vector))")
+    check_memory(memory, needs_vectors=True)
     config = MemoryConfig(last_messages=0, semantic_recall=SemanticRecall(top_k=top_k, message_range=0))
     result = await memory.recall(thread_id, resource_id, vector_search_string=query, thread_config=config)
     found = {m.id: m for m in result.messages}

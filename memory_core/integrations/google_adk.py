@@ -49,6 +49,7 @@ from google.adk.sessions.base_session_service import BaseSessionService, GetSess
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
+from memory_core.arguments import check_memory
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
@@ -141,9 +142,13 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
     """An ADK ``BaseSessionService`` over a :class:`~memory_core.Memory`.
 
     Args:
-        memory: storage (and optional vector store, which indexes every
-            event's text for :class:`MemoryCoreMemoryService`); shared, not
-            closed here.
+        memory: a :class:`~memory_core.Memory` (storage and optional vector
+            store, which indexes every event's text for
+            :class:`MemoryCoreMemoryService`); shared, not closed here.
+
+    Raises:
+        ValidationError: ``memory`` is not a Memory, at construction
+            (:func:`~memory_core.arguments.check_memory`).
 
     Raises (every method):
         ValidationError: a bad id (R-ID, at most 256 characters once mapped)
@@ -151,7 +156,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
     """
 
     def __init__(self, memory: Memory) -> None:
-        self.memory = memory
+        self.memory = check_memory(memory)
 
     async def _merged(self, app_name: str, user_id: str, session_state: Mapping[str, Any]) -> dict[str, Any]:
         app = await self.memory.storage.get_resource(app_resource(app_name))
@@ -352,12 +357,13 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         top_k: memories per search, 1-1000 (default 5).
 
     Raises:
-        ValidationError: ``memory`` has no vector store, or a bad ``top_k``.
+        ValidationError: ``memory`` is not a Memory
+            (:func:`~memory_core.arguments.check_memory`) or has no vector
+            store (field ``memory.vector``), or a bad ``top_k``.
     """
 
     def __init__(self, memory: Memory, *, top_k: int = 5) -> None:
-        if memory.vector is None or memory.embedder is None:
-            raise ValidationError("memory.vector", "semantic recall needs a vector store (Memory(storage, vector))")
+        check_memory(memory, needs_vectors=True)
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
             raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
         self.memory = memory

@@ -25,6 +25,7 @@ from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
 from agents.memory.session_settings import resolve_session_limit
 
+from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
@@ -89,8 +90,8 @@ class MemoryCoreSession:
 
     Args:
         session_id: the thread id (R-ID).
-        memory: storage (and optional vector store) to keep items in; shared,
-            not closed by the session.
+        memory: a :class:`~memory_core.Memory` (storage and optional vector
+            store) to keep items in; shared, not closed by the session.
         resource_id: the owner when the run context names none (R-ID).
         session_settings: the SDK's settings; ``limit`` is the default of
             :meth:`get_items` (None: every item).
@@ -99,8 +100,10 @@ class MemoryCoreSession:
     runner passes it and the owner can come from ``wrapper.context``.
 
     Raises:
-        ValidationError: a bad id (at construction); a method without any
-            owner (neither context nor ``resource_id``).
+        ValidationError: at construction, a bad id or a ``memory`` that is
+            not a Memory (:func:`~memory_core.arguments.check_memory`: a URL
+            goes to ``await Memory.open(url)``); a method without any owner
+            (neither context nor ``resource_id``).
         OwnershipError: the session's thread belongs to another resource.
     """
 
@@ -113,7 +116,7 @@ class MemoryCoreSession:
         session_settings: SessionSettings | None = None,
     ) -> None:
         self.session_id = check_id(session_id, "session_id")
-        self.memory = memory
+        self.memory = check_memory(memory)
         self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
         self.session_settings: SessionSettings | None = session_settings or SessionSettings()
 

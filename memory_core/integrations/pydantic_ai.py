@@ -20,6 +20,7 @@ from typing import Any
 from pydantic_ai import Tool
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
+from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
@@ -65,16 +66,18 @@ class MessageHistory:
     """Conversation histories of one resource (a user) in a :class:`~memory_core.Memory`.
 
     Args:
-        memory: storage (and optional vector store); shared, not closed here.
+        memory: a :class:`~memory_core.Memory` (storage and optional vector
+            store); shared, not closed here.
         resource_id: the owner of every conversation this store touches (R-ID).
 
     Raises:
-        ValidationError: a bad id.
+        ValidationError: a bad id, or (at construction) a ``memory`` that is
+            not a Memory (:func:`~memory_core.arguments.check_memory`).
         OwnershipError: a conversation belongs to another resource.
     """
 
     def __init__(self, memory: Memory, resource_id: str) -> None:
-        self.memory = memory
+        self.memory = check_memory(memory)
         self.resource_id = check_id(resource_id, "resource_id")
 
     async def load(self, conversation_id: str, *, limit: int | None = None) -> list[ModelMessage]:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from memory_core.arguments import check_persistent
 from memory_core.embedders import Embedder
 from memory_core.memory import Memory
 from memory_core.storage import Storage
-from memory_core.vector import VectorStore, check_persistent
+from memory_core.vector import VectorStore
 
-__all__ = ["check_persistent", "reembedder"]  # check_persistent: memory_core.vector's, re-exported
+__all__ = ["check_persistent", "reembedder"]  # check_persistent: memory_core.arguments's, re-exported
 
 
 def reembedder(

@@ -49,14 +49,15 @@ def storage_url(
 @pytest.fixture
 def open_memory(storage_url: Callable[[], tuple[str, dict[str, Any]]]) -> OpenMemory:
     """``open_memory()``: an async context manager yielding a Memory over a
-    fresh store (with the in-process vector store), destroyed on exit."""
+    fresh store (with the in-process vector store in memory), destroyed on exit."""
 
     @asynccontextmanager
     async def opened() -> AsyncIterator[Memory]:
         url, options = storage_url()
         storage = await memory_core.connect(url, **options)
         vectors = await memory_core.connect_vector("qdrant::memory:")
-        memory = Memory(storage, vectors)
+        # The stores are destroyed at the end: in-memory vectors are enough.
+        memory = Memory(storage, vectors, allow_volatile_vectors=True)
         try:
             yield memory
         finally:

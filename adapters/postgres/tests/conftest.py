@@ -4,17 +4,20 @@
 started by :func:`memory_core_postgres.testing.start_postgres` on a free
 loopback port at first use and stopped at session end. ``pg_target`` runs a
 test once per target: ``pgserver`` and, only when ``POSTGRES_URL`` is set
-(e.g. the machine's PostgreSQL 15 without pgvector), ``env``. Every store
+(e.g. the machine's PostgreSQL 15 without pgvector), ``env``; ``vector_url``
+is the target's URL for pgvector (skipped where it has none). Every store
 lives in its own schema (``namespace``) and is dropped by ``destroy()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import asyncpg
 import pytest
 from memory_core.clock import Clock
 
@@ -53,6 +56,23 @@ def pg_target(request: pytest.FixtureRequest) -> str:
     if request.param == "pgserver":
         return str(request.getfixturevalue("pg_url"))
     return os.environ["POSTGRES_URL"]
+
+
+async def _has_pgvector(url: str) -> bool:
+    conn = await asyncpg.connect(url)
+    try:
+        return bool(await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"))
+    finally:
+        await conn.close()
+
+
+@pytest.fixture
+def vector_url(pg_target: str) -> str:
+    """The target's URL for pgvector; skips a server without pgvector, saying so."""
+    if not asyncio.run(_has_pgvector(pg_target)):
+        where = "POSTGRES_URL" if pg_target == os.environ.get("POSTGRES_URL") else pg_target
+        pytest.skip(f"the server at {where} has no pgvector extension")
+    return pg_target
 
 
 def new_namespace() -> str:

@@ -5,13 +5,10 @@ pgvector (the machines' PostgreSQL 15)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-import asyncpg
 import pytest
 from memory_core.errors import ValidationError
 from memory_core.storage import BaseStorage
@@ -20,23 +17,6 @@ from memory_core_conformance.vector import VectorConformance, VectorFactory
 from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
 
 from memory_core_postgres import PgVectorStore, PostgresStorage
-
-
-async def _has_pgvector(url: str) -> bool:
-    conn = await asyncpg.connect(url)
-    try:
-        return bool(await conn.fetchval("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"))
-    finally:
-        await conn.close()
-
-
-@pytest.fixture
-def vector_url(pg_target: str) -> str:
-    """The target's URL; skips a server without pgvector, saying so."""
-    if not asyncio.run(_has_pgvector(pg_target)):
-        where = "POSTGRES_URL" if pg_target == os.environ.get("POSTGRES_URL") else pg_target
-        pytest.skip(f"the server at {where} has no pgvector extension")
-    return pg_target
 
 
 class TestPostgresWithPgVector(VectorConformance):

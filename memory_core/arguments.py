@@ -1,0 +1,234 @@
+"""The objects handed to :class:`~memory_core.Memory` and to the agent
+framework seams, checked at construction, before any I/O.
+
+``Memory(storage, vector, embedder)`` takes objects; a URL or an embedder
+name in their place would otherwise be accepted and fail at the first call,
+possibly after the storage write and before the vector write. Each check here
+raises a :class:`~memory_core.errors.ValidationError` naming the argument,
+what it got and the fix (``Memory.open(url, ...)`` for URLs,
+``get_embedder(name)`` for names).
+
+It is also the one home of the persistence rules: a vector store written to
+by a transfer or a prune must outlive the process (:func:`check_persistent`),
+and a persistent storage is paired with a persistent vector store unless the
+caller says otherwise (:func:`check_pairing`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from memory_core.capabilities import Capability, declared_capabilities
+from memory_core.embedders import Embedder
+from memory_core.errors import ValidationError
+from memory_core.storage import Storage
+from memory_core.vector import VectorStore
+
+if TYPE_CHECKING:
+    from memory_core.memory import Memory
+
+__all__ = [
+    "check_embedder",
+    "check_memory",
+    "check_pairing",
+    "check_persistent",
+    "check_storage",
+    "check_vector_store",
+    "persistent_storage",
+]
+
+
+def _got(value: Any) -> str:
+    """What a wrong argument is, for the message: a short repr of a str, else
+    its kind (a storage, a vector store, an embedder) or its type."""
+    if isinstance(value, str):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        return f"the str {shown!r}"
+    if isinstance(value, VectorStore):
+        return f"a vector store ({type(value).__name__})"
+    if isinstance(value, Storage):
+        return f"a storage ({type(value).__name__})"
+    if isinstance(value, Embedder):
+        return f"an embedder ({type(value).__name__})"
+    return f"{type(value).__name__} {value!r}"[:120]
+
+
+def check_storage(value: Any, field: str = "storage") -> Storage:
+    """``value`` if it is a storage object (:class:`~memory_core.storage.Storage`).
+
+    Args:
+        value: what was passed as the storage.
+        field: the argument's name in the error.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        ValidationError: anything else: a URL (the fix: ``Memory.open(url)``
+            or ``await memory_core.connect(url)``), a vector store, None.
+    """
+    if isinstance(value, Storage):
+        return value
+    if isinstance(value, str):
+        fix = (
+            f"pass a URL to Memory.open(...): memory = await Memory.open({value!r}), "
+            "or open it with memory_core.connect(url)"
+        )
+    else:
+        fix = "pass a storage object (await memory_core.connect(url)), or a URL to Memory.open(...)"
+    raise ValidationError(field, f"must be a storage, got {_got(value)}; {fix}")
+
+
+def check_vector_store(value: Any, field: str = "vector") -> VectorStore | None:
+    """``value`` if it is None or a vector store object
+    (:class:`~memory_core.vector.VectorStore`).
+
+    Args:
+        value: what was passed as the vector store.
+        field: the argument's name in the error.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        ValidationError: anything else: a URL (the fix:
+            ``Memory.open(..., vector=url)`` or ``await
+            memory_core.connect_vector(url)``), a storage, an embedder.
+    """
+    if value is None or isinstance(value, VectorStore):
+        return value
+    if isinstance(value, str):
+        fix = (
+            f"pass a URL to Memory.open(...): Memory.open(storage_url, vector={value!r}), "
+            "or open it with memory_core.connect_vector(url)"
+        )
+    elif isinstance(value, Embedder):
+        fix = "pass the embedder as embedder=, after the vector store"
+    else:
+        fix = "pass a vector store object (await memory_core.connect_vector(url)), or a URL to Memory.open(...)"
+    raise ValidationError(field, f"must be a vector store or None, got {_got(value)}; {fix}")
+
+
+def check_embedder(value: Any, field: str = "embedder") -> Embedder | None:
+    """``value`` if it is None or an embedder object
+    (:class:`~memory_core.embedders.Embedder`: ``name``, ``dimension``,
+    ``max_input_chars`` and an async ``embed``).
+
+    Args:
+        value: what was passed as the embedder.
+        field: the argument's name in the error.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        ValidationError: anything else: a name (the fix: ``get_embedder(name)``
+            or ``Memory.open(..., embedder=name)``), a number, a function
+            (wrap it in ``CallableEmbedder``).
+    """
+    if value is None or isinstance(value, Embedder):
+        return value
+    if isinstance(value, str):
+        fix = (
+            f"use get_embedder({value!r}) (memory_core.embedders), "
+            f"or pass the name to Memory.open(..., embedder={value!r})"
+        )
+    elif callable(value):
+        fix = "wrap a function in memory_core.embedders.CallableEmbedder(function, dimension)"
+    else:
+        fix = "use get_embedder(name) (memory_core.embedders: 'minilm', 'lexical'), or leave it out for the default"
+    raise ValidationError(field, f"must be an Embedder or None, got {_got(value)}; {fix}")
+
+
+def check_memory(value: Any, field: str = "memory", *, needs_vectors: bool = False) -> Memory:
+    """``value`` if it is a :class:`~memory_core.Memory` (what every agent
+    framework seam is built on).
+
+    Args:
+        value: what was passed as the memory.
+        field: the argument's name in the error.
+        needs_vectors: the caller recalls semantically, so the Memory must
+            have a vector store.
+
+    Returns:
+        ``value``, unchanged.
+
+    Raises:
+        ValidationError: not a Memory (a URL: ``await Memory.open(url)``; a
+            storage: ``Memory(storage, vector)``), or with ``needs_vectors`` a
+            Memory without a vector store (field ``<field>.vector``).
+    """
+    from memory_core.memory import Memory
+
+    if not isinstance(value, Memory):
+        if isinstance(value, str):
+            fix = f"pass a URL to Memory.open(...): memory = await Memory.open({value!r}, vector=...)"
+        elif isinstance(value, Storage):
+            fix = "wrap the store: Memory(storage, vector)"
+        else:
+            fix = "build one with await Memory.open(url, vector=...) or Memory(storage, vector)"
+        raise ValidationError(field, f"must be a memory_core.Memory, got {_got(value)}; {fix}")
+    if needs_vectors and value.vector is None:
+        raise ValidationError(
+            f"{field}.vector",
+            "semantic recall needs a vector store: Memory(storage, vector) or Memory.open(url, vector=url)",
+        )
+    return value
+
+
+def persistent_storage(storage: Storage) -> bool:
+    """Whether ``storage`` declares :attr:`Capability.PERSISTENT
+    <memory_core.capabilities.Capability.PERSISTENT>` (a file or a server;
+    not ``memory://`` nor an in-memory SQLite database). A storage that
+    declares no capabilities counts as not persistent."""
+    return Capability.PERSISTENT in declared_capabilities(storage)
+
+
+def check_persistent(vectors: VectorStore, field: str = "vector", *, fix: str = "or leave it out") -> None:
+    """Refuse a vector store whose points would not outlive it (no I/O).
+
+    Args:
+        vectors: the store a command, transfer or Memory would write points
+            into (re-embedding, pruning, a persistent storage's index).
+        field: the name given in the error (``"--vector"`` on the command line).
+        fix: the end of the advice, after "give a persistent vector store
+            (...)".
+
+    Raises:
+        ValidationError: ``vectors.persistent`` is False.
+    """
+    if not vectors.persistent:
+        raise ValidationError(
+            field,
+            f"{type(vectors).__name__} keeps its vectors in memory: they would be gone when this process exits; "
+            f"give a persistent vector store (qdrant+path:///dir, a server, pgvector) {fix}",
+        )
+
+
+def check_pairing(storage: Storage, vector: VectorStore | None, *, allow_volatile_vectors: bool = False) -> None:
+    """Refuse a persistent storage paired with a vector store that is not
+    (a SQLite file with ``qdrant::memory:`` or ``memory://`` vectors): after a
+    restart the messages are there and the index is empty, so semantic recall
+    finds nothing until :meth:`memory_core.Memory.reindex`.
+
+    Args:
+        storage: the storage (see :func:`persistent_storage`).
+        vector: the vector store, or None (nothing to check).
+        allow_volatile_vectors: accept the pairing anyway (tests, demos).
+
+    Raises:
+        ValidationError: ``allow_volatile_vectors`` is not a bool (that
+            field), or the pairing is refused (field ``vector``).
+    """
+    if not isinstance(allow_volatile_vectors, bool):
+        raise ValidationError("allow_volatile_vectors", f"must be a bool, got {type(allow_volatile_vectors).__name__}")
+    if vector is None or allow_volatile_vectors or not persistent_storage(storage):
+        return
+    check_persistent(
+        vector,
+        "vector",
+        fix=(
+            f"to pair with {type(storage).__name__}, which keeps its messages after a restart "
+            "(the index would be empty then); or pass allow_volatile_vectors=True"
+        ),
+    )
