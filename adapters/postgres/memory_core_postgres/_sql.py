@@ -164,15 +164,12 @@ def page_threads(query: ThreadQuery, params: Params | None = None) -> tuple[str,
     return sql, params
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _message_filter(query: MessageQuery, params: Params) -> list[str]:
+    """The date and metadata conditions (what makes a query filtered)."""
     clauses = []
-    if query.thread_ids is not None:
-        if len(query.thread_ids) == 1:
-            clauses.append(f"thread_id = {params.add(query.thread_ids[0])}")
-        else:
-            clauses.append(f"thread_id = ANY({params.add(list(query.thread_ids), '::text[]')})")
-    if query.resource_id is not None:
-        clauses.append(f"resource_id = {params.add(query.resource_id)}")
     if query.created_from_us is not None:
         clauses.append(f"created_at >= {params.add(from_us(query.created_from_us))}")
     if query.created_to_us is not None:
@@ -182,25 +179,75 @@ def _message_filter(query: MessageQuery, params: Params) -> list[str]:
     return clauses
 
 
+def _owned(query: MessageQuery, threads: str, params: Params) -> str:
+    """The SQL array of the queried threads (placeholder ``threads``) that
+    belong to ``query.resource_id`` (all of them without one)."""
+    if query.resource_id is None:
+        return threads
+    return f"ARRAY(SELECT id FROM threads WHERE id = ANY({threads}) AND resource_id = {params.add(query.resource_id)})"
+
+
+def _message_total(query: MessageQuery, params: Params) -> str:
+    """The page's ``total`` as one row: 0 when not wanted, the counters the
+    writes keep when unfiltered (R-PAGE: no row is counted), else a count of
+    the matches."""
+    if not query.count:
+        return "SELECT 0::bigint AS total"
+    if query.thread_ids is None:
+        resource = params.add(query.resource_id)
+        if query.unfiltered:
+            return f"SELECT COALESCE((SELECT messages FROM resource_counters WHERE resource_id = {resource}), 0) AS total"
+        scope = f"resource_id = {resource}"
+    else:
+        threads = params.add(list(dict.fromkeys(query.thread_ids)), "::text[]")
+        if query.unfiltered:
+            owner = "" if query.resource_id is None else f" AND resource_id = {params.add(query.resource_id)}"
+            return (
+                f"SELECT COALESCE(sum(message_count), 0)::bigint AS total FROM threads WHERE id = ANY({threads}){owner}"
+            )
+        scope = f"thread_id = ANY({_owned(query, threads, params)})"
+    return f"SELECT count(*) AS total FROM messages{_where([scope, *_message_filter(query, params)])}"
+
+
 def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[str, Params]:
-    """(count under the filter, the window) in one statement, as
-    :func:`page_threads` (message columns)."""
+    """(the total, the window) in one statement, as :func:`page_threads`
+    (message columns). The window reads an order index in key order and
+    stops at its limit: ``(thread_id, created_at, seq)`` for a thread,
+    ``(resource_id, created_at, seq)`` for a resource. Ownership is checked
+    once on the thread row (a message's resource is always its thread's),
+    not on every message row, which would invite the planner to combine
+    both indexes and sort the thread. Several threads: each one's first
+    ``offset + limit`` rows, merged."""
     params = Params() if params is None else params
-    clauses = _message_filter(query, params)
-    count = f"SELECT count(*) AS total FROM messages{_where(clauses)}"
+    count = _message_total(query, params)
     if query.limit == 0:
         return f"SELECT total FROM ({count}) c", params
-    window = list(clauses)
+    clauses = _message_filter(query, params)
     if query.after is not None:
         position = f"({params.add(from_us(query.after[0]))}, {params.add(query.after[1], '::bigint')})"
-        window.append(f"(created_at, seq) {'<' if query.descending else '>'} {position}")
-    direction = "DESC" if query.descending else "ASC"
+        clauses.append(f"(created_at, seq) {'<' if query.descending else '>'} {position}")
+    order = "created_at DESC, seq DESC" if query.descending else "created_at, seq"
     paging = f" LIMIT {params.add(query.limit, '::bigint')} OFFSET {params.add(query.offset, '::bigint')}"
-    sql = (
-        f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM messages"
-        f"{_where(window)} ORDER BY created_at {direction}, seq {direction}{paging}) w ON true"
-    )
-    return sql, params
+    thread_ids = None if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
+    if thread_ids is None:
+        scope = [f"resource_id = {params.add(query.resource_id)}"]
+    elif len(thread_ids) == 1:
+        tid = params.add(thread_ids[0])
+        scope = [f"thread_id = {tid}"]
+        if query.resource_id is not None:  # uncorrelated: one check of the thread row, before any message
+            owner = params.add(query.resource_id)
+            scope.append(f"EXISTS (SELECT 1 FROM threads WHERE id = {tid} AND resource_id = {owner})")
+    else:
+        reach = None if query.limit is None else min(query.offset + query.limit, _INT64_MAX)
+        each = (
+            f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(['thread_id = q.tid', *clauses])}"
+            f" ORDER BY {order} LIMIT {params.add(reach, '::bigint')}"
+        )
+        owned = _owned(query, params.add(thread_ids, "::text[]"), params)
+        window = f"SELECT x.* FROM unnest({owned}) AS q(tid) CROSS JOIN LATERAL ({each}) x ORDER BY {order}{paging}"
+        return f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL ({window}) w ON true", params
+    window = f"SELECT {MESSAGE_COLUMNS} FROM messages{_where([*scope, *clauses])} ORDER BY {order}{paging}"
+    return f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL ({window}) w ON true", params
 
 
 def message_windows(
@@ -208,13 +255,15 @@ def message_windows(
 ) -> tuple[str, Params]:
     """R-INCLUDE for many targets in one statement: for target number ``ord``
     (1-based), its message and up to ``before``/``after`` neighbours in its
-    thread. Rows: ``ord`` then the message columns, unordered. ``params`` as
+    thread, each side one walk of ``(thread_id, created_at, seq)`` from the
+    target's key with a limit (int64: a window may ask for up to 2^63 - 1).
+    Rows: ``ord`` then the message columns, unordered. ``params`` as
     :func:`page_threads`."""
     params = Params() if params is None else params
     columns = ", ".join(f"x.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
     sql = (
-        f"SELECT t.ord, w.* FROM unnest({params.add(ids, '::text[]')}, {params.add(before, '::int[]')},"
-        f" {params.add(after, '::int[]')}) WITH ORDINALITY AS t(id, before, after, ord)"
+        f"SELECT t.ord, w.* FROM unnest({params.add(ids, '::text[]')}, {params.add(before, '::bigint[]')},"
+        f" {params.add(after, '::bigint[]')}) WITH ORDINALITY AS t(id, before, after, ord)"
         " JOIN messages a ON a.id = t.id"
         " CROSS JOIN LATERAL ("
         f"(SELECT {columns} FROM messages x WHERE x.thread_id = a.thread_id"

@@ -35,7 +35,7 @@ async def test_open_twice_applies_each_migration_once(make_store: Callable[..., 
             row[0]
             for row in await first.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", first.schema)
         }
-        assert tables == {"threads", "messages", "resources", "schema_version"}
+        assert tables == {"threads", "messages", "resources", "resource_counters", "schema_version"}
         assert (await first.list_threads(per_page=False)).total == 3
     finally:
         await first.destroy()
