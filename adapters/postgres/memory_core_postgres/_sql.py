@@ -217,7 +217,15 @@ def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[st
     once on the thread row (a message's resource is always its thread's),
     not on every message row, which would invite the planner to combine
     both indexes and sort the thread. Several threads: each one's first
-    ``offset + limit`` rows, merged."""
+    ``offset + limit`` rows, merged.
+
+    The limit and offset reach the window as columns of the total's row,
+    so the planner does not see their values: with no statistics (a fresh
+    bulk load) it guesses a thread holds a few dozen rows, and for a known
+    ``OFFSET 5000`` (or a limit near that guess) would rather read them all
+    through a bitmap and sort them; for a limit it cannot see it plans a
+    fraction of the rows, which only the ordered index walk serves cheaply
+    (``test_postgres_plans``: with and without statistics)."""
     params = Params() if params is None else params
     count = _message_total(query, params)
     if query.limit == 0:
@@ -227,7 +235,12 @@ def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[st
         position = f"({params.add(from_us(query.after[0]))}, {params.add(query.after[1], '::bigint')})"
         clauses.append(f"(created_at, seq) {'<' if query.descending else '>'} {position}")
     order = "created_at DESC, seq DESC" if query.descending else "created_at, seq"
-    paging = f" LIMIT {params.add(query.limit, '::bigint')} OFFSET {params.add(query.offset, '::bigint')}"
+    reach = None if query.limit is None else min(query.offset + query.limit, _INT64_MAX)
+    bounds = (
+        f"SELECT t.total, {params.add(query.limit, '::bigint')} AS lim, {params.add(query.offset, '::bigint')} AS off,"
+        f" {params.add(reach, '::bigint')} AS reach FROM ({count}) t OFFSET 0"  # OFFSET 0: not folded into the window
+    )
+    paging = " LIMIT c.lim OFFSET c.off"
     thread_ids = None if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
     if thread_ids is None:
         scope = [f"resource_id = {params.add(query.resource_id)}"]
@@ -238,16 +251,15 @@ def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[st
             owner = params.add(query.resource_id)
             scope.append(f"EXISTS (SELECT 1 FROM threads WHERE id = {tid} AND resource_id = {owner})")
     else:
-        reach = None if query.limit is None else min(query.offset + query.limit, _INT64_MAX)
         each = (
             f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(['thread_id = q.tid', *clauses])}"
-            f" ORDER BY {order} LIMIT {params.add(reach, '::bigint')}"
+            f" ORDER BY {order} LIMIT c.reach"
         )
         owned = _owned(query, params.add(thread_ids, "::text[]"), params)
         window = f"SELECT x.* FROM unnest({owned}) AS q(tid) CROSS JOIN LATERAL ({each}) x ORDER BY {order}{paging}"
-        return f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL ({window}) w ON true", params
+        return f"SELECT c.total, w.* FROM ({bounds}) c LEFT JOIN LATERAL ({window}) w ON true", params
     window = f"SELECT {MESSAGE_COLUMNS} FROM messages{_where([*scope, *clauses])} ORDER BY {order}{paging}"
-    return f"SELECT c.total, w.* FROM ({count}) c LEFT JOIN LATERAL ({window}) w ON true", params
+    return f"SELECT c.total, w.* FROM ({bounds}) c LEFT JOIN LATERAL ({window}) w ON true", params
 
 
 def message_windows(
