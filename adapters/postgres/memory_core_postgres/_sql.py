@@ -196,7 +196,8 @@ def _message_total(query: MessageQuery, params: Params) -> str:
     if query.thread_ids is None:
         resource = params.add(query.resource_id)
         if query.unfiltered:
-            return f"SELECT COALESCE((SELECT messages FROM resource_counters WHERE resource_id = {resource}), 0) AS total"
+            counter = f"SELECT messages FROM resource_counters WHERE resource_id = {resource}"
+            return f"SELECT COALESCE(({counter}), 0) AS total"
         scope = f"resource_id = {resource}"
     else:
         threads = params.add(list(dict.fromkeys(query.thread_ids)), "::text[]")
@@ -215,9 +216,7 @@ _FIRST_KEY = f"'-infinity'::timestamptz, {_MIN_SEQ}"
 _LAST_KEY = f"'infinity'::timestamptz, {_MAX_SEQ}"
 
 
-def _key_range(
-    column: str, value: str, query: MessageQuery, params: Params, alias: str = ""
-) -> tuple[list[str], str]:
+def _key_range(column: str, value: str, query: MessageQuery, params: Params, alias: str = "") -> tuple[list[str], str]:
     """The rows of one thread (``column`` thread_id) or resource
     (resource_id) whose key is ``value``, as bounds on the order index's key
     ``(column, created_at, seq)``, date bounds and keyset position included,
@@ -291,9 +290,7 @@ def page_messages(query: MessageQuery, params: Params | None = None) -> tuple[st
             if query.resource_id is not None:  # uncorrelated: one check of the thread row, before any message
                 owner = params.add(query.resource_id)
                 clauses.append(f"EXISTS (SELECT 1 FROM threads WHERE id = {tid} AND resource_id = {owner})")
-        window = (
-            f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(clauses)} ORDER BY {order} LIMIT c.lim OFFSET c.off"
-        )
+        window = f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(clauses)} ORDER BY {order} LIMIT c.lim OFFSET c.off"
     return f"SELECT c.total, w.* FROM ({bounds}) c LEFT JOIN LATERAL ({window}) w ON true", params
 
 

@@ -142,7 +142,8 @@ async def test_counters_migration_backfills_an_old_store(
         assert await _versions(store) == [number for number, _ in MIGRATIONS]
         counts = dict(await store.pool.fetch("SELECT id, message_count FROM threads"))
         assert counts == {"t1": 7, "t2": 3, "u1": 5, "empty": 0}
-        assert dict(await store.pool.fetch("SELECT resource_id, messages FROM resource_counters")) == {"r1": 10, "r2": 5}
+        resources = dict(await store.pool.fetch("SELECT resource_id, messages FROM resource_counters"))
+        assert resources == {"r1": 10, "r2": 5}
         assert (await store.list_messages(["t1", "t2"], "r1", per_page=0)).total == 10
         assert (await store.list_messages_by_resource("r1", per_page=0)).total == 10
         await store.save_messages([Message("t2-0", "t1", "user", "moved"), Message("new", "u1", "user", "x")])
