@@ -403,30 +403,18 @@ class PostgresStorage(BaseStorage):
         return None if done is None else done is not False
 
     async def _delete_thread(self, thread_id: str) -> int:
-        # One statement: the messages counted as deleted, then the thread (its
-        # ON DELETE CASCADE finds nothing left).
-        # A deadlock with a racing message write is retried (_write).
-        sql = (
-            "WITH gone AS (DELETE FROM messages WHERE thread_id = $1 RETURNING 1),"
-            " thread AS (DELETE FROM threads WHERE id = $1) SELECT count(*) FROM gone"
-        )
-        return int(await self._write(lambda: self.pool.fetchval(sql, thread_id)))
+        # One call of the schema's delete_thread: the thread row first (writers
+        # into it lock it too), its messages by cascade, its message counter
+        # off its resource's. A deadlock with a racing write is retried (_write).
+        return int(await self._write(lambda: self.pool.fetchval("SELECT delete_thread($1)", thread_id)))
+
+    # The simple read primitives are answered by the one-statement read plan.
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
-        return (await self._page_threads(query))[1]
+        return (await self._read(ReadPlan(thread_page=query))).thread_items
 
     async def _count_threads(self, query: ThreadQuery) -> int:
-        return (await self._page_threads(query))[0]
-
-    async def _page_threads(self, query: ThreadQuery) -> tuple[int, list[Thread]]:
-        sql, params = _sql.page_threads(query)
-        rows = await self.pool.fetch(sql, *params)
-        total = int(rows[0][0])
-        if query.limit == 0:
-            return total, []
-        threads = [_thread(row, 1) for row in rows if row[1] is not None]
-        threads.sort(key=query.key, reverse=query.descending)  # a join's output order is not guaranteed
-        return total, threads
+        return (await self._read(ReadPlan(thread_page=replace(query, limit=0)))).thread_total
 
     # ------------------------------------------------------------------ messages
 
@@ -496,6 +484,13 @@ class PostgresStorage(BaseStorage):
         """:meth:`_patch_attempt` in a transaction holding the messages' row
         locks (taken in id order) from the read to the write."""
         async with self.pool.acquire() as conn, conn.transaction():
+            # Threads before messages, each by id, as every write locks them.
+            await conn.execute(
+                "SELECT 1 FROM threads WHERE id IN (SELECT thread_id FROM messages WHERE id = ANY($1::text[]))"
+                " OR id = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE",
+                list(message_ids),
+                list(thread_ids),
+            )
             await conn.execute(
                 "SELECT 1 FROM messages WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", sorted(message_ids)
             )
@@ -594,13 +589,12 @@ class PostgresStorage(BaseStorage):
         return await self._delete_found(ids, now_us)
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
-        # One statement: the threads bumped are those of the rows it deleted;
-        # a racing delete of the same row waits for ours and then counts nothing.
+        # One call of the schema's delete_messages: the threads bumped and
+        # counted down are those of the rows it deleted; a racing delete of the
+        # same row waits for ours and then counts nothing.
         removed = await self._write(
             lambda: self.pool.fetchval(
-                "WITH gone AS (DELETE FROM messages WHERE id = ANY($1::text[]) RETURNING thread_id),"
-                f" bumped AS (UPDATE threads SET updated_at = {_BUMP} WHERE id IN (SELECT thread_id FROM gone))"
-                " SELECT count(*) FROM gone",
+                "SELECT delete_messages($1::text[], $2::timestamptz, $3::timestamptz)",
                 list(ids),
                 from_us(now_us),
                 _MAX_AT,
@@ -609,32 +603,14 @@ class PostgresStorage(BaseStorage):
         return int(removed)
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
-        return (await self._page_messages(query))[1]
+        return (await self._read(ReadPlan(messages=replace(query, count=False)))).messages
 
     async def _count_messages(self, query: MessageQuery) -> int:
-        return (await self._page_messages(query))[0]
-
-    async def _page_messages(self, query: MessageQuery) -> tuple[int, list[Message]]:
-        sql, params = _sql.page_messages(query)
-        rows = await self.pool.fetch(sql, *params)
-        total = int(rows[0][0])
-        if query.limit == 0:
-            return total, []
-        messages = [_message(row, 1) for row in rows if row[1] is not None]
-        messages.sort(key=order_key, reverse=query.descending)
-        return total, messages
+        # Unfiltered: the counters (see _sql.page_messages); never a count of the thread.
+        return (await self._read(ReadPlan(messages=replace(query, limit=0, count=True)))).message_total
 
     async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
-        return (await self._message_windows([(message_id, before, after)]))[0]
-
-    async def _message_windows(self, targets: Sequence[tuple[str, int, int]]) -> list[list[Message]]:
-        sql, params = _sql.message_windows([t[0] for t in targets], [t[1] for t in targets], [t[2] for t in targets])
-        windows: list[list[Message]] = [[] for _ in targets]
-        for row in await self.pool.fetch(sql, *params):
-            windows[row[0] - 1].append(_message(row, 1))
-        for window in windows:
-            window.sort(key=order_key)
-        return windows
+        return (await self._read(ReadPlan(windows=((message_id, before, after),)))).windows[0]
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """The whole plan in one statement (:func:`_sql.read_plan`): one round
@@ -823,15 +799,9 @@ class PostgresStorage(BaseStorage):
         return bool(await self.pool.execute("DELETE FROM resources WHERE id = $1", resource_id) == "DELETE 1")
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        # One statement, so one transaction: threads (their messages cascade),
-        # messages and the record. Each CTE reports what it removed. A
-        # deadlock with a racing message write is retried (_write).
-        sql = (
-            "WITH gone_threads AS (DELETE FROM threads WHERE resource_id = $1 RETURNING id),"
-            " gone_messages AS (DELETE FROM messages WHERE resource_id = $1 RETURNING 1),"
-            " gone_record AS (DELETE FROM resources WHERE id = $1 RETURNING 1)"
-            " SELECT (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM gone_threads),"
-            " (SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_record)"
-        )
-        row = await self._write(lambda: self.pool.fetchrow(sql, resource_id))
+        # One call of the schema's delete_resource, so one transaction: the
+        # threads locked by id, deleted (their messages cascade, counted by
+        # their counters), the record, the resource's counter. A deadlock with
+        # a racing message write is retried (_write).
+        row = await self._write(lambda: self.pool.fetchrow("SELECT * FROM delete_resource($1)", resource_id))
         return list(row[0]), int(row[1]), bool(row[2])

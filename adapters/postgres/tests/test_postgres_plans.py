@@ -8,12 +8,18 @@ plan means a query shape has no index (a page would cost the whole match set).
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from memory_core.plan import ReadPlan
 from memory_core.query import MessageQuery, ThreadQuery
+from memory_core_conformance.plans import LONG_THREAD, READ_SHAPES, PlanStep, assert_flat, load_long_thread
 from memory_core_conformance.query_shapes import MESSAGE_QUERIES, META, THREAD_QUERIES
 
 from memory_core_postgres import PostgresStorage, _sql
@@ -103,3 +109,143 @@ async def test_resource_listing_walks_both_indexes(store: PostgresStorage, after
     used = _indexes_used(await _plan(store, *_sql.resource_ids(after, 10)), sorted_by_index=False)
     # Either index led by resource_id walks the owners in order.
     assert "resources_pkey" in used and used & {"threads_resource_created", "threads_resource_updated"}, used
+
+
+# ---------------------------------------------------------------- a long thread
+# The reads of memory_core_conformance.plans.READ_SHAPES on a 10^4-message
+# thread loaded in bulk, with the planner's defaults (no ANALYZE: autovacuum
+# is off for the schema's tables) and after ANALYZE, and on a 10^3-message one
+# without statistics (where the planner's guess of an equality's rows is 2):
+# each statement _read runs is EXPLAINed with the planner free to choose, and
+# must read the messages through an index in key order with a limit, sorting
+# nothing.
+
+_KINDS = {
+    "Index Scan": "index",
+    "Index Only Scan": "index",
+    "Seq Scan": "scan",
+    "Bitmap Heap Scan": "scan",
+    "Sort": "sort",
+    "Incremental Sort": "sort",
+    "Limit": "limit",
+}
+
+
+@dataclass(frozen=True)
+class LongThread:
+    """A loaded long thread: where it lives and its message ids, oldest first."""
+
+    url: str
+    schema: str
+    ids: list[str]
+
+
+async def _load(url: str, namespace: str, count: int, analyzed: bool) -> LongThread:
+    store = PostgresStorage.from_url(url, namespace=namespace)
+    await store.open()
+    try:
+        await store.pool.execute(
+            "ALTER TABLE messages SET (autovacuum_enabled = off); ALTER TABLE threads SET (autovacuum_enabled = off)"
+        )
+        ids = await load_long_thread(store, count=count)
+        if analyzed:
+            await store.pool.execute("ANALYZE messages; ANALYZE threads")
+        return LongThread(url, store.schema, ids)
+    finally:
+        await store.close()
+
+
+async def _drop(url: str, namespace: str) -> None:
+    store = PostgresStorage.from_url(url, namespace=namespace)
+    await store.destroy()
+
+
+_TARGETS = ["pgserver", *(["env"] if os.environ.get("POSTGRES_URL") else [])]  # as conftest.TARGETS
+
+
+_LOADS = [(LONG_THREAD, "no statistics"), (LONG_THREAD, "analyzed"), (1_000, "no statistics")]
+
+
+@pytest.fixture(scope="module", params=[(t, *load) for t in _TARGETS for load in _LOADS], ids=str)
+def long_thread(request: pytest.FixtureRequest) -> Iterator[LongThread]:
+    """One long thread per target and statistics state, loaded once per module
+    (its own event loop: each test opens its own store on the schema)."""
+    target, count, statistics = request.param
+    url = str(request.getfixturevalue("pg_url")) if target == "pgserver" else os.environ["POSTGRES_URL"]
+    namespace = f"t{uuid.uuid4().hex[:16]}"
+    loaded = asyncio.run(_load(url, namespace, count, statistics == "analyzed"))
+    try:
+        yield loaded
+    finally:
+        asyncio.run(_drop(url, namespace))
+
+
+@pytest.fixture
+async def long_store(long_thread: LongThread) -> AsyncIterator[PostgresStorage]:
+    store = PostgresStorage.from_url(long_thread.url, schema=long_thread.schema)
+    await store.open()
+    yield store
+    await store.close()
+
+
+def _steps(plan: dict[str, Any]) -> list[PlanStep]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan, as the kit's PlanSteps."""
+    steps = []
+    for node in _nodes(plan):
+        kind = _KINDS.get(node["Node Type"], "other")
+        detail = " ".join(
+            str(node[key])
+            for key in ("Node Type", "Scan Direction", "Index Cond", "Filter", "One-Time Filter", "Sort Key")
+            if key in node
+        )
+        steps.append(PlanStep(kind, node.get("Relation Name"), node.get("Index Name"), detail))  # type: ignore[arg-type]
+    return steps
+
+
+async def _explain(store: PostgresStorage, plan: ReadPlan) -> list[PlanStep]:
+    """The plan of the one statement ``_read(plan)`` runs, normalised."""
+    sql, params = _sql.read_plan(plan)
+    raw = await store.pool.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *params)
+    return _steps(json.loads(raw)[0]["Plan"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shape", sorted(READ_SHAPES))
+async def test_long_thread_reads_cost_what_they_return(
+    long_thread: LongThread, long_store: PostgresStorage, shape: str
+) -> None:
+    plan = READ_SHAPES[shape](long_thread.ids)
+    steps = await _explain(long_store, plan)
+    assert_flat(shape, steps)
+    read = [s for s in steps if s.relation == "messages"]
+    if plan.windows or (plan.messages is not None and plan.messages.limit):
+        # The rows come from an order index walked from one end (or from a
+        # window's target), stopped by a limit.
+        assert any(s.index in ("messages_thread_order", "messages_resource_order") for s in read), steps
+        assert any(s.kind == "limit" for s in steps), steps
+    else:  # the total alone is the thread's counter: no message row is read
+        assert not read, steps
+    # The answer itself is what the core asked for.
+    parts = await long_store._read(plan)
+    if plan.messages is not None:
+        expected = len(long_thread.ids) + (0 if plan.messages.thread_ids else 50)  # + the side thread
+        assert parts.message_total == (expected if plan.messages.count and plan.messages.unfiltered else 0)
+        assert len(parts.messages) == (plan.messages.limit or 0)
+
+
+@pytest.mark.anyio
+async def test_a_read_that_loses_its_index_fails_the_plan_check(long_store: PostgresStorage) -> None:
+    # Without the thread order index the newest page must scan or sort the
+    # thread: the normalised plan shows it and assert_flat refuses it.
+    plan = READ_SHAPES["newest 20"]([])
+    async with long_store.pool.acquire() as conn:
+        transaction = conn.transaction()
+        await transaction.start()
+        try:
+            await conn.execute("DROP INDEX messages_thread_order")
+            sql, params = _sql.read_plan(plan)
+            raw = await conn.fetchval(f"EXPLAIN (FORMAT JSON) {sql}", *params)
+        finally:
+            await transaction.rollback()  # the index stays for the other tests
+    with pytest.raises(AssertionError, match="newest 20"):
+        assert_flat("newest 20", _steps(json.loads(raw)[0]["Plan"]))

@@ -35,7 +35,7 @@ async def test_open_twice_applies_each_migration_once(make_store: Callable[..., 
             row[0]
             for row in await first.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", first.schema)
         }
-        assert tables == {"threads", "messages", "resources", "schema_version"}
+        assert tables == {"threads", "messages", "resources", "resource_counters", "schema_version"}
         assert (await first.list_threads(per_page=False)).total == 3
     finally:
         await first.destroy()
@@ -116,3 +116,43 @@ async def test_destroy_drops_the_schema_and_nothing_else(make_store: Callable[..
         await conn.close()
     assert await other.get_thread("t1") is not None
     await other.destroy()
+
+
+@pytest.mark.anyio
+async def test_counters_migration_backfills_an_old_store(
+    make_store: Callable[..., PostgresStorage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written by version 1 (no counters), opened by this version: the
+    # migration counts every thread's and resource's messages once, and the
+    # writes keep the counters from there.
+    old = make_store()
+    with monkeypatch.context() as patch:
+        patch.setattr(schema_module, "MIGRATIONS", MIGRATIONS[:1])
+        patch.setattr(schema_module, "SCHEMA_VERSION", 1)
+        await old.open()
+        for tid, rid, n in (("t1", "r1", 7), ("t2", "r1", 3), ("u1", "r2", 5), ("empty", "r3", 0)):
+            await old.save_thread(Thread(tid, rid))
+            if n:
+                await old.save_messages([Message(f"{tid}-{i}", tid, "user", f"m{i}") for i in range(n)])
+        assert await _versions(old) == [1]
+    try:
+        upgraded = [PostgresStorage(old.settings.dsn, schema=old.schema) for _ in range(3)]
+        await asyncio.gather(*(s.open() for s in upgraded))  # racing upgraders backfill once
+        store = upgraded[0]
+        assert await _versions(store) == [number for number, _ in MIGRATIONS]
+        counts = dict(await store.pool.fetch("SELECT id, message_count FROM threads"))
+        assert counts == {"t1": 7, "t2": 3, "u1": 5, "empty": 0}
+        resources = dict(await store.pool.fetch("SELECT resource_id, messages FROM resource_counters"))
+        assert resources == {"r1": 10, "r2": 5}
+        assert (await store.list_messages(["t1", "t2"], "r1", per_page=0)).total == 10
+        assert (await store.list_messages_by_resource("r1", per_page=0)).total == 10
+        await store.save_messages([Message("t2-0", "t1", "user", "moved"), Message("new", "u1", "user", "x")])
+        await store.delete_messages(["t1-0"])
+        assert [(await store.list_messages(t, per_page=0)).total for t in ("t1", "t2", "u1")] == [7, 2, 6]
+        assert (await store.list_messages_by_resource("r2", per_page=0)).total == 6
+        await store.delete_resource("r2")
+        assert await store.pool.fetchval("SELECT count(*) FROM resource_counters WHERE resource_id = 'r2'") == 0
+        for s in upgraded[1:]:
+            await s.close()
+    finally:
+        await old.destroy()

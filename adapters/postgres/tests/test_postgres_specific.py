@@ -73,7 +73,7 @@ async def test_injection_shaped_keys_and_values_are_data(make_store: Callable[..
             with pytest.raises(ValidationError):
                 await store.list_threads({"metadata": bad})
         tables = await store.pool.fetchval("SELECT count(*) FROM pg_tables WHERE schemaname = $1", store.schema)
-        assert tables == 4
+        assert tables == 5  # threads, messages, resources, resource_counters, schema_version
     finally:
         await store.destroy()
 

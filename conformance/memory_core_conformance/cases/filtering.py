@@ -304,6 +304,15 @@ class FilterRules(SuiteBase):
         )
         assert ids(mastra) == ["a1", "b1", "a2", "a3"] and mastra.total == 3 and mastra.has_more
 
+    async def test_r_include_windows_take_64_bit_ranges(self, store: BaseStorage) -> None:
+        # with_previous / with_next are valid up to 2**63 - 1: a window wider
+        # than 32 bits is the whole thread on that side, never a driver error.
+        await self._two_threads(store)
+        before = await store.list_messages("t1", per_page=0, include=[Include("a4", with_previous=2**40)])
+        assert ids(before) == ["a1", "a2", "a3", "a4"] and before.total == 6
+        both = await store.list_messages("t1", per_page=0, include=[Include("a4", 2**31, 2**63 - 1)])
+        assert ids(both) == ["a1", "a2", "a3", "a4", "a5", "a6"]
+
     async def test_r_include_ignores_filters_and_never_counts(self, store: BaseStorage) -> None:
         await self._two_threads(store)
         flt = MessageFilter(metadata={"tag": 0}, date_range=DateRange(start=at(4)))
