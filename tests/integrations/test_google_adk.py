@@ -15,7 +15,12 @@ from google.genai import types
 from memory_core_conformance.integrations.google_adk import run_session_service_machine
 
 from memory_core import ValidationError
-from memory_core.integrations.google_adk import MemoryCoreMemoryService, MemoryCoreSessionService, user_resource
+from memory_core.integrations.google_adk import (
+    STALE_SESSION_MESSAGE,
+    MemoryCoreMemoryService,
+    MemoryCoreSessionService,
+    user_resource,
+)
 
 from .conftest import OpenMemory
 
@@ -50,7 +55,7 @@ async def test_stale_appends_are_rejected_and_write_nothing(open_memory: OpenMem
         await service.append_event(first, said("user", "hello", k=1))
         await service.append_event(first, said("assistant", "hi"))  # the appender's own copy stays current
         for stale in (second, created):
-            with pytest.raises(StaleSessionError):
+            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded"):
                 await service.append_event(stale, said("user", "lost", k=2))
         stored = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert stored is not None
@@ -102,3 +107,10 @@ async def test_memory_service_searches_the_users_events_only(open_memory: OpenMe
         assert found.memories[0].author == "user" and found.memories[0].id == alice.events[0].id
         with pytest.raises(ValidationError, match="session_id"):
             await recall.add_events_to_memory(app_name="a", user_id="alice", events=alice.events)
+
+
+def test_the_stale_session_text_is_adks_own() -> None:
+    """ADK's database-backed services all raise this text; code matching on it
+    must match ours too (it is private in ADK, so compared here, not imported)."""
+    adk = pytest.importorskip("google.adk.sessions.database_session_service", reason="needs sqlalchemy")
+    assert STALE_SESSION_MESSAGE == adk._STALE_SESSION_ERROR_MESSAGE
