@@ -16,7 +16,9 @@ its whole contract; the conformance suite checks the composed behaviour.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import random
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -37,6 +39,7 @@ from memory_core.errors import (
     StaleStateError,
     ValidationError,
 )
+from memory_core.loops import LoopLocal
 from memory_core.models import (
     ROLES,
     IdPage,
@@ -257,6 +260,14 @@ class BaseStorage(ABC):
     use. ``close()`` is idempotent; any call after it raises
     :class:`~memory_core.errors.AdapterClosedError`.
 
+    Threads and event loops: a store may be used from any thread and any
+    event loop, several at once (``asyncio.run`` per call; threads each
+    running their own loop). The first open runs once per store however many
+    loops race to it (the others wait for it, and try themselves if it
+    failed); an adapter whose connections belong to the loop that made them
+    (``loop_bound``) connects again in each further loop, keeping one
+    connection (pool, client) per loop (:class:`memory_core.loops.LoopLocal`).
+
     Args:
         clock: where "now" comes from (R-CLOCK, R-BUMP); defaults to the
             process-wide system clock. Tests inject a
@@ -276,12 +287,24 @@ class BaseStorage(ABC):
     """Every batch or chunk size the adapter splits work at (ids per script
     call, rows per statement ...): the conformance suite runs saves, deletes,
     erasures and listings at one below, at and one above each."""
+    loop_bound: ClassVar[bool] = False
+    """Whether the adapter's connections belong to the event loop that made
+    them (asyncpg, redis-py, PyMongo's async client). Then ``_open`` runs in
+    every event loop that uses the store: first once for the store (schema
+    included), then once in each further loop, where it must only connect
+    (the schema is there: idempotent setup costs a check); the adapter keeps
+    its connections in a :class:`~memory_core.loops.LoopLocal` and its
+    ``_close`` closes them all (:func:`~memory_core.loops.close_everywhere`).
+    False (memory://, SQLite's worker thread): ``_open`` runs once."""
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock if clock is not None else system_clock
         self._opened = False
         self._closed = False
-        self._open_lock: asyncio.Lock | None = None
+        self._open_locks: LoopLocal[asyncio.Lock] = LoopLocal()
+        self._loops_open: LoopLocal[bool] = LoopLocal()
+        self._first_open: concurrent.futures.Future[None] | None = None
+        self._first_open_guard = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -295,18 +318,60 @@ class BaseStorage(ABC):
         await self.close()
 
     async def open(self) -> None:
-        """Connect and create the schema (idempotent, safe to call twice)."""
+        """Connect and create the schema (idempotent, safe to call twice, from
+        any thread and event loop: see the class docstring).
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: the backend could not be reached (``operation``
+                ``"open"``); nothing is remembered, the next call tries again.
+            ValidationError: a setting the backend refuses (the field named).
+        """
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")
-        if self._opened:
+        if self._open_here():
             return
-        if self._open_lock is None:
-            self._open_lock = asyncio.Lock()
-        async with self._open_lock:
+        lock = self._open_locks.get()
+        if lock is None:  # no await since get(): no other task of this loop can race here
+            lock = asyncio.Lock()
+            self._open_locks.set(lock)
+        async with lock:
             if not self._opened:
+                await self._open_first()
+            if not self._open_here():  # a loop-bound store opened in another loop: connect in this one
                 with BackendGuard(self, "open"):
                     await self._open()
+                self._loops_open.set(True)
+
+    def _open_here(self) -> bool:
+        """Whether the store is open for the running loop."""
+        return self._opened and (not self.loop_bound or self._loops_open.get() is not None)
+
+    async def _open_first(self) -> None:
+        """Run the store's first ``_open`` exactly once across threads and
+        loops: one caller claims it; the others wait for its outcome without
+        blocking their loops (a ``concurrent.futures.Future``) and claim it
+        themselves when it failed."""
+        while not self._opened:
+            with self._first_open_guard:
+                pending = self._first_open
+                mine = pending is None
+                if pending is None:
+                    pending = self._first_open = concurrent.futures.Future()
+                    pending.set_running_or_notify_cancel()  # a waiter's cancellation cannot cancel it
+            if not mine:
+                await asyncio.wait([asyncio.wrap_future(pending)])
+                continue
+            try:
+                with BackendGuard(self, "open"):
+                    await self._open()
+                if self.loop_bound:
+                    self._loops_open.set(True)
                 self._opened = True
+            finally:
+                with self._first_open_guard:
+                    self._first_open = None
+                pending.set_result(None)
 
     async def close(self) -> None:
         """Release connections this store created (idempotent)."""
@@ -374,7 +439,7 @@ class BaseStorage(ABC):
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")
-        if not self._opened:
+        if not self._open_here():
             await self.open()
 
     def is_retryable(self, exc: Exception) -> bool:

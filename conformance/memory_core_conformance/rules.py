@@ -245,7 +245,8 @@ _RULE_LIST = [
         "open and close are idempotent, a store opens itself on first use, and every call after close or destroy "
         "(or a close before any open) raises AdapterClosedError. An open that fails raises a BackendError naming "
         "the backend and 'open' (or a ValidationError naming the field), every time it is tried, and leaves "
-        "nothing half-open: close works and a good store opens next.",
+        "nothing half-open: close works and a good store opens next. A store works from any event loop and "
+        "thread, several at once (asyncio.run per call; threads each running a loop), never hanging.",
     ),
     Rule(
         "MODEL",

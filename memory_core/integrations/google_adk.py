@@ -59,6 +59,7 @@ from ._threads import delete_conversation, new_message_id, newest_messages, newe
 
 __all__ = [
     "EVENT_TYPE",
+    "STALE_SESSION_MESSAGE",
     "MemoryCoreMemoryService",
     "MemoryCoreSessionService",
     "app_resource",
@@ -70,6 +71,15 @@ __all__ = [
 
 EVENT_TYPE = "google-adk/event"
 """``Message.type`` of a stored ADK ``Event``."""
+
+STALE_SESSION_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+"""The text of the ``StaleSessionError`` an append through a stale session
+raises: word for word what ADK's own database-backed services
+(``DatabaseSessionService``, the MongoDB and Firestore services) say, so code
+that matches on ADK's text matches ours (a test compares it with ADK's)."""
 
 _LIST_PAGE = 100
 
@@ -317,7 +327,8 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         Raises:
             SessionNotFoundError: the session is not stored.
             StaleSessionError: the stored session changed since ``session``
-                was loaded (reload it, as with ADK's database service).
+                was loaded (reload it, as with ADK's database service); its
+                text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
             ValidationError: a non-JSON state delta or event, before any write.
         """
         if event.partial:
@@ -335,7 +346,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         if session._storage_update_marker != revision or not await self.memory.storage.swap_thread_working_memory(
             thread_id, revision, fresh
         ):
-            raise StaleSessionError("The session changed in storage since it was loaded; reload it.")
+            raise StaleSessionError(STALE_SESSION_MESSAGE)
         await save_to(self.memory, thread_id, owner, [message])
         state = {**thread.metadata["state"], **deltas["session"]}
         await self.memory.storage.update_thread(

@@ -23,7 +23,7 @@ from typing import Any
 from agents import FunctionTool, RunContextWrapper, function_tool
 from agents.items import TResponseInputItem
 from agents.memory import SessionSettings
-from agents.memory.session_settings import resolve_session_limit
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
@@ -93,8 +93,11 @@ class MemoryCoreSession:
         memory: a :class:`~memory_core.Memory` (storage and optional vector
             store) to keep items in; shared, not closed by the session.
         resource_id: the owner when the run context names none (R-ID).
-        session_settings: the SDK's settings; ``limit`` is the default of
-            :meth:`get_items` (None: every item).
+        session_settings: the SDK's settings, a ``SessionSettings`` or a dict
+            of its fields (turned into one by the SDK's own
+            ``coerce_session_settings``, as its sessions do); ``limit`` is the
+            default of :meth:`get_items` (None: every item). Default: an empty
+            ``SessionSettings()``.
 
     Every method accepts the SDK's run-context ``wrapper`` keyword, so the
     runner passes it and the owner can come from ``wrapper.context``.
@@ -104,7 +107,14 @@ class MemoryCoreSession:
             not a Memory (:func:`~memory_core.arguments.check_memory`: a URL
             goes to ``await Memory.open(url)``); a method without any owner
             (neither context nor ``resource_id``).
+        TypeError: ``session_settings`` is a dict with a key that is not a
+            ``SessionSettings`` field (the SDK's error: ``Unknown session
+            settings: ...``), or neither a dict nor ``SessionSettings``.
         OwnershipError: the session's thread belongs to another resource.
+
+    One session (and the ``Memory`` under it) may be used from several
+    threads, each running its own event loop, at once, as the SDK's
+    ``SQLiteSession``: every store keeps a connection per event loop.
     """
 
     def __init__(
@@ -113,12 +123,18 @@ class MemoryCoreSession:
         memory: Memory,
         *,
         resource_id: str | None = None,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self.session_id = check_id(session_id, "session_id")
         self.memory = check_memory(memory)
         self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
-        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
+        self.session_settings: SessionSettings | None = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(
+                dict(session_settings) if isinstance(session_settings, Mapping) else session_settings
+            )
+        )
 
     def owner(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The resource this call acts for (see the class docstring)."""
@@ -146,9 +162,14 @@ class MemoryCoreSession:
         Raises:
             ValidationError: an item that is not a JSON object (R-JSON),
                 before anything is written.
+            AdapterClosedError: the store is closed (an empty list too, as
+                the SDK's sessions).
         """
         if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
             raise ValidationError("items", "must be a list of input items (dicts)")
+        if not items:
+            await self.memory.storage.open()  # no I/O when open; a closed store raises
+            return
         owner = self.owner(wrapper)
         messages = []
         for index, item in enumerate(items):

@@ -15,7 +15,12 @@ from google.genai import types
 from memory_core_conformance.integrations.google_adk import run_session_service_machine
 
 from memory_core import Memory, ValidationError
-from memory_core.integrations.google_adk import MemoryCoreMemoryService, MemoryCoreSessionService, user_resource
+from memory_core.integrations.google_adk import (
+    STALE_SESSION_MESSAGE,
+    MemoryCoreMemoryService,
+    MemoryCoreSessionService,
+    user_resource,
+)
 
 from .conftest import OpenMemory
 
@@ -54,7 +59,7 @@ async def test_stale_appends_are_rejected_and_write_nothing(open_memory: OpenMem
         await service.append_event(first, said("user", "hello", k=1))
         await service.append_event(first, said("assistant", "hi"))  # the appender's own copy stays current
         for stale in (second, created):
-            with pytest.raises(StaleSessionError):
+            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded"):
                 await service.append_event(stale, said("user", "lost", k=2))
         stored = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert stored is not None
@@ -134,3 +139,10 @@ async def test_after_timestamp_walks_back_across_pages_like_adk(open_memory: Ope
                 oracle = await theirs.get_session(app_name="a", user_id="u", session_id="s", config=config)
                 assert mine is not None and oracle is not None
                 assert _texts(mine.events) == _texts(oracle.events), (after, recent)
+
+
+def test_the_stale_session_text_is_adks_own() -> None:
+    """ADK's database-backed services all raise this text; code matching on it
+    must match ours too (it is private in ADK, so compared here, not imported)."""
+    adk = pytest.importorskip("google.adk.sessions.database_session_service", reason="needs sqlalchemy")
+    assert STALE_SESSION_MESSAGE == adk._STALE_SESSION_ERROR_MESSAGE

@@ -4,6 +4,8 @@ SQLiteSession, concurrent pops, and real agent runs, on every backend."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 from memory_core_conformance.integrations.openai_agents import run_session_machine
 
-from memory_core import OwnershipError, ValidationError
+from memory_core import InMemoryStorage, Memory, OwnershipError, ValidationError
 from memory_core.integrations.openai_agents import MemoryCoreSession
 
 from .conftest import OpenMemory
@@ -91,3 +93,52 @@ async def test_clear_session_removes_vectors_too(open_memory: OpenMemory) -> Non
         await session.clear_session()
         assert await memory.vector.search(query, 4, resource_id="u") == []
         assert await session.get_items() == []
+
+
+def test_session_settings_dict_is_normalised_as_the_sdk_does() -> None:
+    from agents.memory import SessionSettings
+
+    memory = Memory(InMemoryStorage())
+    session = MemoryCoreSession("s", memory, resource_id="u", session_settings={"limit": 0})
+    assert isinstance(session.session_settings, SessionSettings)
+    assert session.session_settings.limit == 0
+    assert session.session_settings.resolve({"limit": 4}).limit == 4
+    assert MemoryCoreSession("s", memory, resource_id="u").session_settings == SessionSettings()
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        MemoryCoreSession("s", memory, resource_id="u", session_settings={"limitt": 1})
+    with pytest.raises(TypeError):
+        MemoryCoreSession("s", memory, resource_id="u", session_settings=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(120)
+async def test_one_session_from_threads_each_with_its_own_loop(open_memory: OpenMemory) -> None:
+    """The SDK's ``test_sqlite_session_concurrent_access``: 10 single-item
+    ``add_items`` from 5 threads, each with its own event loop, on one session
+    (its Memory, vector store included, opened in this loop). Was a hang."""
+    async with open_memory() as memory:
+        session = MemoryCoreSession("s", memory, resource_id="u")
+        await session.add_items([{"role": "user", "content": "first"}])
+        errors: list[BaseException] = []
+
+        def add(n: int) -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(session.add_items([{"role": "user", "content": f"Message {n}"}]))
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                loop.close()
+
+        def run_all() -> None:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=5) as pool:
+                list(pool.map(add, range(10)))
+
+        worker = threading.Thread(target=run_all, daemon=True)
+        worker.start()
+        await asyncio.to_thread(worker.join, 90)
+        assert not worker.is_alive(), "a session shared by threads with their own loops hangs"
+        assert errors == []
+        contents = {item.get("content") for item in await session.get_items()}
+        assert contents == {"first"} | {f"Message {n}" for n in range(10)}

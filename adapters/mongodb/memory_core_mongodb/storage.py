@@ -25,7 +25,8 @@ from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKe
 
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us, to_us
-from memory_core.errors import StaleStateError
+from memory_core.errors import AdapterClosedError, StaleStateError
+from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
@@ -134,6 +135,17 @@ def _model(write: _Update | _Delete, namespace: str | None) -> UpdateOne | Delet
     return UpdateOne(write.filter, write.update, upsert=write.upsert, namespace=namespace)
 
 
+class _Connection(NamedTuple):
+    """One event loop's client and the store's database through it."""
+
+    client: AsyncMongoClient[Doc]
+    db: AsyncDatabase[Doc]
+
+    async def close(self) -> None:
+        """Close the client (in its own loop)."""
+        await self.client.close()
+
+
 class MongoStorage(BaseStorage):
     """memory-core storage on MongoDB.
 
@@ -151,8 +163,11 @@ class MongoStorage(BaseStorage):
             :meth:`destroy` drops that database.
         clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
         client: an existing ``AsyncMongoClient`` to use; it is not closed by
-            :meth:`close` (the caller owns it). Default: one is created from
-            ``url`` and closed with the store.
+            :meth:`close` (the caller owns it), and it belongs to one event
+            loop (the first that opens the store): a call from another loop
+            raises ``ValidationError`` (field ``client``). Default: the store
+            creates one from ``url`` in each event loop that uses it, and
+            closes them with the store.
         transactions: True to write batches in multi-document transactions,
             False to use the ordered non-transactional plan, None (default)
             to decide from the server (replica set or mongos: True;
@@ -165,6 +180,7 @@ class MongoStorage(BaseStorage):
     """
 
     backend_name = "mongodb"
+    loop_bound = True
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
 
     def __init__(
@@ -184,8 +200,10 @@ class MongoStorage(BaseStorage):
         self.transactions: bool | None = transactions
         self._client_options: dict[str, Any] = {"appname": "memory-core", **client_options}
         self._owns_client = client is None
-        self._client: AsyncMongoClient[Doc] | None = client
-        self._db: AsyncDatabase[Doc] | None = None
+        self._given = client
+        self._given_loop = GivenClientLoop(self.backend_name)
+        # PyMongo's async client belongs to the event loop that made it: one per loop
+        self._conns: LoopLocal[_Connection] = LoopLocal()
         # Set at open from the server's wire version: writes to messages and
         # threads go in one client bulkWrite (MongoDB 8.0+), else one
         # collection bulk_write each.
@@ -222,7 +240,7 @@ class MongoStorage(BaseStorage):
         named by that client object instead of the URL.
         """
         if not self._owns_client:
-            return (self.backend_name, "client", id(self._client), self.database_name)
+            return (self.backend_name, "client", id(self._given), self.database_name)
         return (self.backend_name, url_hosts(self.url), self.database_name)
 
     def __repr__(self) -> str:
@@ -250,14 +268,16 @@ class MongoStorage(BaseStorage):
         """
         if not must_exist:
             return
-        client = self._client
+        conn = self._conns.get()
+        own = None if conn is None else conn.client
+        client = own
         with self._guard("open"):
             if client is None:
                 client = AsyncMongoClient(self.url, **self._client_options)
             try:
                 names = set(await client[self.database_name].list_collection_names())
             finally:
-                if client is not self._client:
+                if client is not own:
                     await client.close()
         lacking = [name for name in (THREADS, MESSAGES) if name not in names]
         if lacking:
@@ -266,29 +286,37 @@ class MongoStorage(BaseStorage):
             )
 
     async def _open(self) -> None:
-        if self._client is None:
-            self._client = AsyncMongoClient(self.url, **self._client_options)
+        """Connect in the running loop (once per loop: ``loop_bound``); the
+        first open also detects the deployment and creates the indexes
+        (idempotent, so a further loop's open only checks them)."""
+        if self._given is not None:
+            self._given_loop.claim()
+            client = self._given
+        else:
+            client = AsyncMongoClient(self.url, **self._client_options)
         try:
-            hello = await self._client.admin.command("hello")
+            hello = await client.admin.command("hello")
             if self.transactions is None:
                 self.transactions = supports_transactions(hello)
             if not self.transactions:
                 log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
             self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
-            self._db = self._client[self.database_name]
-            await ensure_schema(self._db)
+            db = client[self.database_name]
+            await ensure_schema(db)
         except BaseException:
-            await self._close()
+            if self._owns_client:  # a failed open may retry with a new one
+                await client.close()
             raise
+        self._conns.set(_Connection(client, db))
 
     async def _close(self) -> None:
-        if self._owns_client and self._client is not None:
-            client, self._client = self._client, None  # a failed open may retry with a new one
-            await client.close()
+        if self._owns_client:
+            await close_everywhere(self._conns, _Connection.close)
+        else:
+            self._conns.drain()  # the caller's client: theirs to close
 
     async def _destroy(self) -> None:
-        assert self._client is not None
-        await self._client.drop_database(self.database_name)
+        await self._here().client.drop_database(self.database_name)
 
     def is_retryable(self, exc: Exception) -> bool:
         """Network errors, timeouts, step-downs and labelled transient server
@@ -297,9 +325,20 @@ class MongoStorage(BaseStorage):
 
     # ------------------------------------------------------------------ helpers
 
+    def _here(self) -> _Connection:
+        """The running loop's client and database.
+
+        Raises:
+            AdapterClosedError: none in this loop (closed, or not opened in
+                this loop: public methods open it first).
+        """
+        conn = self._conns.get()
+        if conn is None:
+            raise AdapterClosedError("mongodb storage is closed")
+        return conn
+
     def _collection(self, name: str) -> AsyncCollection[Doc]:
-        assert self._db is not None, "store is not open"
-        return self._db[name]
+        return self._here().db[name]
 
     @property
     def _threads(self) -> AsyncCollection[Doc]:
@@ -318,10 +357,9 @@ class MongoStorage(BaseStorage):
         (retried on transient transaction errors) when the deployment has
         them; otherwise directly, as the ordered write plan described in the
         README."""
-        assert self._client is not None
         if not self.transactions:
             return await work(None)
-        async with self._client.start_session() as session:
+        async with self._here().client.start_session() as session:
             return await session.with_transaction(work)
 
     async def _allocate(self, count: int) -> int:
@@ -619,11 +657,10 @@ class MongoStorage(BaseStorage):
                 duplicate key).
             PyMongoError: the command failed as a whole, labels kept.
         """
-        assert self._client is not None
         if self._client_bulk:
             models = [_model(w, f"{self.database_name}.{w.collection}") for w in writes]
             try:
-                result = await self._client.bulk_write(models, ordered=True, session=session)
+                result = await self._here().client.bulk_write(models, ordered=True, session=session)
             except ClientBulkWriteException as exc:
                 # A command-level failure (a write conflict, a step-down) comes
                 # wrapped; its labels (TransientTransactionError ...), which

@@ -140,8 +140,7 @@ async def test_concurrent_openers_create_the_schema_once(store_factory: StoreFac
         await asyncio.gather(*(s.save_thread(Thread(f"t{i}", "r1")) for i, s in enumerate(stores)))
         page = await stores[0].list_threads(ThreadFilter(resource_id="r1"), per_page=False)
         assert page.total == 6
-        db = stores[0]._db
-        assert db is not None
+        db = stores[0]._here().db
         names = {ix["name"] async for ix in await db["messages"].list_indexes()}
         assert names == {"_id_", *(m.document["name"] for m in INDEXES["messages"])}
     finally:
@@ -197,8 +196,7 @@ async def test_hot_queries_use_their_indexes(store_factory: StoreFactory, is_sec
 
         commands = [query for command in recorder.commands for query in queries(command)]
         assert len(commands) >= 25
-        client = store._client
-        assert client is not None
+        client = store._here().client
         for command in commands:
             reply = await client[store.database_name].command(explain_command(command))
             stages = winning_stages(reply)

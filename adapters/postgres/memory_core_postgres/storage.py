@@ -27,6 +27,7 @@ from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
+from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
@@ -141,6 +142,7 @@ class PostgresStorage(BaseStorage):
     """
 
     backend_name = "postgresql"
+    loop_bound = True
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
 
     def __init__(
@@ -160,7 +162,7 @@ class PostgresStorage(BaseStorage):
         )
         options["schema"] = schema_name(options["schema"], namespace)
         self.settings = PostgresSettings(dsn, **options)
-        self._pool: asyncpg.Pool | None = None
+        self._pools: LoopLocal[asyncpg.Pool] = LoopLocal()
 
     @classmethod
     def from_url(
@@ -209,10 +211,20 @@ class PostgresStorage(BaseStorage):
 
     @property
     def pool(self) -> asyncpg.Pool:
-        """The open connection pool (each connection's search_path is the schema)."""
-        if self._pool is None:
+        """The running event loop's connection pool (each connection's
+        search_path is the schema). asyncpg connections belong to the loop
+        that made them, so each loop using the store has its own pool
+        (``loop_bound``): a pool is never used from a loop that did not make
+        it (a closed loop's connections are dropped, not reused mid-statement).
+
+        Raises:
+            AdapterClosedError: no pool in this loop (the store is closed, or
+                not opened in this loop: public methods open it first).
+        """
+        pool = self._pools.get()
+        if pool is None:
             raise AdapterClosedError("postgresql storage is closed")
-        return self._pool
+        return pool
 
     async def _write(self, call: Callable[[], Awaitable[T]], *, retry: bool = True) -> T:
         """Run a write; the schema's stale-state errors become StaleStateError.
@@ -282,12 +294,10 @@ class PostgresStorage(BaseStorage):
         except BaseException:
             await pool.close()
             raise
-        self._pool = pool
+        self._pools.set(pool)
 
     async def _close(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await close_everywhere(self._pools, asyncpg.Pool.close)
 
     async def _destroy(self) -> None:
         async with self.pool.acquire() as conn, conn.transaction():

@@ -20,7 +20,15 @@ from memory_core.builders import StoredTime, build_message, build_resource, buil
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
-from memory_core.errors import ConflictError, NotFoundError, OwnershipError, StaleStateError, ValidationError
+from memory_core.errors import (
+    AdapterClosedError,
+    ConflictError,
+    NotFoundError,
+    OwnershipError,
+    StaleStateError,
+    ValidationError,
+)
+from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
@@ -229,6 +237,19 @@ class _Locations:
         self._map.pop(key, None)
 
 
+class _Link(NamedTuple):
+    """One event loop's redis-py client, its loaded scripts and the gate of
+    its concurrent calls (an ``asyncio.Semaphore`` of that loop)."""
+
+    client: Any
+    scripts: Scripts
+    calls: asyncio.Semaphore
+
+    async def close(self) -> None:
+        """Close the client (in its own loop)."""
+        await self.client.aclose()
+
+
 class RedisStorage(BaseStorage):
     """memory-core storage on Redis 7+ / Valkey, standalone or Cluster.
 
@@ -242,7 +263,12 @@ class RedisStorage(BaseStorage):
         prefix: key prefix (the store's namespace; any non-empty str). Default:
             the URL's ``prefix`` option, else ``"memory-core"``.
         client: an existing ``redis.asyncio.Redis`` or ``RedisCluster`` created
-            with ``decode_responses=True``; it is not closed by ``close()``.
+            with ``decode_responses=True``; it is not closed by ``close()``,
+            and it belongs to one event loop (the first that opens the store):
+            a call from another loop raises ``ValidationError`` (field
+            ``client``). Default: the store makes a client from ``url`` in
+            each event loop that uses it (redis-py connections belong to the
+            loop that made them), and closes them with the store.
         cluster: force Cluster (True) or standalone (False) client; default
             from the URL.
         clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
@@ -254,6 +280,7 @@ class RedisStorage(BaseStorage):
     """
 
     backend_name: ClassVar[str] = "redis"
+    loop_bound: ClassVar[bool] = True
     chunk_limits: ClassVar[frozenset[int]] = frozenset({RELEASE_CHUNK, *_SCRIPT_CHUNKS})
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
 
@@ -282,11 +309,10 @@ class RedisStorage(BaseStorage):
         self._target = target
         self._cluster = target.cluster if cluster is None else cluster
         self._client_options = client_options
-        self._calls = asyncio.Semaphore(int(client_options.get("max_connections", _CONCURRENT_CALLS)))
-        self._client: Any = client
         self._owns_client = client is None
-        self._scripts: Scripts | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._given: Any = client
+        self._given_loop = GivenClientLoop(self.backend_name)
+        self._links: LoopLocal[_Link] = LoopLocal()
         self._keys = Layout(chosen)
         self._thread_at = _Locations()
         self._message_at = _Locations()
@@ -315,7 +341,7 @@ class RedisStorage(BaseStorage):
         object instead of the URL.
         """
         if not self._owns_client:
-            return (self.backend_name, "client", id(self._client), self.prefix)
+            return (self.backend_name, "client", id(self._given), self.prefix)
         return (self.backend_name, *server_identity(self._target.driver_url), self.prefix)
 
     def is_retryable(self, exc: Exception) -> bool:
@@ -325,34 +351,32 @@ class RedisStorage(BaseStorage):
 
     @property
     def client(self) -> Any:
-        """The redis-py client (after ``open()``)."""
-        return self._client
+        """The redis-py client of the running event loop (after ``open()`` in
+        it), else the client given at construction (None when none)."""
+        link = self._links.get()
+        return self._given if link is None else link.client
+
+    def _link(self) -> _Link:
+        """The running loop's client, scripts and call gate.
+
+        Raises:
+            AdapterClosedError: none in this loop (closed, or not opened in
+                this loop: public methods open it first).
+        """
+        link = self._links.get()
+        if link is None:
+            raise AdapterClosedError("redis storage is closed")
+        return link
+
+    @property
+    def _client(self) -> Any:
+        return self._link().client
+
+    @property
+    def _calls(self) -> asyncio.Semaphore:
+        return self._link().calls
 
     # ------------------------------------------------------------------ lifecycle
-
-    async def _ready(self) -> None:
-        """Open if needed, and follow the caller's event loop: redis-py's
-        connections belong to the loop that made them, so a store used from a
-        new loop (``asyncio.run`` per call, as sync frameworks call async
-        code) makes a new client there. A client passed in cannot be remade:
-        then a clear ValidationError."""
-        await super()._ready()
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:
-            await self._rebind(loop)
-
-    async def _rebind(self, loop: asyncio.AbstractEventLoop) -> None:
-        if not self._owns_client:
-            raise ValidationError(
-                "client",
-                "the redis client given to this store belongs to another event loop; redis-py connections "
-                "cannot move between loops: create the client (or let the store create it) in this loop",
-            )
-        # The old loop is gone (or busy elsewhere): its connections cannot be
-        # closed from here; drop them and connect again in this loop.
-        self._client = None
-        self._calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
-        await self._open()
 
     def _new_client(self) -> Any:
         """A redis-py client for the URL (no I/O): a ``RedisCluster`` for a
@@ -387,9 +411,9 @@ class RedisStorage(BaseStorage):
         if not must_exist:
             return
         store = self._keys.store
-        client = self._client
-        # our own client made in another (gone) loop cannot be used here either
-        temporary = client is None or (self._owns_client and asyncio.get_running_loop() is not self._loop)
+        link = self._links.get()
+        client = self._given if link is None else link.client
+        temporary = client is None
         with self._guard("open"):
             if temporary:
                 client = self._new_client()
@@ -402,16 +426,30 @@ class RedisStorage(BaseStorage):
             raise no_store("prefix", self.prefix, f"no {store}rsv key")
 
     async def _open(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        if self._client is None:
-            self._client = self._new_client()
-        if not self._client.get_encoder().decode_responses:
-            raise ValidationError("client", "must be created with decode_responses=True")
-        self._scripts = Scripts(self._client)
-        await self._scripts.load()
-        # one server holds every key: a write may span slots in one script
-        self._solo = not isinstance(self._client, RedisCluster)
-        await self._backfill_resources()
+        """Connect in the running loop (once per loop: ``loop_bound``): a
+        client (ours, or the given one in its own loop), its scripts loaded
+        and a gate of ``max_connections`` concurrent calls; the resource
+        backfill check runs each time (one ``EXISTS`` once it is done)."""
+        if self._given is not None:
+            self._given_loop.claim()
+            client = self._given
+            if not client.get_encoder().decode_responses:
+                raise ValidationError("client", "must be created with decode_responses=True")
+        else:
+            client = self._new_client()
+        try:
+            scripts = Scripts(client)
+            await scripts.load()
+            # one server holds every key: a write may span slots in one script
+            self._solo = not isinstance(client, RedisCluster)
+            calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
+            self._links.set(_Link(client, scripts, calls))
+            await self._backfill_resources()
+        except BaseException:
+            self._links.pop()
+            if self._owns_client:
+                await client.aclose()
+            raise
 
     async def _backfill_resources(self) -> None:
         """Once per store: register the resources a store written before the
@@ -438,10 +476,10 @@ class RedisStorage(BaseStorage):
         await self._client.set(store + "rsv", "1")
 
     async def _close(self) -> None:
-        if self._owns_client and self._client is not None:
-            if asyncio.get_running_loop() is not self._loop:
-                return  # its connections belong to another (closed) loop: nothing to close from here
-            await self._client.aclose()
+        if self._owns_client:
+            await close_everywhere(self._links, _Link.close)
+        else:
+            self._links.drain()  # the caller's client: theirs to close
 
     async def _destroy(self) -> None:
         batch: list[str] = []
@@ -460,9 +498,9 @@ class RedisStorage(BaseStorage):
         return self._keys.resource(resource_id)
 
     async def _run(self, name: str, base: str, args: list[Any]) -> Any:
-        assert self._scripts is not None
-        async with self._calls:
-            return await self._scripts.run(name, base, args)
+        link = self._link()
+        async with link.calls:
+            return await link.scripts.run(name, base, args)
 
     async def _locate(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> tuple[list[Any], list[Any]]:
         """Ask the directory (store slot) where ids live; caches the answers."""

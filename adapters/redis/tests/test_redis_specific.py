@@ -35,8 +35,13 @@ def tag_of(key: str) -> str:
 
 
 async def all_keys(store: RedisStorage) -> list[str]:
-    """Every key of the store (SCAN: test-side only)."""
-    return [key async for key in store.client.scan_iter(match=store._keys.pattern, count=1000)]
+    """Every key of the store (SCAN: test-side only), through a client of its
+    own (the store's clients are closed with it)."""
+    client = store._new_client()
+    try:
+        return [key async for key in client.scan_iter(match=store._keys.pattern, count=1000)]
+    finally:
+        await client.aclose()
 
 
 async def seed(store: Storage, resource: str = "r1", thread: str = "t1", n: int = 5) -> list[Message]:

@@ -1,4 +1,5 @@
-"""Opens that fail, and a store closed before it opened (LIFECYCLE).
+"""Opens that fail, a store closed before it opened, and one store used from
+several threads and event loops (LIFECYCLE).
 
 A failed open must be typed (``BackendError`` naming the backend and the
 operation ``open``, or ``ValidationError`` naming the field), must not leave
@@ -7,18 +8,38 @@ the store half-open (it neither answers nor remembers being open, and
 The target that cannot be opened is the adapter's to name: the optional
 fixture ``unopenable_storage_factory`` (a folder that is a file, a file that
 is not a database, a closed port); without it the case is skipped.
+
+A store opened in one event loop must also work from other loops: one
+``asyncio.run`` after another (each loop closed after its call, as sync
+frameworks call async code), and several threads each running its own loop
+at once (the OpenAI Agents SDK's ``SQLiteSession`` allows it). Drivers whose
+connections belong to their loop need one connection per loop
+(``BaseStorage.loop_bound``). Every such case is bounded in time: a store
+that hangs fails the case after :data:`LOOP_CASE_SECONDS` instead of hanging
+the suite (its threads are daemons).
 """
 
 from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 
 import pytest
 
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
-from memory_core_conformance.harness import StorageFactory, open_store, thread
+from memory_core_conformance.harness import StorageFactory, message, open_store, thread
 
-__all__ = ["NO_UNOPENABLE_TARGET", "OpeningCases"]
+__all__ = ["LOOP_CASE_SECONDS", "LOOP_THREADS", "NO_UNOPENABLE_TARGET", "OpeningCases"]
+
+LOOP_THREADS = 5
+"""Threads (each with its own event loop) sharing one store at once."""
+LOOP_CASE_SECONDS = 30.0
+"""Time a threads-and-loops case may take before it counts as a hang."""
 
 NO_UNOPENABLE_TARGET = (
     "the test class defines no unopenable_storage_factory fixture (stores on a target that cannot be opened)"
@@ -35,6 +56,33 @@ def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None
         )
     else:
         assert isinstance(error, ValidationError) and error.field, f"a failed open must name what is wrong: {error!r}"
+
+
+async def _in_threads(calls: list[Callable[[], Awaitable[object]]]) -> list[object]:
+    """Run each call in its own daemon thread under its own ``asyncio.run``,
+    all released at once, and return their results (or the exceptions they
+    raised), in order. Joins without blocking the caller's loop (the store's
+    own loop may be needed meanwhile), and fails the test when a thread is
+    still running after :data:`LOOP_CASE_SECONDS`."""
+    start = threading.Barrier(len(calls))
+    results: list[object] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        try:
+            start.wait(LOOP_CASE_SECONDS)
+            results[index] = asyncio.run(calls[index]())  # type: ignore[arg-type]
+        except BaseException as exc:  # reported below, typed or not
+            results[index] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(len(calls))]
+    for worker in threads:
+        worker.start()
+    deadline = time.monotonic() + LOOP_CASE_SECONDS
+    for worker in threads:
+        await asyncio.to_thread(worker.join, max(0.0, deadline - time.monotonic()))
+    hung = sum(worker.is_alive() for worker in threads)
+    assert not hung, f"{hung} of {len(threads)} threads still running after {LOOP_CASE_SECONDS} s: the store hangs"
+    return results
 
 
 class OpeningCases(SuiteBase):
@@ -78,3 +126,49 @@ class OpeningCases(SuiteBase):
             await store.get_thread("t1")
         with pytest.raises(AdapterClosedError):
             await store.save_thread(thread("t1"))
+
+    async def test_lifecycle_a_store_follows_each_new_event_loop(self, storage_factory: StorageFactory) -> None:
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t1"))
+
+            async def write(message_id: str) -> None:
+                await store.save_messages([message(message_id)])
+
+            async def read() -> list[str]:
+                return [m.id for m in (await store.list_messages("t1", per_page=False)).items]
+
+            # one asyncio.run after another in one thread: each loop is closed after its call
+            for results in [await _in_threads([lambda: write("m1")]), await _in_threads([lambda: write("m2")])]:
+                assert results == [None], f"a store used from a new event loop failed: {results[0]!r}"
+            assert await _in_threads([read]) == [["m1", "m2"]]
+            assert await read() == ["m1", "m2"]  # and still in the loop that opened it
+
+    async def test_lifecycle_threads_each_with_its_own_loop_share_one_store(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        store = storage_factory(None)
+        try:
+            # first the open itself races in every thread: it must run once, and no thread may hang on it
+            async def own_thread(index: int) -> list[str]:
+                await store.save_thread(thread(f"t{index}"))
+                await store.save_messages([message(f"m{index}-{n}", f"t{index}") for n in range(3)])
+                return [m.id for m in (await store.list_messages(f"t{index}", per_page=False)).items]
+
+            # then every thread writes into one conversation at once (the SDK's concurrent-access case)
+            async def shared(index: int) -> None:
+                await store.save_messages([message(f"s{index}", "t0")])
+
+            def bind(work: Callable[[int], Awaitable[object]], index: int) -> Callable[[], Awaitable[object]]:
+                return lambda: work(index)
+
+            for work in (own_thread, shared):
+                results = await _in_threads([bind(work, i) for i in range(LOOP_THREADS)])
+                failed = [r for r in results if isinstance(r, BaseException)]
+                assert not failed, f"threads sharing one store failed: {failed!r}"
+                if work is own_thread:
+                    assert results == [[f"m{i}-{n}" for n in range(3)] for i in range(LOOP_THREADS)]
+            held = {m.id for m in (await store.list_messages("t0", per_page=False)).items}
+            assert held == {f"m0-{n}" for n in range(3)} | {f"s{i}" for i in range(LOOP_THREADS)}
+        finally:
+            with suppress(AdapterClosedError):
+                await store.destroy()

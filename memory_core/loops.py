@@ -1,0 +1,159 @@
+"""Connections belong to the event loop that made them.
+
+asyncpg pools, redis-py clients and PyMongo's ``AsyncMongoClient`` wait on
+futures of the loop that created them, so one store used from several event
+loops (``asyncio.run`` per call, as sync frameworks call async code, or
+several threads each running its own loop, as the OpenAI Agents SDK's
+``SQLiteSession`` allows) needs one connection (pool, client) per loop.
+:class:`LoopLocal` holds that per-loop state for an adapter, thread-safely;
+:func:`close_everywhere` closes it in the loops it belongs to.
+:class:`~memory_core.storage.BaseStorage` uses it to open a store once per
+store and once per loop (see ``BaseStorage.loop_bound``).
+
+A loop that has been closed cannot run anything again: the connections it
+made are dropped unclosed (the operating system closes their sockets when
+they are collected), never used from another loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from memory_core.errors import ValidationError
+
+__all__ = ["GivenClientLoop", "LoopLocal", "close_everywhere", "running_loop"]
+
+T = TypeVar("T")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running event loop of this thread, or None outside one."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class LoopLocal(Generic[T]):
+    """One value per event loop (a client, a pool, a semaphore), safe to use
+    from several threads at once.
+
+    Reads (:meth:`get`) take no lock; :meth:`set`, :meth:`pop` and
+    :meth:`drain` take a ``threading.Lock`` for a few dictionary operations
+    only, never across an ``await``. Values of loops that have been closed
+    are dropped whenever a value is set (they can never be used again).
+    """
+
+    __slots__ = ("_guard", "_values")
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._values: dict[asyncio.AbstractEventLoop, T] = {}
+
+    def get(self) -> T | None:
+        """The running loop's value; None when it has none (or no loop runs)."""
+        loop = running_loop()
+        return None if loop is None else self._values.get(loop)
+
+    def set(self, value: T) -> None:
+        """Keep ``value`` for the running loop (replacing its previous one).
+
+        Raises:
+            RuntimeError: no event loop is running in this thread.
+        """
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            for gone in [other for other in self._values if other.is_closed()]:
+                del self._values[gone]
+            self._values[loop] = value
+
+    def pop(self) -> T | None:
+        """Remove and return the running loop's value (None when it has none)."""
+        loop = running_loop()
+        if loop is None:
+            return None
+        with self._guard:
+            return self._values.pop(loop, None)
+
+    def drain(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
+        """Remove and return every ``(loop, value)`` pair, closed loops included."""
+        with self._guard:
+            pairs = list(self._values.items())
+            self._values.clear()
+        return pairs
+
+    def __len__(self) -> int:
+        """How many loops hold a value (closed ones not yet dropped included)."""
+        return len(self._values)
+
+
+class GivenClientLoop:
+    """The event loop a client given by the caller belongs to: the first loop
+    that opens the store with it. The store cannot make that client again in
+    another loop, so it refuses the others (:meth:`claim`) instead of letting
+    the driver fail mid-call (or hang).
+
+    Args:
+        backend: the adapter's name, for the message (``"redis"``).
+    """
+
+    __slots__ = ("_backend", "_guard", "_loop")
+
+    def __init__(self, backend: str) -> None:
+        self._backend = backend
+        self._guard = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def claim(self) -> None:
+        """Bind the client to the running loop at its first use; later, check
+        that the running loop is that one.
+
+        Raises:
+            ValidationError: field ``client``, rule ``LIFECYCLE``: the client
+                belongs to another event loop (a store that makes its own
+                clients makes one per loop instead).
+            RuntimeError: no event loop is running in this thread.
+        """
+        loop = asyncio.get_running_loop()
+        with self._guard:
+            if self._loop is None:
+                self._loop = loop
+            if self._loop is loop:
+                return
+        raise ValidationError(
+            "client",
+            f"the {self._backend} client given to this store belongs to another event loop, and a driver's "
+            "connections cannot move between loops: create the client in this loop, or let the store create "
+            "its own (one per event loop)",
+            "LIFECYCLE",
+        )
+
+
+async def close_everywhere(values: LoopLocal[T], close: Callable[[T], Awaitable[object]]) -> None:
+    """Close every value of ``values``, each in the loop it belongs to, and
+    forget them all.
+
+    The running loop's value is closed here (awaited; its errors propagate).
+    A value of another loop that is still open is handed to that loop
+    (``asyncio.run_coroutine_threadsafe``) and not waited for: that loop may
+    be busy, or blocked waiting for this one, and a close is no reason to
+    hang. A value of a closed loop is dropped: nothing can run in that loop.
+    """
+    here = running_loop()
+    mine: list[T] = []
+    for loop, value in values.drain():
+        if loop is here:
+            mine.append(value)
+        elif not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                asyncio.run_coroutine_threadsafe(_close(close, value), loop)
+    for value in mine:
+        await close(value)
+
+
+async def _close(close: Callable[[T], Awaitable[object]], value: T) -> None:
+    await close(value)
