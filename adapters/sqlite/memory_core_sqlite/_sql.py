@@ -42,7 +42,7 @@ __all__ = [
     "write_state",
 ]
 
-LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
+LAST_MESSAGE_AT = "(SELECT MAX(created_at) FROM messages WHERE messages.thread_id = threads.id)"
 """A thread's ``last_message_at``, computed when read (exact after every
 write; one probe of the ``messages_thread_order`` index per thread)."""
 THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT}"
