@@ -27,6 +27,7 @@ from memory_core.storage import PatchDecision, SaveDecision, order_key
 from memory_core.workmem import MemoryDecision, MemoryWrite, thread_memory
 
 from memory_core_sqlite import _sql
+from memory_core_sqlite._counters import Deltas, apply
 
 __all__ = [
     "count_messages",
@@ -197,11 +198,16 @@ def patch_thread_in(
 
 
 def delete_thread(conn: sqlite3.Connection, thread_id: str) -> int:
-    """Delete the thread and its messages in one transaction; how many
+    """Delete the thread and its messages in one transaction, taking them off
+    the resource's counter (the thread's goes with its row); how many
     messages it deleted."""
     with transaction(conn):
         deleted = conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,)).rowcount
-        conn.execute("DELETE FROM threads WHERE id = ?", (thread_id,))
+        owner = conn.execute("DELETE FROM threads WHERE id = ? RETURNING resource_id", (thread_id,)).fetchone()
+        if owner is not None and deleted:
+            deltas = Deltas()
+            deltas.add(thread_id, owner[0], -deleted)  # the thread's own row is gone: a no-op there
+            apply(conn, deltas)
     return deleted
 
 
@@ -270,11 +276,14 @@ def save_checked(
 def _write_messages(
     conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int
 ) -> list[int]:
-    """Upsert checked messages and bump threads (inside the caller's
-    transaction); returns the stored sequences. New ids take the next values
-    of the store-wide counter in list order; existing ids keep seq,
-    created_at and resource_id."""
+    """Upsert checked messages, count them in and bump threads (inside the
+    caller's transaction); returns the stored sequences. New ids take the
+    next values of the store-wide counter in list order; existing ids keep
+    seq, created_at and resource_id (the caller checked which ids are new)."""
     fresh = sum(1 for m in messages if m.sequence is None)
+    deltas = Deltas()
+    known = [m.id for m in messages if m.sequence is not None]
+    homes = _homes(conn, known) if known else {}
     (last,) = conn.execute(
         "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (fresh,)
     ).fetchone()
@@ -286,6 +295,10 @@ def _write_messages(
         seq = message.sequence
         if seq is None:
             seq, next_seq = next_seq, next_seq + 1
+            deltas.add(message.thread_id, message.resource_id)
+        elif homes.get(message.id, message.thread_id) != message.thread_id:  # a move
+            deltas.move(homes[message.id], message.thread_id)
+            homes[message.id] = message.thread_id
         sequences.append(seq)
         rows.append(
             (
@@ -301,8 +314,15 @@ def _write_messages(
             )
         )
     conn.executemany(_UPSERT_MESSAGE, rows)
+    apply(conn, deltas)
     _bump(conn, bump, now_us)
     return sequences
+
+
+def _homes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
+    """id -> thread_id of the stored messages among ``ids``."""
+    sql = f"SELECT id, thread_id FROM messages WHERE id {_sql.BY_IDS}"
+    return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
 
 
 def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
@@ -333,6 +353,8 @@ def _write_patches(
     patched messages as stored."""
     stored = {m.id: m for m in get_messages(conn, (p.id for p in patches))}
     targets = _owners(conn, "threads", {p.thread_id for p in patches if p.thread_id})
+    homes = {mid: m.thread_id for mid, m in stored.items()}  # as the rows stand after each patch
+    deltas = Deltas()
     rows = []
     written = []
     for patch in patches:
@@ -342,6 +364,9 @@ def _write_patches(
         if patch.thread_id and targets.get(patch.thread_id) != old.resource_id:
             raise StaleStateError(f"thread {patch.thread_id!r} changed")
         new = patch.apply(old)
+        if new.thread_id != homes[new.id]:
+            deltas.move(homes[new.id], new.thread_id)
+            homes[new.id] = new.thread_id
         content, metadata = codec.dumps(new.content), codec.dumps(new.metadata)
         rows.append((new.thread_id, new.role, new.type, content, metadata, new.id))
         # decoded from the text written: as stored, sharing nothing with the caller's patch
@@ -361,27 +386,38 @@ def _write_patches(
     conn.executemany(
         "UPDATE messages SET thread_id = ?, role = ?, type = ?, content = ?, metadata = ? WHERE id = ?", rows
     )
+    apply(conn, deltas)
     _bump(conn, bump, now_us)
     return written
 
 
 def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-    """Delete these messages and bump their threads, in one transaction;
-    returns how many rows this transaction removed."""
+    """Delete these messages, count them out and bump their threads, in one
+    transaction; returns how many rows this transaction removed."""
     with transaction(conn):
-        removed = conn.execute(f"DELETE FROM messages WHERE id {_sql.BY_IDS}", (_sql.id_list(ids),)).rowcount
+        removed = _delete_counted(conn, ids)
         _bump(conn, bump, now_us)
-    return removed
+    return len(removed)
 
 
 def delete_found(conn: sqlite3.Connection, ids: Sequence[str], now_us: int) -> int:
     """Delete the stored messages among ``ids`` and bump the threads they
     were in, in one transaction; returns how many rows it removed."""
     with transaction(conn):
-        sql = f"DELETE FROM messages WHERE id {_sql.BY_IDS} RETURNING thread_id"
-        threads = [row[0] for row in conn.execute(sql, (_sql.id_list(ids),)).fetchall()]
-        _bump(conn, dict.fromkeys(threads), now_us)
-    return len(threads)
+        removed = _delete_counted(conn, ids)
+        _bump(conn, dict.fromkeys(thread_id for thread_id, _ in removed), now_us)
+    return len(removed)
+
+
+def _delete_counted(conn: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Delete the stored messages among ``ids`` and take them off the
+    counters (inside the caller's transaction); their (thread_id, resource_id)."""
+    sql = f"DELETE FROM messages WHERE id {_sql.BY_IDS} RETURNING thread_id, resource_id"
+    removed: list[tuple[str, str]] = conn.execute(sql, (_sql.id_list(ids),)).fetchall()
+    deltas = Deltas()
+    deltas.removed(removed)
+    apply(conn, deltas)
+    return removed
 
 
 def list_messages(conn: sqlite3.Connection, query: MessageQuery) -> list[Message]:
@@ -534,12 +570,14 @@ def delete_resource_record(conn: sqlite3.Connection, resource_id: str) -> bool:
 
 
 def delete_resource(conn: sqlite3.Connection, resource_id: str) -> tuple[list[str], int, bool]:
-    """Erase the resource's threads, their messages and its record in one
-    transaction; returns (thread ids, message count, record existed)."""
+    """Erase the resource's threads, their messages, its record and its
+    message counter in one transaction; returns (thread ids, message count,
+    record existed)."""
     with transaction(conn):
         thread_ids = [row[0] for row in conn.execute("SELECT id FROM threads WHERE resource_id = ?", (resource_id,))]
         messages = conn.execute("DELETE FROM messages WHERE resource_id = ?", (resource_id,)).rowcount
         conn.execute("DELETE FROM threads WHERE resource_id = ?", (resource_id,))
+        conn.execute("DELETE FROM resource_message_counts WHERE resource_id = ?", (resource_id,))
         existed = conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1
     return thread_ids, messages, existed
 

@@ -62,6 +62,22 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "INSERT INTO counters (name, value) VALUES ('message_sequence', 0)",
         ),
     ),
+    (
+        2,
+        (
+            # Message counters (R-PAGE: an unfiltered total is a counter read),
+            # kept by the writes (:mod:`._counters`); backfilled from the rows in
+            # the migration's own transaction, so no write lands in between.
+            "ALTER TABLE threads ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0",
+            "UPDATE threads SET message_count = (SELECT COUNT(*) FROM messages WHERE messages.thread_id = threads.id)",
+            """CREATE TABLE resource_message_counts (
+                resource_id TEXT PRIMARY KEY NOT NULL,
+                message_count INTEGER NOT NULL
+            ) WITHOUT ROWID""",
+            "INSERT INTO resource_message_counts (resource_id, message_count)"
+            " SELECT resource_id, COUNT(*) FROM messages GROUP BY resource_id",
+        ),
+    ),
 )
 """(version, statements) in order. Statements use plain ``CREATE`` (no
 ``IF NOT EXISTS``), so applying a migration twice would fail loudly."""

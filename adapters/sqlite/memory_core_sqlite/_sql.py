@@ -42,7 +42,7 @@ __all__ = [
     "write_state",
 ]
 
-LAST_MESSAGE_AT = "(SELECT MAX(m.created_at) FROM messages AS m WHERE m.thread_id = threads.id)"
+LAST_MESSAGE_AT = "(SELECT MAX(created_at) FROM messages WHERE messages.thread_id = threads.id)"
 """A thread's ``last_message_at``, computed when read (exact after every
 write; one probe of the ``messages_thread_order`` index per thread)."""
 THREAD_COLUMNS = f"id, resource_id, title, metadata, created_at, updated_at, {LAST_MESSAGE_AT}"
@@ -141,15 +141,15 @@ def _message_filter(query: MessageQuery) -> tuple[list[str], Params]:
     clauses: list[str] = []
     params: Params = []
     if query.thread_ids is not None:
-        if len(query.thread_ids) == 1:
-            clauses.append("thread_id = ?")
-            params.append(query.thread_ids[0])
+        threads, params = _by_id(query.thread_ids)
+        if query.resource_id is None:
+            clauses.append(f"thread_id {threads}")
         else:
-            clauses.append("thread_id IN (SELECT value FROM json_each(?))")
-            params.append(id_list(query.thread_ids))
-        if query.resource_id is not None:
-            # Unary + keeps the planner on the thread index (the narrower one).
-            clauses.append("+resource_id = ?")
+            # A stored message's resource is its thread's: ownership is one
+            # probe of the thread row, not a test of every message row (which
+            # would walk a whole thread of another resource to return nothing).
+            operator = "=" if len(query.thread_ids) == 1 else "IN"
+            clauses.append(f"thread_id {operator} (SELECT id FROM threads WHERE id {threads} AND resource_id = ?)")
             params.append(query.resource_id)
     elif query.resource_id is not None:
         clauses.append("resource_id = ?")
@@ -168,7 +168,18 @@ def _message_filter(query: MessageQuery) -> tuple[list[str], Params]:
 
 
 def count_messages(query: MessageQuery) -> tuple[str, Params]:
-    """``SELECT COUNT(*)`` of the messages matching ``query``'s filter."""
+    """How many messages match ``query``'s filter: an unfiltered query of
+    threads or of a resource reads the counters the writes keep (R-PAGE: no
+    row is counted); a date or metadata filter counts the matching rows."""
+    if query.unfiltered and query.thread_ids is not None:
+        threads, params = _by_id(query.thread_ids)
+        sql = f"SELECT COALESCE(SUM(message_count), 0) FROM threads WHERE id {threads}"
+        if query.resource_id is None:
+            return sql, params
+        return sql + " AND resource_id = ?", [*params, query.resource_id]  # another resource's thread adds 0
+    if query.unfiltered and query.resource_id is not None:
+        counter = "SELECT message_count FROM resource_message_counts WHERE resource_id = ?"
+        return f"SELECT COALESCE(({counter}), 0)", [query.resource_id]
     clauses, params = _message_filter(query)
     return f"SELECT COUNT(*) FROM messages{_where(clauses)}", params
 
@@ -238,8 +249,9 @@ def read_plan(plan: ReadPlan) -> list[tuple[str, Params]]:
         arms.append((f"SELECT {RESOURCE_COLUMNS}, NULL, NULL, NULL, NULL, {RESOURCE} FROM resources WHERE id {where}",
                      params))  # fmt: skip
     if plan.messages is not None:
-        count, params = count_messages(plan.messages)  # the filter only: paging ignored
-        arms.append((f"SELECT ({count}){', NULL' * 8}, {MESSAGE_TOTAL}", params))
+        if plan.messages.count:  # without it the core reads a row past the page instead
+            count, params = count_messages(plan.messages)  # the filter only: paging ignored
+            arms.append((f"SELECT ({count}){', NULL' * 8}, {MESSAGE_TOTAL}", params))
         if plan.messages.limit != 0:
             page, params = list_messages(plan.messages)
             arms.append((f"SELECT *, {MESSAGE} FROM ({page})", params))

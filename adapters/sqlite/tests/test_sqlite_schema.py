@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +118,84 @@ async def test_missing_migration_is_applied_to_an_old_file(tmp_path: Path, monke
         (SCHEMA_VERSION + 1,),
     ]
     assert _rows(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'extra_probe'") == [(1,)]
+
+
+def _old_store(path: Path) -> None:
+    """A schema-1 file (before the message counters) holding two resources:
+    r1 with threads a (3 messages), b (1) and empty c; r2 with thread d (2)."""
+    (number, statements) = MIGRATIONS[0]
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY NOT NULL, applied_at INTEGER NOT NULL)")
+        for statement in statements:
+            db.execute(statement)
+        db.execute("INSERT INTO schema_version VALUES (?, 0)", (number,))
+        owners = {"a": "r1", "b": "r1", "c": "r1", "d": "r2"}
+        db.executemany("INSERT INTO threads VALUES (?, ?, '', '{}', 0, 0)", owners.items())
+        held = ["a", "a", "a", "b", "d", "d"]
+        db.executemany(
+            "INSERT INTO messages VALUES (?, ?, ?, ?, 'user', 'text', '\"hi\"', '{}', ?)",
+            [(f"m{i}", i + 1, tid, owners[tid], 1_000_000 * i) for i, tid in enumerate(held)],
+        )
+        db.execute("UPDATE counters SET value = ? WHERE name = 'message_sequence'", (len(held),))
+
+
+_OPEN_AND_CLOSE = (
+    "import asyncio, sys\n"
+    "from memory_core_sqlite import SQLiteStorage\n"
+    "async def main():\n"
+    "    store = SQLiteStorage(sys.argv[1])\n"
+    "    await store.open()\n"
+    "    await store.close()\n"
+    "asyncio.run(main())\n"
+)
+
+
+@pytest.mark.anyio
+async def test_the_counter_migration_backfills_an_old_store_once_under_racing_openers(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _old_store(path)
+    # Three processes and this one open the old file at once: one migrates.
+    openers = [await asyncio.create_subprocess_exec(sys.executable, "-c", _OPEN_AND_CLOSE, str(path)) for _ in range(3)]
+    store = SQLiteStorage(path)
+    await store.open()
+    try:
+        assert [await opener.wait() for opener in openers] == [0, 0, 0]
+        assert _rows(path, "SELECT version FROM schema_version ORDER BY version") == [(1,), (2,)]
+        totals = {tid: (await store.list_messages(tid, per_page=0)).total for tid in "abcd"}
+        assert totals == {"a": 3, "b": 1, "c": 0, "d": 2}
+        assert (await store.list_messages_by_resource("r1", per_page=0)).total == 4
+        assert (await store.list_messages_by_resource("r2", per_page=0)).total == 2
+        assert (await store.list_messages(["a", "d"], resource_id="r1", per_page=0)).total == 3
+        # The writes keep the backfilled counters.
+        await store.save_messages([{"id": "new", "thread_id": "c", "role": "user", "content": "x"}])
+        await store.update_messages([{"id": "m0", "thread_id": "c"}])
+        await store.delete_messages(["m4"])
+        totals = {tid: (await store.list_messages(tid, per_page=0)).total for tid in "abcd"}
+        assert totals == {"a": 2, "b": 1, "c": 2, "d": 1}
+        assert _rows(path, "SELECT * FROM resource_message_counts ORDER BY 1") == [("r1", 5), ("r2", 1)]
+    finally:
+        await store.close()
+
+
+@pytest.mark.anyio
+async def test_a_resource_counter_leaves_no_trace(tmp_path: Path) -> None:
+    """A resource's counter row lives only while it holds a message: erasure,
+    deleting its threads or its last messages all remove it."""
+    store = SQLiteStorage(tmp_path / "c.db")
+    await store.open()
+    try:
+        for rid in ("r1", "r2", "r3"):
+            await store.save_thread({"id": f"t-{rid}", "resource_id": rid})
+            await store.save_messages([{"id": f"m-{rid}", "thread_id": f"t-{rid}", "role": "user", "content": "x"}])
+        assert _rows(tmp_path / "c.db", "SELECT * FROM resource_message_counts ORDER BY 1") == [
+            ("r1", 1),
+            ("r2", 1),
+            ("r3", 1),
+        ]
+        await store.delete_resource("r1")
+        await store.delete_thread("t-r2")
+        await store.delete_messages(["m-r3"])
+        assert _rows(tmp_path / "c.db", "SELECT * FROM resource_message_counts") == []
+        assert _rows(tmp_path / "c.db", "SELECT id, message_count FROM threads") == [("t-r3", 0)]
+    finally:
+        await store.close()
