@@ -184,19 +184,18 @@ def count_messages(query: MessageQuery) -> tuple[str, Params]:
     return f"SELECT COUNT(*) FROM messages{_where(clauses)}", params
 
 
-def list_messages(query: MessageQuery) -> tuple[str, Params]:
+def list_messages(query: MessageQuery, tag: int | None = None) -> tuple[str, Params]:
     """The window of messages: filter, (created_at, seq) keyset, order,
-    offset, limit."""
+    offset, limit; with ``tag``, that number as a last column (a read plan's
+    row tag)."""
     clauses, params = _message_filter(query)
     if query.after is not None:
         clauses.append(f"(created_at, seq) {'<' if query.descending else '>'} (?, ?)")
         params.extend(query.after)
     direction = "DESC" if query.descending else "ASC"
     paging, values = _paging(query.offset, query.limit)
-    sql = (
-        f"SELECT {MESSAGE_COLUMNS} FROM messages{_where(clauses)}"
-        f" ORDER BY created_at {direction}, seq {direction}{paging}"
-    )
+    columns = MESSAGE_COLUMNS if tag is None else f"{MESSAGE_COLUMNS}, {tag}"
+    sql = f"SELECT {columns} FROM messages{_where(clauses)} ORDER BY created_at {direction}, seq {direction}{paging}"
     return sql, params + values
 
 
@@ -253,8 +252,10 @@ def read_plan(plan: ReadPlan) -> list[tuple[str, Params]]:
             count, params = count_messages(plan.messages)  # the filter only: paging ignored
             arms.append((f"SELECT ({count}){', NULL' * 8}, {MESSAGE_TOTAL}", params))
         if plan.messages.limit != 0:
-            page, params = list_messages(plan.messages)
-            arms.append((f"SELECT *, {MESSAGE} FROM ({page})", params))
+            page, params = list_messages(plan.messages, MESSAGE)
+            # A page alone is its own statement: wrapping it for a compound costs SQLite a co-routine.
+            alone = not arms and plan.thread_page is None and not plan.windows
+            arms.append((page if alone else f"SELECT * FROM ({page})", params))
     if plan.thread_page is not None:
         count, params = count_threads(plan.thread_page)  # the filter only: paging ignored
         arms.append((f"SELECT ({count}){', NULL' * 8}, {THREAD_TOTAL}", params))
