@@ -165,11 +165,12 @@ class _Claim(NamedTuple):
     owners: list[str | None]
 
 
-def _message_bounds(query: MessageQuery) -> tuple[str, str]:
-    """ZRANGEBYLEX (min, max) of a message query: dates and keyset position."""
+def _message_bounds(query: MessageQuery, *, keyset: bool = True) -> tuple[str, str]:
+    """ZRANGEBYLEX (min, max) of a message query: dates and (with
+    ``keyset``) its keyset position."""
     lo = "-" if query.created_from_us is None else "[" + time_key(query.created_from_us)
     hi = "+" if query.created_to_us is None else "(" + time_key(query.created_to_us + 1)
-    if query.after is not None:
+    if keyset and query.after is not None:
         created, seq = query.after
         if query.descending:
             edge = "(" + time_key(created) + ":" + seq_text(seq)
@@ -1213,7 +1214,9 @@ class RedisStorage(BaseStorage):
         else:
             tids = [] if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
             limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
-            args += ("1", *_message_bounds(replace(query, after=None)), *_message_bounds(query))
+            # no total wanted (query.count False): the script counts nothing
+            args += ("1", "1" if query.count else "0", *_message_bounds(query, keyset=False))
+            args += _message_bounds(query)
             args += ("1" if query.descending else "0", min(query.offset, _MAX_WINDOW), limit)
             args += (*_counted(_conditions(query.metadata)), len(tids), *tids)
         page = plan.thread_page

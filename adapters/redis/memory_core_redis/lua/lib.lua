@@ -151,13 +151,52 @@ local function matcher(conds)
   end
 end
 
+-- The ranks (0-based, ascending) of the first and last members of a lex
+-- index inside [lo, hi]: O(log N) each, however far into the index they lie.
+local function rank_range(index, lo, hi)
+  local first, last = 0, nil
+  if lo ~= '-' then
+    -- the members below lo: "[x" leaves x out of them, "(x" counts it in
+    local below = (string.byte(lo) == 91 and '(' or '[') .. string.sub(lo, 2)
+    first = redis.call('ZLEXCOUNT', index, '-', below)
+  end
+  if hi == '+' then
+    last = redis.call('ZCARD', index) - 1
+  else
+    last = redis.call('ZLEXCOUNT', index, '-', hi) - 1
+  end
+  return first, last
+end
+
+-- Members `skip` .. `skip + need - 1` (need -1: to the end) of [lo, hi] in
+-- order, read by rank: LIMIT's offset would walk every skipped member.
+local function by_rank(index, lo, hi, desc, skip, need)
+  local first, last = rank_range(index, lo, hi)
+  if desc then
+    local top = last - skip
+    local bottom = need < 0 and first or math.max(first, top - need + 1)
+    if top < bottom then return {} end
+    local r = redis.call('ZRANGE', index, fmt(bottom), fmt(top))
+    local out = {}
+    for i = #r, 1, -1 do out[#out + 1] = r[i] end
+    return out
+  end
+  local start = first + skip
+  local stop = need < 0 and last or math.min(last, start + need - 1)
+  if stop < start then return {} end
+  return redis.call('ZRANGE', index, fmt(start), fmt(stop))
+end
+
 -- Up to `need` (-1: all) members of a lex index inside [lo, hi], in order,
 -- whose record (keyof(member)) matches conds, after skipping `skip` matches.
+-- Without conds it reads only the members it returns; with conds it walks
+-- the range until it has them (a metadata filter has no index).
 local CHUNK = 512
 local function scan(index, lo, hi, desc, skip, need, conds, keyof)
   if need == 0 then return {} end
   local matches = matcher(conds)
   if not matches then
+    if skip > 0 then return by_rank(index, lo, hi, desc, skip, need) end
     local count = need < 0 and -1 or need
     if desc then
       return redis.call('ZREVRANGEBYLEX', index, hi, lo, 'LIMIT', fmt(skip), fmt(count))
@@ -187,9 +226,14 @@ local function scan(index, lo, hi, desc, skip, need, conds, keyof)
   end
 end
 
+-- Members of [lo, hi] whose record matches conds: the index's cardinality
+-- (O(1), kept by the writes) when unfiltered, O(log N) with bounds only.
 local function count(index, lo, hi, conds, keyof)
   local matches = matcher(conds)
-  if not matches then return redis.call('ZLEXCOUNT', index, lo, hi) end
+  if not matches then
+    if lo == '-' and hi == '+' then return redis.call('ZCARD', index) end
+    return redis.call('ZLEXCOUNT', index, lo, hi)
+  end
   local n = 0
   while true do
     local r = redis.call('ZRANGEBYLEX', index, lo, hi, 'LIMIT', 0, CHUNK)
