@@ -28,6 +28,7 @@ SCRIPT_NAMES = (
     "claim",
     "delete_messages",
     "delete_thread",
+    "erase",
     "forget",
     "get_messages",
     "get_threads",
@@ -46,6 +47,7 @@ SCRIPT_NAMES = (
     "solo_record",
     "state",
     "threads",
+    "unlist",
     "window",
 )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -410,6 +411,8 @@ class RedisStorage(BaseStorage):
             raise ValidationError("client", "must be created with decode_responses=True")
         self._scripts = Scripts(self._client)
         await self._scripts.load()
+        # the secret that names deleted threads' tombstones (lib.lua, tombstone_key)
+        await self._client.set(self._keys.store + "key", secrets.token_hex(32), nx=True)
         # one server holds every key: a write may span slots in one script
         self._solo = not isinstance(self._client, RedisCluster)
         await self._backfill_resources()
@@ -1350,10 +1353,16 @@ class RedisStorage(BaseStorage):
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
         """On a standalone server one atomic :meth:`_solo_write` call (every
         thread of the resource deleted as :meth:`_delete_thread` does, then
-        its record); on a cluster the core's resumable composition of
-        per-thread deletes."""
+        its record, its slot's tombstones and its listing entry); on a
+        cluster the core's resumable composition of per-thread deletes, then
+        the tombstones (erase.lua) and, once the slot holds nothing, the
+        listing entry (unlist.lua). Either way no key name or value keeps the
+        resource id or its thread ids (issue 25)."""
         if not self._solo:
-            return await super()._delete_resource(resource_id)
+            erased = await super()._delete_resource(resource_id)
+            if await self._run("erase", self._slot(resource_id), []):  # 1: the slot holds nothing
+                await self._run("unlist", self._keys.store, [resource_id])
+            return erased
         reply = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
         thread_ids, messages, existed = reply[5][0]
         for tid in thread_ids:

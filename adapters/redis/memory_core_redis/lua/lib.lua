@@ -384,6 +384,34 @@ end
 -- Stamps below this belong to writes presumed dead (older than the lease).
 local function lease_cutoff() return (server_ms() - INTENT_LEASE_MS) * 1000 end
 
+-- The store slot's tombstone of a deleted thread ("gx:<hash>": the version
+-- of its deletion) is named by HMAC-SHA1 of the thread id under the store's
+-- secret "key" (random, set at open), never by the id: an erased thread id
+-- stays nowhere in the store (issue 25). Call with base = the store base.
+local function unhex(h)
+  return (string.gsub(h, '..', function(c) return string.char(tonumber(c, 16)) end))
+end
+local hmac_pads = nil
+local function tombstone_key(tid)
+  if not hmac_pads then
+    local secret = unhex(redis.call('GET', base .. 'key') or '')
+    local inner, outer = {}, {}
+    for i = 1, 64 do
+      local b = string.byte(secret, i) or 0
+      inner[i] = string.char(bit.bxor(b, 54))
+      outer[i] = string.char(bit.bxor(b, 92))
+    end
+    hmac_pads = {table.concat(inner), table.concat(outer)}
+  end
+  return base .. 'gx:' .. redis.sha1hex(hmac_pads[2] .. unhex(redis.sha1hex(hmac_pads[1] .. tid)))
+end
+
+-- Remove every tombstone of this resource slot's deleted threads (erasure).
+local function erase_tombstones()
+  for _, tid in ipairs(redis.call('ZRANGE', base .. 'xs', 0, -1)) do redis.call('DEL', base .. 'x:' .. tid) end
+  redis.call('DEL', base .. 'xs')
+end
+
 -- Remove intents {member, stamp, ...} of zset `suffix` still holding that stamp.
 local function clear_intents(suffix, pairs)
   local key = base .. suffix
@@ -446,4 +474,17 @@ end
 local function register_resource(rid)
   redis.call('ZADD', base .. 'rs', 0, rid)
   redis.call('HSET', base .. 'rsa', rid, fmt(new_stamp()))
+end
+
+-- An erased resource leaves the listing at once (its id stays nowhere),
+-- unless a write on one of its threads is in flight (an intent whose thread
+-- the directory gives to it): that write registered it and may still
+-- create a thread there, so the listing's own check drops it later.
+local function unlist_resource(rid)
+  for _, tid in ipairs(redis.call('ZRANGE', base .. 'pt', 0, -1)) do
+    if redis.call('HGET', base .. 'g:' .. tid, 'r') == rid then return 0 end
+  end
+  redis.call('ZREM', base .. 'rs', rid)
+  redis.call('HDEL', base .. 'rsa', rid)
+  return 1
 end

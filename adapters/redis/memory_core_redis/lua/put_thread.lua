@@ -12,6 +12,7 @@ if mode == 'new' and old[1] then return 'exists' end
 -- above a deletion's tombstone, so a late roll-forward of it loses
 local v = math.max(floor, (tonumber(redis.call('GET', base .. 'x:' .. tid)) or 0) + 1)
 redis.call('DEL', base .. 'x:' .. tid)
+redis.call('ZREM', base .. 'xs', tid)
 if old[1] then
   redis.call('ZREM', base .. 'tc', tkey(tonumber(old[1])) .. ':' .. tid)
   redis.call('ZREM', base .. 'tu', tkey(tonumber(old[2])) .. ':' .. tid)
