@@ -91,6 +91,27 @@ async def _server_us(store: RedisStorage, call: Callable[[], Awaitable[Any]], re
     return float(stats.get("cmdstat_evalsha", {}).get("usec_per_call", 0.0))
 
 
+async def _shapes(store: RedisStorage, size: int) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """Each timed call at thread length ``size``."""
+    newest = _request(newest=True, total=False)
+    counted = _request(newest=True, total=True)
+    offset = _request(newest=True, page=size // 40, total=False)
+    window = _request(per_page=0, include=[Include(f"m{size // 2:07d}", with_previous=10, with_next=10)], total=False)
+    shapes: dict[str, Callable[[], Awaitable[Any]]] = {
+        "PING": lambda: store.client.ping(),
+        "newest 20, total=False": lambda: store.page_messages(newest),
+        "newest 20, total=True": lambda: store.page_messages(counted),
+        "read script alone (newest 20, total=False)": await _script_alone(store, newest),
+        "offset page halfway back": lambda: store.page_messages(offset),
+        "include window ±10 in the middle": lambda: store.page_messages(window),
+    }
+    cursor = (await store.page_messages(offset)).next_cursor
+    if cursor:
+        back = _request(newest=True, cursor=cursor, total=False)
+        shapes["cursor page halfway back"] = lambda: store.page_messages(back)
+    return shapes
+
+
 async def measure(url: str, sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
     """Grow one thread through ``sizes`` and time each read at each size."""
     rows: dict[str, dict[int, float]] = {}
@@ -101,26 +122,7 @@ async def measure(url: str, sizes: list[int], repeat: int) -> dict[str, dict[int
         for size in sizes:
             await _grow(store, have, size)
             have = size
-            newest = _request(newest=True, total=False)
-            mid = f"m{size // 2:07d}"
-            shapes: dict[str, Callable[[], Awaitable[Any]]] = {
-                "PING": lambda: store.client.ping(),
-                "newest 20, total=False": lambda: store.page_messages(newest),
-                "newest 20, total=True": lambda: store.page_messages(_request(newest=True, total=True)),
-                "read script alone (newest 20, total=False)": await _script_alone(store, newest),
-                "offset page halfway back": lambda: store.page_messages(
-                    _request(newest=True, page=size // 40, total=False)
-                ),
-                "include window ±10 in the middle": lambda: store.page_messages(
-                    _request(per_page=0, include=[Include(mid, with_previous=10, with_next=10)], total=False)
-                ),
-            }
-            page = await store.page_messages(_request(newest=True, page=size // 40, total=False))
-            if page.next_cursor:
-                cursor = page.next_cursor
-                shapes["cursor page halfway back"] = lambda: store.page_messages(
-                    _request(newest=True, cursor=cursor, total=False)
-                )
+            shapes = await _shapes(store, size)
             for name, call in shapes.items():
                 rows.setdefault(name, {})[size] = await _median_us(call, repeat)
             rows.setdefault("server µs per EVALSHA (newest 20, total=False)", {})[size] = await _server_us(

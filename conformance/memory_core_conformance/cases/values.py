@@ -87,8 +87,6 @@ OUT_OF_RANGE: list[Any] = [
 OUT_OF_RANGE_NAMES = ["1899", "2200", "1900-in-+01:00", "iso-2200", "not-iso", "int"]
 
 
-
-
 class Count(IntEnum):
     """Ints a caller may pass where the API takes an int (an ``IntEnum`` of
     page sizes, window widths ...): they must answer exactly as plain ints."""
@@ -371,7 +369,10 @@ class ValueRules(SuiteBase):
         await store.save_messages([message(f"m{n:02}", created_at=at(n)) for n in range(10)])
 
         def request(page: int, per_page: int, before: int, after: int, total: bool) -> MessagePageRequest:
-            window = [Include("m05", with_previous=before, with_next=after), {"id": "m01", "withNextMessages": after}]
+            window: list[Include | dict[str, Any]] = [
+                Include("m05", with_previous=before, with_next=after),
+                {"id": "m01", "withNextMessages": after},
+            ]
             return MessagePageRequest(
                 thread_ids=("t1",), resource_id="r1", include=window, page=page, per_page=per_page, total=total
             )
