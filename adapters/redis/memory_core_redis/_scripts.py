@@ -1,8 +1,10 @@
 """The Lua scripts, loaded once per client and called by SHA (EVALSHA).
 
 Each script is the core's constants (``TIME_MAX_US``), ``lua/lib.lua``
-(shared helpers), ``lua/reads.lua`` for the scripts that read pages and
-windows (:data:`READERS`), then its own file.
+(shared helpers), then ``lua/reads.lua`` for the scripts that read pages and
+windows (:data:`READERS`) or ``lua/writes.lua`` for the others, then its own
+file. Every call runs the whole preamble (it defines the helpers), so a read
+script carries none of the writers' helpers.
 ``KEYS[1]`` is always the base of one slot's keys (``{P:R}:`` or ``{P}:``),
 which routes the call on Redis Cluster; the script builds every other key
 from it, so a script never leaves its slot.
@@ -55,7 +57,8 @@ SCRIPT_NAMES = (
 
 
 READERS = frozenset({"messages", "read", "threads", "window"})
-"""The scripts built with ``lua/reads.lua`` (page, count and window helpers)."""
+"""The scripts built with ``lua/reads.lua`` (page, count and window helpers);
+every other script gets ``lua/writes.lua``."""
 
 COMPOSITES = {
     "solo": (
@@ -83,8 +86,7 @@ def script_text(name: str) -> str:
     folder = files("memory_core_redis") / "lua"
     constants = f"local TIME_MAX_US = {TIME_MAX_US}\nlocal INTENT_LEASE_MS = {INTENT_LEASE_MS}\n"
     parts = [constants, (folder / "lib.lua").read_text("utf-8")]
-    if name in READERS:
-        parts.append((folder / "reads.lua").read_text("utf-8"))
+    parts.append((folder / ("reads.lua" if name in READERS else "writes.lua")).read_text("utf-8"))
     for step in COMPOSITES.get(name, ()):
         parts.append(f"local function step_{step}()\n{(folder / f'{step}.lua').read_text('utf-8')}\nend")
     parts.append((folder / f"{name}.lua").read_text("utf-8"))

@@ -1,7 +1,7 @@
 -- Insert or wholly replace a thread (its messages are kept).
 -- ARGV: mode ("new": only insert, "any": insert or replace), id, version
 --       floor, title, metadata json, created us, updated us, n, filter field
---       pairs. Returns the thread's snapshot (see lib.lua), or "exists" (mode
+--       pairs. Returns the thread's snapshot (see writes.lua), or "exists" (mode
 --       "new", nothing written).
 -- A replaced thread keeps last_message_at ("l", "k"); a new one has none.
 local mode, tid, floor, title, meta, c, u = arg(), arg(), argn(), arg(), arg(), arg(), arg()
