@@ -11,19 +11,20 @@ must be bounded by the page: a ``LIMIT`` from offset 0 of at most a page
 most a page, never ``0 -1``. Counts are ``ZCARD`` (the writes keep the
 sorted sets) or ``ZLEXCOUNT`` (O(log N) bounds), never a walk.
 
-Standalone servers only: MONITOR shows one server, and a cluster's scripts
-are the same scripts.
+On a cluster MONITOR watches the node that holds the long thread's
+resource slot (every read script of these plans runs there).
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections import Counter
 
 import pytest
 from memory_core.plan import ReadPlan
-from memory_core_conformance.plans import LONG_THREAD, READ_SHAPES, load_long_thread
+from memory_core_conformance.plans import LONG_RESOURCE_ID, LONG_THREAD, READ_SHAPES, load_long_thread
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 
 from memory_core_redis import RedisStorage
 
@@ -38,16 +39,13 @@ ALLOWED = RANGE_READS | {"ZCARD", "ZLEXCOUNT", "HMGET", "HGET", "EXISTS"}
 O(1) or O(log N) counts, and one record per returned row."""
 
 
-def _standalone_targets() -> list[str]:
-    return ["valkey", *(["env"] if os.environ.get("REDIS_URL") else [])]
-
-
-@pytest.fixture(params=_standalone_targets())
-def standalone_url(request: pytest.FixtureRequest) -> str:
-    """A standalone server: the session's valkey, or REDIS_URL's when set."""
-    if request.param == "valkey":
-        return str(request.getfixturevalue("redis_standalone"))
-    return os.environ["REDIS_URL"]
+def _server_of(store: RedisStorage) -> Redis:
+    """A client of the server holding the long thread's resource slot."""
+    client = store.client
+    if isinstance(client, RedisCluster):
+        node = client.get_node_from_key(store._slot(LONG_RESOURCE_ID))
+        return Redis(host=node.host, port=node.port, decode_responses=True)
+    return Redis(connection_pool=client.connection_pool)
 
 
 async def _script_commands(store: RedisStorage, plan: ReadPlan) -> list[list[str]]:
@@ -55,16 +53,20 @@ async def _script_commands(store: RedisStorage, plan: ReadPlan) -> list[list[str
     await store._read(plan)  # warm the location caches: the measured read is one script
     marker = f"end-{uuid.uuid4().hex}"
     seen: list[list[str]] = []
-    async with store.client.monitor() as monitor:
-        await store._read(plan)
-        await store.client.echo(marker)
-        while True:
-            info = await monitor.next_command()
-            words = info["command"].split(" ")
-            if words[0].upper() == "ECHO" and words[-1] == marker:
-                return seen
-            if info["client_type"] == "lua" and any(store.prefix in word for word in words[1:2]):
-                seen.append([words[0].upper(), *words[1:]])
+    server = _server_of(store)
+    try:
+        async with server.monitor() as monitor:
+            await store._read(plan)
+            await server.echo(marker)
+            while True:
+                info = await monitor.next_command()
+                words = info["command"].split(" ")
+                if words[0].upper() == "ECHO" and words[-1] == marker:
+                    return seen
+                if info["client_type"] == "lua" and len(words) > 1 and store.prefix in words[1]:
+                    seen.append([words[0].upper(), *words[1:]])
+    finally:
+        await server.aclose()  # a standalone server's pool is the store's: left open
 
 
 def _unbounded(command: list[str]) -> str | None:
@@ -89,9 +91,9 @@ async def _load(url: str, count: int) -> tuple[RedisStorage, list[str]]:
     return store, await load_long_thread(store, count=count)
 
 
-async def test_every_read_shape_touches_only_what_it_returns(standalone_url: str) -> None:
-    short, short_ids = await _load(standalone_url, SHORT_THREAD)
-    long, long_ids = await _load(standalone_url, LONG_THREAD)
+async def test_every_read_shape_touches_only_what_it_returns(redis_target: str) -> None:
+    short, short_ids = await _load(redis_target, SHORT_THREAD)
+    long, long_ids = await _load(redis_target, LONG_THREAD)
     try:
         for shape, plan_of in READ_SHAPES.items():
             at_short = await _script_commands(short, plan_of(short_ids))
