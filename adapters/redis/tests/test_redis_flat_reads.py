@@ -44,7 +44,8 @@ def _server_of(store: RedisStorage) -> Redis:
     client = store.client
     if isinstance(client, RedisCluster):
         node = client.get_node_from_key(store._slot(LONG_RESOURCE_ID))
-        return Redis(host=node.host, port=node.port, decode_responses=True)
+        assert node is not None
+        return Redis(host=node.host, port=int(node.port), decode_responses=True)
     return Redis(connection_pool=client.connection_pool)
 
 
