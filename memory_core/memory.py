@@ -692,7 +692,7 @@ class Memory:
             check_text(title, "title")
         extra = _metadata_arg(metadata, "metadata")
         if message_limit is not None:
-            check_non_negative_int(message_limit, "message_limit")
+            message_limit = check_non_negative_int(message_limit, "message_limit")
         check_date_range(date_range, "date_range")
         source = await self.storage.get_thread(source_id)
         if source is None:
@@ -1025,7 +1025,7 @@ class Memory:
                     "R-RECALL",
                 )
         if max_tokens is not None:
-            check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
+            max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
         includes = check_includes(include)
         if per_page is None:
             per_page = 0 if config.last_messages is False else config.last_messages

@@ -600,9 +600,10 @@ def check_includes(value: Any) -> list[Include]:
         check_id(inc.id, f"include[{index}].id")
         if inc.thread_id is not None:
             check_id(inc.thread_id, f"include[{index}].thread_id")
-        check_non_negative_int(inc.with_previous, f"include[{index}].with_previous", "R-INCLUDE")
-        check_non_negative_int(inc.with_next, f"include[{index}].with_next", "R-INCLUDE")
-        result.append(inc)
+        before = check_non_negative_int(inc.with_previous, f"include[{index}].with_previous", "R-INCLUDE")
+        after = check_non_negative_int(inc.with_next, f"include[{index}].with_next", "R-INCLUDE")
+        # pass on the checked plain ints: an IntEnum would reach the backend as itself
+        result.append(_replace(inc, with_previous=before, with_next=after))
     return result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import secrets
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -173,11 +174,12 @@ class _Claim(NamedTuple):
     owners: list[str | None]
 
 
-def _message_bounds(query: MessageQuery) -> tuple[str, str]:
-    """ZRANGEBYLEX (min, max) of a message query: dates and keyset position."""
+def _message_bounds(query: MessageQuery, *, keyset: bool = True) -> tuple[str, str]:
+    """ZRANGEBYLEX (min, max) of a message query: dates and (with
+    ``keyset``) its keyset position."""
     lo = "-" if query.created_from_us is None else "[" + time_key(query.created_from_us)
     hi = "+" if query.created_to_us is None else "(" + time_key(query.created_to_us + 1)
-    if query.after is not None:
+    if keyset and query.after is not None:
         created, seq = query.after
         if query.descending:
             edge = "(" + time_key(created) + ":" + seq_text(seq)
@@ -440,6 +442,8 @@ class RedisStorage(BaseStorage):
         try:
             scripts = Scripts(client)
             await scripts.load()
+            # the secret that names deleted threads' tombstones (lib.lua, tombstone_key)
+            await client.set(self._keys.store + "key", secrets.token_hex(32), nx=True)
             # one server holds every key: a write may span slots in one script
             self._solo = not isinstance(client, RedisCluster)
             calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
@@ -1251,7 +1255,9 @@ class RedisStorage(BaseStorage):
         else:
             tids = [] if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
             limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
-            args += ("1", *_message_bounds(replace(query, after=None)), *_message_bounds(query))
+            # no total wanted (query.count False): the script counts nothing
+            args += ("1", "1" if query.count else "0", *_message_bounds(query, keyset=False))
+            args += _message_bounds(query)
             args += ("1" if query.descending else "0", min(query.offset, _MAX_WINDOW), limit)
             args += (*_counted(_conditions(query.metadata)), len(tids), *tids)
         page = plan.thread_page
@@ -1385,10 +1391,16 @@ class RedisStorage(BaseStorage):
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
         """On a standalone server one atomic :meth:`_solo_write` call (every
         thread of the resource deleted as :meth:`_delete_thread` does, then
-        its record); on a cluster the core's resumable composition of
-        per-thread deletes."""
+        its record, its slot's tombstones and its listing entry); on a
+        cluster the core's resumable composition of per-thread deletes, then
+        the tombstones (erase.lua) and, once the slot holds nothing, the
+        listing entry (unlist.lua). Either way no key name or value keeps the
+        resource id or its thread ids (issue 25)."""
         if not self._solo:
-            return await super()._delete_resource(resource_id)
+            erased = await super()._delete_resource(resource_id)
+            if await self._run("erase", self._slot(resource_id), []):  # 1: the slot holds nothing
+                await self._run("unlist", self._keys.store, [resource_id])
+            return erased
         reply = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
         thread_ids, messages, existed = reply[5][0]
         for tid in thread_ids:

@@ -78,6 +78,7 @@ async def test_keys_carry_resource_and_store_hash_tags(make_store: MakeStore) ->
     assert {"r", "rm", "tc", "tu", "tla", "tld", "t:t{a}:b", "tm:t{a}:b", "m:t{a}:b-m0"} <= resource_keys
     store_keys = {k[len(prefix) + 3 :] for k in keys if tag_of(k) == prefix}
     listing = {"rs", "rsa", "rsv"}  # the resource listing's index, stamps and backfill mark
+    listing.add("key")  # the secret naming deleted threads' tombstones
     assert {"seq", "stamp", "msg", "tc", "tu", "tla", "tld", "g:t{a}:b", "g:t2", *listing} == store_keys
 
 
@@ -487,4 +488,22 @@ async def test_a_delete_over_two_resources_counts_a_slot_found_stale_once(make_s
         assert await store.delete_messages([a1.id, b1.id]) == 2
         assert await store.get_messages([a1.id, b1.id]) == []
         assert (await store.get_thread("t3")).last_message_at is None  # type: ignore[union-attr]
+        await store.destroy()
+
+
+async def test_scripts_load_again_after_the_server_forgets_them(make_store: MakeStore) -> None:
+    # A restart, a failover or SCRIPT FLUSH empties the script cache: the next
+    # call reloads its script and runs, on every node.
+    store = make_store(clock=ManualClock(T0))
+    async with store:
+        await seed(store)
+        client = store.client
+        if isinstance(client, RedisCluster):
+            await client.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.ALL_NODES)
+        else:
+            await client.execute_command("SCRIPT", "FLUSH")
+        page = await store.list_messages("t1", per_page=2, order_by={"field": "created_at", "direction": "DESC"})
+        assert [m.id for m in page.items] == ["t1-m4", "t1-m3"] and page.total == 5
+        await store.save_messages([{"id": "again", "thread_id": "t1", "role": "user", "content": "x"}])
+        assert (await store.list_messages("t1", per_page=0)).total == 6
         await store.destroy()

@@ -8,11 +8,13 @@ import os
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
+from enum import IntEnum
 from typing import Any
 
 import pytest
 
-from memory_core.models import DateRange, MessageFilter, Resource, ThreadFilter
+from memory_core.memory import Memory
+from memory_core.models import DateRange, Include, MessageFilter, MessagePageRequest, Resource, ThreadFilter
 from memory_core.storage import BaseStorage
 from memory_core.validation import INT64_MAX, INT64_MIN, MAX_MESSAGE_BYTES, message_size
 from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
@@ -83,6 +85,17 @@ OUT_OF_RANGE: list[Any] = [
     12345,
 ]
 OUT_OF_RANGE_NAMES = ["1899", "2200", "1900-in-+01:00", "iso-2200", "not-iso", "int"]
+
+
+class Count(IntEnum):
+    """Ints a caller may pass where the API takes an int (an ``IntEnum`` of
+    page sizes, window widths ...): they must answer exactly as plain ints."""
+
+    ZERO = 0
+    ONE = 1
+    TWO = 2
+    THREE = 3
+    FIVE = 5
 
 
 class ValueRules(SuiteBase):
@@ -348,3 +361,44 @@ class ValueRules(SuiteBase):
             lambda: store.update_resource("r1", metadata=big),
         ):
             await unchanged_after(store, call, resource_ids=("r1", "r2"))
+
+    async def test_r_page_and_r_include_int_subclasses_answer_like_plain_ints(self, store: BaseStorage) -> None:
+        # An IntEnum passes the core's int checks; every backend must get the
+        # checked plain int, never the enum object itself.
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message(f"m{n:02}", created_at=at(n)) for n in range(10)])
+
+        def request(page: int, per_page: int, before: int, after: int, total: bool) -> MessagePageRequest:
+            window: list[Include | dict[str, Any]] = [
+                Include("m05", with_previous=before, with_next=after),
+                {"id": "m01", "withNextMessages": after},
+            ]
+            return MessagePageRequest(
+                thread_ids=("t1",), resource_id="r1", include=window, page=page, per_page=per_page, total=total
+            )
+
+        for total in (True, False):
+            plain = await store.page_messages(request(1, 3, 2, 1, total))
+            enum = await store.page_messages(request(Count.ONE, Count.THREE, Count.TWO, Count.ONE, total))
+            assert ids(enum) == ids(plain) and (enum.total, enum.has_more) == (plain.total, plain.has_more)
+            assert (type(enum.page), type(enum.per_page)) == (int, int) and (enum.page, enum.per_page) == (1, 3)
+        threads = await store.list_threads(page=Count.ZERO, per_page=Count.ONE)
+        assert [t.id for t in threads.items] == ["t1"] and threads.total == 1
+        memory = Memory(store, owns_stores=False)
+        for budget in (None, 5):
+            plain_recall = await memory.recall(
+                "t1", "r1", per_page=3, include=[Include("m02", 1, 2)], max_tokens=budget
+            )
+            enum_recall = await memory.recall(
+                "t1",
+                "r1",
+                per_page=Count.THREE,
+                include=[Include("m02", Count.ONE, Count.TWO)],
+                max_tokens=None if budget is None else Count.FIVE,
+            )
+            assert ids(enum_recall.messages) == ids(plain_recall.messages)
+            if budget is None:
+                assert ids(plain_recall.messages) == ["m01", "m02", "m03", "m04", "m07", "m08", "m09"]
+            assert (enum_recall.total, enum_recall.tokens) == (plain_recall.total, plain_recall.tokens)
+        copy, copied = await memory.clone_thread("t1", "t2", message_limit=Count.TWO)
+        assert len(copied) == 2 and [m.thread_id for m in copied] == [copy.id] * 2

@@ -1,6 +1,7 @@
 -- Store slot, last step of a write (or a roll-forward): bring the global
 -- thread records and indexes up to date with thread snapshots, newest
--- version wins (so late or reordered applications converge), release
+-- version wins (so late or reordered applications converge; a deleted
+-- thread's version stays in its keyed tombstone for the ttl), release
 -- message ids and clear the write's intents.
 -- ARGV: tombstone ttl seconds, n, then per snapshot: thread id, resource id,
 --       state "l"/"d", version ("" for a thread its slot has no trace of:
@@ -15,6 +16,11 @@ for _ = 1, n do
   local fields = argpairs()
   local g = base .. 'g:' .. tid
   local cur = redis.call('HMGET', g, 'v', 'c', 'u', 'k', 'r')
+  local tomb = nil  -- a deleted thread's version is in its tombstone
+  if not cur[1] then
+    tomb = tombstone_key(tid)
+    cur[1] = redis.call('GET', tomb)
+  end
   if v == '' then
     v = (cur[5] == rid) and (tonumber(cur[1]) or 0) + 1 or 0
   else
@@ -28,9 +34,9 @@ for _ = 1, n do
     end
     redis.call('DEL', g)
     if state == 'd' then
-      redis.call('HSET', g, 'v', fmt(v))
-      redis.call('EXPIRE', g, ttl)
+      redis.call('SET', tomb or tombstone_key(tid), fmt(v), 'EX', ttl)
     else
+      if tomb then redis.call('DEL', tomb) end
       redis.call('HSET', g, 'v', fmt(v), 'r', rid, 'c', ckey, 'u', ukey)
       if lkey ~= '' then redis.call('HSET', g, 'k', lkey) end
       index_last(tid, nil, lkey)

@@ -31,7 +31,18 @@ local stamp = new_stamp()
 local floors = {}
 for i = 1, #threads, 2 do
   local g = base .. 'g:' .. threads[i]
-  floors[#floors + 1] = fmt((tonumber(redis.call('HGET', g, 'v')) or 0) + 1)
+  local v = redis.call('HGET', g, 'v')
+  if not v then
+    -- an id claimed again after its deletion: the tombstone's version moves
+    -- into the record, so the new thread's versions start above it
+    local tomb = tombstone_key(threads[i])
+    v = redis.call('GET', tomb)
+    if v then
+      redis.call('HSET', g, 'v', v)
+      redis.call('DEL', tomb)
+    end
+  end
+  floors[#floors + 1] = fmt((tonumber(v) or 0) + 1)
   redis.call('HSET', g, 'r', threads[i + 1])
   redis.call('PERSIST', g)
   register_resource(threads[i + 1])

@@ -3,7 +3,7 @@
 -- ARGV: n, message ids, n, thread ids to bump, now us.
 -- Returns {{deleted ids}, {snapshots}}, or {"stale", message id} when a
 -- message is in a thread not to bump (it moved since the core read it):
--- nothing written. A dry run (lib.lua's `checking`) returns {"ok"} after
+-- nothing written. A dry run (writes.lua's `checking`) returns {"ok"} after
 -- the checks.
 local ids = arglist(argn())
 local bumps = arglist(argn())

@@ -1,5 +1,7 @@
 -- Delete a thread and every message in it, leaving a tombstone "x:<id>"
--- (its deletion's version) for ttl seconds. ARGV: id, ttl.
+-- (its deletion's version) for ttl seconds, listed in "xs" (scored by its
+-- expiry, ms) so that erasing the resource removes every one (erase.lua).
+-- ARGV: id, ttl.
 -- Returns {version of the deletion, {message ids}} or nil if missing.
 local tid, ttl = arg(), arg()
 local key = base .. 't:' .. tid
@@ -21,4 +23,7 @@ redis.call('ZREM', base .. 'tu', tkey(tonumber(g[2])) .. ':' .. tid)
 index_last(tid, g[4] or '', nil)
 local v = fmt(tonumber(g[3]) + 1)
 redis.call('SET', base .. 'x:' .. tid, v, 'EX', ttl)
+local now = server_ms()
+redis.call('ZREMRANGEBYSCORE', base .. 'xs', '-inf', fmt(now))
+redis.call('ZADD', base .. 'xs', fmt(now + 1000 * tonumber(ttl)), tid)
 return {v, ids}

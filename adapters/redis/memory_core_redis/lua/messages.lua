@@ -6,4 +6,4 @@ local mode, lo, hi, desc = arg(), arg(), arg(), arg() == '1'
 local offset, limit = argn(), argn()
 local conds = argpairs()
 local tids = arglist(argn())
-return {read_messages(mode, lo, hi, desc, offset, limit, conds, tids)}
+return {read_messages(mode, lo, hi, desc, offset, limit, conds, tids), missing_threads(tids)}

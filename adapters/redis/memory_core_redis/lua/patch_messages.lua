@@ -8,7 +8,7 @@
 -- or {"stale", thread id, "thread"} when a move target is not a thread of
 -- this resource, {"stale", message id, "message"} when a message is in a
 -- thread not to bump (it moved since the core read it): nothing written.
--- A dry run (lib.lua's `checking`) returns {"ok"} after the checks.
+-- A dry run (writes.lua's `checking`) returns {"ok"} after the checks.
 local now, n = argn(), argn()
 local patches = {}
 for i = 1, n do

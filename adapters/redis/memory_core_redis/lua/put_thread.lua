@@ -1,7 +1,7 @@
 -- Insert or wholly replace a thread (its messages are kept).
 -- ARGV: mode ("new": only insert, "any": insert or replace), id, version
 --       floor, title, metadata json, created us, updated us, n, filter field
---       pairs. Returns the thread's snapshot (see lib.lua), or "exists" (mode
+--       pairs. Returns the thread's snapshot (see writes.lua), or "exists" (mode
 --       "new", nothing written).
 -- A replaced thread keeps last_message_at ("l", "k"); a new one has none.
 local mode, tid, floor, title, meta, c, u = arg(), arg(), argn(), arg(), arg(), arg(), arg()
@@ -12,6 +12,7 @@ if mode == 'new' and old[1] then return 'exists' end
 -- above a deletion's tombstone, so a late roll-forward of it loses
 local v = math.max(floor, (tonumber(redis.call('GET', base .. 'x:' .. tid)) or 0) + 1)
 redis.call('DEL', base .. 'x:' .. tid)
+redis.call('ZREM', base .. 'xs', tid)
 if old[1] then
   redis.call('ZREM', base .. 'tc', tkey(tonumber(old[1])) .. ':' .. tid)
   redis.call('ZREM', base .. 'tu', tkey(tonumber(old[2])) .. ':' .. tid)

@@ -1,9 +1,10 @@
 -- A read plan of one resource's slot, from one snapshot (the script).
 -- ARGV: n, thread ids;
 --       resource record "1"/"0";
---       messages "1"/"0", then the count's lo, hi (no keyset edge), the
---         page's lo, hi, desc, offset, limit, n, condition pairs, n, thread
---         ids (as messages.lua);
+--       messages "1"/"0", then count "1"/"0" (whether the total is
+--         wanted: else it is 0 and nothing is counted), the count's lo, hi
+--         (no keyset edge), the page's lo, hi, desc, offset, limit, n,
+--         condition pairs, n, thread ids (as messages.lua);
 --       threads "1"/"0", then index suffix, the page's lo, hi, desc,
 --         offset, limit, n, condition pairs (as threads.lua, scope "r"; the
 --         count spans the whole index);
@@ -17,14 +18,14 @@ local resource = {}
 if arg() == '1' then resource = redis.call('HMGET', base .. 'r', 'w', 'd', 'c', 'u') end
 local messages = {}
 if arg() == '1' then
-  local clo, chi, lo, hi, desc = arg(), arg(), arg(), arg(), arg() == '1'
+  local counted, clo, chi, lo, hi, desc = arg() == '1', arg(), arg(), arg(), arg(), arg() == '1'
   local offset, limit = argn(), argn()
   local conds = argpairs()
   local tids = arglist(argn())
-  local total, missing = read_messages('c', clo, chi, desc, 0, -1, conds, tids)
-  local items = {}
+  local total, items = 0, {}
+  if counted then total = read_messages('c', clo, chi, desc, 0, -1, conds, tids) end
   if limit ~= 0 then items = read_messages('l', lo, hi, desc, offset, limit, conds, tids) end
-  messages = {total, items, missing}
+  messages = {total, items, missing_threads(tids)}
 end
 local page = {}
 if arg() == '1' then

@@ -2,8 +2,9 @@
 -- (a read plan answered in one call).
 
 -- Count or list messages of this slot: one resource's index ("rm") or the
--- indexes of some of its threads ("tm:<id>"), merged in R-ORDER.
--- Returns count or records, then {thread ids not in this slot}.
+-- indexes of some of its threads ("tm:<id>"), merged in R-ORDER. A thread
+-- not in this slot has no index here: it adds nothing (callers report it
+-- with missing_threads).
 local function read_messages(mode, lo, hi, desc, offset, limit, conds, tids)
   local indexes = {}
   if #tids == 0 then
@@ -11,11 +12,10 @@ local function read_messages(mode, lo, hi, desc, offset, limit, conds, tids)
   else
     for i, tid in ipairs(tids) do indexes[i] = base .. 'tm:' .. tid end
   end
-  local missing = #tids > 0 and missing_threads(tids) or {}
   if mode == 'c' then
     local n = 0
     for _, index in ipairs(indexes) do n = n + count(index, lo, hi, conds, message_key) end
-    return n, missing
+    return n
   end
   local picked
   if #indexes == 1 then
@@ -47,7 +47,7 @@ local function read_messages(mode, lo, hi, desc, offset, limit, conds, tids)
   end
   local out = {}
   for i, m in ipairs(picked) do out[i] = message(member_id(m)) end
-  return out, missing
+  return out
 end
 
 -- A message with up to `before` predecessors and `after` successors in its

@@ -7,7 +7,7 @@
 -- Returns {"ok", {snapshots}}, or {"stale", id, {ids of the new messages}}
 -- when a thread is missing, an id's stored/new state is not what the core
 -- read, or a stored message is in a thread not to bump (it moved since the
--- read): nothing written. A dry run (lib.lua's `checking`) returns
+-- read): nothing written. A dry run (writes.lua's `checking`) returns
 -- {"ok", {}, {ids of the new messages}} after the checks.
 local now, first, n = argn(), argn(), argn()
 local batch = {}

@@ -74,7 +74,8 @@ function steps.delete_messages(g)
   return r, r[2], r[1]
 end
 -- Every thread of the resource deleted as delete_thread.lua does, then its
--- record: {{thread ids}, messages deleted, 1/0 the record existed}.
+-- record, its slot's tombstones and its listing entry (an erasure leaves
+-- no copy of its ids): {{thread ids}, messages deleted, 1/0 the record existed}.
 function steps.delete_resource(g)
   local tids, snaps, ids = {}, {}, {}
   for i, m in ipairs(redis.call('ZRANGE', g.base .. 'tc', 0, -1)) do tids[i] = thread_id_of(m) end
@@ -84,7 +85,10 @@ function steps.delete_resource(g)
     snaps[#snaps + 1] = {tid, 'd', r[1]}
     for _, mid in ipairs(r[2]) do ids[#ids + 1] = mid end
   end
-  return {tids, messages, redis.call('DEL', g.base .. 'r')}, snaps, ids
+  local existed = redis.call('DEL', g.base .. 'r')
+  run_step(erase_tombstones, g.base, {})
+  run_step(function() return unlist_resource(arg()) end, sbase, {g.rid})
+  return {tids, messages, existed}, snaps, ids
 end
 
 -- delete_found's groups: delete_messages' arguments per resource holding

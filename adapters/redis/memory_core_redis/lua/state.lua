@@ -1,6 +1,6 @@
 -- What this resource's slot holds of some threads and messages, for rolling
 -- a multi-slot write forward. ARGV: n, thread ids, then message ids.
--- Returns {{per thread: its snapshot (see lib.lua), or {id, "d", version of
+-- Returns {{per thread: its snapshot (see writes.lua), or {id, "d", version of
 -- its deletion or "" when the slot has no trace of it}}, {1/0 per message}}.
 local tids = arglist(argn())
 local threads = {}
