@@ -150,7 +150,8 @@ def _decode_content(stored: Any) -> Any:
 
 def thread_doc(thread: Thread) -> dict[str, Any]:
     """The whole stored document of a thread (``_id`` = thread id)."""
-    assert thread.created_at is not None and thread.updated_at is not None
+    if thread.created_at is None or thread.updated_at is None:
+        raise ValueError(f"thread {thread.id!r} reached the store without its times (the core sets them)")
     return {
         "_id": thread.id,
         "resource_id": thread.resource_id,
@@ -250,7 +251,8 @@ def message_from_doc(doc: Mapping[str, Any]) -> Message:
 
 def resource_doc(resource: Resource) -> dict[str, Any]:
     """The whole stored document of a resource (``_id`` = resource id)."""
-    assert resource.created_at is not None and resource.updated_at is not None
+    if resource.created_at is None or resource.updated_at is None:
+        raise ValueError(f"resource {resource.id!r} reached the store without its times (the core sets them)")
     return {
         "_id": resource.id,
         "working_memory": resource.working_memory,

@@ -97,6 +97,9 @@ Session = AsyncClientSession | None
 
 T = TypeVar("T")
 
+_UPSERT_ATTEMPTS = 5
+"""Upserts of a resource record tried while a racing delete hides the result."""
+
 CLIENT_BULK_WRITE_WIRE = 25
 """The wire version of MongoDB 8.0, whose ``bulkWrite`` command writes to
 several collections in one command (:meth:`AsyncMongoClient.bulk_write`)."""
@@ -684,11 +687,11 @@ class MongoStorage(BaseStorage):
                 duplicate key).
             PyMongoError: the command failed as a whole, labels kept.
         """
-        assert self._client is not None
+        client = self._live_client()
         if self._client_bulk:
             models = [_model(w, f"{self.database_name}.{w.collection}") for w in writes]
             try:
-                result = await self._client.bulk_write(models, ordered=True, session=session)
+                result = await client.bulk_write(models, ordered=True, session=session)
             except ClientBulkWriteException as exc:
                 # A command-level failure (a write conflict, a step-down) comes
                 # wrapped; its labels (TransientTransactionError ...), which
@@ -902,11 +905,15 @@ class MongoStorage(BaseStorage):
         }
         if working_memory is not NOT_GIVEN:
             changes["working_memory"] = {"$literal": working_memory}
-        doc = await self._resources.find_one_and_update(
-            {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
-        )
-        assert doc is not None
-        return resource_from_doc(doc)
+        for _ in range(_UPSERT_ATTEMPTS):
+            doc = await self._resources.find_one_and_update(
+                {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
+            )
+            # None: a racing delete_resource removed it before the read-back
+            # (seen on secantusdb); the upsert creates it again.
+            if doc is not None:
+                return resource_from_doc(doc)
+        raise StaleStateError(f"resource {resource_id!r} was deleted while updating, {_UPSERT_ATTEMPTS} times")
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         changes: Doc = {
