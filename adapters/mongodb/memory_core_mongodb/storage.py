@@ -638,7 +638,6 @@ class MongoStorage(BaseStorage):
         owners = {m.thread_id: m.resource_id for m in messages}
         moved = {m.id: m.thread_id for m in messages}
         left = {old.thread_id for old in stored if moved.get(old.id, old.thread_id) != old.thread_id}
-        deltas = _save_deltas(messages, stored)
         newest: dict[str, int] = {}
         writes: list[_Update] = []
         for index, message in enumerate(messages):
@@ -652,6 +651,7 @@ class MongoStorage(BaseStorage):
             inserted = {"created_at": us(created), "seq": us(first + index)}
             fields = {"$set": message_doc(message), "$setOnInsert": inserted}
             writes.append(_Update(MESSAGES, key, fields, upsert=True))
+        deltas = _save_deltas(messages, stored)
         for thread_id in bump:
             if thread_id in left:
                 continue
@@ -784,9 +784,11 @@ class MongoStorage(BaseStorage):
         deletes them and bumps those threads (``last_message_at`` from that
         newest message: no probe after the delete), then the commit. Inside
         a transaction the count is exact under races: a racing delete of the
-        same message gets a write conflict and, retried, finds nothing.
-        Without transactions the deletes still count only what they removed
-        (README: "without transactions")."""
+        same message gets a write conflict and, retried, finds nothing. The
+        thread updates take the deleted messages off the threads' counters,
+        and one upsert per resource off its counter. Without transactions the
+        deletes still count only what they removed (README: "without
+        transactions"; the counters' limits: README, "Counters")."""
         wanted = list(ids)
 
         async def work(session: Session) -> int:
@@ -816,7 +818,7 @@ class MongoStorage(BaseStorage):
 
     async def _count_messages(self, query: MessageQuery) -> int:
         """A filtered count counts the matches; an unfiltered one reads the
-        counters (:func:`~memory_core_mongodb._plan.counter_branch`)."""
+        counters (:func:`~memory_core_mongodb._plan.counter_aggregate`)."""
         counted = counter_aggregate(query)
         if counted is not None:
             return message_total(await self._aggregate(counted))
