@@ -36,6 +36,7 @@ from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US
 __all__ = [
     "LAST_ASC",
     "LAST_DESC",
+    "MESSAGE_COUNT",
     "Entry",
     "content_set_expr",
     "decode_object",
@@ -45,6 +46,7 @@ __all__ = [
     "merge_expr",
     "message_doc",
     "message_from_doc",
+    "new_thread_fields",
     "resource_doc",
     "resource_from_doc",
     "thread_doc",
@@ -148,7 +150,8 @@ def _decode_content(stored: Any) -> Any:
 
 def thread_doc(thread: Thread) -> dict[str, Any]:
     """The whole stored document of a thread (``_id`` = thread id)."""
-    assert thread.created_at is not None and thread.updated_at is not None
+    if thread.created_at is None or thread.updated_at is None:
+        raise ValueError(f"thread {thread.id!r} reached the store without its times (the core sets them)")
     return {
         "_id": thread.id,
         "resource_id": thread.resource_id,
@@ -171,6 +174,17 @@ def last_fields(last_us: int | None) -> dict[str, Any]:
     if last_us is None:
         return {LAST_ASC: us(NO_MESSAGE_ASC_US), LAST_DESC: us(NO_MESSAGE_DESC_US)}
     return {LAST_ASC: us(last_us), LAST_DESC: us(last_us)}
+
+
+MESSAGE_COUNT = "message_count"
+"""Thread field: how many messages the thread holds (int64), kept by every
+message write (:mod:`memory_core_mongodb._counters`)."""
+
+
+def new_thread_fields() -> dict[str, Any]:
+    """The fields a thread gets when it is created and a replace keeps:
+    no messages yet (``last_message_at`` sort keys, a zero counter)."""
+    return {**last_fields(None), MESSAGE_COUNT: us(0)}
 
 
 def last_message_at(doc: Mapping[str, Any]) -> StoredTime | None:
@@ -237,7 +251,8 @@ def message_from_doc(doc: Mapping[str, Any]) -> Message:
 
 def resource_doc(resource: Resource) -> dict[str, Any]:
     """The whole stored document of a resource (``_id`` = resource id)."""
-    assert resource.created_at is not None and resource.updated_at is not None
+    if resource.created_at is None or resource.updated_at is None:
+        raise ValueError(f"resource {resource.id!r} reached the store without its times (the core sets them)")
     return {
         "_id": resource.id,
         "working_memory": resource.working_memory,

@@ -15,7 +15,11 @@ Branches (``tag``: collection, pipeline):
   (``$lookup`` of ``resources`` by ``resource_id``, unwound); ``r``:
   resources, ``$match`` on ``_id``.
 - ``m`` / ``mc``: the message page (``$match``, ``$sort``, ``$skip``,
-  ``$limit``) and its count (``$match``, ``$group`` with ``$sum: 1``: exact).
+  ``$limit``) and its total: for an unfiltered query the counters the writes
+  keep (:mod:`memory_core_mongodb._counters`: the queried threads'
+  ``message_count`` summed, or the resource's counter), else a count of the
+  matches (``$match``, ``$group`` with ``$sum: 1``: exact); none when the
+  query asks for no total (``query.count`` False).
   ``tp`` / ``tc``: the same for a thread page. Filters, sorts and indexes are
   those of :mod:`memory_core_mongodb._query`.
 - ``w<i>`` for include window ``i``: the target by ``_id``, and for each side
@@ -48,7 +52,9 @@ from typing import Any
 
 from memory_core.models import Message, Thread
 from memory_core.plan import ReadParts, ReadPlan
-from memory_core_mongodb._layout import message_from_doc, resource_from_doc, thread_from_doc
+from memory_core.query import MessageQuery
+from memory_core_mongodb._counters import RESOURCE_MESSAGES
+from memory_core_mongodb._layout import MESSAGE_COUNT, message_from_doc, resource_from_doc, thread_from_doc
 from memory_core_mongodb._query import (
     Plan,
     message_count_plan,
@@ -56,13 +62,15 @@ from memory_core_mongodb._query import (
     thread_count_plan,
     thread_list_plan,
 )
-from memory_core_mongodb._schema import MESSAGES, RESOURCES, THREADS
+from memory_core_mongodb._schema import MESSAGES, RESOURCE_COUNTS, RESOURCES, THREADS
 
 __all__ = [
     "Aggregate",
     "Doomed",
+    "counter_aggregate",
     "doomed_aggregate",
     "doomed_parts",
+    "message_total",
     "read_aggregate",
     "read_parts",
     "state_aggregate",
@@ -126,6 +134,41 @@ def _count(collection: str, plan: Plan, tag: str) -> _Branch:
     return _Branch(collection, _tagged(pipeline, tag), plan.hint, 1)
 
 
+def _counters(query: MessageQuery, tag: str) -> _Branch | None:
+    """The total of an unfiltered query from the counters (one document), or
+    None when the query is filtered (its matches must be counted)."""
+    if not query.unfiltered:
+        return None
+    if query.thread_ids is not None:
+        # A thread of another resource than the query's adds 0: the filter drops it.
+        found: Doc = {"_id": {"$in": list(query.thread_ids)}}
+        if query.resource_id is not None:
+            found["resource_id"] = query.resource_id
+        pipeline: list[Doc] = [{"$match": found}, {"$group": {"_id": None, "n": {"$sum": "$" + MESSAGE_COUNT}}}]
+        return _Branch(THREADS, _tagged(pipeline, tag), None, 1)
+    if query.resource_id is not None:
+        pipeline = [{"$match": {"_id": query.resource_id}}, {"$project": {"n": "$" + RESOURCE_MESSAGES}}]
+        return _Branch(RESOURCE_COUNTS, _tagged(pipeline, tag), None, 1)
+    return None
+
+
+def _message_total(query: MessageQuery, tag: str) -> _Branch:
+    """The branch answering a message query's total: the counters, or a count."""
+    return _counters(query, tag) or _count(MESSAGES, message_count_plan(query), tag)
+
+
+def counter_aggregate(query: MessageQuery) -> Aggregate | None:
+    """The one command reading an unfiltered query's total from the counters
+    (:meth:`_count_messages`), or None when the query must be counted."""
+    branch = _counters(query, "mc")
+    return None if branch is None else _aggregate([branch])
+
+
+def message_total(docs: list[Doc]) -> int:
+    """The total in the answer of :func:`counter_aggregate`."""
+    return _total(docs)
+
+
 def _side(message_id: str, limit: int, descending: bool, tag: str) -> _Branch:
     """Up to ``limit`` neighbours of a message before (``descending``) or after it."""
     bound, tie, direction = ("$lte", "$lt", -1) if descending else ("$gte", "$gt", 1)
@@ -161,7 +204,8 @@ def _branches(plan: ReadPlan) -> list[_Branch]:
         query = plan.messages
         if query.limit != 0:
             branches.append(_page(MESSAGES, message_list_plan(query), query.offset, query.limit, "m"))
-        branches.append(_count(MESSAGES, message_count_plan(query), "mc"))
+        if query.count:
+            branches.append(_message_total(query, "mc"))
     if plan.thread_page is not None:
         page = plan.thread_page
         if page.limit != 0:
@@ -217,7 +261,9 @@ _MESSAGE_ORDER = itemgetter("created_at", "seq")
 
 
 def _total(docs: list[Doc] | None) -> int:
-    return int(docs[0]["n"]) if docs else 0
+    # A counter document without the field (a missing resource counter's
+    # projection) or a sum over no thread: 0.
+    return int(docs[0].get("n") or 0) if docs else 0
 
 
 def read_parts(plan: ReadPlan, docs: list[Doc]) -> ReadParts:

@@ -26,6 +26,7 @@ __all__ = [
     "MESSAGES_THREAD_META",
     "MESSAGES_THREAD_ORDER",
     "RESOURCES",
+    "RESOURCE_COUNTS",
     "THREADS",
     "THREADS_CREATED",
     "THREADS_LAST_ASC",
@@ -43,6 +44,8 @@ THREADS = "threads"
 MESSAGES = "messages"
 RESOURCES = "resources"
 COUNTERS = "counters"
+RESOURCE_COUNTS = "resource_counts"
+"""One message counter per resource (:mod:`memory_core_mongodb._counters`)."""
 COUNTER_ID = "message_sequence"
 """``_id`` of the counter document that hands out R-ORDER sequence numbers."""
 
@@ -86,6 +89,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     RESOURCES: [],
     COUNTERS: [],
+    RESOURCE_COUNTS: [],
 }
 """Secondary indexes per collection (``_id`` is always unique-indexed)."""
 

@@ -32,16 +32,25 @@ from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.workmem import MemoryDecision, MemoryWrite
+from memory_core_mongodb._counters import (
+    CountDeltas,
+    backfill_counters,
+    erase_resource_count,
+    resource_count_update,
+    thread_count_expr,
+)
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
     LAST_ASC,
     LAST_DESC,
+    MESSAGE_COUNT,
     content_set_expr,
     last_fields,
     last_message_at,
     merge_expr,
     message_doc,
     message_from_doc,
+    new_thread_fields,
     resource_doc,
     resource_from_doc,
     thread_doc,
@@ -50,8 +59,10 @@ from memory_core_mongodb._layout import (
 )
 from memory_core_mongodb._plan import (
     Aggregate,
+    counter_aggregate,
     doomed_aggregate,
     doomed_parts,
+    message_total,
     read_aggregate,
     read_parts,
     state_aggregate,
@@ -70,6 +81,7 @@ from memory_core_mongodb._schema import (
     COUNTERS,
     MESSAGES,
     MESSAGES_THREAD_ORDER,
+    RESOURCE_COUNTS,
     RESOURCES,
     THREADS,
     THREADS_RESOURCE_CREATED,
@@ -85,6 +97,9 @@ Doc = dict[str, Any]
 Session = AsyncClientSession | None
 
 T = TypeVar("T")
+
+_UPSERT_ATTEMPTS = 5
+"""Upserts of a resource record tried while a racing delete hides the result."""
 
 CLIENT_BULK_WRITE_WIRE = 25
 """The wire version of MongoDB 8.0, whose ``bulkWrite`` command writes to
@@ -303,11 +318,13 @@ class MongoStorage(BaseStorage):
             self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
             db = client[self.database_name]
             await ensure_schema(db)
+            self._conns.set(_Connection(client, db))  # the backfill's transactions run on it
+            await backfill_counters(db, self._atomic)
         except BaseException:
+            self._conns.pop()
             if self._owns_client:  # a failed open may retry with a new one
                 await client.close()
             raise
-        self._conns.set(_Connection(client, db))
 
     async def _close(self) -> None:
         if self._owns_client:
@@ -425,7 +442,7 @@ class MongoStorage(BaseStorage):
         try:
             await self._threads.update_one(
                 {"_id": thread.id, "resource_id": thread.resource_id},
-                {"$set": fields, "$setOnInsert": last_fields(None)},
+                {"$set": fields, "$setOnInsert": new_thread_fields()},
                 upsert=True,
             )
         except DuplicateKeyError as exc:
@@ -441,7 +458,7 @@ class MongoStorage(BaseStorage):
         try:
             doc = await self._threads.find_one_and_update(
                 {"_id": thread.id, "resource_id": thread.resource_id},
-                {"$set": fields, "$setOnInsert": last_fields(None)},
+                {"$set": fields, "$setOnInsert": new_thread_fields()},
                 projection={LAST_DESC: 1},
                 upsert=True,
                 return_document=ReturnDocument.AFTER,
@@ -451,13 +468,17 @@ class MongoStorage(BaseStorage):
             if owner is not None and owner["resource_id"] != thread.resource_id:
                 return None
             raise StaleStateError(f"thread {thread.id!r} changed while saving") from exc
-        assert doc is not None
+        if doc is None:
+            # A racing delete (delete_resource, delete_thread) removed the
+            # document between the upsert and its read-back (seen on
+            # secantusdb): not an error of the caller's, so the core saves again.
+            raise StaleStateError(f"thread {thread.id!r} was deleted while saving")
         last = last_message_at(doc)
         return thread if last is None else replace(thread, last_message_at=from_us(last))
 
     async def _insert_thread(self, thread: Thread) -> None:
         try:
-            await self._threads.insert_one({**thread_doc(thread), **last_fields(None)})
+            await self._threads.insert_one({**thread_doc(thread), **new_thread_fields()})
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} exists") from exc
 
@@ -479,10 +500,33 @@ class MongoStorage(BaseStorage):
         async def work(session: Session) -> int:
             # The thread first: without a transaction, a save racing with the
             # delete then fails the core's thread check instead of leaving orphans.
-            await self._threads.delete_one({"_id": thread_id}, session=session)
-            return (await self._messages.delete_many({"thread_id": thread_id}, session=session)).deleted_count
+            owner = await self._threads.find_one_and_delete(
+                {"_id": thread_id}, projection={"resource_id": 1}, session=session
+            )
+            if owner is None:  # orphans of a racing save without transactions
+                owner = await self._messages.find_one({"thread_id": thread_id}, {"resource_id": 1}, session=session)
+            deleted = (await self._messages.delete_many({"thread_id": thread_id}, session=session)).deleted_count
+            if deleted and owner is not None:
+                await self._adjust_resources({owner["resource_id"]: -deleted}, session)
+            return deleted
 
         return await self._atomic(work)
+
+    async def _adjust_resources(self, changes: Mapping[str, int], session: Session) -> None:
+        """Add each change to its resource's message counter (upserts), in the
+        caller's transaction."""
+        ops = [UpdateOne(*resource_count_update(rid, n), upsert=True) for rid, n in changes.items() if n]
+        if ops:
+            await self._collection(RESOURCE_COUNTS).bulk_write(ops, ordered=True, session=session)
+
+    async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
+        """The core's erasure (every thread through :meth:`_delete_thread`, each
+        taking its messages off the resource's counter, then the record), then
+        the resource's counter, which is 0 by then (see
+        :func:`~memory_core_mongodb._counters.erase_resource_count`)."""
+        erased = await super()._delete_resource(resource_id)
+        await erase_resource_count(self._here().db, resource_id)
+        return erased
 
     async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
         docs = await self._find(self._threads, thread_list_plan(query), query.offset, query.limit)
@@ -499,13 +543,19 @@ class MongoStorage(BaseStorage):
         return [message_from_doc(doc) async for doc in self._messages.find({"_id": {"$in": unique}})]
 
     async def _bump_threads(
-        self, thread_ids: Sequence[str], now_us: int, owners: Mapping[str, str | None], session: Session
+        self,
+        thread_ids: Sequence[str],
+        now_us: int,
+        owners: Mapping[str, str | None],
+        session: Session,
+        deltas: CountDeltas | None = None,
     ) -> None:
         """After a message write, in its transaction: bump ``updated_at`` of these
-        threads and set their ``last_message_at`` fields from their newest
-        message (one probe of the thread-order index each). Without
-        transactions a racing writer of the same thread can leave them stale
-        until that thread's next write (README: "without transactions")."""
+        threads, set their ``last_message_at`` fields from their newest
+        message (one probe of the thread-order index each) and add ``deltas``
+        to their message counters. Without transactions a racing writer of
+        the same thread can leave them stale until that thread's next write
+        (README: "without transactions")."""
         if not thread_ids:
             return
         newest = await asyncio.gather(
@@ -526,8 +576,10 @@ class MongoStorage(BaseStorage):
             owner = owners.get(thread_id)
             if owner is not None:
                 key["resource_id"] = owner  # shard key: a targeted update
-            last = last_fields(None if doc is None else int(doc["created_at"]))
-            ops.append(UpdateOne(key, [{"$set": {"updated_at": _bumped(now_us), **last}}]))
+            changes = {"updated_at": _bumped(now_us), **last_fields(None if doc is None else int(doc["created_at"]))}
+            if deltas is not None and deltas.of_thread(thread_id):
+                changes[MESSAGE_COUNT] = thread_count_expr(deltas.of_thread(thread_id))
+            ops.append(UpdateOne(key, [{"$set": changes}]))
         await self._threads.bulk_write(ops, ordered=True, session=session)
 
     async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
@@ -601,10 +653,13 @@ class MongoStorage(BaseStorage):
 
         One ordered write: the message upserts, then each bumped thread's
         ``updated_at`` with ``last_message_at = max(stored, newest saved
-        here)`` in the same pipeline update (no read of the newest message).
-        A thread that a message moved out of (``stored`` tells) may lose its
-        newest message, so it is bumped after the write from a probe of its
-        newest message instead (:meth:`_bump_threads`).
+        here)`` and its message counter in the same pipeline update (no read
+        of the newest message), then the resources' counters. A thread that a
+        message moved out of (``stored`` tells) may lose its newest message,
+        so it is bumped after the write from a probe of its newest message
+        instead (:meth:`_bump_threads`). The counters change by what
+        ``stored`` says: new ids count in their thread and resource, moves
+        in both threads.
 
         Raises:
             StaleStateError: an id was taken under another resource meanwhile
@@ -617,7 +672,8 @@ class MongoStorage(BaseStorage):
         newest: dict[str, int] = {}
         writes: list[_Update] = []
         for index, message in enumerate(messages):
-            assert message.created_at is not None and message.resource_id is not None
+            if message.created_at is None or message.resource_id is None:
+                raise ValueError(f"message {message.id!r} reached the write without created_at or resource_id")
             created = to_us(message.created_at)
             newest[message.thread_id] = max(created, newest.get(message.thread_id, created))
             # resource_id: the shard key prefix; an existing id under another
@@ -626,6 +682,7 @@ class MongoStorage(BaseStorage):
             inserted = {"created_at": us(created), "seq": us(first + index)}
             fields = {"$set": message_doc(message), "$setOnInsert": inserted}
             writes.append(_Update(MESSAGES, key, fields, upsert=True))
+        deltas = _save_deltas(messages, stored)
         for thread_id in bump:
             if thread_id in left:
                 continue
@@ -633,17 +690,21 @@ class MongoStorage(BaseStorage):
             if thread_id in newest:
                 last = {"$max": ["$" + LAST_DESC, us(newest[thread_id])]}
                 changes |= {LAST_ASC: last, LAST_DESC: last}
+            if deltas.of_thread(thread_id):
+                changes[MESSAGE_COUNT] = thread_count_expr(deltas.of_thread(thread_id))
             key = {"_id": thread_id}
             if thread_id in owners:
                 key["resource_id"] = owners[thread_id]  # shard key: a targeted update
             writes.append(_Update(THREADS, key, [{"$set": changes}]))
+        for resource_id, change in deltas.changed_resources().items():
+            writes.append(_Update(RESOURCE_COUNTS, *resource_count_update(resource_id, change), upsert=True))
         try:
             await self._write(writes, session)
         except (BulkWriteError, ClientBulkWriteException) as exc:
             if any(e.get("code") == 11000 for e in exc.details.get("writeErrors") or ()):
                 raise StaleStateError("a message id was taken by another resource") from exc
             raise
-        await self._bump_threads([t for t in bump if t in left], now_us, owners, session)
+        await self._bump_threads([t for t in bump if t in left], now_us, owners, session, deltas)
         return sequences
 
     async def _write(self, writes: Sequence[_Update | _Delete], session: Session) -> int:
@@ -679,24 +740,26 @@ class MongoStorage(BaseStorage):
         return deleted
 
     @staticmethod
-    async def _owners(collection: AsyncCollection[Doc], ids: Any, session: Session) -> dict[str, str]:
-        """_id -> resource_id of the stored documents among ``ids``."""
-        found = collection.find({"_id": {"$in": list(ids)}}, {"resource_id": 1}, session=session)
-        return {doc["_id"]: doc["resource_id"] async for doc in found}
+    async def _fields(collection: AsyncCollection[Doc], ids: Any, name: str, session: Session) -> dict[str, str]:
+        """_id -> the field ``name`` of the stored documents among ``ids``."""
+        found = collection.find({"_id": {"$in": list(ids)}}, {name: 1}, session=session)
+        return {doc["_id"]: doc[name] async for doc in found}
 
     async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
         writes = _patch_writes(patches)
         moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
 
         async def work(session: Session) -> None:
+            deltas = CountDeltas()
             if moves:
-                owners = await self._owners(self._threads, set(moves.values()), session)
-                stored = await self._owners(self._messages, list(moves), session)
-                if any(mid in stored and owners.get(tid) != stored[mid] for mid, tid in moves.items()):
+                owners = await self._fields(self._threads, set(moves.values()), "resource_id", session)
+                stored = await self._messages.find({"_id": {"$in": list(moves)}}, session=session).to_list()
+                if any(owners.get(moves[doc["_id"]]) != doc["resource_id"] for doc in stored):
                     raise StaleStateError("the target thread of a move changed")
+                deltas = _move_deltas(moves, {doc["_id"]: doc["thread_id"] for doc in stored})
             if writes:
                 await self._messages.bulk_write(writes, ordered=True, session=session)
-            await self._bump_threads(bump, now_us, {}, session)
+            await self._bump_threads(bump, now_us, {}, session, deltas)
 
         await self._atomic(work)
 
@@ -721,7 +784,9 @@ class MongoStorage(BaseStorage):
             writes = _patch_writes(patches)
             if writes:
                 await self._messages.bulk_write(writes, ordered=True, session=session)
-            await self._bump_threads(bump, now_us, {}, session)
+            moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
+            deltas = _move_deltas(moves, {m.id: m.thread_id for m in stored})
+            await self._bump_threads(bump, now_us, {}, session, deltas)
             existing = {m.id: m for m in stored}
             return [copy.deepcopy(p.apply(existing[p.id])) for p in patches]
 
@@ -729,8 +794,15 @@ class MongoStorage(BaseStorage):
 
     async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
         async def work(session: Session) -> int:
+            # What the delete will take, for the counters (exact in a transaction).
+            wanted = {"_id": {"$in": list(ids)}}
+            found = self._messages.find(wanted, {"thread_id": 1, "resource_id": 1}, session=session)
+            deltas = CountDeltas()
+            async for doc in found:
+                deltas.add(doc["thread_id"], doc["resource_id"], -1)
             result = await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
-            await self._bump_threads(bump, now_us, {}, session)
+            await self._bump_threads(bump, now_us, {}, session, deltas)
+            await self._adjust_resources(deltas.changed_resources(), session)
             return result.deleted_count
 
         return await self._atomic(work)
@@ -742,9 +814,11 @@ class MongoStorage(BaseStorage):
         deletes them and bumps those threads (``last_message_at`` from that
         newest message: no probe after the delete), then the commit. Inside
         a transaction the count is exact under races: a racing delete of the
-        same message gets a write conflict and, retried, finds nothing.
-        Without transactions the deletes still count only what they removed
-        (README: "without transactions")."""
+        same message gets a write conflict and, retried, finds nothing. The
+        thread updates take the deleted messages off the threads' counters,
+        and one upsert per resource off its counter. Without transactions the
+        deletes still count only what they removed (README: "without
+        transactions"; the counters' limits: README, "Counters")."""
         wanted = list(ids)
 
         async def work(session: Session) -> int:
@@ -752,10 +826,18 @@ class MongoStorage(BaseStorage):
             writes: list[_Update | _Delete] = [
                 _Delete(MESSAGES, {"_id": {"$in": d.ids}, "resource_id": d.resource_id}) for d in doomed.values()
             ]
+            gone: dict[str, int] = {}
             for thread_id, d in doomed.items():
                 # resource_id: the shard key, a targeted write
-                changes = {"updated_at": _bumped(now_us), **last_fields(d.newest_us)}
+                changes = {
+                    "updated_at": _bumped(now_us),
+                    **last_fields(d.newest_us),
+                    MESSAGE_COUNT: thread_count_expr(-len(d.ids)),
+                }
                 writes.append(_Update(THREADS, {"_id": thread_id, "resource_id": d.resource_id}, [{"$set": changes}]))
+                gone[d.resource_id] = gone.get(d.resource_id, 0) - len(d.ids)
+            for resource_id, change in gone.items():
+                writes.append(_Update(RESOURCE_COUNTS, *resource_count_update(resource_id, change), upsert=True))
             return await self._write(writes, session) if writes else 0
 
         return await self._atomic(work)
@@ -765,6 +847,11 @@ class MongoStorage(BaseStorage):
         return [message_from_doc(doc) for doc in docs]
 
     async def _count_messages(self, query: MessageQuery) -> int:
+        """A filtered count counts the matches; an unfiltered one reads the
+        counters (:func:`~memory_core_mongodb._plan.counter_aggregate`)."""
+        counted = counter_aggregate(query)
+        if counted is not None:
+            return message_total(await self._aggregate(counted))
         plan = message_count_plan(query)
         return await self._messages.count_documents(plan.filter, hint=plan.hint)
 
@@ -850,11 +937,15 @@ class MongoStorage(BaseStorage):
         }
         if working_memory is not NOT_GIVEN:
             changes["working_memory"] = {"$literal": working_memory}
-        doc = await self._resources.find_one_and_update(
-            {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
-        )
-        assert doc is not None
-        return resource_from_doc(doc)
+        for _ in range(_UPSERT_ATTEMPTS):
+            doc = await self._resources.find_one_and_update(
+                {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
+            )
+            # None: a racing delete_resource removed it before the read-back
+            # (seen on secantusdb); the upsert creates it again.
+            if doc is not None:
+                return resource_from_doc(doc)
+        raise StaleStateError(f"resource {resource_id!r} was deleted while updating, {_UPSERT_ATTEMPTS} times")
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         changes: Doc = {
@@ -907,6 +998,29 @@ class MongoStorage(BaseStorage):
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
         return (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
+
+
+def _save_deltas(messages: Sequence[Message], stored: Sequence[Message]) -> CountDeltas:
+    """The counter changes of a save: a new id adds one to its thread and
+    resource, a stored one saved into another thread moves one between them."""
+    existing = {old.id: old.thread_id for old in stored}
+    deltas = CountDeltas()
+    for message in messages:
+        if message.id not in existing:
+            deltas.add(message.thread_id, message.resource_id or "")
+        else:
+            deltas.move(existing[message.id], message.thread_id)
+    return deltas
+
+
+def _move_deltas(moves: Mapping[str, str], stored: Mapping[str, str]) -> CountDeltas:
+    """The counter changes of moves (message id -> new thread) of stored
+    messages (message id -> its thread now); unknown ids change nothing."""
+    deltas = CountDeltas()
+    for message_id, thread_id in moves.items():
+        if message_id in stored:
+            deltas.move(stored[message_id], thread_id)
+    return deltas
 
 
 def _patch_writes(patches: Sequence[MessagePatch]) -> list[UpdateOne]:

@@ -137,8 +137,8 @@ async def test_thread_with_owner_is_one_aggregate(memory: tuple[Memory, CommandC
 async def test_a_save_checks_inside_its_transaction(memory: tuple[Memory, CommandCounter], client_bulk: bool) -> None:
     """Saving messages: the state read, the sequence ``$inc`` (beside it,
     outside the transaction), one write of the messages and their threads'
-    bumps (one client ``bulkWrite`` on MongoDB 8.0+, else one ``update`` per
-    collection), and the commit. Both write paths run on every server: the
+    bumps and counters (one client ``bulkWrite`` on MongoDB 8.0+, else one
+    ``update`` per collection), and the commit. Both write paths run on every server: the
     older one by turning the detected capability off."""
     mem, counter = memory
     store = mem.storage
@@ -147,7 +147,8 @@ async def test_a_save_checks_inside_its_transaction(memory: tuple[Memory, Comman
         store._client_bulk = False
     elif not store._client_bulk:
         pytest.skip("the server has no client bulkWrite (MongoDB before 8.0)")
-    writes = ["bulkWrite"] if client_bulk else ["update", "update"]
+    # Per collection: messages, threads, and the resource's message counter.
+    writes = ["bulkWrite"] if client_bulk else ["update", "update", "update"]
     expected = sorted(["aggregate", "findAndModify", *writes, *(["commitTransaction"] if store.transactions else [])])
     saved = await store.save_messages([Message("new", "t1", "user", "hi")])
     assert saved[0].sequence is not None and saved[0].resource_id == "r1"
@@ -184,7 +185,8 @@ async def test_a_delete_finds_its_threads_inside_its_transaction(
 ) -> None:
     """Deleting messages of two threads: one ``aggregate`` (the messages by
     thread, each thread's newest message left), one write of the deletes and
-    the bumps (one client ``bulkWrite``, else ``delete`` and ``update``), and
+    the bumps and counters (one client ``bulkWrite``, else ``delete`` and an
+    ``update`` of the threads and of the resource's counter), and
     the commit; no read before the transaction, no probe per thread."""
     mem, counter = memory
     store = mem.storage
@@ -193,7 +195,8 @@ async def test_a_delete_finds_its_threads_inside_its_transaction(
         store._client_bulk = False
     elif not store._client_bulk:
         pytest.skip("the server has no client bulkWrite (MongoDB before 8.0)")
-    writes = ["bulkWrite"] if client_bulk else ["delete", "update"]
+    # Per collection: messages, threads, and the resource's message counter.
+    writes = ["bulkWrite"] if client_bulk else ["delete", "update", "update"]
     expected = sorted(["aggregate", *writes, *(["commitTransaction"] if store.transactions else [])])
     newest = {m.id: m for m in await store.get_messages(["m56", "m57"])}
     before = {t: await store.get_thread(t) for t in ("t1", "t2")}
