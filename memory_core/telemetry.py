@@ -22,9 +22,11 @@ and likewise within a vector store; the storage and vector calls made by a
 Memory operation are children of its span.
 
 Cost: memory-core never imports ``opentelemetry`` itself. A span is made
-only when the application has imported ``opentelemetry.trace`` (it has, if
-it configured a tracer provider); otherwise a decorated call costs one
-dictionary lookup. Message text and search queries (``gen_ai.memory.content``,
+only when the application has imported ``opentelemetry.trace`` and a span
+can record (a tracer provider other than the API's default proxy or no-op
+is set, globally or through :func:`set_tracer_provider`); otherwise a
+decorated call costs a dictionary lookup (and, with the API imported by a
+library alone, a provider check). Message text and search queries (``gen_ai.memory.content``,
 ``gen_ai.memory.query``, the text a recall searches for: a vector store is
 given only its vector, which is never recorded) are recorded only after
 :func:`set_capture_content` (True) or with the environment variable
@@ -118,6 +120,17 @@ def _get_tracer() -> Any:
     return _tracer[0]
 
 
+def _can_record(tracer: Any) -> bool:
+    """Whether ``tracer``'s spans can be recorded: not OpenTelemetry's no-op
+    tracer, and for the global proxy, a provider has been set. A library
+    that imports only the API (the OpenAI Agents SDK does) leaves the proxy
+    without one; its spans would record nothing and cost microseconds a call."""
+    api = sys.modules["opentelemetry.trace"]
+    if isinstance(tracer, api.ProxyTracer):
+        return not isinstance(api.get_tracer_provider(), api.ProxyTracerProvider | api.NoOpTracerProvider)
+    return not isinstance(tracer, api.NoOpTracer)
+
+
 def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Method[P, R]], _Method[P, R]]:
     """Decorate a public async method of a storage (an object with
     ``backend_name``), a vector store or a Memory (with ``storage``) so each
@@ -138,7 +151,7 @@ def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Metho
         @functools.wraps(method)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
             tracer = _get_tracer()
-            if tracer is None:  # the usual case: OpenTelemetry not in use
+            if tracer is None or not _can_record(tracer):  # the usual case: no OpenTelemetry SDK in use
                 return await method(*args, **kwargs)
             owner = args[0]
             own = layer or ("storage" if hasattr(owner, "backend_name") else "memory")

@@ -169,6 +169,40 @@ def test_no_opentelemetry_import_and_no_spans_without_it() -> None:
     assert done.returncode == 0 and done.stdout.strip() == "clean", done.stderr
 
 
+def test_the_api_without_a_provider_makes_no_span_until_one_is_set() -> None:
+    """A library that imports only the API (the OpenAI Agents SDK does)
+    leaves no provider: memory-core then makes no span; once the application
+    sets a provider, calls are spans again."""
+    code = (
+        "import asyncio\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "import memory_core\n"
+        "made = []\n"
+        "real = trace.ProxyTracer.start_as_current_span\n"
+        "def counted(self, *a, **k):\n"
+        "    made.append(a[0])\n"
+        "    return real(self, *a, **k)\n"
+        "trace.ProxyTracer.start_as_current_span = counted\n"
+        "async def calls():\n"
+        "    async with memory_core.InMemoryStorage() as s:\n"
+        "        await s.list_messages('t')\n"
+        "asyncio.run(calls())\n"
+        "assert made == [], made\n"
+        "exporter = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(exporter))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "asyncio.run(calls())\n"
+        "assert [s.name for s in exporter.get_finished_spans()] == ['search_memory list_messages'], made\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
 def _point(message_id: str, thread_id: str, vector: list[float]) -> VectorPoint:
     return VectorPoint(message_id, 0, np.asarray(vector, dtype=np.float32), thread_id, "r1", 0)
 
