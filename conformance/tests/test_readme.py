@@ -164,7 +164,8 @@ def test_toml_block_registers_a_storage_class() -> None:
 
 
 def _commands() -> list[list[str]]:
-    (block,) = [b for b in BLOCKS if b.language == "bash"]
+    """The commands of the "Running" section's block (the first bash block)."""
+    block = next(b for b in BLOCKS if b.language == "bash")
     return [shlex.split(line, comments=True) for line in block.text.splitlines() if line.strip()]
 
 
