@@ -40,7 +40,7 @@ import math
 import os
 import re
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
@@ -54,6 +54,7 @@ __all__ = [
     "LEXICAL_INLINE_CHARS",
     "MINILM_EXTRA",
     "MINILM_TORCH_EXTRA",
+    "RELEVANCE_FLOORS",
     "CallableEmbedder",
     "Embedder",
     "LexicalHashEmbedder",
@@ -65,6 +66,7 @@ __all__ = [
     "light_stem",
     "minilm_available",
     "normalize_rows",
+    "relevance_floor",
     "sentence_transformers_available",
 ]
 
@@ -707,6 +709,29 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     if key == "minilm-torch":
         return SentenceTransformersEmbedder(**options)
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
+
+
+RELEVANCE_FLOORS: Mapping[str, float] = {
+    "all-MiniLM-L6-v2": 0.33,
+    "lexical-hash-1024": 0.15,
+}
+"""Relevance floors (``SemanticRecall.min_score``, cosine similarity) per
+embedder name, measured on LoCoMo (``python -m
+memory_core_bench.relevance_floor``): the highest floor that costs evidence
+recall@k (k = 4, 5, 10) at most about 2 points. MiniLM at 0.33: recall@5
+0.234 -> 0.228, recall@10 0.314 -> 0.296; off-topic queries ("pears") keep
+0.07 hits of 5 (97% none), another conversation's questions 1.2 (57% none).
+The lexical embedder separates less: at 0.15 recall@5 0.349 -> 0.345,
+off-topic queries keep 2.0 hits of 5 (30% none). The agent-framework tools
+use these by default (``min_score="auto"``)."""
+
+
+def relevance_floor(embedder: Embedder | None) -> float | None:
+    """The measured relevance floor of ``embedder``
+    (:data:`RELEVANCE_FLOORS`, by its ``name``); None (no floor) for an
+    embedder not measured, or None. Both MiniLM embedders share one name
+    and one floor (their vectors agree to cosine 0.9999)."""
+    return None if embedder is None else RELEVANCE_FLOORS.get(embedder.name)
 
 
 def default_embedder() -> Embedder:

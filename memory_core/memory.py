@@ -58,6 +58,7 @@ from memory_core.validation import (
     check_json_object,
     check_json_value,
     check_message,
+    check_min_score,
     check_non_negative_int,
     check_per_page,
     check_search_text,
@@ -123,6 +124,16 @@ class SemanticRecall:
             the page), so no slot is spent on a message the prompt already
             has. Default False: Mastra's behaviour (R-RECALL step 4), where a
             hit may be a recent message.
+        min_score: a relevance floor: hits whose cosine similarity to the
+            query (-1 to 1; the score of the message's best chunk, as
+            :class:`~memory_core.vector.VectorHit` carries it) is below it
+            are dropped, so an unrelated query returns fewer than ``top_k``
+            hits, or none. None (the default): no floor, always ``top_k``
+            hits when the scope holds that many (Mastra's behaviour). The
+            agent-framework tools use the floor measured on LoCoMo for their
+            Memory's embedder (:func:`~memory_core.embedders.relevance_floor`).
+            Scores depend on the embedder: a floor chosen for one means
+            little for another.
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
@@ -133,6 +144,7 @@ class SemanticRecall:
     message_range: int | tuple[int, int] = 2
     scope: Scope = "resource"
     exclude_recent: bool = False
+    min_score: float | None = None
 
     def __post_init__(self) -> None:
         top_k = self.top_k
@@ -144,6 +156,7 @@ class SemanticRecall:
         object.__setattr__(self, "message_range", _message_range(self.message_range))
         _check_scope(self.scope, "semantic_recall.scope")
         check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
+        object.__setattr__(self, "min_score", check_min_score(self.min_score, "semantic_recall.min_score"))
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""
@@ -974,7 +987,8 @@ class Memory:
            (page 1 = the next older block), returned oldest first.
         4. With ``vector_search_string`` (semantic recall must be on), the
            ``top_k`` nearest messages (in the thread, or across the resource;
-           outside the page with ``exclude_recent``) become includes with
+           outside the page with ``exclude_recent``; those scoring at least
+           ``min_score`` when it is set) become includes with
            ``message_range`` context around each. A blank string searches
            nothing.
         5. Everything is merged and de-duplicated (R-INCLUDE); each message is
@@ -985,8 +999,8 @@ class Memory:
            are kept; a tool call and its results are kept or dropped together
            (R-BUDGET).
 
-        When the search finds nothing while storage holds messages in its
-        scope, the vector index is empty or behind: ``warnings`` says so and
+        When the search finds nothing (before the floor) while storage holds
+        messages in its scope, the vector index is empty or behind: ``warnings`` says so and
         names the repair (:meth:`reindex`); the same is logged.
 
         Args:
@@ -1053,7 +1067,7 @@ class Memory:
                 owner = self._recall_owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
                 recent = {m.id for m in parts.main}
                 extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
-                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
+                found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
                 hits = [hit for hit in found if hit not in recent][: semantic.top_k]
                 hit_windows = await self.storage.include_windows(
                     [Include(hit, before + 1, after + 1) for hit in hits], resource_id
@@ -1061,12 +1075,12 @@ class Memory:
             else:
                 thread = await self.storage.get_thread(thread_id)
                 owner = self._recall_owner(thread, thread_id, resource_id, semantic)
-                found = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
+                found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
                 hits = found
                 hit_includes = [Include(hit, before + 1, after + 1) for hit in hits]
                 parts = await self.storage.message_parts(replace(listing, include=wide + hit_includes))
                 hit_windows = parts.windows[len(wide) :]
-            if not found:
+            if not searched:  # nothing in the index at all (not: everything under the floor)
                 warnings += await self._index_warnings(semantic, thread_id, owner)
         return self._compose(
             parts, includes, parts.windows[: len(wide)], hits, hit_windows, semantic, max_tokens, warnings
@@ -1220,8 +1234,10 @@ class Memory:
 
     async def _semantic_hits(
         self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
-    ) -> list[str]:
-        """The ids of the ``top_k + extra`` nearest messages in the scope, best first."""
+    ) -> tuple[list[str], bool]:
+        """The ids of the ``top_k + extra`` nearest messages in the scope,
+        best first, those under ``semantic.min_score`` left out; and whether
+        the index held anything in the scope at all."""
         assert self.vector is not None and self.embedder is not None
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
@@ -1231,7 +1247,8 @@ class Memory:
             found = await self.vector.search(query[0], k, thread_id=thread_id)
         else:
             found = await self.vector.search(query[0], k, resource_id=resource_id)
-        return [hit.message_id for hit in found]
+        floor = semantic.min_score
+        return [hit.message_id for hit in found if floor is None or hit.score >= floor], bool(found)
 
     # ------------------------------------------------------------------ working memory
 

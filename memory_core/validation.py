@@ -212,6 +212,19 @@ def check_non_negative_int(value: Any, field: str, rule: str = "") -> int:
     return number
 
 
+def check_min_score(value: Any, field: str, rule: str = "R-RECALL") -> float | None:
+    """A relevance floor: None (no floor) or a finite real number from -1
+    to 1, a cosine similarity (bool refused). Returned as a plain float."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, f"must be a number from -1 to 1 (cosine similarity) or None, got {value!r}", rule)
+    score = float(value)
+    if not math.isfinite(score) or not -1.0 <= score <= 1.0:
+        raise ValidationError(field, f"must be a number from -1 to 1 (cosine similarity) or None, got {value!r}", rule)
+    return score
+
+
 def check_datetime(value: Any, field: str) -> datetime:
     """R-TIME: a datetime or ISO-8601 string -> aware UTC datetime, µs kept.
 

@@ -13,5 +13,9 @@ imports a framework:
 Shared mapping (every integration): a framework's conversation is a thread,
 its user is the thread's resource, each framework record (item, message,
 event) is one message whose ``content`` holds the record's exact JSON and
-whose ``type`` names the format (``"openai-agents/item"`` ...).
+whose ``type`` names the format (``"openai-agents/item"`` ...). Thread ids
+are scoped per user (``<namespace>:<user>:<conversation>``), so users pick
+their own conversation ids. Shared rules live in ``_threads`` (ids, the one
+meaning of a history ``limit``, the current turn) and ``_tools`` (recall
+that leaves out the current turn, under a relevance floor).
 """

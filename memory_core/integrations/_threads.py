@@ -1,5 +1,6 @@
-"""Thread operations every integration shares: ids, ownership-checked reads,
-create-on-first-write saves and an atomic pop of the newest message.
+"""Thread operations every integration shares: ids (scoped per owner), the
+one meaning of a history ``limit``, ownership-checked reads, the current
+turn, create-on-first-write saves and an atomic pop of the newest message.
 
 Built only on public :class:`~memory_core.Memory` and storage calls, so every
 backend gets the same semantics.
@@ -18,7 +19,10 @@ from memory_core.models import Message, MessagePageRequest, PerPage, Thread
 from memory_core.validation import check_id
 
 __all__ = [
+    "check_limit",
     "context_resource",
+    "conversation_thread",
+    "current_turn",
     "delete_conversation",
     "new_message_id",
     "newest_messages",
@@ -26,7 +30,66 @@ __all__ = [
     "owner_of",
     "pop_newest",
     "save_to",
+    "scoped_key",
+    "scoped_thread",
+    "session_thread",
 ]
+
+
+def scoped_key(*parts: str) -> str:
+    """The parts joined with ``:``, ``%`` and ``:`` inside a part escaped
+    (``%25``, ``%3A``), so two different part tuples never give one key."""
+    return ":".join(p.replace("%", "%25").replace(":", "%3A") for p in parts)
+
+
+def scoped_thread(namespace: str, owner: str, conversation_id: str) -> str:
+    """The thread id of a conversation as its owner names it:
+    ``<namespace>:<owner>:<conversation>`` (owner and conversation escaped
+    by :func:`scoped_key`; ``namespace`` taken as it is). Two owners who both
+    call a conversation ``"chat"`` get two threads. The id is not checked
+    here: callers check it (R-ID: at most 256 characters once mapped)."""
+    return f"{namespace}:{scoped_key(owner, conversation_id)}"
+
+
+def conversation_thread(namespace: str, owner: str, conversation_id: str, *, scoped: bool, field: str) -> str:
+    """The thread a seam keeps a conversation in: :func:`scoped_thread` when
+    ``scoped``, else ``conversation_id`` itself (the id global across owners,
+    as stores made before ids were scoped hold it).
+
+    Raises:
+        ValidationError: the thread id fails R-ID (more than 256 characters
+            once mapped), naming ``field`` (the seam's own parameter).
+    """
+    return check_id(scoped_thread(namespace, owner, conversation_id) if scoped else conversation_id, field)
+
+
+def session_thread(app_name: str, user_id: str, session_id: str) -> str:
+    """The thread id of an ADK session: ``adk:<app>:<user>:<session>``
+    (:func:`scoped_thread` in the namespace ``adk:<app>``)."""
+    return scoped_thread("adk:" + scoped_key(app_name), user_id, session_id)
+
+
+def check_limit(value: Any, field: str = "limit") -> int | None:
+    """The one meaning of a history limit in every seam (``get_items(limit)``,
+    ``load(limit=)``, ADK's ``num_recent_events``), the SDK's
+    ``SQLiteSession`` rule: None -> every message; an int n >= 0 -> the
+    newest n (0: none); a negative int -> every message.
+
+    Returns:
+        The number of newest messages to read, or None for all.
+
+    Raises:
+        ValidationError: anything but an int or None, a bool included (the
+            SDK reads ``True`` as 1; here a flag passed as a count is an
+            error), naming ``field`` as the caller wrote it.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(
+            field, f"must be an int (the newest n; negative: all) or None (all), got {type(value).__name__}"
+        )
+    return None if value < 0 else int(value)
 
 
 async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
@@ -55,6 +118,9 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
 
 _WALK_PAGE = 100
 """Messages per read when walking back through a thread to a stop."""
+
+_MAX_TURN = 1000
+"""The furthest :func:`current_turn` walks back (MAX_TOP_K)."""
 
 
 async def newest_until(
@@ -95,6 +161,46 @@ async def newest_until(
         cursor = parts.next_cursor
         if cursor is None or (limit is not None and len(taken) >= limit):
             return thread, taken[::-1]
+
+
+async def current_turn(
+    memory: Memory, resource_id: str, thread_id: str | None = None, *, within: int = _MAX_TURN
+) -> tuple[str | None, int]:
+    """Where the turn being answered sits: the newest ``user`` message (of
+    the thread, or of every thread of the resource when ``thread_id`` is
+    None) and the messages after it in its thread, which a runner stores
+    before the model calls a tool (the question, tool calls, results).
+
+    Walks back from the newest message, 100 a read, at most ``within``
+    messages (default 1000, the most a search can ask for).
+
+    Returns:
+        ``(thread_id, count)``: the turn is the newest ``count`` messages of
+        that thread; ``(thread_id, 0)`` when no user message was found within
+        reach (``thread_id`` is the newest message's thread, or the given one);
+        ``(None, 0)`` when there is no message at all.
+
+    Raises:
+        ValidationError: bad ids.
+    """
+    threads = None if thread_id is None else (thread_id,)
+    seen: dict[str, int] = {}  # thread -> messages walked in it
+    newest_thread = thread_id
+    cursor: str | None = None
+    while sum(seen.values()) < within:
+        request = MessagePageRequest(
+            thread_ids=threads, resource_id=resource_id, per_page=_WALK_PAGE, newest=True, total=False, cursor=cursor
+        )
+        page = await memory.storage.message_parts(request)
+        for message in page.main:  # newest first: the query runs DESC
+            newest_thread = newest_thread or message.thread_id
+            seen[message.thread_id] = seen.get(message.thread_id, 0) + 1
+            if message.role == "user":
+                return message.thread_id, seen[message.thread_id]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return newest_thread, 0
 
 
 async def _check_owner(memory: Memory, thread_id: str, resource_id: str) -> Thread | None:

@@ -1,34 +1,123 @@
 """What the integrations' agent tools do, once: semantic recall across a
-resource's conversations and its working memory."""
+resource's conversations (leaving out the turn being answered, under a
+relevance floor) and its working memory."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from memory_core.arguments import check_memory
+from memory_core.embedders import relevance_floor
+from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
-from memory_core.validation import check_text
+from memory_core.models import Message
+from memory_core.validation import MAX_TOP_K, check_min_score, check_text
 from memory_core.vector import message_text
 
-__all__ = ["read_working_memory", "recall_texts", "write_working_memory"]
+from ._threads import current_turn
+
+__all__ = [
+    "MinScore",
+    "check_recall_options",
+    "read_working_memory",
+    "recall_hits",
+    "recall_texts",
+    "write_working_memory",
+]
+
+MinScore = float | None | Literal["auto"]
+"""A tool's relevance floor: a cosine similarity from -1 to 1, None for no
+floor, or ``"auto"``: the floor measured for the Memory's embedder
+(:func:`~memory_core.embedders.relevance_floor`)."""
 
 
-async def recall_texts(
-    memory: Memory, thread_id: str, resource_id: str, query: str, top_k: int
-) -> list[dict[str, Any]]:
+def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
+    """A seam's recall settings, checked at construction.
+
+    Raises:
+        ValidationError: ``top_k`` is not an int from 1 to 1000, or
+            ``min_score`` is not ``"auto"``, None or a number from -1 to 1.
+    """
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise ValidationError("top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL")
+    if min_score == "auto":
+        return int(top_k), "auto"
+    return int(top_k), check_min_score(min_score, "min_score")
+
+
+async def recall_hits(
+    memory: Memory,
+    resource_id: str,
+    query: str,
+    top_k: int,
+    *,
+    thread_id: str | None = None,
+    min_score: MinScore = "auto",
+    leave_out_turn: bool = True,
+) -> list[Message]:
     """The ``top_k`` stored messages of the resource nearest to ``query``
-    (semantic recall with resource scope, no context window), best first, as
-    ``{"thread_id", "role", "text", "created_at"}`` (ISO-8601 UTC).
+    (semantic recall with resource scope, no context window), best first,
+    leaving out the turn being answered and those under the floor.
+
+    The turn being answered is the newest ``user`` message (of ``thread_id``,
+    or of any thread of the resource when None) and what follows it in its
+    thread (:func:`~memory_core.integrations._threads.current_turn`): a
+    runner stores the question before the model calls the tool, and it
+    would otherwise be the first hit. The search asks for ``top_k`` more
+    hits than that turn holds, so all ``top_k`` slots go to memory.
+
+    Args:
+        thread_id: the conversation the tool runs in (None: any of the
+            resource's, as ADK's memory service is asked without one).
+        min_score: hits under this cosine similarity are dropped
+            (:attr:`SemanticRecall.min_score`); ``"auto"`` (default) is the
+            floor measured for the Memory's embedder, none for an embedder
+            not measured.
+        leave_out_turn: False for a seam whose runs are stored only after
+            they end (Pydantic AI's :meth:`MessageHistory.append`): the
+            newest stored turn is then a finished one, and stays searchable.
 
     Raises:
         ValidationError: ``memory`` has no vector store, or a bad query/top_k.
         OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_memory(memory, needs_vectors=True)
-    config = MemoryConfig(last_messages=0, semantic_recall=SemanticRecall(top_k=top_k, message_range=0))
-    result = await memory.recall(thread_id, resource_id, vector_search_string=query, thread_config=config)
+    floor = relevance_floor(memory.embedder) if min_score == "auto" else min_score
+    turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
+    anchor = thread_id if thread_id is not None else turn_thread
+    if anchor is None:  # the resource holds no message: nothing to find
+        return []
+    semantic = SemanticRecall(top_k=top_k, message_range=0, exclude_recent=True, min_score=floor)
+    config = MemoryConfig(last_messages=0, semantic_recall=semantic)
+    # With exclude_recent the history page (the newest `turn` messages of the
+    # turn's thread, i.e. the turn itself) is left out of the hits.
+    where = turn_thread if turn_thread is not None and turn else anchor
+    result = await memory.recall(
+        where, resource_id, vector_search_string=query, per_page=turn, thread_config=config, total=False
+    )
     found = {m.id: m for m in result.messages}
-    hits = [found[hit] for hit in result.semantic_hits if hit in found]
+    return [found[hit] for hit in result.semantic_hits if hit in found]
+
+
+async def recall_texts(
+    memory: Memory,
+    resource_id: str,
+    query: str,
+    top_k: int,
+    *,
+    thread_id: str | None = None,
+    min_score: MinScore = "auto",
+    leave_out_turn: bool = True,
+) -> list[dict[str, Any]]:
+    """:func:`recall_hits` as the tools return it: ``{"thread_id", "role",
+    "text", "created_at"}`` (ISO-8601 UTC) per hit, best first.
+
+    Raises:
+        As :func:`recall_hits`.
+    """
+    hits = await recall_hits(
+        memory, resource_id, query, top_k, thread_id=thread_id, min_score=min_score, leave_out_turn=leave_out_turn
+    )
     return [
         {
             "thread_id": m.thread_id,

@@ -55,7 +55,17 @@ from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
 from memory_core.validation import check_id, check_json_object, check_message
 
-from ._threads import delete_conversation, new_message_id, newest_messages, newest_until, save_to
+from ._threads import (
+    check_limit,
+    delete_conversation,
+    new_message_id,
+    newest_messages,
+    newest_until,
+    save_to,
+    scoped_key,
+    session_thread,
+)
+from ._tools import MinScore, check_recall_options, recall_hits
 
 __all__ = [
     "EVENT_TYPE",
@@ -84,23 +94,14 @@ that matches on ADK's text matches ours (a test compares it with ADK's)."""
 _LIST_PAGE = 100
 
 
-def _key(*parts: str) -> str:
-    return ":".join(p.replace("%", "%25").replace(":", "%3A") for p in parts)
-
-
 def user_resource(app_name: str, user_id: str) -> str:
     """The resource id of an ADK user: ``adk:<app>:<user>``."""
-    return "adk:" + _key(app_name, user_id)
+    return "adk:" + scoped_key(app_name, user_id)
 
 
 def app_resource(app_name: str) -> str:
     """The resource id holding an ADK app's ``app:`` state: ``adk-app:<app>``."""
-    return "adk-app:" + _key(app_name)
-
-
-def session_thread(app_name: str, user_id: str, session_id: str) -> str:
-    """The thread id of an ADK session: ``adk:<app>:<user>:<session>``."""
-    return "adk:" + _key(app_name, user_id, session_id)
+    return "adk-app:" + scoped_key(app_name)
 
 
 def event_role(event: Event) -> Role:
@@ -232,16 +233,23 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session with its events (oldest first) and merged state, or
-        None. ``config.num_recent_events`` keeps the newest n (0: none);
+        None. ``config.num_recent_events`` keeps the newest n (0: none; None:
+        all), read by :func:`~memory_core.integrations._threads.check_limit`
+        as every seam's limit (ADK's own ``GetSessionConfig`` refuses a
+        negative one; one built past its validator reads as all);
         ``config.after_timestamp`` then keeps the events after the newest one
         older than it (ADK's in-memory rule). Reads the thread row and only
         the events it returns (walking back from the newest), however long
-        the session."""
+        the session.
+
+        Raises:
+            ValidationError: ``num_recent_events`` is not an int or None.
+        """
         _check_names(app_name, user_id)
         session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
         thread_id = session_thread(app_name, user_id, session_id)
         owner = user_resource(app_name, user_id)
-        limit = config.num_recent_events if config else None
+        limit = check_limit(config.num_recent_events, "num_recent_events") if config else None
         after = config.after_timestamp if config else None
         thread: Thread | None
         if after is None:
@@ -365,20 +373,25 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
     Args:
         memory: a Memory with a vector store (the one the session service
             writes to, so events stored there are searchable at once).
-        top_k: memories per search, 1-1000 (default 5).
+        top_k: at most this many memories per search, 1-1000 (default 5).
+        min_score: the relevance floor, a cosine similarity from -1 to 1:
+            events scoring under it are left out, so an unrelated query finds
+            few or none (as ADK's own keyword-matching services find none).
+            ``"auto"`` (default): the floor measured for the Memory's
+            embedder (:func:`~memory_core.embedders.relevance_floor`); None:
+            no floor, always ``top_k`` when the user has that many events.
 
     Raises:
         ValidationError: ``memory`` is not a Memory
             (:func:`~memory_core.arguments.check_memory`) or has no vector
-            store (field ``memory.vector``), or a bad ``top_k``.
+            store (field ``memory.vector``), or a bad ``top_k`` or
+            ``min_score``.
     """
 
-    def __init__(self, memory: Memory, *, top_k: int = 5) -> None:
+    def __init__(self, memory: Memory, *, top_k: int = 5, min_score: MinScore = "auto") -> None:
         check_memory(memory, needs_vectors=True)
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-            raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
         self.memory = memory
-        self.top_k = top_k
+        self.top_k, self.min_score = check_recall_options(top_k, min_score)
 
     async def add_session_to_memory(self, session: Session) -> None:
         """Store (and index) the session's events that its thread does not
@@ -416,17 +429,22 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         await save_to(self.memory, thread_id, owner, new, metadata=metadata)
 
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        """The ``top_k`` stored events of the user (any session) nearest to
+        """Up to ``top_k`` stored events of the user (any session) nearest to
         ``query`` that carry content, best first, as ``MemoryEntry`` (id,
-        content, author, ISO-8601 local timestamp, as ADK's in-memory service)."""
+        content, author, ISO-8601 local timestamp, as ADK's in-memory service).
+
+        Left out: events under ``min_score``, and the turn being answered
+        (the user's newest message, in any of the app's sessions, and the
+        events after it in its session: the runner stores the question
+        before a tool searches, and ``preload_memory`` searches with its
+        very text); see :func:`~memory_core.integrations._tools.recall_hits`.
+        """
         _check_names(app_name, user_id)
-        assert self.memory.vector is not None and self.memory.embedder is not None
-        vector = (await self.memory.embedder.embed([query]))[0]
-        hits = await self.memory.vector.search(vector, self.top_k, resource_id=user_resource(app_name, user_id))
-        found = {m.id: m for m in await self.memory.storage.get_messages([hit.message_id for hit in hits])}
+        owner = user_resource(app_name, user_id)
+        hits = await recall_hits(self.memory, owner, query, self.top_k, min_score=self.min_score)
         memories = []
-        for hit in hits:
-            event = _event_of(found[hit.message_id]) if hit.message_id in found else None
+        for message in hits:
+            event = _event_of(message)
             if event is not None and event.content is not None:
                 memories.append(
                     MemoryEntry(

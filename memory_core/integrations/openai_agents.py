@@ -2,9 +2,13 @@
 storage, and recall / working-memory tools (``pip install
 "memory-core[openai-agents]"``).
 
-Mapping: ``session_id`` = thread id; the owner = the thread's resource, taken
-from the run context (``context.resource_id`` or ``context["resource_id"]``,
-passed by the SDK's runner as ``wrapper``) or else given at construction.
+Mapping: the owner = the thread's resource, taken from the run context
+(``context.resource_id`` or ``context["resource_id"]``, passed by the SDK's
+runner as ``wrapper``) or else given at construction; the thread is
+``openai-agents:<owner>:<session_id>`` (:data:`THREAD_NAMESPACE`,
+:func:`~memory_core.integrations._threads.scoped_thread`), so every user may
+name a session ``"chat"``; with ``scope_ids=False`` (stores written before
+ids were scoped) the thread id is ``session_id`` itself.
 Each input item is one message: ``type`` is :data:`ITEM_TYPE`, ``content`` is
 ``{"item": <the item, exactly>, "content": <its text>}`` (the text is what
 semantic recall embeds), and ``role`` follows :func:`item_role`. Batch order
@@ -29,15 +33,27 @@ from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_id
+from memory_core.validation import check_bool, check_id
 
-from ._threads import delete_conversation, new_message_id, newest_messages, owner_of, pop_newest, save_to
-from ._tools import read_working_memory, recall_texts, write_working_memory
+from ._threads import (
+    check_limit,
+    conversation_thread,
+    delete_conversation,
+    new_message_id,
+    newest_messages,
+    owner_of,
+    pop_newest,
+    save_to,
+)
+from ._tools import MinScore, check_recall_options, read_working_memory, recall_texts, write_working_memory
 
-__all__ = ["ITEM_TYPE", "MemoryCoreSession", "item_role", "item_text", "memory_tools"]
+__all__ = ["ITEM_TYPE", "THREAD_NAMESPACE", "MemoryCoreSession", "item_role", "item_text", "memory_tools"]
 
 ITEM_TYPE = "openai-agents/item"
 """``Message.type`` of a stored Agents SDK input item."""
+
+THREAD_NAMESPACE = "openai-agents"
+"""First part of a scoped session's thread id: ``openai-agents:<owner>:<session_id>``."""
 
 _MESSAGE_ROLES: dict[str, Role] = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
@@ -98,6 +114,13 @@ class MemoryCoreSession:
             ``coerce_session_settings``, as its sessions do); ``limit`` is the
             default of :meth:`get_items` (None: every item). Default: an empty
             ``SessionSettings()``.
+        scope_ids: True (default): the session's thread is scoped to the
+            owner, ``openai-agents:<owner>:<session_id>`` (see
+            :meth:`thread_id`), so two users' ``"chat"`` sessions are two
+            threads. False: the thread id is ``session_id`` itself, global
+            across owners (a second owner gets ``OwnershipError``): the
+            setting that keeps reading and writing stores made before ids
+            were scoped.
 
     Every method accepts the SDK's run-context ``wrapper`` keyword, so the
     runner passes it and the owner can come from ``wrapper.context``.
@@ -110,7 +133,8 @@ class MemoryCoreSession:
         TypeError: ``session_settings`` is a dict with a key that is not a
             ``SessionSettings`` field (the SDK's error: ``Unknown session
             settings: ...``), or neither a dict nor ``SessionSettings``.
-        OwnershipError: the session's thread belongs to another resource.
+        OwnershipError: the session's thread belongs to another resource
+            (only with ``scope_ids=False``).
 
     One session (and the ``Memory`` under it) may be used from several
     threads, each running its own event loop, at once, as the SDK's
@@ -124,8 +148,10 @@ class MemoryCoreSession:
         *,
         resource_id: str | None = None,
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
+        scope_ids: bool = True,
     ) -> None:
         self.session_id = check_id(session_id, "session_id")
+        self.scope_ids = check_bool(scope_ids, "scope_ids")
         self.memory = check_memory(memory)
         self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
         self.session_settings: SessionSettings | None = (
@@ -140,18 +166,42 @@ class MemoryCoreSession:
         """The resource this call acts for (see the class docstring)."""
         return owner_of(self.resource_id, None if wrapper is None else wrapper.context)
 
+    def thread_id(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
+        """The thread this call reads and writes:
+        ``openai-agents:<owner>:<session_id>``, or ``session_id`` with
+        ``scope_ids=False``.
+
+        Raises:
+            ValidationError: no owner, or the id is longer than 256
+                characters once mapped (field ``session_id``).
+        """
+        return self._where(wrapper)[0]
+
+    def _where(self, wrapper: RunContextWrapper[Any] | None) -> tuple[str, str]:
+        owner = self.owner(wrapper)
+        return (
+            conversation_thread(THREAD_NAMESPACE, owner, self.session_id, scoped=self.scope_ids, field="session_id"),
+            owner,
+        )
+
     async def get_items(
         self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
     ) -> list[TResponseInputItem]:
         """The newest ``limit`` items, oldest first (``session_settings.limit``
         when None; every item when that is None too). As the SDK's
-        ``SQLiteSession``: 0 gives ``[]``, a negative limit every item."""
-        effective = resolve_session_limit(limit, self.session_settings)
-        if effective is not None and (isinstance(effective, bool) or not isinstance(effective, int)):
-            raise ValidationError("limit", f"must be an int or None, got {type(effective).__name__}")
-        if effective is not None and effective < 0:
-            effective = None
-        messages = await newest_messages(self.memory, self.session_id, self.owner(wrapper), effective)
+        ``SQLiteSession``: 0 gives ``[]``, a negative limit every item
+        (:func:`~memory_core.integrations._threads.check_limit`, the limit of
+        every seam).
+
+        Raises:
+            ValidationError: a limit that is not an int or None, a bool
+                included (``SQLiteSession`` reads ``True`` as 1), naming
+                ``limit`` or ``session_settings.limit``, whichever gave it.
+        """
+        field = "limit" if limit is not None else "session_settings.limit"
+        effective = check_limit(resolve_session_limit(limit, self.session_settings), field)
+        thread, owner = self._where(wrapper)
+        messages = await newest_messages(self.memory, thread, owner, effective)
         return [m.content["item"] for m in messages if isinstance(m.content, dict)]
 
     async def add_items(
@@ -170,19 +220,19 @@ class MemoryCoreSession:
         if not items:
             await self.memory.storage.open()  # no I/O when open; a closed store raises
             return
-        owner = self.owner(wrapper)
+        thread, owner = self._where(wrapper)
         messages = []
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise ValidationError(f"items[{index}]", f"must be a dict, got {type(item).__name__}", "R-JSON")
             record = {"item": dict(item), "content": item_text(item)}
-            messages.append(Message(new_message_id(), self.session_id, item_role(item), record, owner, ITEM_TYPE))
-        await save_to(self.memory, self.session_id, owner, messages)
+            messages.append(Message(new_message_id(), thread, item_role(item), record, owner, ITEM_TYPE))
+        await save_to(self.memory, thread, owner, messages)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> TResponseInputItem | None:
         """Remove and return the newest item (None when empty); atomic under
         concurrent poppers (see :func:`~memory_core.integrations._threads.pop_newest`)."""
-        message = await pop_newest(self.memory, self.session_id, self.owner(wrapper))
+        message = await pop_newest(self.memory, *self._where(wrapper))
         if message is None or not isinstance(message.content, dict):
             return None
         item: TResponseInputItem = message.content["item"]
@@ -190,23 +240,26 @@ class MemoryCoreSession:
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Delete every item of the session and their vectors."""
-        await delete_conversation(self.memory, self.session_id, self.owner(wrapper))
+        await delete_conversation(self.memory, *self._where(wrapper))
 
 
-def memory_tools(session: MemoryCoreSession, *, top_k: int = 4) -> list[FunctionTool]:
+def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinScore = "auto") -> list[FunctionTool]:
     """Agent tools over the session's memory, acting for the run's owner.
 
     ``get_working_memory`` and ``update_working_memory`` read and replace the
     owner's working memory (``Resource.working_memory``). With a vector store
-    in ``session.memory``, ``recall_memory(query)`` also returns the
+    in ``session.memory``, ``recall_memory(query)`` also returns up to
     ``top_k`` (1-1000, default 4) most similar messages across the owner's
-    threads (semantic recall, resource scope).
+    threads (semantic recall, resource scope), leaving out the turn being
+    answered (the question the runner stored and what followed it) and hits
+    under ``min_score`` (cosine similarity; ``"auto"``, the default: the
+    floor measured for the Memory's embedder; None: no floor); see
+    :func:`~memory_core.integrations._tools.recall_hits`.
 
     Raises:
-        ValidationError: ``top_k`` out of range.
+        ValidationError: ``top_k`` out of range or a bad ``min_score``.
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-        raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
+    top_k, min_score = check_recall_options(top_k, min_score)
 
     @function_tool
     async def get_working_memory(ctx: RunContextWrapper[Any]) -> str:
@@ -232,7 +285,8 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4) -> list[Function
             Args:
                 query: what to look for.
             """
-            return await recall_texts(session.memory, session.session_id, session.owner(ctx), query, top_k)
+            thread, owner = session._where(ctx)
+            return await recall_texts(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
 
         tools.append(recall_memory)
     return tools

@@ -5,7 +5,10 @@ Use: ``history = await store.load(conversation_id)`` before a run, pass it as
 ``message_history``, then ``await store.append(conversation_id,
 result.new_messages())``.
 
-Mapping: conversation = thread, owned by the store's ``resource_id``. Each
+Mapping: conversation = thread, owned by the store's ``resource_id``, with
+the id ``pydantic-ai:<resource_id>:<conversation_id>`` (:data:`THREAD_NAMESPACE`;
+``scope_ids=False``: ``conversation_id`` itself, as stores made before ids
+were scoped hold it). Each
 ``ModelMessage`` is one message: ``type`` is :data:`MESSAGE_TYPE`, ``content``
 is ``{"message": <the framework's own JSON of it>, "content": <its text>}``
 (Pydantic AI's ``ModelMessagesTypeAdapter``, so the round trip is lossless);
@@ -24,15 +27,18 @@ from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_id
+from memory_core.validation import check_bool, check_id
 
-from ._threads import delete_conversation, new_message_id, newest_messages, save_to
-from ._tools import read_working_memory, recall_texts, write_working_memory
+from ._threads import check_limit, conversation_thread, delete_conversation, new_message_id, newest_messages, save_to
+from ._tools import MinScore, check_recall_options, read_working_memory, recall_texts, write_working_memory
 
-__all__ = ["MESSAGE_TYPE", "MessageHistory", "message_role", "message_text"]
+__all__ = ["MESSAGE_TYPE", "THREAD_NAMESPACE", "MessageHistory", "message_role", "message_text"]
 
 MESSAGE_TYPE = "pydantic-ai/message"
 """``Message.type`` of a stored Pydantic AI ``ModelMessage``."""
+
+THREAD_NAMESPACE = "pydantic-ai"
+"""First part of a scoped conversation's thread id: ``pydantic-ai:<resource_id>:<conversation_id>``."""
 
 _TEXT_PARTS = frozenset({"user-prompt", "text", "tool-return", "system-prompt", "thinking"})
 
@@ -69,26 +75,54 @@ class MessageHistory:
         memory: a :class:`~memory_core.Memory` (storage and optional vector
             store); shared, not closed here.
         resource_id: the owner of every conversation this store touches (R-ID).
+        scope_ids: True (default): conversation ids are the owner's own, the
+            thread being ``pydantic-ai:<resource_id>:<conversation_id>`` (see
+            :meth:`thread_id`), so two users' ``"chat"`` are two threads.
+            False: the thread id is ``conversation_id`` itself, global across
+            owners (another owner's gives ``OwnershipError``): the setting
+            that keeps reading and writing stores made before ids were scoped.
 
     Raises:
         ValidationError: a bad id, or (at construction) a ``memory`` that is
-            not a Memory (:func:`~memory_core.arguments.check_memory`).
-        OwnershipError: a conversation belongs to another resource.
+            not a Memory (:func:`~memory_core.arguments.check_memory`) or a
+            ``scope_ids`` that is not a bool.
+        OwnershipError: a conversation belongs to another resource (only
+            with ``scope_ids=False``).
     """
 
-    def __init__(self, memory: Memory, resource_id: str) -> None:
+    def __init__(self, memory: Memory, resource_id: str, *, scope_ids: bool = True) -> None:
         self.memory = check_memory(memory)
         self.resource_id = check_id(resource_id, "resource_id")
+        self.scope_ids = check_bool(scope_ids, "scope_ids")
+
+    def thread_id(self, conversation_id: str) -> str:
+        """The thread a conversation is kept in (see ``scope_ids``).
+
+        Raises:
+            ValidationError: a bad ``conversation_id``, or one longer than
+                256 characters once mapped.
+        """
+        check_id(conversation_id, "conversation_id")
+        return conversation_thread(
+            THREAD_NAMESPACE, self.resource_id, conversation_id, scoped=self.scope_ids, field="conversation_id"
+        )
 
     async def load(self, conversation_id: str, *, limit: int | None = None) -> list[ModelMessage]:
-        """The conversation's messages, oldest first: every one, or the newest
-        ``limit`` (an int >= 0). ``[]`` for a new conversation.
+        """The conversation's messages, oldest first: every one (``limit``
+        None or negative), or the newest ``limit`` (0: none); ``[]`` for a
+        new conversation. ``limit`` means what it means in every seam, the
+        Agents SDK's ``SQLiteSession`` rule
+        (:func:`~memory_core.integrations._threads.check_limit`).
 
         A window may start inside a tool exchange; pass ``limit=None`` (or
         trim with a history processor) when the model needs whole exchanges.
+
+        Raises:
+            ValidationError: a bad ``conversation_id``, or a ``limit`` that is
+                not an int or None (a bool included), naming ``limit``.
         """
-        check_id(conversation_id, "conversation_id")
-        stored = await newest_messages(self.memory, conversation_id, self.resource_id, limit)
+        thread = self.thread_id(conversation_id)
+        stored = await newest_messages(self.memory, thread, self.resource_id, check_limit(limit, "limit"))
         return ModelMessagesTypeAdapter.validate_python(
             [m.content["message"] for m in stored if isinstance(m.content, dict)]
         )
@@ -99,7 +133,7 @@ class MessageHistory:
         Raises:
             ValidationError: not a list of ModelMessage, before any write.
         """
-        check_id(conversation_id, "conversation_id")
+        thread = self.thread_id(conversation_id)
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
             raise ValidationError("messages", "must be a list of ModelMessage (result.new_messages())")
         for index, message in enumerate(messages):
@@ -109,7 +143,7 @@ class MessageHistory:
         records = [
             Message(
                 new_message_id(),
-                conversation_id,
+                thread,
                 message_role(message),
                 {"message": data, "content": message_text(message)},
                 self.resource_id,
@@ -117,25 +151,29 @@ class MessageHistory:
             )
             for message, data in zip(messages, encoded, strict=True)
         ]
-        await save_to(self.memory, conversation_id, self.resource_id, records)
+        await save_to(self.memory, thread, self.resource_id, records)
 
     async def clear(self, conversation_id: str) -> None:
         """Delete the conversation, its messages and their vectors."""
-        check_id(conversation_id, "conversation_id")
-        await delete_conversation(self.memory, conversation_id, self.resource_id)
+        await delete_conversation(self.memory, self.thread_id(conversation_id), self.resource_id)
 
-    def tools(self, conversation_id: str, *, top_k: int = 4) -> list[Tool[Any]]:
+    def tools(self, conversation_id: str, *, top_k: int = 4, min_score: MinScore = "auto") -> list[Tool[Any]]:
         """Agent tools for this resource: ``get_working_memory``,
         ``update_working_memory(notes)`` and, with a vector store,
-        ``recall_memory(query)`` (the ``top_k`` nearest messages across the
-        resource's conversations).
+        ``recall_memory(query)``: up to ``top_k`` nearest messages across the
+        resource's conversations (the run being answered is not among them:
+        its messages are stored by :meth:`append` after it), leaving out hits
+        under ``min_score`` (cosine
+        similarity; ``"auto"``, the default: the floor measured for the
+        Memory's embedder; None: no floor); see
+        :func:`~memory_core.integrations._tools.recall_hits`.
 
         Raises:
-            ValidationError: ``top_k`` is not an int from 1 to 1000.
+            ValidationError: ``top_k`` is not an int from 1 to 1000, or a bad
+                ``min_score`` or ``conversation_id``.
         """
-        check_id(conversation_id, "conversation_id")
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
-            raise ValidationError("top_k", f"must be an int from 1 to 1000, got {top_k!r}", "R-RECALL")
+        thread = self.thread_id(conversation_id)
+        top_k, min_score = check_recall_options(top_k, min_score)
         memory, owner = self.memory, self.resource_id
 
         async def get_working_memory() -> str:
@@ -156,7 +194,10 @@ class MessageHistory:
             Args:
                 query: what to look for.
             """
-            return await recall_texts(memory, conversation_id, owner, query, top_k)
+            # The run's messages are stored by append() after it: no turn of it to leave out.
+            return await recall_texts(
+                memory, owner, query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
+            )
 
         tools: list[Tool[Any]] = [Tool(get_working_memory), Tool(update_working_memory)]
         if memory.vector is not None:

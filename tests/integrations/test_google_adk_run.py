@@ -12,9 +12,10 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
+from google.adk.tools.load_memory_tool import load_memory_tool
 from google.genai import types
 
-from memory_core.integrations.google_adk import MemoryCoreSessionService, session_thread
+from memory_core.integrations.google_adk import MemoryCoreMemoryService, MemoryCoreSessionService, session_thread
 
 from .conftest import OpenMemory
 
@@ -101,3 +102,51 @@ async def test_two_turns_tool_calls_survive_and_users_stay_isolated(open_memory:
         assert answer == "Nothing before."
         bob = await service.get_session(app_name="weather", user_id="bob", session_id="c1")
         assert bob is not None and len(bob.events) == 2
+
+
+class MemoryLlm(BaseLlm):
+    """Calls ADK's own ``load_memory`` tool with the user's words, then
+    answers with the texts of the memories it got, ``|``-joined (no network)."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1].parts[-1] if llm_request.contents[-1].parts else types.Part()
+        if last.function_response is not None:
+            response: Any = (last.function_response.response or {}).get("result")  # the tool's LoadMemoryResponse
+            memories = response.model_dump()["memories"]
+            texts = [p["text"] for m in memories for p in m["content"]["parts"] if p.get("text")]
+            yield _text(" | ".join(texts) or "(none)")
+        else:
+            call = types.FunctionCall(id="call_m", name="load_memory", args={"query": last.text or ""})
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+
+@pytest.mark.anyio
+async def test_load_memory_finds_memories_not_the_question_and_nothing_for_pears(open_memory: OpenMemory) -> None:
+    agent = LlmAgent(name="assistant", model=MemoryLlm(model="scripted"), tools=[load_memory_tool])
+    async with open_memory() as memory:
+        service = MemoryCoreSessionService(memory)
+        runner = Runner(
+            app_name="pets",
+            agent=agent,
+            session_service=service,
+            memory_service=MemoryCoreMemoryService(memory, top_k=1),
+        )
+        await service.create_session(app_name="pets", user_id="alice", session_id="before")
+        answer, _ = await ask(runner, "alice", "before", "My cat is called Miso.")
+        await service.create_session(app_name="pets", user_id="alice", session_id="now")
+        answer, _ = await ask(runner, "alice", "now", "What is my cat called?")
+        # The runner stored the question before the tool searched: it was the one memory (score 1.0).
+        assert answer == "My cat is called Miso.", answer
+        answer, _ = await ask(runner, "alice", "now", "pears")
+        assert answer == "(none)"  # as ADK's InMemoryMemoryService: nothing about pears
+
+        unfloored = Runner(
+            app_name="pets",
+            agent=agent,
+            session_service=service,
+            memory_service=MemoryCoreMemoryService(memory, top_k=1, min_score=None),
+        )
+        answer, _ = await ask(unfloored, "alice", "now", "apricots")
+        assert answer != "(none)"  # without a floor: top_k memories, however unrelated

@@ -49,7 +49,7 @@ async def test_pop_item_is_atomic_under_concurrent_poppers(open_memory: OpenMemo
             numbers = [int(item["content"].split()[1]) for item in result]
             assert numbers == sorted(numbers, reverse=True)
         assert await writer.get_items() == []
-        assert [t.id for t in (await memory.list_threads()).items] == ["s"]  # pops leave nothing behind
+        assert [t.id for t in (await memory.list_threads()).items] == [writer.thread_id()]  # pops leave nothing behind
 
 
 @pytest.mark.anyio
@@ -62,12 +62,20 @@ async def test_owner_comes_from_the_run_context_and_users_are_isolated(open_memo
         await session.add_items([{"role": "user", "content": "hi"}], wrapper=alice)
         assert await session.get_items(wrapper=alice) == [{"role": "user", "content": "hi"}]
         bob = RunContextWrapper(context={"resource_id": "bob"})
-        with pytest.raises(OwnershipError):
-            await session.get_items(wrapper=bob)
-        with pytest.raises(OwnershipError):
-            await session.add_items([{"role": "user", "content": "mine"}], wrapper=bob)
+        assert await session.get_items(wrapper=bob) == []  # ids are scoped per owner: bob's own "shared-id"
+        await session.add_items([{"role": "user", "content": "mine"}], wrapper=bob)
+        assert await session.get_items(wrapper=alice) == [{"role": "user", "content": "hi"}]
+        assert session.thread_id(alice) == "openai-agents:alice:shared-id"
         with pytest.raises(ValidationError, match="resource_id"):
             await session.get_items()  # no owner anywhere
+
+        unscoped = MemoryCoreSession("global-id", memory, scope_ids=False)  # ids global across owners
+        await unscoped.add_items([{"role": "user", "content": "hi"}], wrapper=alice)
+        assert unscoped.thread_id(alice) == "global-id"
+        with pytest.raises(OwnershipError):
+            await unscoped.get_items(wrapper=bob)
+        with pytest.raises(OwnershipError):
+            await unscoped.add_items([{"role": "user", "content": "mine"}], wrapper=bob)
 
 
 @pytest.mark.anyio

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from agents import Agent, Model, ModelResponse, RunContextWrapper, Runner, Usage, function_tool, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from memory_core import OwnershipError
-from memory_core.integrations.openai_agents import MemoryCoreSession
+from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
 
 from .conftest import OpenMemory
 
@@ -75,11 +75,103 @@ async def test_two_turns_tool_calls_survive_and_users_stay_isolated(open_memory:
         kinds = [item.get("type", "message") for item in seen]
         assert kinds == ["message", "function_call", "function_call_output", "message", "message"]
         assert seen[1]["name"] == "get_weather" and seen[2]["output"] == "sunny in Paris"
-        stored = await memory.list_messages("conv-alice")
+        stored = await memory.list_messages(session.thread_id(RunContextWrapper(alice)))
         assert [m.role for m in stored.items] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
 
         bob_session = MemoryCoreSession("conv-bob", memory)
         third = await Runner.run(agent, "What did I ask?", session=bob_session, context={"resource_id": "bob"})
         assert third.final_output == "Nothing before."
-        with pytest.raises(OwnershipError):
-            await Runner.run(agent, "What did I ask?", session=session, context={"resource_id": "bob"})
+        unscoped = MemoryCoreSession("conv-global", memory, scope_ids=False)
+        await Runner.run(agent, "What did I ask?", session=unscoped, context=alice)
+        with pytest.raises(OwnershipError):  # an unscoped id is global: bob may not use alice's
+            await Runner.run(agent, "What did I ask?", session=unscoped, context={"resource_id": "bob"})
+
+
+@pytest.mark.anyio
+async def test_two_users_who_both_name_their_session_chat_each_see_their_own(open_memory: OpenMemory) -> None:
+    model = ScriptedModel()
+    agent = Agent(name="assistant", model=model, tools=[get_weather])
+    async with open_memory() as memory:
+        session = MemoryCoreSession("chat", memory)  # one session object for every user, as in a web app
+        alice, bob = {"resource_id": "alice"}, {"resource_id": "bob"}
+        await Runner.run(agent, "What is the weather in Paris?", session=session, context=alice)
+        first = await Runner.run(agent, "What did I ask?", session=session, context=bob)
+        assert first.final_output == "Nothing before."  # was OwnershipError: "chat" was alice's
+        await Runner.run(agent, "Hello from Bob", session=session, context=bob)
+        answer = await Runner.run(agent, "What did I ask?", session=session, context=alice)
+        assert answer.final_output == "You said first: What is the weather in Paris?"
+        assert not any("Bob" in str(item.get("content")) for item in model.inputs[-1])
+        answer = await Runner.run(agent, "What did I ask?", session=bob_copy(session), context=bob)
+        assert answer.final_output == "You said first: What did I ask?"
+        threads = {t.id: t.resource_id for t in (await memory.list_threads()).items}
+        assert threads == {"openai-agents:alice:chat": "alice", "openai-agents:bob:chat": "bob"}
+
+
+def bob_copy(session: MemoryCoreSession) -> MemoryCoreSession:
+    """A second session object over the same id (another request of the app)."""
+    return MemoryCoreSession(session.session_id, session.memory)
+
+
+@pytest.mark.anyio
+async def test_stores_from_before_scoped_ids_stay_readable_and_can_move(open_memory: OpenMemory) -> None:
+    agent = Agent(name="assistant", model=ScriptedModel())
+    async with open_memory() as memory:
+        alice = {"resource_id": "alice"}
+        old = MemoryCoreSession("chat", memory, scope_ids=False)  # how every store was written before
+        await Runner.run(agent, "My cat is called Miso.", session=old, context=alice)
+        assert [t.id for t in (await memory.list_threads()).items] == ["chat"]
+        new = MemoryCoreSession("chat", memory)
+        assert await new.get_items(wrapper=RunContextWrapper(alice)) == []  # the scoped thread is another one
+        answer = await Runner.run(agent, "What did I say?", session=old, context=alice)
+        assert answer.final_output == "You said first: My cat is called Miso."
+        # Moving a conversation to its scoped id: copy the thread, then drop the old one.
+        await memory.clone_thread("chat", new.thread_id(RunContextWrapper(alice)))
+        await memory.delete_thread("chat")
+        answer = await Runner.run(agent, "And now?", session=new, context=alice)
+        assert answer.final_output == "You said first: My cat is called Miso."
+
+
+class RecallingModel(Model):
+    """Calls ``recall_memory`` with the user's words, then answers with
+    exactly what the tool returned (no network)."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+        items: list[Any] = [input] if isinstance(input, str) else list(input)
+        last = items[-1]
+        output: list[Any]
+        if last.get("type") == "function_call_output":
+            output = [_said(str(last["output"]))]
+        else:
+            arguments = json.dumps({"query": last["content"]})
+            output = [
+                ResponseFunctionToolCall(
+                    type="function_call", call_id="call_r", name="recall_memory", arguments=arguments, id="fc_r"
+                )
+            ]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+@pytest.mark.anyio
+async def test_recall_memory_spends_its_slots_on_memory_not_on_the_question(open_memory: OpenMemory) -> None:
+    async with open_memory() as memory:
+        alice = {"resource_id": "alice"}
+        earlier = MemoryCoreSession("trip", memory)
+        said = [
+            {"role": "user", "content": "My cat is called Miso."},
+            {"role": "assistant", "content": "Miso is a lovely name."},
+        ]
+        await earlier.add_items(said, wrapper=RunContextWrapper(alice))  # type: ignore[arg-type]
+        session = MemoryCoreSession("chat", memory)
+        agent = Agent(name="assistant", model=RecallingModel(), tools=[*memory_tools(session, top_k=1)])
+        result = await Runner.run(agent, "What is my cat called?", session=session, context=alice)
+        # The runner stored the question before the tool ran: it was the one hit (score 1.0).
+        assert "My cat is called Miso." in result.final_output, result.final_output
+        assert "What is my cat called?" not in result.final_output
+        result = await Runner.run(agent, "pears", session=session, context=alice)
+        assert result.final_output == "[]"  # nothing about pears: the floor leaves every hit out
+        unfloored = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, top_k=1, min_score=None)])
+        result = await Runner.run(unfloored, "apricots", session=session, context=alice)
+        assert result.final_output != "[]"  # without a floor: top_k hits, however unrelated

@@ -3,8 +3,10 @@ runs with FunctionModel, on every backend."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from memory_core_conformance.integrations.pydantic_ai import run_history_machine
@@ -68,8 +70,13 @@ async def test_two_turns_through_the_agent(open_memory: OpenMemory) -> None:
 
         third = await agent.run("What did I ask?", message_history=await bob.load("c-bob"))
         assert third.output == "Nothing before."
+        assert await bob.load("c-alice") == []  # bob's own "c-alice": ids are scoped per owner
+
+        old_alice = MessageHistory(memory, "alice", scope_ids=False)  # ids global across owners
+        await old_alice.append("c-old", first.new_messages())
+        assert old_alice.thread_id("c-old") == "c-old"
         with pytest.raises(OwnershipError):
-            await bob.load("c-alice")
+            await MessageHistory(memory, "bob", scope_ids=False).load("c-old")
 
 
 @pytest.mark.anyio
@@ -81,3 +88,28 @@ async def test_bad_input_is_rejected_before_any_write(open_memory: OpenMemory) -
         with pytest.raises(ValidationError, match="conversation_id"):
             await history.load("")
         assert await memory.get_thread("c") is None
+
+
+def recalling(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``recall_memory`` with the prompt, then answers with exactly what it returned."""
+    last: Any = messages[-1].parts[-1]
+    if last.part_kind == "tool-return":
+        return ModelResponse(parts=[TextPart(json.dumps([hit["text"] for hit in last.content]))])
+    return ModelResponse(parts=[ToolCallPart("recall_memory", {"query": last.content}, tool_call_id="r1")])
+
+
+@pytest.mark.anyio
+async def test_recall_tool_through_the_agent_has_a_relevance_floor(open_memory: OpenMemory) -> None:
+    async with open_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        agent = Agent(FunctionModel(recalling), tools=history.tools("chat", top_k=1))
+        first = await agent.run("My cat is called Miso.", message_history=await history.load("before"))
+        await history.append("before", first.new_messages())
+        result = await agent.run("What is my cat called?", message_history=await history.load("chat"))
+        assert json.loads(result.output) == ["My cat is called Miso."]
+        await history.append("chat", result.new_messages())
+        result = await agent.run("pears", message_history=await history.load("chat"))
+        assert json.loads(result.output) == []  # nothing about pears: the floor leaves every hit out
+        unfloored = Agent(FunctionModel(recalling), tools=history.tools("chat", top_k=1, min_score=None))
+        result = await unfloored.run("apricots", message_history=await history.load("chat"))
+        assert len(json.loads(result.output)) == 1  # without a floor: top_k hits, however unrelated

@@ -60,3 +60,34 @@ def test_the_adk_memory_service_needs_vectors() -> None:
     with pytest.raises(ValidationError) as caught:
         SEAMS["adk-memory"](Memory(InMemoryStorage()))
     assert caught.value.field == "memory.vector"
+
+
+@pytest.mark.skipif(
+    not {"openai-session", "pydantic-history", "adk-memory"} <= set(SEAMS), reason="a framework is missing"
+)
+def test_scope_and_floor_options_are_checked_in_the_callers_words() -> None:
+    from agents import RunContextWrapper
+
+    from memory_core import InMemoryVectorStore
+    from memory_core.embedders import LexicalHashEmbedder
+    from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
+    from memory_core.integrations.pydantic_ai import MessageHistory
+
+    memory = Memory(InMemoryStorage(), InMemoryVectorStore(), LexicalHashEmbedder(), allow_volatile_vectors=True)
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: MemoryCoreSession("s", memory, scope_ids=1), "scope_ids"),  # type: ignore[arg-type]
+        (lambda: MessageHistory(memory, "u", scope_ids="yes"), "scope_ids"),  # type: ignore[arg-type]
+        (lambda: memory_tools(MemoryCoreSession("s", memory), min_score="high"), "min_score"),  # type: ignore[arg-type]
+        (lambda: MessageHistory(memory, "u").tools("c", min_score=1.5), "min_score"),
+        (lambda: SEAMS["adk-memory"](memory, min_score=True), "min_score"),  # type: ignore[call-arg]
+        (lambda: SEAMS["adk-memory"](memory, top_k=0), "top_k"),  # type: ignore[call-arg]
+        # 256 characters once scoped: the caller's own id is named
+        (lambda: MemoryCoreSession("s" * 250, memory, resource_id="u").thread_id(), "session_id"),
+        (lambda: MessageHistory(memory, "u").thread_id("c" * 250), "conversation_id"),
+    ]
+    for build, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            build()
+        assert caught.value.field == field, caught.value
+    session = MemoryCoreSession("a:b", memory, resource_id="u")
+    assert session.thread_id(RunContextWrapper({"resource_id": "x:y"})) == "openai-agents:x%3Ay:a%3Ab"

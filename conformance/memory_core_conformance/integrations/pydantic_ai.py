@@ -7,7 +7,7 @@ Operations: ``append(conversation_id, messages)`` with random requests
 ``RetryPromptPart``, which Pydantic AI's own type adapter loads back as a
 ``ToolReturnPart`` with ``outcome='retried'``) and responses
 (text, tool calls, thinking, model names, usage), ``load(conversation_id)``
-(all, or the newest ``limit``) and ``clear(conversation_id)``, over two
+(all, or the newest ``limit``; negative: all) and ``clear(conversation_id)``, over two
 conversations. Loaded histories must be equal message for message
 (dataclass equality: every field, timestamps included).
 
@@ -43,9 +43,11 @@ class InMemoryHistory:
         self.conversations: dict[str, list[Any]] = {}
 
     async def load(self, conversation_id: str, *, limit: int | None = None) -> list[Any]:
-        """The messages, oldest first (the newest ``limit`` when given)."""
+        """The messages, oldest first (the newest ``limit`` when given; a
+        negative limit reads all, the Agents SDK's ``SQLiteSession`` rule
+        every memory-core seam follows)."""
         messages = self.conversations.get(conversation_id, [])
-        if limit is None:
+        if limit is None or limit < 0:
             return list(messages)
         return list(messages[-limit:]) if limit else []
 
@@ -97,7 +99,7 @@ class HistoryMachine(DifferentialMachine[Any]):
     def append(self, conversation_id: str, messages: list[Any]) -> None:
         self.compare(f"append({conversation_id!r}, {messages!r})", lambda side: side.append(conversation_id, messages))
 
-    @rule(conversation_id=st.sampled_from(CONVERSATION_IDS), limit=st.sampled_from([None, None, 0, 1, 3]))
+    @rule(conversation_id=st.sampled_from(CONVERSATION_IDS), limit=st.sampled_from([None, None, 0, 1, 3, -1]))
     def load(self, conversation_id: str, limit: int | None) -> None:
         self.compare(f"load({conversation_id!r}, limit={limit})", lambda side: side.load(conversation_id, limit=limit))
 

@@ -1,0 +1,124 @@
+"""One meaning of a history limit in every seam
+(:func:`memory_core.integrations._threads.check_limit`, the Agents SDK's
+``SQLiteSession`` rule): None and a negative int read everything, 0 nothing,
+n the newest n; anything else is a ValidationError naming the caller's own
+parameter (``limit``, ``session_settings.limit``, ``num_recent_events``)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from memory_core import InMemoryStorage, Memory, ValidationError
+
+Reader = Callable[[Any], Awaitable[list[str]]]
+"""``read(limit)``: the texts of the newest ``limit`` records, oldest first."""
+TEXTS = ["one", "two", "three"]
+
+
+async def _openai(memory: Memory) -> tuple[Reader, str]:
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
+    session = MemoryCoreSession("s", memory, resource_id="u")
+    await session.add_items([{"role": "user", "content": text} for text in TEXTS])  # type: ignore[misc]
+
+    async def read(limit: Any) -> list[str]:
+        return [str(item.get("content")) for item in await session.get_items(limit)]
+
+    return read, "limit"
+
+
+async def _pydantic(memory: Memory) -> tuple[Reader, str]:
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from memory_core.integrations.pydantic_ai import MessageHistory
+
+    history = MessageHistory(memory, "u")
+    await history.append("c", [ModelRequest(parts=[UserPromptPart(text)]) for text in TEXTS])
+
+    async def read(limit: Any) -> list[str]:
+        return [str(getattr(m.parts[0], "content", "")) for m in await history.load("c", limit=limit)]
+
+    return read, "limit"
+
+
+async def _adk(memory: Memory) -> tuple[Reader, str]:
+    from google.adk.events.event import Event
+    from google.adk.sessions.base_session_service import GetSessionConfig
+    from google.genai import types
+
+    from memory_core.integrations.google_adk import MemoryCoreSessionService
+
+    service = MemoryCoreSessionService(memory)
+    session = await service.create_session(app_name="a", user_id="u", session_id="s")
+    for n, text in enumerate(TEXTS):
+        content = types.Content(role="user", parts=[types.Part(text=text)])
+        await service.append_event(session, Event(author="user", invocation_id=f"i{n}", content=content))
+
+    async def read(limit: Any) -> list[str]:
+        # model_construct: past ADK's own validator (which refuses a negative), as a caller may build it
+        config = GetSessionConfig.model_construct(num_recent_events=limit, after_timestamp=None)
+        found = await service.get_session(app_name="a", user_id="u", session_id="s", config=config)
+        assert found is not None
+        return [str(e.content.parts[0].text) for e in found.events if e.content and e.content.parts]
+
+    return read, "num_recent_events"
+
+
+def _seams() -> dict[str, Callable[[Memory], Awaitable[tuple[Reader, str]]]]:
+    found: dict[str, Callable[[Memory], Awaitable[tuple[Reader, str]]]] = {}
+    for name, module, make in (
+        ("openai", "agents", _openai),
+        ("pydantic", "pydantic_ai", _pydantic),
+        ("adk", "google.adk", _adk),
+    ):
+        try:
+            __import__(module)
+        except ImportError:
+            continue
+        found[name] = make
+    return found
+
+
+SEAMS = _seams()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+async def test_every_seam_reads_a_limit_the_same_way(seam: str) -> None:
+    read, field = await SEAMS[seam](Memory(InMemoryStorage()))
+    assert await read(None) == TEXTS
+    assert await read(-1) == TEXTS  # the SDK's rule: was "per_page" error (Pydantic), events[1:] (ADK in-memory)
+    assert await read(-5) == TEXTS
+    assert await read(0) == []
+    assert await read(2) == TEXTS[1:]
+    assert await read(10) == TEXTS
+    for wrong in (True, 2.0, "2"):
+        with pytest.raises(ValidationError) as caught:
+            await read(wrong)
+        assert caught.value.field == field, caught.value  # the caller's own word, never "per_page"
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("openai" not in SEAMS, reason="openai-agents is not installed")
+async def test_a_bad_default_limit_names_the_session_setting() -> None:
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
+    session = MemoryCoreSession("s", Memory(InMemoryStorage()), resource_id="u", session_settings={"limit": True})
+    assert session.session_settings is not None
+    assert session.session_settings.limit == 1  # the SDK's own SessionSettings coerces True to 1
+    session.session_settings.limit = "2"  # type: ignore[assignment]  # set after construction, unchecked by the SDK
+    with pytest.raises(ValidationError) as caught:
+        await session.get_items()
+    assert caught.value.field == "session_settings.limit"
+    assert await session.get_items(0) == []  # an explicit limit wins over the setting
+
+
+def test_check_limit() -> None:
+    from memory_core.integrations._threads import check_limit
+
+    assert [check_limit(v) for v in (None, 0, 3, -1)] == [None, 0, 3, None]
+    with pytest.raises(ValidationError, match="num_recent_events"):
+        check_limit(False, "num_recent_events")

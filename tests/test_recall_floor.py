@@ -1,0 +1,59 @@
+"""``SemanticRecall.min_score``: semantic recall's relevance floor (cosine
+similarity), applied in the core's vector search path for every store."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_core import InMemoryStorage, Memory, MemoryConfig, Message, SemanticRecall
+from memory_core.embedders import LexicalHashEmbedder, relevance_floor
+from memory_core.reference_vector import InMemoryVectorStore
+
+
+def _config(min_score: float | None, exclude_recent: bool = False) -> MemoryConfig:
+    semantic = SemanticRecall(top_k=3, message_range=0, min_score=min_score, exclude_recent=exclude_recent)
+    return MemoryConfig(last_messages=0, semantic_recall=semantic)
+
+
+async def _memory() -> Memory:
+    memory = Memory(InMemoryStorage(), InMemoryVectorStore(), LexicalHashEmbedder(), allow_volatile_vectors=True)
+    await memory.create_thread("r1", thread_id="t1")
+    await memory.save_messages(
+        [
+            Message("a", "t1", "user", "my cat is called Miso"),
+            Message("b", "t1", "assistant", "Miso is a fine name for a cat"),
+            Message("c", "t1", "user", "the train leaves at nine"),
+        ]
+    )
+    return memory
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("exclude_recent", [False, True])
+async def test_hits_under_the_floor_are_left_out(exclude_recent: bool) -> None:
+    memory = await _memory()
+    everything = await memory.recall("t1", "r1", vector_search_string="cat Miso", thread_config=_config(None))
+    assert len(everything.semantic_hits) == 3  # top_k, however unrelated the last one
+    floored = await memory.recall(
+        "t1", "r1", vector_search_string="cat Miso", thread_config=_config(0.2, exclude_recent)
+    )
+    assert set(floored.semantic_hits) == {"a", "b"}
+    assert floored.warnings == []
+    nothing = await memory.recall("t1", "r1", vector_search_string="pears", thread_config=_config(0.2))
+    assert nothing.semantic_hits == [] and nothing.messages == []
+    assert nothing.warnings == []  # all under the floor is not an index that is behind
+
+
+@pytest.mark.anyio
+async def test_an_empty_index_still_warns_under_a_floor() -> None:
+    memory = Memory(InMemoryStorage(), InMemoryVectorStore(), LexicalHashEmbedder(), allow_volatile_vectors=True)
+    await memory.create_thread("r1", thread_id="t1")
+    await memory.storage.save_messages([Message("a", "t1", "user", "my cat is called Miso", "r1")])  # not indexed
+    result = await memory.recall("t1", "r1", vector_search_string="cat", thread_config=_config(0.2))
+    assert result.semantic_hits == [] and "reindex" in result.warnings[0]
+
+
+def test_measured_floors() -> None:
+    assert relevance_floor(LexicalHashEmbedder()) == 0.15
+    assert relevance_floor(LexicalHashEmbedder(dimension=64)) is None  # not measured: no floor
+    assert relevance_floor(None) is None
