@@ -21,7 +21,8 @@ Where each part lives (one responsibility per module):
   plans), :mod:`~memory_core.reference` (the reference store,
   ``memory://``), :mod:`~memory_core.registry` (URL scheme to adapter,
   :func:`connect`), :mod:`~memory_core.identity` (whether two stores are
-  one);
+  one), :mod:`~memory_core.loops` (a connection per event loop, so a store
+  works from any thread and loop);
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to

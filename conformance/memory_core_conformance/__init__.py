@@ -23,7 +23,8 @@ Where each part lives:
   embedder) and :mod:`~memory_core_conformance.vector_store` (on its own);
 - framework seams: :mod:`~memory_core_conformance.integrations`;
 - index plans: :mod:`~memory_core_conformance.query_shapes` (the queries an
-  adapter's EXPLAIN tests render);
+  adapter's EXPLAIN tests render) and :mod:`~memory_core_conformance.plans`
+  (a long thread's read plans and the verdict on their query plans);
 - a live deployment: ``memory-core check URL``
   (:mod:`~memory_core_conformance.cli`, :mod:`~memory_core_conformance.check`,
   :mod:`~memory_core_conformance.live`, the per-rule table

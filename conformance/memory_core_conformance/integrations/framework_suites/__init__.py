@@ -15,11 +15,11 @@ Usage (``python -m memory_core_conformance.integrations.framework_suites``):
 
 - ``openai-agents [--version V] [--keep DIR]``: downloads
   ``openai-agents==V`` (default: the installed version), runs its
-  ``tests/memory/test_session.py`` and ``test_session_limit.py`` with
+  ``test_session.py`` and ``test_session_limit.py`` (its memory tests) with
   ``agents.SQLiteSession`` replaced by :class:`.openai_agents.SeamSession`
   (a ``MemoryCoreSession`` over a SQLite store at the test's ``db_path``).
-- ``google-adk --checkout DIR``: runs ``DIR/tests/unittests/sessions/
-  test_session_service.py`` of a checkout of github.com/google/adk-python at
+- ``google-adk --checkout DIR``: runs the checkout's
+  ``unittests/sessions/test_session_service.py`` of a checkout of github.com/google/adk-python at
   the installed version's tag (``git clone --depth 1 --branch vX.Y.Z``), its
   ``DATABASE`` service replaced by ``MemoryCoreSessionService`` over SQLite
   (:mod:`.google_adk`); the other services' cases are deselected.

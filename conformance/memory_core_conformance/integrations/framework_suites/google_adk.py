@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from memory_core.registry import build_storage
 
 __all__ = ["REFERENCE_INTERNAL", "SUITE_FILES", "seam_service"]
 
-SUITE_FILES = ("tests/unittests/sessions/test_session_service.py",)
+SUITE_FILES = (PurePosixPath("tests", "unittests", "sessions", "test_session_service.py").as_posix(),)
 """ADK's session-service test file (path inside its repository)."""
 
 REFERENCE_INTERNAL: dict[str, str] = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import agents
@@ -25,7 +25,9 @@ from memory_core.registry import build_storage
 
 __all__ = ["REFERENCE_INTERNAL", "SUITE_FILES", "SeamSession"]
 
-SUITE_FILES = ("tests/memory/test_session.py", "tests/memory/test_session_limit.py")
+SUITE_FILES = tuple(
+    PurePosixPath("tests", "memory", name).as_posix() for name in ("test_session.py", "test_session_limit.py")
+)
 """The SDK's session test files (paths inside its source distribution)."""
 
 _TABLES = "reads or writes SQLiteSession's own tables (agent_sessions/agent_messages) with sqlite3"
