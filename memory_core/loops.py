@@ -18,14 +18,15 @@ they are collected), never used from another loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 from memory_core.errors import ValidationError
 
-__all__ = ["GivenClientLoop", "LoopLocal", "close_everywhere", "running_loop"]
+__all__ = ["GivenClientLoop", "LoopLocal", "OnceAcrossLoops", "close_everywhere", "running_loop"]
 
 T = TypeVar("T")
 
@@ -89,6 +90,54 @@ class LoopLocal(Generic[T]):
     def __len__(self) -> int:
         """How many loops hold a value (closed ones not yet dropped included)."""
         return len(self._values)
+
+
+class OnceAcrossLoops:
+    """Run a setup step (an open, a collection's creation) once per key
+    however many threads and event loops ask at the same moment.
+
+    One caller claims the key and runs the step in its own loop; the others
+    wait for its outcome without blocking their loops (a
+    ``concurrent.futures.Future``, which any loop can await), then look again
+    and claim the key themselves when the step failed. An ``asyncio.Lock``
+    cannot do this: it belongs to one loop, and a waiter in another loop is
+    never woken.
+    """
+
+    __slots__ = ("_guard", "_pending")
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._pending: dict[Hashable, concurrent.futures.Future[None]] = {}
+
+    async def run(self, key: Hashable, done: Callable[[], bool], step: Callable[[], Awaitable[object]]) -> None:
+        """Run ``step`` unless ``done()`` says it has been done, once at a
+        time for ``key``; return when ``done()`` is true or ``step`` raised
+        (its exception propagates to the caller that ran it only).
+
+        Args:
+            key: what the step sets up (equal keys never run at once).
+            done: whether the setup is already there (read before each try).
+            step: the setup; it makes ``done()`` true when it succeeds.
+        """
+        while not done():
+            with self._guard:
+                pending = self._pending.get(key)
+                mine = pending is None
+                if pending is None:
+                    pending = self._pending[key] = concurrent.futures.Future()
+                    pending.set_running_or_notify_cancel()  # a waiter's cancellation cannot cancel it
+            if not mine:
+                await asyncio.wait([asyncio.wrap_future(pending)])
+                continue
+            try:
+                if not done():
+                    await step()
+                return
+            finally:
+                with self._guard:
+                    del self._pending[key]
+                pending.set_result(None)
 
 
 class GivenClientLoop:

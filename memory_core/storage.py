@@ -16,9 +16,7 @@ its whole contract; the conformance suite checks the composed behaviour.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import random
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,7 +37,7 @@ from memory_core.errors import (
     StaleStateError,
     ValidationError,
 )
-from memory_core.loops import LoopLocal
+from memory_core.loops import LoopLocal, OnceAcrossLoops
 from memory_core.models import (
     ROLES,
     IdPage,
@@ -303,8 +301,7 @@ class BaseStorage(ABC):
         self._closed = False
         self._open_locks: LoopLocal[asyncio.Lock] = LoopLocal()
         self._loops_open: LoopLocal[bool] = LoopLocal()
-        self._first_open: concurrent.futures.Future[None] | None = None
-        self._first_open_guard = threading.Lock()
+        self._first_open = OnceAcrossLoops()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -349,29 +346,18 @@ class BaseStorage(ABC):
 
     async def _open_first(self) -> None:
         """Run the store's first ``_open`` exactly once across threads and
-        loops: one caller claims it; the others wait for its outcome without
-        blocking their loops (a ``concurrent.futures.Future``) and claim it
-        themselves when it failed."""
-        while not self._opened:
-            with self._first_open_guard:
-                pending = self._first_open
-                mine = pending is None
-                if pending is None:
-                    pending = self._first_open = concurrent.futures.Future()
-                    pending.set_running_or_notify_cancel()  # a waiter's cancellation cannot cancel it
-            if not mine:
-                await asyncio.wait([asyncio.wrap_future(pending)])
-                continue
-            try:
-                with BackendGuard(self, "open"):
-                    await self._open()
-                if self.loop_bound:
-                    self._loops_open.set(True)
-                self._opened = True
-            finally:
-                with self._first_open_guard:
-                    self._first_open = None
-                pending.set_result(None)
+        loops (:class:`~memory_core.loops.OnceAcrossLoops`): the others wait
+        for its outcome without blocking their loops, and try themselves when
+        it failed."""
+
+        async def first() -> None:
+            with BackendGuard(self, "open"):
+                await self._open()
+            if self.loop_bound:
+                self._loops_open.set(True)
+            self._opened = True
+
+        await self._first_open.run("open", lambda: self._opened, first)
 
     async def close(self) -> None:
         """Release connections this store created (idempotent)."""

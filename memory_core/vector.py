@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
+from memory_core.loops import OnceAcrossLoops
 from memory_core.models import Message
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
@@ -420,8 +421,8 @@ class BaseVectorStore(ABC):
         self._known: dict[str, int] = {}
         self._opened = False
         self._closed = False
-        self._open_lock = anyio.Lock()
-        self._schema_lock = anyio.Lock()
+        # Not anyio/asyncio locks: a store may be used from several event loops at once.
+        self._setup = OnceAcrossLoops()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -450,9 +451,8 @@ class BaseVectorStore(ABC):
             raise AdapterClosedError(f"{self.backend_name} vector store is closed")
         if self._opened:
             return
-        async with self._open_lock:
-            if self._opened:
-                return
+
+        async def connect() -> None:
             with self._guard("open"):
                 try:
                     await self._connect()
@@ -462,6 +462,8 @@ class BaseVectorStore(ABC):
                         await self._disconnect()  # whatever a partial connect made
                     raise
             self._opened = True
+
+        await self._setup.run("open", lambda: self._opened, connect)
 
     async def close(self) -> None:
         """Release what this store created (idempotent).
@@ -535,10 +537,12 @@ class BaseVectorStore(ABC):
     async def _ensure(self, name: str, dimension: int) -> None:
         if name in self._known:
             return
-        async with self._schema_lock:
-            if name not in self._known:
-                await self._create_collection(name, dimension)
-                self._known[name] = dimension
+
+        async def create() -> None:
+            await self._create_collection(name, dimension)
+            self._known[name] = dimension
+
+        await self._setup.run(("collection", name), lambda: name in self._known, create)
 
     # ------------------------------------------------------------------ VectorStore
 

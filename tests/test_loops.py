@@ -153,3 +153,36 @@ def test_a_failed_first_open_lets_the_waiting_loops_try_again() -> None:
     assert not any(worker.is_alive() for worker in threads)
     assert sorted(outcomes) == ["BackendError", "ok", "ok", "ok"]
     assert store.opens == 2
+
+
+@pytest.mark.parametrize("vector_url", ["memory://", "qdrant::memory:"])
+def test_vectors_are_set_up_once_when_threads_with_their_own_loops_write_first(vector_url: str) -> None:
+    """One Memory with a vector store none of whose collections exist yet,
+    written from five threads, each with its own ``asyncio.run`` loop, at
+    once: every write lands and no thread hangs (an ``anyio.Lock`` around
+    the collection's creation left a waiter in another loop asleep forever)."""
+    from memory_core import Memory, connect_vector
+
+    vectors = asyncio.run(connect_vector(vector_url))
+    memory = Memory(InMemoryStorage(), vectors, embedder=_lexical())
+    asyncio.run(memory.create_thread("r", thread_id="t"))
+
+    def write(k: int) -> None:
+        for j in range(3):
+            asyncio.run(memory.append_messages("t", [("user", f"writer {k} note {j}")]))
+
+    threads = [threading.Thread(target=write, args=(k,), daemon=True) for k in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(t.is_alive() for t in threads), "a writer never returned"
+    assert asyncio.run(memory.list_messages("t", per_page=0)).total == 15
+    status = asyncio.run(memory.check_index(thread_id="t"))
+    assert (status.stored, status.indexed) == (15, 15)
+
+
+def _lexical() -> Any:
+    from memory_core.embedders import get_embedder
+
+    return get_embedder("lexical")
