@@ -268,7 +268,7 @@ def test_check_prints_no_assert_rewrite_warnings() -> None:
         ("0", "--sizes: '0': size must be >= 1"),
         ("abc", "--sizes: 'abc' is not an integer"),
         ("2", "--sizes: '2': size 2 is too small for the dataset layout"),
-        (",", "--sizes: needs at least one size"),
+        (",", "--sizes: needs at least one count of messages"),
     ],
 )
 def test_bench_rejects_bad_sizes(sizes: str, says: str, tmp_path: Path) -> None:

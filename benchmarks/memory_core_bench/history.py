@@ -860,6 +860,7 @@ async def _run_target(
                 LexicalHashEmbedder(config.dimension),
                 MemoryConfig(semantic_recall=SemanticRecall()),
                 owns_stores=False,
+                allow_volatile_vectors=True,  # a timing run: the vectors need not outlive it
             )
         elif config.wants(ThreadSemantic.name):
             _note(report, sink, f"{target.name} at {length:,}: {ThreadSemantic.name} not run (no --vector store)")
