@@ -43,7 +43,7 @@ from memory_core.models import (
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
-from memory_core.storage import MessageParts, Storage, order_key
+from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
@@ -289,6 +289,13 @@ def _metadata_arg(value: Any, field: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
     return check_json_object(dict(value), field)
+
+
+def _wider(side: int) -> int:
+    """A window side read one message wider (to tell touching runs from
+    gaps), at most :data:`~memory_core.storage.WINDOW_SIDE_MAX`: a side of
+    2**63 - 1 is valid, and one more is not an int64."""
+    return min(side + 1, WINDOW_SIDE_MAX)
 
 
 class Memory:
@@ -1050,7 +1057,7 @@ class Memory:
             )
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
-        wide = [Include(i.id, i.with_previous + 1, i.with_next + 1) for i in includes]
+        wide = [Include(i.id, _wider(i.with_previous), _wider(i.with_next)) for i in includes]
         # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest, total
         listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True, total)
         hits: list[str] = []
@@ -1070,14 +1077,14 @@ class Memory:
                 found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
                 hits = [hit for hit in found if hit not in recent][: semantic.top_k]
                 hit_windows = await self.storage.include_windows(
-                    [Include(hit, before + 1, after + 1) for hit in hits], resource_id
+                    [Include(hit, _wider(before), _wider(after)) for hit in hits], resource_id
                 )
             else:
                 thread = await self.storage.get_thread(thread_id)
                 owner = self._recall_owner(thread, thread_id, resource_id, semantic)
                 found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
                 hits = found
-                hit_includes = [Include(hit, before + 1, after + 1) for hit in hits]
+                hit_includes = [Include(hit, _wider(before), _wider(after)) for hit in hits]
                 parts = await self.storage.message_parts(replace(listing, include=wide + hit_includes))
                 hit_windows = parts.windows[len(wide) :]
             if not searched:  # nothing in the index at all (not: everything under the floor)

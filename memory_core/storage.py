@@ -1751,9 +1751,19 @@ async def _count_and_list(
     return total, items
 
 
+WINDOW_SIDE_MAX = 2**53 - 1
+"""The widest window side an adapter is handed: valid includes go up to
+2**63 - 1, which no thread holds, and a side this wide is exact in every
+backend's number type (a double in Redis Lua, int64 in BSON and SQL, where
+the core's ``+ 1`` to read a neighbour must not overflow)."""
+
+
 def _windows(includes: Sequence[Include]) -> tuple[Window, ...]:
-    """The plan's windows of validated includes."""
-    return tuple((inc.id, inc.with_previous, inc.with_next) for inc in includes)
+    """The plan's windows of validated includes, each side at most
+    :data:`WINDOW_SIDE_MAX`."""
+    return tuple(
+        (inc.id, min(inc.with_previous, WINDOW_SIDE_MAX), min(inc.with_next, WINDOW_SIDE_MAX)) for inc in includes
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,17 @@ class RecallCases(SuiteBase):
         assert both.sources == ["include", "include", "recent", "recent"]
         assert both.gaps == [("m02", "m10"), ("m10", "m19")]
 
+    async def test_r_source_the_widest_windows_are_the_whole_thread(self, store: BaseStorage) -> None:
+        """``with_previous``/``with_next`` are valid up to 2**63 - 1; recall
+        reads each window one wider, which must not step past int64."""
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message(f"m{n}", created_at=at(n)) for n in range(1, 6)])
+        memory = Memory(store, owns_stores=False)
+        widest = 2**63 - 1
+        result = await memory.recall("t1", "r1", per_page=0, include=[Include("m3", widest, widest)])
+        assert ids(result.messages) == ["m1", "m2", "m3", "m4", "m5"]
+        assert result.sources == ["include"] * 5 and result.gaps == []
+
     async def test_r_source_the_page_alone_has_gaps_only_where_a_filter_hides_neighbours(
         self, store: BaseStorage
     ) -> None:
