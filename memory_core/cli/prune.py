@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from memory_core.cli.host import console, fail, user_errors
-from memory_core.cli.stores import command_storage
+from memory_core.cli.stores import command_storage, command_vector
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
 
@@ -82,13 +82,7 @@ def prune(
         )
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
-        from memory_core.arguments import check_persistent
-        from memory_core.registry import build_vector
-
-        vectors = None if vector is None else build_vector(vector)
-        if vectors is not None:
-            # An in-memory store holds none of the points: the real index would keep them.
-            check_persistent(vectors, "--vector")
+        vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
         report = asyncio.run(_prune(storage, vectors, policy, dry_run))
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"

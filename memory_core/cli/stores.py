@@ -1,22 +1,25 @@
-"""Storage URLs on the command line: build the store a command names,
-refusing before any I/O what would make the command act on the wrong store.
+"""Storage and vector URLs on the command line: build the store a command
+names, refusing before any I/O what would make the command act on the wrong
+store.
 
 Shared by the commands that read or delete a store's data (``export``,
-``copy``'s source, ``prune``) and those that write into one (``import``,
-``copy``'s destination).
+``copy``'s source, ``prune`` and its ``--vector``) and those that write into
+one (``import``, ``copy``'s destination, their ``--vector``).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from memory_core.arguments import check_persistent
 from memory_core.cli.host import fail
 from memory_core.errors import ValidationError
 from memory_core.identity import same_store
-from memory_core.registry import build_storage
+from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
+from memory_core.vector import VectorStore
 
-__all__ = ["command_storage", "copy_storages"]
+__all__ = ["command_storage", "command_vector", "copy_storages"]
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
@@ -38,6 +41,37 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
             ``<role>: <reason>``, exit 2).
     """
     return _preflight(build_storage(url), role, must_exist)
+
+
+def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
+    """The vector store for ``url``, built but not opened: refused when it
+    keeps its points in memory (every command's ``--vector`` must outlive
+    the process: :func:`memory_core.arguments.check_persistent`), then
+    checked by its :meth:`~memory_core.vector.BaseVectorStore.preflight` (a
+    store that does not derive from
+    :class:`~memory_core.vector.BaseVectorStore` has none and is not checked).
+
+    With ``must_exist`` (a command that reads or prunes vectors) the store
+    must already hold a collection: ``qdrant+path:///`` with a misspelt
+    folder would otherwise be created empty (by ``--dry-run`` too) and a
+    prune would report success while the real index keeps every point.
+
+    Raises:
+        ValidationError: from the registry (scheme, adapter, URL options);
+            a store that is not persistent (field ``role``).
+        BackendError: the store cannot be reached or read (preflight).
+        typer.Exit: preflight refused the location (one red line
+            ``<role>: <reason>``, exit 2).
+    """
+    vectors = build_vector(url)
+    check_persistent(vectors, role)
+    preflight = getattr(vectors, "preflight", None)
+    if preflight is not None:
+        try:
+            asyncio.run(preflight(must_exist=must_exist))
+        except ValidationError as exc:
+            fail(f"{role}: {exc.reason}")
+    return vectors
 
 
 def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:

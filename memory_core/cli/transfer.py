@@ -29,10 +29,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import fail, user_errors
-from memory_core.cli.stores import command_storage, copy_storages
+from memory_core.cli.stores import command_storage, command_vector, copy_storages
 from memory_core.embedders import default_embedder, get_embedder
 from memory_core.errors import ValidationError
-from memory_core.registry import build_vector
 from memory_core.storage import Storage
 from memory_core.transfer import copy_store, export_lines, import_lines, reembedder
 from memory_core.validation import check_id
@@ -127,7 +126,7 @@ def _reembedding(
             raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
         return None, None, ""
     model = default_embedder() if embedder is None else get_embedder(embedder)
-    vectors = build_vector(vector)
+    vectors = command_vector(vector, "--vector", must_exist=False)
     note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
     return vectors, reembedder(storage, vectors, "--vector", model), note
 
