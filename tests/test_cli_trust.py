@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import signal
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +18,7 @@ import pytest
 
 from memory_core import Memory, Thread, connect, connect_vector
 from memory_core.embedders import LexicalHashEmbedder
-from tests.cli_run import cli
+from tests.cli_run import cli, cli_process
 
 HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
 
@@ -74,3 +77,66 @@ def test_prune_with_the_right_vector_folder_removes_the_points(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("removed 6 messages"), done.stdout
     assert _points(vectors) == 0
+
+
+def _many_old_messages(db: Path, count: int) -> str:
+    url = f"sqlite:///{db}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            for start in range(0, count, 500):
+                await storage.save_messages(
+                    [
+                        {"id": f"m{i}", "thread_id": "t1", "role": "user", "content": "old", "created_at": OLD}
+                        for i in range(start, min(start + 500, count))
+                    ]
+                )
+
+    asyncio.run(seed())
+    return url
+
+
+def _message_count(url: str) -> int:
+    async def count() -> int:
+        async with await connect(url) as storage:
+            return (await storage.list_messages("t1", per_page=0)).counted_total
+
+    return asyncio.run(count())
+
+
+def test_an_interrupted_prune_prints_the_cutoff_and_resumes_with_before(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 4000)
+    process = cli_process("prune", url, "--older-than", "30d", "--batch-size", "1", stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    first = process.stderr.readline().decode()
+    assert first.startswith("cutoff "), first
+    cutoff = first.split()[1]
+    time.sleep(1.5)  # a few hundred one-message batches
+    process.send_signal(signal.SIGINT)
+    rest = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 130, rest
+    assert f"interrupted: whole batches were deleted or not; resume with --before {cutoff}" in rest, rest
+    assert "Traceback" not in rest
+    left = _message_count(url)
+    assert 0 < left <= 4000
+    resumed = cli("prune", url, "--before", cutoff)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith(f"removed {left} messages from 1 threads, created before {cutoff}"), resumed.stdout
+    assert _message_count(url) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--before", "last tuesday"], "--before: not an ISO-8601 datetime: 'last tuesday'"),
+        (["--before", "2025-01-01", "--older-than", "30d"], "give --older-than AGE or --before TIME (one of them)"),
+        ([], "give --older-than AGE or --before TIME (one of them)"),
+    ],
+)
+def test_prune_cutoff_mistakes_are_one_red_line(args: list[str], says: str, tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    done = cli("prune", url, *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert _message_count(url) == 3

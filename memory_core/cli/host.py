@@ -11,10 +11,11 @@ answers: one red line that names the package to install, exit 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import asyncio
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -22,7 +23,21 @@ from rich.markup import escape
 
 from memory_core.errors import MemoryCoreError
 
-__all__ = ["COMMAND_GROUP", "PROVIDERS", "USER_ERROR", "build_app", "console", "main", "user_errors"]
+__all__ = [
+    "COMMAND_GROUP",
+    "INTERRUPTED",
+    "PROVIDERS",
+    "USER_ERROR",
+    "build_app",
+    "console",
+    "errors",
+    "fail",
+    "main",
+    "run_interruptible",
+    "user_errors",
+]
+
+T = TypeVar("T")
 
 COMMAND_GROUP = "memory_core.cli"
 """Entry-point group of ``memory-core`` subcommands: ``name = "module:function"``."""
@@ -30,6 +45,9 @@ COMMAND_GROUP = "memory_core.cli"
 USER_ERROR = 2
 """Exit code for a mistake in the command line (bad URL, scheme, path, option
 value, missing package): one red line, no traceback."""
+
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
 
 PROVIDERS: dict[str, tuple[str, str]] = {
     "check": ("memory-core-conformance", "./conformance"),
@@ -39,8 +57,8 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 folder in a checkout). Only used to say what to install when one is missing."""
 
 console = Console()
-# Errors go to stderr: stdout may carry a command's data (an export).
-_errors = Console(stderr=True)
+errors = Console(stderr=True)
+"""Where errors, hints and progress go: stdout may carry a command's data (an export)."""
 
 
 @contextmanager
@@ -60,8 +78,26 @@ def fail(message: str) -> None:
     Raises:
         typer.Exit: always.
     """
-    _errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
+
+
+def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
+    """Run ``work`` (``asyncio.run``); on Ctrl-C print ``interrupted: <interrupted>``
+    in yellow on stderr and exit with :data:`INTERRUPTED`, without a traceback.
+
+    Args:
+        work: the command's coroutine.
+        interrupted: what the user should know and do (``"resume with --before ..."``).
+
+    Raises:
+        typer.Exit: after Ctrl-C (exit code 130).
+    """
+    try:
+        return asyncio.run(work)
+    except KeyboardInterrupt:
+        errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
+        raise typer.Exit(INTERRUPTED) from None
 
 
 def _install_hint(name: str, distribution: str | None) -> str:

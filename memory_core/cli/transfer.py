@@ -15,7 +15,6 @@ again to resume (exit 130 meanwhile).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
@@ -24,11 +23,10 @@ from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from memory_core.cli.host import fail, user_errors
+from memory_core.cli.host import errors, fail, run_interruptible, user_errors
 from memory_core.cli.stores import command_storage, command_vector, copy_storages
 from memory_core.embedders import default_embedder, get_embedder
 from memory_core.errors import ValidationError
@@ -39,14 +37,11 @@ from memory_core.vector import VectorStore
 
 __all__ = ["copy", "export", "import_"]
 
-INTERRUPTED = 130
-"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
-
 VERIFY_FAILED = 1
 """Exit code of ``copy`` when the two sides differ after the copy."""
 
 # Progress and messages go to stderr: stdout carries the export.
-_err = Console(stderr=True)
+_err = errors
 
 
 def _check_resource(resource: str | None) -> None:
@@ -103,11 +98,7 @@ async def _opened(store: VectorStore | None) -> AsyncIterator[None]:
 
 
 def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
-    try:
-        asyncio.run(work)
-    except KeyboardInterrupt:
-        _err.print(f"[yellow]interrupted: what was written is complete record by record; {resume_hint}[/]")
-        raise typer.Exit(INTERRUPTED) from None
+    run_interruptible(work, f"what was written is complete record by record; {resume_hint}")
 
 
 def _reembedding(
