@@ -140,3 +140,41 @@ def test_prune_cutoff_mistakes_are_one_red_line(args: list[str], says: str, tmp_
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert _message_count(url) == 3
+
+
+def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3000)  # far more than a pipe buffers
+    process = cli_process("export", url, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert b'"format":"memory-core/jsonl"' in process.stdout.readline()
+    process.stdout.close()  # `memory-core export URL | head -1`
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, errors
+    assert errors == ""
+
+
+def test_an_interrupted_export_to_a_file_leaves_no_file(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 20000)
+    out = tmp_path / "out" / "backup.jsonl"
+    out.parent.mkdir()
+    process = cli_process("export", url, "-o", str(out), stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    deadline = time.monotonic() + 60
+    while not any(out.parent.iterdir()) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)  # while the file is being written
+    said = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 130, said
+    assert f"interrupted: {out} was not written; run the export again" in said
+    assert list(out.parent.iterdir()) == []
+
+
+def test_an_export_to_a_file_appears_whole(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    out = tmp_path / "backup.jsonl"
+    done = cli("export", url, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert '"kind":"trailer"' in out.read_text().splitlines()[-1]
+    again = cli("export", url, "-o", str(out))
+    assert again.returncode == 2 and "exists; export never overwrites a file" in again.stderr

@@ -12,6 +12,8 @@ answers: one red line that names the package to install, exit 2.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
@@ -24,11 +26,13 @@ from rich.markup import escape
 from memory_core.errors import MemoryCoreError
 
 __all__ = [
+    "CLOSED_PIPE",
     "COMMAND_GROUP",
     "INTERRUPTED",
     "PROVIDERS",
     "USER_ERROR",
     "build_app",
+    "closed_pipe",
     "console",
     "errors",
     "fail",
@@ -49,6 +53,10 @@ value, missing package): one red line, no traceback."""
 INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
 
+CLOSED_PIPE = 141
+"""Exit code when the reader of stdout closed it (128 + SIGPIPE), as shells
+report a filter that ``head`` stopped."""
+
 PROVIDERS: dict[str, tuple[str, str]] = {
     "check": ("memory-core-conformance", "./conformance"),
     "bench": ("memory-core-bench", "./benchmarks"),
@@ -65,11 +73,34 @@ errors = Console(stderr=True)
 def user_errors() -> Iterator[None]:
     """Report what the user's input caused (a memory-core error such as a bad
     URL, scheme or option; a missing file or folder; a missing optional
-    package) as one red line and exit with :data:`USER_ERROR`."""
+    package) as one red line and exit with :data:`USER_ERROR`; a closed
+    stdout ends quietly (:func:`closed_pipe`)."""
     try:
         yield
+    except BrokenPipeError:
+        closed_pipe()
     except (MemoryCoreError, OSError, ImportError) as exc:
         fail(str(exc))
+
+
+def closed_pipe() -> None:
+    """End quietly after the reader of stdout went away (``memory-core export
+    URL | head``): for a Unix filter that is a normal end, not an error. No
+    message and no traceback; exit :data:`CLOSED_PIPE` (141, what a shell
+    reports for a program SIGPIPE ended, as ``yes | head`` gives), and
+    stdout is pointed at ``/dev/null`` so the interpreter's last flush at exit
+    does not report the closed pipe again (the recipe of Python's
+    :mod:`signal` documentation).
+
+    Raises:
+        typer.Exit: always.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's buffer)
+        pass
+    raise typer.Exit(CLOSED_PIPE) from None
 
 
 def fail(message: str) -> None:

@@ -10,15 +10,18 @@ verification finds a difference, naming the first differing thread.
 thread) is a yellow hint on stderr, not an error: the export (or copy) is
 valid and empty and the exit code 0. Ctrl-C
 leaves what was written complete record by record: run the same command
-again to resume (exit 130 meanwhile).
+again to resume (exit 130 meanwhile); ``export -o FILE`` writes a temporary
+file beside FILE and renames it at the end, so FILE is whole or absent.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
@@ -97,6 +100,29 @@ async def _opened(store: VectorStore | None) -> AsyncIterator[None]:
         yield
 
 
+@contextmanager
+def _whole_file(path: Path) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only once the block has ended
+    without an error: it is written under a temporary name in the same folder
+    (``.<name>.<random>.partial``), then linked to ``path``, which never
+    replaces a file made there meanwhile; on any error, Ctrl-C included, the
+    temporary file is removed and ``path`` never existed.
+
+    Raises:
+        ValidationError: ``path`` was created while the block ran (field ``--output``).
+    """
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with open(descriptor, "w", encoding="utf-8") as handle:
+            yield handle
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            raise ValidationError("--output", f"{path} exists; export never overwrites a file") from None
+    finally:
+        os.unlink(partial)
+
+
 def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
     run_interruptible(work, f"what was written is complete record by record; {resume_hint}")
 
@@ -135,27 +161,22 @@ def export(
         _check_resource(resource)
         if output is not None and output.exists():
             fail(f"--output {output} exists; export never overwrites a file")
+        if output is not None and not output.parent.is_dir():
+            fail(f"--output: folder {output.parent} does not exist")
 
         async def work() -> None:
             async with storage:
-                target: TextIO = sys.stdout if output is None else output.open("x", encoding="utf-8")
-                last = ""
-                try:
+                with nullcontext(sys.stdout) if output is None else _whole_file(output) as target:
+                    last = ""
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
                         last = line
-                finally:
-                    if output is not None:
-                        target.close()
             _hint_if_absent(resource, json.loads(last)["counts"], "exported")
 
-        partial = (
-            ""
-            if output is None
-            else f"remove the partial {output} (it has no trailer: import calls it incomplete), then "
+        run_interruptible(
+            work(), "run the export again" if output is None else f"{output} was not written; run the export again"
         )
-        _run(work(), f"{partial}run the export again")
 
 
 def import_(
