@@ -178,3 +178,55 @@ def test_an_export_to_a_file_appears_whole(tmp_path: Path) -> None:
     assert '"kind":"trailer"' in out.read_text().splitlines()[-1]
     again = cli("export", url, "-o", str(out))
     assert again.returncode == 2 and "exists; export never overwrites a file" in again.stderr
+
+
+def _export(url: str) -> bytes:
+    done = cli("export", url)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.encode()
+
+
+def _tampered(export: bytes) -> bytes:
+    lines = export.splitlines(keepends=True)
+    middle = len(lines) // 2
+    assert b'"kind":"message"' in lines[middle]
+    lines[middle] = lines[middle].replace(b'"content":"old"', b'"content":"new"')
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"", "input: empty: no header"),
+        (b"hello\n", "line 1: not valid JSON"),
+        (b'{"kind":"header","format":"other/jsonl","version":1}\n', "line 1: not a memory-core/jsonl export"),
+        (b'{"kind":"header","format":"memory-core/jsonl","version":9}\n', "line 1: format version 9"),
+        ("tampered", "the records read do not match the trailer"),
+        ("cut", "without a trailer: the export is incomplete"),
+    ],
+)
+@pytest.mark.parametrize("through", ["stdin", "file"])
+def test_a_failed_import_creates_and_changes_nothing(
+    content: bytes | str, says: str, through: str, tmp_path: Path
+) -> None:
+    if content == "tampered":
+        content = _tampered(_export(_many_old_messages(tmp_path / "source.db", 20)))
+    elif content == "cut":
+        content = b"".join(_export(_many_old_messages(tmp_path / "source.db", 20)).splitlines(keepends=True)[:-1])
+    assert isinstance(content, bytes)
+    file = tmp_path / "in.jsonl"
+    file.write_bytes(content)
+    new = tmp_path / "new.db"
+    args = ["-i", str(file)] if through == "file" else []
+    stdin = content if through == "stdin" else None
+    done = cli("import", f"sqlite:///{new}", *args, input=stdin)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert not new.exists()
+    existing = tmp_path / "existing.db"
+    url = _many_old_messages(existing, 2)
+    before = existing.read_bytes()
+    again = cli("import", url, *args, input=stdin)
+    assert again.returncode == 2 and says in again.stderr, again.stderr
+    assert existing.read_bytes() == before
+    assert _message_count(url) == 2

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, BinaryIO, TextIO
 
 import typer
 from rich.markup import escape
@@ -34,7 +35,7 @@ from memory_core.cli.stores import command_storage, command_vector, copy_storage
 from memory_core.embedders import default_embedder, get_embedder
 from memory_core.errors import ValidationError
 from memory_core.storage import Storage
-from memory_core.transfer import copy_store, export_lines, import_lines, reembedder
+from memory_core.transfer import copy_store, export_lines, import_lines, reembedder, verify_lines
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
 
@@ -123,6 +124,21 @@ def _whole_file(path: Path) -> Iterator[TextIO]:
         os.unlink(partial)
 
 
+@contextmanager
+def _readable_twice(path: Path | None) -> Iterator[BinaryIO]:
+    """``path`` opened for reading bytes, or, for None, stdin copied into a
+    temporary file (under ``TMPDIR``, removed on exit): an import reads its
+    input twice, to verify it whole, then to write it."""
+    if path is not None:
+        with path.open("rb") as file:
+            yield file
+        return
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.seek(0)
+        yield spool
+
+
 def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
     run_interruptible(work, f"what was written is complete record by record; {resume_hint}")
 
@@ -187,7 +203,11 @@ def import_(
         str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
     ] = None,
 ) -> None:
-    """Import memory-core/jsonl from stdin; records already there are skipped."""
+    """Import memory-core/jsonl from stdin; records already there are skipped.
+
+    The input is checked whole first (header, every record, the trailer's
+    digests; stdin is kept in a temporary file meanwhile), before the
+    destination is opened: a file that fails changes nothing."""
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
@@ -195,10 +215,13 @@ def import_(
         vectors, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
-            async with storage, _opened(vectors):
-                # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
-                source = sys.stdin.buffer if input is None else input.open("rb")
-                try:
+            # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
+            with _readable_twice(input) as source:
+                # The whole file is checked before the destination is opened
+                # (which may create it): a failed import changes nothing.
+                await verify_lines(source)
+                source.seek(0)
+                async with storage, _opened(vectors):
                     with _progress("import") as (total, advance):
                         report = await import_lines(
                             storage,
@@ -207,9 +230,6 @@ def import_(
                             on_progress=advance,
                             on_resource=reindex,
                         )
-                finally:
-                    if input is not None:
-                        source.close()
             _err.print(f"imported: written {report.written}, already there {report.skipped}")
             if note:
                 _err.print(note)
