@@ -230,3 +230,52 @@ def test_a_failed_import_creates_and_changes_nothing(
     assert again.returncode == 2 and says in again.stderr, again.stderr
     assert existing.read_bytes() == before
     assert _message_count(url) == 2
+
+
+def test_check_interrupted_leaves_nothing_behind(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    data.mkdir()
+    cwd.mkdir()
+    process = cli_process(
+        "check",
+        f"sqlite:///{data / 'agent.db'}",
+        "--profile",
+        "ci",
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # Interrupt while the suite's stores exist (after the probe's went).
+        time.sleep(4)
+        deadline = time.monotonic() + 60
+        while not list(data.glob("agent-mc_check_*.db")) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err.decode()
+    assert b"interrupted after" in err and b"no verdict" in err and b"interrupted" not in out
+    assert list(data.iterdir()) == []
+    assert list(cwd.iterdir()) == []  # no .hypothesis folder either
+
+
+def test_check_errors_go_to_stderr(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    done = cli("check", f"sqlite:///{tmp_path}/missing/agent.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("error: cannot check ") and "does not exist" in done.stderr
+    none = cli("check", "memory://", "-k", "no_such_test_anywhere", cwd=tmp_path)
+    assert none.returncode == 1 and "no test ran" in none.stderr and "no test ran" not in none.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_leaves_no_hypothesis_folder(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    done = cli("check", "memory://", "--profile", "quick", "-k", "c07 or prop", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
