@@ -279,3 +279,14 @@ def test_check_leaves_no_hypothesis_folder(tmp_path: Path) -> None:
     done = cli("check", "memory://", "--profile", "quick", "-k", "c07 or prop", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_demo_on_a_storage_url_creates_no_vectors_folder(tmp_path: Path) -> None:
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    data.mkdir()
+    cwd.mkdir()
+    done = cli("demo", "--storage", f"sqlite:///{data / 'agent.db'}", "--embedder", "lexical", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert list(cwd.iterdir()) == []  # no ./memory-core-demo.vectors
+    assert list(data.iterdir()) == []  # the namespace's database is removed too
