@@ -1,10 +1,13 @@
-"""``memory-core prune URL --older-than 30d``: apply a retention policy.
+"""``memory-core prune URL --older-than 30d`` (or ``--before TIME``): apply a
+retention policy.
 
 Registered as the ``prune`` command of the entry-point group
-``memory_core.cli``. Everything is checked (age, flags, URLs, and that a
-SQLite file exists: pruning never creates a store; a ``--vector`` store
-that keeps its points, else the real index would keep the pruned ones)
-before a store is opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
+``memory_core.cli``. Everything is checked (age or cutoff, flags, URLs, and
+that a SQLite file exists: pruning never creates a store; a ``--vector``
+store that keeps its points and already holds vectors, else the real index
+would keep the pruned ones) before a store is opened; the cutoff is fixed
+then and printed on stderr, again on Ctrl-C as the ``--before`` that resumes
+the run. The run is :meth:`memory_core.Memory.prune` (with ``--vector``,
 whose points go with their messages) or
 :meth:`memory_core.storage.BaseStorage.prune`; semantics in
 :mod:`memory_core.retention`.

@@ -10,6 +10,7 @@ one (``import``, ``copy``'s destination, their ``--vector``).
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
 from memory_core.arguments import check_persistent
 from memory_core.cli.host import fail
@@ -17,7 +18,9 @@ from memory_core.errors import ValidationError
 from memory_core.identity import same_store
 from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
-from memory_core.vector import VectorStore
+from memory_core.vector import BaseVectorStore, VectorStore
+
+S = TypeVar("S", Storage, BaseVectorStore)
 
 __all__ = ["command_storage", "command_vector", "copy_storages"]
 
@@ -65,12 +68,8 @@ def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
     """
     vectors = build_vector(url)
     check_persistent(vectors, role)
-    preflight = getattr(vectors, "preflight", None)
-    if preflight is not None:
-        try:
-            asyncio.run(preflight(must_exist=must_exist))
-        except ValidationError as exc:
-            fail(f"{role}: {exc.reason}")
+    if isinstance(vectors, BaseVectorStore):
+        _preflight(vectors, role, must_exist)
     return vectors
 
 
@@ -93,7 +92,9 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
     return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
 
 
-def _preflight(store: Storage, role: str, must_exist: bool) -> Storage:
+def _preflight(store: S, role: str, must_exist: bool) -> S:
+    """``store`` after its ``preflight`` (a storage or a vector store); a
+    refusal is one red line ``<role>: <reason>``."""
     try:
         asyncio.run(store.preflight(must_exist=must_exist))
     except ValidationError as exc:
