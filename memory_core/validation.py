@@ -56,6 +56,7 @@ __all__ = [
     "check_message_filter",
     "check_meta_filter",
     "check_non_negative_int",
+    "check_option_names",
     "check_order",
     "check_page",
     "check_per_page",
@@ -632,13 +633,16 @@ COMMON_OPTIONS = ("clock", "namespace")
 """Keywords every adapter's ``from_url`` takes besides its own options."""
 
 
-def unknown_option(adapter: str, name: str, accepted: Iterable[str]) -> ValidationError:
+def unknown_option(
+    adapter: str, name: str, accepted: Iterable[str], *, driver: Iterable[str] = (), driver_name: str = ""
+) -> ValidationError:
     """The error for an option ``name`` an adapter does not take: it lists
     every keyword ``connect`` accepts for that adapter (its own plus
-    :data:`COMMON_OPTIONS`) and, for a misspelling, the one meant
-    (``namesapce`` -> "did you mean 'namespace'?"); one of
-    :data:`COMMON_OPTIONS` (only a keyword of ``connect``) found in a URL's
-    query says so.
+    :data:`COMMON_OPTIONS`; its driver's options, ``driver``, are only named,
+    they are too many to list) and, for a misspelling, the one meant
+    (``namesapce`` -> "did you mean 'namespace'?", ``prefx`` -> "did you mean
+    'prefix'?"); one of :data:`COMMON_OPTIONS` (only a keyword of
+    ``connect``) found in a URL's query says so.
 
     Returns (does not raise) the :class:`ValidationError`, field ``option '<name>'``.
     """
@@ -649,6 +653,53 @@ def unknown_option(adapter: str, name: str, accepted: Iterable[str]) -> Validati
             f"{adapter} URLs accept {sorted(accepted)}",
         )
     known = sorted({*accepted, *COMMON_OPTIONS})
-    close = difflib.get_close_matches(name, known, n=1)
+    close = difflib.get_close_matches(name, [*known, *sorted(driver)], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {known}")
+    also = f" and {driver_name}'s options" if driver_name else ""
+    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {known}{also}")
+
+
+_NEAR_MISS = 0.8
+"""How alike (difflib ratio) a name passed on to a driver may be to a known
+one before it counts as a misspelling of it (``schem``/``schema`` 0.91;
+``search_path``/``ef_search`` 0.6 stays a server setting)."""
+
+
+def check_option_names(
+    adapter: str,
+    names: Iterable[str],
+    accepted: Iterable[str],
+    *,
+    driver: Iterable[str] = (),
+    driver_name: str = "",
+    passed_on: bool = False,
+) -> None:
+    """Refuse, before any I/O and before a driver sees it, an option name
+    (a URL query key or a keyword) that neither the adapter nor its driver
+    takes: every adapter checks its URL options with this, so a typo reads
+    alike everywhere (:func:`unknown_option`: "did you mean ...?").
+
+    Args:
+        adapter: the adapter's name in the message (``"redis"``).
+        names: the option names given.
+        accepted: the adapter's own options.
+        driver: options its driver takes and the adapter passes on (redis-py's
+            keywords, PyMongo's URI options, asyncpg's connection parameters).
+        driver_name: the driver's name in the message (``"redis-py"``).
+        passed_on: True when the driver also takes names no list can hold
+            (PostgreSQL server settings such as ``application_name``): a name
+            is then refused only when it is a near miss of a known one
+            (``schem`` for ``schema``), and the rest go to the driver, which
+            judges them when it connects.
+
+    Raises:
+        ValidationError: the first unknown name (field ``option '<name>'``).
+    """
+    own, theirs = set(accepted), set(driver)
+    for name in names:
+        if name in own or name in theirs:
+            continue
+        near = difflib.get_close_matches(name, [*own, *theirs, *COMMON_OPTIONS], n=1, cutoff=_NEAR_MISS)
+        if passed_on and name not in COMMON_OPTIONS and not near:
+            continue
+        raise unknown_option(adapter, name, own, driver=theirs, driver_name=driver_name)

@@ -497,6 +497,51 @@ class BaseVectorStore(ABC):
                 self._known.pop(name, None)
         await self.close()
 
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, creating and writing nothing, that the vectors this instance
+        names are there when they must be (the vector counterpart of
+        :meth:`memory_core.storage.BaseStorage.preflight`; the commands run it
+        before they open the store).
+
+        Args:
+            must_exist: the store must already hold vectors (a command that
+                reads or prunes them: ``prune --vector``): at least one of
+                this store's collections (``[<namespace>_]memory_messages_<dim>``)
+                must exist, read without creating anything, so a misspelt
+                folder, server path or namespace fails instead of ``open``
+                creating an empty index there while the real one keeps every
+                point. Without it (a store a command writes into) nothing is
+                checked: ``open`` creates what is missing.
+
+        Raises:
+            ValidationError: field ``url``: with ``must_exist``, no collection
+                of this store is there (an in-memory store never has one).
+            BackendError: the backend could not be reached or read.
+        """
+        if not must_exist:
+            return
+        with self._guard("preflight"):
+            names = await self._list_collections() if self._opened else await self._existing_collections()
+        if not any(self.dimension_of(name) is not None for name in names):
+            raise ValidationError(
+                "url",
+                f"{self!r} holds no memory-core vectors (no {self._prefix}memory_messages_<dimension> collection)",
+            )
+
+    async def _existing_collections(self) -> Iterable[str]:
+        """The backend's collection names, read before ``open`` without
+        creating anything (for :meth:`preflight`).
+
+        The default connects, lists and disconnects: right for an adapter
+        whose ``_connect`` only makes a client. One whose ``_connect``
+        creates something (a folder, a schema) overrides this.
+        """
+        await self._connect()
+        try:
+            return list(await self._list_collections())
+        finally:
+            await self._disconnect()
+
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} vector store is closed")

@@ -50,11 +50,11 @@ def test_prune_messages_dry_run_then_for_real(tmp_path: Path) -> None:
     _seed(url)
     dry = CliRunner().invoke(app, ["prune", url, "--older-than", "30d", "--dry-run"])
     assert dry.exit_code == 0, dry.output
-    assert dry.output.startswith("would remove 2 messages from 2 threads, created before ")
-    assert dry.output.rstrip().endswith("in the whole store")
+    assert dry.stdout.startswith("would remove 2 messages from 2 threads, created before ")
+    assert dry.stdout.rstrip().endswith("in the whole store")
     assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
     done = CliRunner().invoke(app, ["prune", url, "--older-than", "30d", "--resource", "r2"])
-    assert done.exit_code == 0 and done.output.rstrip().endswith("in resource 'r2'")
+    assert done.exit_code == 0 and done.stdout.rstrip().endswith("in resource 'r2'")
     assert _state(url) == (["live", "stale"], ["l2", "s1"])
 
 
@@ -62,7 +62,7 @@ def test_prune_threads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
     _seed(url)
     done = CliRunner().invoke(app, ["prune", url, "--older-than", "4w", "--threads", "--batch-size", "1"])
-    assert done.exit_code == 0 and done.output.startswith("removed 1 threads (1 messages) last active before ")
+    assert done.exit_code == 0 and done.stdout.startswith("removed 1 threads (1 messages) last active before ")
     assert _state(url) == (["live"], ["l1", "l2"])
 
 

@@ -4,6 +4,8 @@ driver errors wrapped, and the ``memory://`` vector scheme."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,7 @@ from memory_core import InMemoryStorage, connect_vector
 from memory_core.errors import BackendError, ValidationError
 from memory_core.reference_vector import InMemoryVectorStore
 from memory_core.transfer import check_persistent, reembedder
-from memory_core.vector import PointFilter, RawHit, Vector, VectorPoint
+from memory_core.vector import BaseVectorStore, PointFilter, RawHit, Vector, VectorPoint
 
 pytestmark = pytest.mark.anyio
 
@@ -122,3 +124,37 @@ def test_transfers_re_embed_only_into_a_persistent_store() -> None:
     store.persistent = True  # what a store on disk or on a server says
     check_persistent(store)
     assert callable(reembedder(InMemoryStorage(), store))
+
+
+async def test_preflight_must_exist_wants_a_collection_of_this_namespace() -> None:
+    store = RecordingStore(namespace="app")
+    await store.preflight()  # a store a command writes into: nothing checked
+    with pytest.raises(ValidationError, match=r"holds no memory-core vectors \(no app_memory_messages_<dimension>"):
+        await store.preflight(must_exist=True)
+    await store.upsert([VectorPoint("m1", 0, vec(1, 0), "t1", "r1", 0)])
+    await store.preflight(must_exist=True)  # open: its own listing answers
+    await store.close()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+async def test_edge_preflight_creates_no_folder(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "vectors"
+    with pytest.raises(ValidationError, match="holds no memory-core vectors"):
+        await _unopened(f"qdrant+path:///{missing}").preflight(must_exist=True)
+    assert not (tmp_path / "typo").exists()
+    made = tmp_path / "vectors"
+    async with await connect_vector(f"qdrant+path:///{made}") as index:
+        await index.upsert([VectorPoint("m1", 0, vec(1, 0), "t1", "r1", 0)])
+    await _unopened(f"qdrant+path:///{made}").preflight(must_exist=True)
+    with pytest.raises(ValidationError, match="no other_memory_messages_<dimension>"):
+        await _unopened(f"qdrant+path:///{made}", namespace="other").preflight(must_exist=True)
+
+
+def _unopened(url: str, **options: Any) -> BaseVectorStore:
+    from memory_core.registry import build_vector
+
+    store = build_vector(url, **options)
+    assert isinstance(store, BaseVectorStore)
+    return store

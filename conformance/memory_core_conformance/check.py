@@ -18,15 +18,18 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
+from hypothesis import configuration
 from rich.console import Console
 from rich.markup import escape
 
@@ -41,7 +44,7 @@ from memory_core_conformance.report import OutcomeRecorder, add_not_run, render,
 from memory_core_conformance.suite import StorageConformance
 from memory_core_conformance.undeclared import TITLE, CapabilityTally
 
-__all__ = ["INTERRUPTED", "PROBE_SECONDS", "LiveStorages", "probe", "run_check"]
+__all__ = ["INTERRUPTED", "PROBE_SECONDS", "SWEEP_SECONDS", "LiveStorages", "probe", "run_check", "sweep"]
 
 INTERRUPTED = 130
 """Exit code of an interrupted check (128 + SIGINT, as shells report Ctrl-C)."""
@@ -78,7 +81,52 @@ class LiveStorages:
     def _make(self, namespace: str, clock: Clock | None) -> BaseStorage:
         store: BaseStorage = self.storage_class.from_url(self.url, namespace=namespace, clock=clock)
         self._namespaces[store] = namespace
+        key = (self.url, namespace)
+        _LEFT[key] = self.storage_class
+        destroy = store.destroy
+
+        async def destroy_and_forget() -> None:
+            await destroy()
+            _LEFT.pop(key, None)
+
+        # The namespace leaves the ledger (see sweep) once a store destroyed it.
+        store.destroy = destroy_and_forget  # type: ignore[method-assign]
         return store
+
+
+_LEFT: dict[tuple[str, str], Any] = {}
+"""(url, namespace) -> storage class, of every store :class:`LiveStorages`
+built and no store destroyed yet, in the order built: what :func:`sweep`
+removes."""
+
+SWEEP_SECONDS = 60.0
+"""How long :func:`sweep` may take, in seconds, before it gives up."""
+
+
+async def sweep() -> int:
+    """Destroy every namespace :class:`LiveStorages` built that no store has
+    destroyed: a run that Ctrl-C (or a crash, or a test's failed cleanup)
+    cut short leaves nothing behind (on SQLite, no ``FILE-mc_check_<hex>.db``
+    beside the target). A namespace that was never written is created and
+    removed by its ``destroy``, so nothing is left either way.
+
+    Returns:
+        How many namespaces it destroyed.
+
+    Raises:
+        TimeoutError: it took more than :data:`SWEEP_SECONDS`.
+    """
+    done = 0
+    async with asyncio.timeout(SWEEP_SECONDS):
+        for (url, namespace), kind in list(_LEFT.items()):
+            store = kind.from_url(url, namespace=namespace)
+            try:
+                await store.destroy()
+                done += 1
+            except MemoryCoreError:
+                await store.close()
+            _LEFT.pop((url, namespace), None)
+    return done
 
 
 async def probe(live: LiveStorages) -> None:
@@ -152,6 +200,7 @@ def run_check(
     console: Console | None = None,
     pytest_args: Sequence[str] = (),
     keyword: str | None = None,
+    errors: Console | None = None,
 ) -> int:
     """Run the conformance suite against the deployment at ``url``.
 
@@ -171,6 +220,8 @@ def run_check(
             current ``sys.stdout``).
         pytest_args: extra pytest arguments, e.g. ``["-x"]``.
         keyword: a pytest ``-k`` expression selecting tests (``"r_page or c07"``).
+        errors: where errors and the no-verdict lines go (default: a new
+            rich Console on the current ``sys.stderr``).
 
     Returns:
         0 when every test that ran passed; 1 on any failure (or when no test
@@ -184,17 +235,19 @@ def run_check(
     if profile is not None and profile not in PROFILES:
         raise ValidationError("profile", f"{profile!r} is not a profile; choose one of {sorted(PROFILES)}")
     console = console or Console(file=sys.stdout)
+    errors = errors or Console(file=sys.stderr)
     interrupts = _Interrupts()
     recorder = OutcomeRecorder()
     tally = CapabilityTally()
     progress = SuiteProgress(console)
+    _LEFT.clear()
     try:
-        with interrupts.active():
+        with interrupts.active(), _hypothesis_home():
             try:
                 asyncio.run(probe(LiveStorages(url)))
             except (MemoryCoreError, TimeoutError) as exc:
                 reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
-                console.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
+                errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
                 return 2
             with _profile(profile):
                 code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=[recorder, tally, progress])
@@ -203,18 +256,19 @@ def run_check(
         code = pytest.ExitCode.INTERRUPTED
     finally:
         progress.stop()
+        _clean_up(errors)
     if interrupts.seen or code == pytest.ExitCode.INTERRUPTED:
         # Tasks the interrupt abandoned would be logged when collected
         # ("Task exception was never retrieved"): the line below says it all.
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-        console.print(
+        errors.print(
             f"[bold yellow]interrupted[/] after {progress.done} of {progress.total or '?'} tests: no verdict",
             soft_wrap=True,
         )
         return INTERRUPTED
     if not recorder.outcomes:
         why = "the selection matches no test" if code == pytest.ExitCode.NO_TESTS_COLLECTED else f"pytest exit {code}"
-        console.print(f"[bold red]no test ran[/] ({why}): no verdict", soft_wrap=True)
+        errors.print(f"[bold red]no test ran[/] ({why}): no verdict", soft_wrap=True)
         return 1
     rows = add_not_run(summarize(recorder.outcomes.values()), StorageConformance)
     render(rows, console, title=f"memory-core conformance: {_redact(url)}")
@@ -222,6 +276,33 @@ def run_check(
     _print_failures(recorder, console)
     failed = any(row.failed for row in rows)
     return 1 if failed or int(code) != 0 else 0
+
+
+def _clean_up(errors: Console) -> None:
+    """Run :func:`sweep`, even after Ctrl-C; a second Ctrl-C, or a store
+    that cannot be destroyed in time, leaves what is left and says so."""
+    if not _LEFT:
+        return
+    with suppress(KeyboardInterrupt, TimeoutError, MemoryCoreError, OSError):
+        asyncio.run(sweep())
+    if _LEFT:
+        names = ", ".join(sorted(namespace for _, namespace in _LEFT))
+        errors.print(f"[yellow]could not remove the check's namespaces: {escape(names)}[/]", soft_wrap=True)
+
+
+@contextmanager
+def _hypothesis_home() -> Iterator[None]:
+    """Point Hypothesis's storage (its example database, its cache of
+    constants; ``./.hypothesis`` by default) at a temporary folder for the
+    run, removed afterwards: a check leaves no folder in the working
+    directory. The previous setting is restored."""
+    previous = getattr(configuration, "__hypothesis_home_directory", None)
+    with tempfile.TemporaryDirectory(prefix="memory-core-check-") as home:
+        configuration.set_hypothesis_home_dir(home)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(previous)
 
 
 def _pytest_args(url: str, keyword: str | None, extra: Sequence[str]) -> list[str]:

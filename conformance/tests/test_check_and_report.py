@@ -78,7 +78,8 @@ def test_check_fails_a_broken_deployment_with_a_per_rule_report() -> None:
     assert "NOT CONFORMANT" in text and "FAIL" in text and "R-PAGE" in text
 
 
-def test_check_reports_an_unknown_scheme() -> None:
+def test_check_reports_an_unknown_scheme_on_its_error_console() -> None:
     console, out = _console()
-    assert run_check("nosuchdb://x", console=console) == 2
-    assert "nosuchdb" in out.getvalue()
+    errors, said = _console()
+    assert run_check("nosuchdb://x", console=console, errors=errors) == 2
+    assert "nosuchdb" in said.getvalue() and out.getvalue() == ""

@@ -420,6 +420,10 @@ def demo(
     failed demo removes whatever it created."""
     with user_errors():
         conversations = load_dir(locomo) if locomo is not None else load_sample()
+        if storage is not None and vector is None:
+            # The demo removes its --storage namespace, so its vectors go too:
+            # the engine in a temporary folder, not a folder beside --db.
+            vector = "qdrant::memory:"
         created: list[Path] = []
         if storage is None or vector is None:
             # Never replaces a file the demo did not make (see prepare_demo_files).

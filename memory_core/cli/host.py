@@ -11,10 +11,13 @@ answers: one red line that names the package to install, exit 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -22,7 +25,23 @@ from rich.markup import escape
 
 from memory_core.errors import MemoryCoreError
 
-__all__ = ["COMMAND_GROUP", "PROVIDERS", "USER_ERROR", "build_app", "console", "main", "user_errors"]
+__all__ = [
+    "CLOSED_PIPE",
+    "COMMAND_GROUP",
+    "INTERRUPTED",
+    "PROVIDERS",
+    "USER_ERROR",
+    "build_app",
+    "closed_pipe",
+    "console",
+    "errors",
+    "fail",
+    "main",
+    "run_interruptible",
+    "user_errors",
+]
+
+T = TypeVar("T")
 
 COMMAND_GROUP = "memory_core.cli"
 """Entry-point group of ``memory-core`` subcommands: ``name = "module:function"``."""
@@ -30,6 +49,13 @@ COMMAND_GROUP = "memory_core.cli"
 USER_ERROR = 2
 """Exit code for a mistake in the command line (bad URL, scheme, path, option
 value, missing package): one red line, no traceback."""
+
+INTERRUPTED = 130
+"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
+
+CLOSED_PIPE = 141
+"""Exit code when the reader of stdout closed it (128 + SIGPIPE), as shells
+report a filter that ``head`` stopped."""
 
 PROVIDERS: dict[str, tuple[str, str]] = {
     "check": ("memory-core-conformance", "./conformance"),
@@ -39,19 +65,42 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 folder in a checkout). Only used to say what to install when one is missing."""
 
 console = Console()
-# Errors go to stderr: stdout may carry a command's data (an export).
-_errors = Console(stderr=True)
+errors = Console(stderr=True)
+"""Where errors, hints and progress go: stdout may carry a command's data (an export)."""
 
 
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Report what the user's input caused (a memory-core error such as a bad
     URL, scheme or option; a missing file or folder; a missing optional
-    package) as one red line and exit with :data:`USER_ERROR`."""
+    package) as one red line and exit with :data:`USER_ERROR`; a closed
+    stdout ends quietly (:func:`closed_pipe`)."""
     try:
         yield
+    except BrokenPipeError:
+        closed_pipe()
     except (MemoryCoreError, OSError, ImportError) as exc:
         fail(str(exc))
+
+
+def closed_pipe() -> None:
+    """End quietly after the reader of stdout went away (``memory-core export
+    URL | head``): for a Unix filter that is a normal end, not an error. No
+    message and no traceback; exit :data:`CLOSED_PIPE` (141, what a shell
+    reports for a program SIGPIPE ended, as ``yes | head`` gives), and
+    stdout is pointed at ``/dev/null`` so the interpreter's last flush at exit
+    does not report the closed pipe again (the recipe of Python's
+    :mod:`signal` documentation).
+
+    Raises:
+        typer.Exit: always.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's buffer)
+        pass
+    raise typer.Exit(CLOSED_PIPE) from None
 
 
 def fail(message: str) -> None:
@@ -60,8 +109,26 @@ def fail(message: str) -> None:
     Raises:
         typer.Exit: always.
     """
-    _errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
+
+
+def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
+    """Run ``work`` (``asyncio.run``); on Ctrl-C print ``interrupted: <interrupted>``
+    in yellow on stderr and exit with :data:`INTERRUPTED`, without a traceback.
+
+    Args:
+        work: the command's coroutine.
+        interrupted: what the user should know and do (``"resume with --before ..."``).
+
+    Raises:
+        typer.Exit: after Ctrl-C (exit code 130).
+    """
+    try:
+        return asyncio.run(work)
+    except KeyboardInterrupt:
+        errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
+        raise typer.Exit(INTERRUPTED) from None
 
 
 def _install_hint(name: str, distribution: str | None) -> str:

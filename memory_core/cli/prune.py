@@ -1,10 +1,13 @@
-"""``memory-core prune URL --older-than 30d``: apply a retention policy.
+"""``memory-core prune URL --older-than 30d`` (or ``--before TIME``): apply a
+retention policy.
 
 Registered as the ``prune`` command of the entry-point group
-``memory_core.cli``. Everything is checked (age, flags, URLs, and that a
-SQLite file exists: pruning never creates a store; a ``--vector`` store
-that keeps its points, else the real index would keep the pruned ones)
-before a store is opened; the run is :meth:`memory_core.Memory.prune` (with ``--vector``,
+``memory_core.cli``. Everything is checked (age or cutoff, flags, URLs, and
+that a SQLite file exists: pruning never creates a store; a ``--vector``
+store that keeps its points and already holds vectors, else the real index
+would keep the pruned ones) before a store is opened; the cutoff is fixed
+then and printed on stderr, again on Ctrl-C as the ``--before`` that resumes
+the run. The run is :meth:`memory_core.Memory.prune` (with ``--vector``,
 whose points go with their messages) or
 :meth:`memory_core.storage.BaseStorage.prune`; semantics in
 :mod:`memory_core.retention`.
@@ -12,17 +15,17 @@ whose points go with their messages) or
 
 from __future__ import annotations
 
-import asyncio
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from memory_core.cli.host import console, fail, user_errors
-from memory_core.cli.stores import command_storage
+from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.stores import command_storage, command_vector
 from memory_core.errors import ValidationError
-from memory_core.retention import MAX_BATCH, PruneReport, RetentionPolicy
+from memory_core.retention import MAX_BATCH, PruneReport, PruneTarget, RetentionPolicy
+from memory_core.validation import check_datetime
 
 if TYPE_CHECKING:
     from memory_core.storage import Storage
@@ -58,7 +61,13 @@ def parse_age(text: str) -> timedelta:
 
 def prune(
     url: Annotated[str, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
-    older_than: Annotated[str, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, 1d12h.")],
+    older_than: Annotated[str | None, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, 1d12h.")] = None,
+    before: Annotated[
+        str | None,
+        typer.Option(
+            "--before", help="Or an absolute cutoff, ISO-8601 (the one an interrupted run printed, to resume it)."
+        ),
+    ] = None,
     resource: Annotated[str | None, typer.Option(help="Only this resource (default: the whole store).")] = None,
     threads: Annotated[
         bool, typer.Option("--threads", help="Delete whole threads whose last message is older (with messages).")
@@ -70,26 +79,32 @@ def prune(
     batch_size: Annotated[int, typer.Option(help=f"Records per read and delete (1-{MAX_BATCH}).")] = 500,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would go; delete nothing.")] = False,
 ) -> None:
-    """Delete messages (or threads) older than an age; print what went."""
+    """Delete messages (or threads) older than an age or a cutoff; print what went.
+
+    The cutoff is printed on stderr when the run starts and again on Ctrl-C
+    (exit 130), as the ``--before`` that resumes the run with the same result."""
     with user_errors():
         if threads and messages:
             fail("give --threads or --messages, not both")
-        policy = RetentionPolicy(
-            "threads" if threads else "messages",
-            older_than=parse_age(older_than),
-            resource_id=resource,
-            batch_size=batch_size,
-        )
+        if (older_than is None) == (before is None):
+            fail("give --older-than AGE or --before TIME (one of them)")
+        target: PruneTarget = "threads" if threads else "messages"
+        if older_than is not None:
+            # Fixed now, not when the store opens: the line below can then name it.
+            age = RetentionPolicy(target, older_than=parse_age(older_than))
+            cutoff = age.cutoff(datetime.now(UTC))
+        else:
+            # ISO-8601; without an offset, UTC (R-TIME, as the library reads it).
+            cutoff = check_datetime(before, "--before")
+        policy = RetentionPolicy(target, before=cutoff, resource_id=resource, batch_size=batch_size)
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
-        from memory_core.arguments import check_persistent
-        from memory_core.registry import build_vector
-
-        vectors = None if vector is None else build_vector(vector)
-        if vectors is not None:
-            # An in-memory store holds none of the points: the real index would keep them.
-            check_persistent(vectors, "--vector")
-        report = asyncio.run(_prune(storage, vectors, policy, dry_run))
+        vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+        resume = f"--before {cutoff.isoformat()}"
+        errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
+        report = run_interruptible(
+            _prune(storage, vectors, policy, dry_run), f"whole batches were deleted or not; resume with {resume}"
+        )
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":

@@ -1,22 +1,28 @@
-"""Storage URLs on the command line: build the store a command names,
-refusing before any I/O what would make the command act on the wrong store.
+"""Storage and vector URLs on the command line: build the store a command
+names, refusing before any I/O what would make the command act on the wrong
+store.
 
 Shared by the commands that read or delete a store's data (``export``,
-``copy``'s source, ``prune``) and those that write into one (``import``,
-``copy``'s destination).
+``copy``'s source, ``prune`` and its ``--vector``) and those that write into
+one (``import``, ``copy``'s destination, their ``--vector``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import TypeVar
 
+from memory_core.arguments import check_persistent
 from memory_core.cli.host import fail
 from memory_core.errors import ValidationError
 from memory_core.identity import same_store
-from memory_core.registry import build_storage
+from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
+from memory_core.vector import BaseVectorStore, VectorStore
 
-__all__ = ["command_storage", "copy_storages"]
+S = TypeVar("S", Storage, BaseVectorStore)
+
+__all__ = ["command_storage", "command_vector", "copy_storages"]
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
@@ -40,6 +46,33 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
     return _preflight(build_storage(url), role, must_exist)
 
 
+def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
+    """The vector store for ``url``, built but not opened: refused when it
+    keeps its points in memory (every command's ``--vector`` must outlive
+    the process: :func:`memory_core.arguments.check_persistent`), then
+    checked by its :meth:`~memory_core.vector.BaseVectorStore.preflight` (a
+    store that does not derive from
+    :class:`~memory_core.vector.BaseVectorStore` has none and is not checked).
+
+    With ``must_exist`` (a command that reads or prunes vectors) the store
+    must already hold a collection: ``qdrant+path:///`` with a misspelt
+    folder would otherwise be created empty (by ``--dry-run`` too) and a
+    prune would report success while the real index keeps every point.
+
+    Raises:
+        ValidationError: from the registry (scheme, adapter, URL options);
+            a store that is not persistent (field ``role``).
+        BackendError: the store cannot be reached or read (preflight).
+        typer.Exit: preflight refused the location (one red line
+            ``<role>: <reason>``, exit 2).
+    """
+    vectors = build_vector(url)
+    check_persistent(vectors, role)
+    if isinstance(vectors, BaseVectorStore):
+        _preflight(vectors, role, must_exist)
+    return vectors
+
+
 def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
     """``copy``'s two stores, built but not opened: both URLs checked as by
     :func:`command_storage` (the source must exist), and refused when they
@@ -59,7 +92,9 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
     return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
 
 
-def _preflight(store: Storage, role: str, must_exist: bool) -> Storage:
+def _preflight(store: S, role: str, must_exist: bool) -> S:
+    """``store`` after its ``preflight`` (a storage or a vector store); a
+    refusal is one red line ``<role>: <reason>``."""
     try:
         asyncio.run(store.preflight(must_exist=must_exist))
     except ValidationError as exc:

@@ -10,44 +10,42 @@ verification finds a difference, naming the first differing thread.
 thread) is a yellow hint on stderr, not an error: the export (or copy) is
 valid and empty and the exit code 0. Ctrl-C
 leaves what was written complete record by record: run the same command
-again to resume (exit 130 meanwhile).
+again to resume (exit 130 meanwhile); ``export -o FILE`` writes a temporary
+file beside FILE and renames it at the end, so FILE is whole or absent.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, BinaryIO, TextIO
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-from memory_core.cli.host import fail, user_errors
-from memory_core.cli.stores import command_storage, copy_storages
+from memory_core.cli.host import errors, fail, run_interruptible, user_errors
+from memory_core.cli.stores import command_storage, command_vector, copy_storages
 from memory_core.embedders import default_embedder, get_embedder
 from memory_core.errors import ValidationError
-from memory_core.registry import build_vector
 from memory_core.storage import Storage
-from memory_core.transfer import copy_store, export_lines, import_lines, reembedder
+from memory_core.transfer import copy_store, export_lines, import_lines, reembedder, verify_lines
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
 
 __all__ = ["copy", "export", "import_"]
 
-INTERRUPTED = 130
-"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
-
 VERIFY_FAILED = 1
 """Exit code of ``copy`` when the two sides differ after the copy."""
 
 # Progress and messages go to stderr: stdout carries the export.
-_err = Console(stderr=True)
+_err = errors
 
 
 def _check_resource(resource: str | None) -> None:
@@ -103,12 +101,46 @@ async def _opened(store: VectorStore | None) -> AsyncIterator[None]:
         yield
 
 
-def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
+@contextmanager
+def _whole_file(path: Path) -> Iterator[TextIO]:
+    """A text file that appears at ``path`` only once the block has ended
+    without an error: it is written under a temporary name in the same folder
+    (``.<name>.<random>.partial``), then linked to ``path``, which never
+    replaces a file made there meanwhile; on any error, Ctrl-C included, the
+    temporary file is removed and ``path`` never existed.
+
+    Raises:
+        ValidationError: ``path`` was created while the block ran (field ``--output``).
+    """
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
-        asyncio.run(work)
-    except KeyboardInterrupt:
-        _err.print(f"[yellow]interrupted: what was written is complete record by record; {resume_hint}[/]")
-        raise typer.Exit(INTERRUPTED) from None
+        with open(descriptor, "w", encoding="utf-8") as handle:
+            yield handle
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            raise ValidationError("--output", f"{path} exists; export never overwrites a file") from None
+    finally:
+        os.unlink(partial)
+
+
+@contextmanager
+def _readable_twice(path: Path | None) -> Iterator[BinaryIO]:
+    """``path`` opened for reading bytes, or, for None, stdin copied into a
+    temporary file (under ``TMPDIR``, removed on exit): an import reads its
+    input twice, to verify it whole, then to write it."""
+    if path is not None:
+        with path.open("rb") as file:
+            yield file
+        return
+    with tempfile.TemporaryFile() as spool:
+        shutil.copyfileobj(sys.stdin.buffer, spool)
+        spool.seek(0)
+        yield spool
+
+
+def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
+    run_interruptible(work, f"what was written is complete record by record; {resume_hint}")
 
 
 def _reembedding(
@@ -127,7 +159,7 @@ def _reembedding(
             raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
         return None, None, ""
     model = default_embedder() if embedder is None else get_embedder(embedder)
-    vectors = build_vector(vector)
+    vectors = command_vector(vector, "--vector", must_exist=False)
     note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
     return vectors, reembedder(storage, vectors, "--vector", model), note
 
@@ -145,27 +177,22 @@ def export(
         _check_resource(resource)
         if output is not None and output.exists():
             fail(f"--output {output} exists; export never overwrites a file")
+        if output is not None and not output.parent.is_dir():
+            fail(f"--output: folder {output.parent} does not exist")
 
         async def work() -> None:
             async with storage:
-                target: TextIO = sys.stdout if output is None else output.open("x", encoding="utf-8")
-                last = ""
-                try:
+                with nullcontext(sys.stdout) if output is None else _whole_file(output) as target:
+                    last = ""
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
                         last = line
-                finally:
-                    if output is not None:
-                        target.close()
             _hint_if_absent(resource, json.loads(last)["counts"], "exported")
 
-        partial = (
-            ""
-            if output is None
-            else f"remove the partial {output} (it has no trailer: import calls it incomplete), then "
+        run_interruptible(
+            work(), "run the export again" if output is None else f"{output} was not written; run the export again"
         )
-        _run(work(), f"{partial}run the export again")
 
 
 def import_(
@@ -176,7 +203,11 @@ def import_(
         str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
     ] = None,
 ) -> None:
-    """Import memory-core/jsonl from stdin; records already there are skipped."""
+    """Import memory-core/jsonl from stdin; records already there are skipped.
+
+    The input is checked whole first (header, every record, the trailer's
+    digests; stdin is kept in a temporary file meanwhile), before the
+    destination is opened: a file that fails changes nothing."""
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
@@ -184,10 +215,13 @@ def import_(
         vectors, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
-            async with storage, _opened(vectors):
-                # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
-                source = sys.stdin.buffer if input is None else input.open("rb")
-                try:
+            # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
+            with _readable_twice(input) as source:
+                # The whole file is checked before the destination is opened
+                # (which may create it): a failed import changes nothing.
+                await verify_lines(source)
+                source.seek(0)
+                async with storage, _opened(vectors):
                     with _progress("import") as (total, advance):
                         report = await import_lines(
                             storage,
@@ -196,9 +230,6 @@ def import_(
                             on_progress=advance,
                             on_resource=reindex,
                         )
-                finally:
-                    if input is not None:
-                        source.close()
             _err.print(f"imported: written {report.written}, already there {report.skipped}")
             if note:
                 _err.print(note)

@@ -15,14 +15,14 @@ The format (``memory-core/jsonl`` version 1) is one JSON object per line:
 
 Every record line is the canonical encoding of its record
 (:func:`~memory_core.transfer.records.encode`). Start with
-:func:`export_lines`, :func:`import_lines` and :func:`copy_store`;
+:func:`export_lines`, :func:`verify_lines`, :func:`import_lines` and :func:`copy_store`;
 :func:`reembedder` is the ``on_resource`` hook that re-embeds what they write.
 """
 
 from memory_core.transfer.copy import CopyReport, copy_store
 from memory_core.transfer.digest import Difference, Summary, first_difference
 from memory_core.transfer.export import count_messages, export_lines, summarize
-from memory_core.transfer.importer import ImportReport, import_lines
+from memory_core.transfer.importer import ImportReport, import_lines, verify_lines
 from memory_core.transfer.records import FORMAT, VERSION, TransferError
 from memory_core.transfer.reembed import check_persistent, reembedder
 
@@ -42,4 +42,5 @@ __all__ = [
     "import_lines",
     "reembedder",
     "summarize",
+    "verify_lines",
 ]

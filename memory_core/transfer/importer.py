@@ -22,7 +22,7 @@ from memory_core.transfer.records import (
     thread_record,
 )
 
-__all__ = ["BATCH_SIZE", "ImportReport", "import_lines"]
+__all__ = ["BATCH_SIZE", "ImportReport", "import_lines", "verify_lines"]
 
 BATCH_SIZE = 500
 """Messages written per ``save_messages`` call."""
@@ -55,11 +55,12 @@ class ImportReport:
 class _Import:
     """One import's state: the resource being imported, its threads (to put
     their ``updated_at`` back once its messages are in) and a batch of
-    validated messages not yet written."""
+    validated messages not yet written. Without a storage it only checks
+    (:func:`verify_lines`): the same rules, nothing read or written."""
 
     def __init__(
         self,
-        storage: Storage,
+        storage: Storage | None,
         batch_size: int,
         on_total: Callable[[int], None] | None,
         on_progress: Callable[[int], None] | None,
@@ -113,6 +114,8 @@ class _Import:
         await self.enter(resource.id)
         record = resource_record(resource)
         self.summary.add("resource", record, encode(record))
+        if self.storage is None:
+            return
         stored = await self.storage.get_resource(resource.id)
         if stored is None:
             await self.storage.save_resource(resource)
@@ -128,6 +131,9 @@ class _Import:
             raise TransferError(where, f"thread {thread.id!r} appears twice")
         record = thread_record(thread)
         self.summary.add("thread", record, encode(record))
+        self.threads[thread.id] = thread
+        if self.storage is None:
+            return
         stored = await self.storage.get_thread(thread.id)
         if stored is None:
             await self.storage.insert_thread(thread)
@@ -138,7 +144,6 @@ class _Import:
             # updated_at counts too: a write after the export bumped it, and
             # putting the file's value back would move it backwards.
             raise ConflictError(f"{where}: thread {thread.id!r} exists in the destination with other content")
-        self.threads[thread.id] = thread
 
     async def message(self, message: Message, number: int, where: str) -> None:
         if message.resource_id != self.group or message.thread_id not in self.threads:
@@ -159,6 +164,9 @@ class _Import:
         of their threads; refuse the whole batch if one differs from what
         the destination holds (ConflictError)."""
         if not self.batch:
+            return
+        if self.storage is None:
+            self.batch.clear()
             return
         stored = {m.id: m for m in await self.storage.get_messages(list(self.batch))}
         new = []
@@ -219,6 +227,13 @@ async def import_lines(
 ) -> ImportReport:
     """Import an export (see :mod:`memory_core.transfer`) into ``storage``.
 
+    The import writes as it reads: a file that breaks a rule further on (a
+    tampered record the trailer's digest catches, a line out of order) stops
+    it there, with the records before it written. To refuse such a file
+    before anything is written, check it whole with :func:`verify_lines`
+    first (``memory-core import`` does, on a file or on stdin spooled to a
+    temporary file).
+
     Each record is validated (and messages checked against their thread)
     before it is written; a message batch is checked as a whole before any of
     it is written. Records already in the destination exactly as in the file
@@ -264,6 +279,29 @@ async def import_lines(
         if exc.written or not any(state.report.written.values()):
             raise
         raise TransferError(exc.field, exc.reason, exc.rule, state.report.written) from None
+
+
+async def verify_lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> dict[str, Any]:
+    """Check a whole export without a store: the header (format, version),
+    every record (as :func:`import_lines` validates it), their order, and the
+    trailer (present, matching the counts and digests of the records read).
+    Nothing is read from or written to any store. Memory: as
+    :func:`import_lines` (a digest per thread, the current resource's thread
+    ids), nothing per message.
+
+    Args:
+        lines: the file's lines, as for :func:`import_lines` (read once).
+
+    Returns:
+        The trailer (counts and digests).
+
+    Raises:
+        TransferError: the first line that breaks a rule (named by number),
+            a header of another format or version, empty input, input that
+            ends before its trailer, or records that do not match it.
+    """
+    state = _Import(None, BATCH_SIZE, None, None, None)
+    return (await _import(state, lines)).trailer
 
 
 async def _import(state: _Import, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> ImportReport:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_core import ConflictError, Message, Storage, Thread
-from memory_core.transfer import TransferError, export_lines, import_lines, summarize
+from memory_core import ConflictError, InMemoryStorage, Message, Storage, Thread
+from memory_core.transfer import TransferError, export_lines, import_lines, summarize, verify_lines
 from tests.transfer.conftest import NewStore
 from tests.transfer.stores import fill, snapshot
 
@@ -220,3 +220,15 @@ async def test_reimport_after_a_destination_write_changes_nothing_and_names_the_
         await import_lines(destination, lines)
     kept = await destination.get_thread(record["thread_id"])
     assert kept is not None and kept.updated_at == bumped.updated_at
+
+
+async def test_verify_lines_checks_a_whole_export_without_a_store() -> None:
+    source = InMemoryStorage()
+    await source.save_thread(Thread("t1", "r1"))
+    await source.save_messages([{"id": "m1", "thread_id": "t1", "role": "user", "content": "hello"}])
+    lines = [line async for line in export_lines(source)]
+    trailer = await verify_lines(lines)
+    assert trailer["counts"] == {"resources": 0, "threads": 1, "messages": 1}
+    tampered = [line.replace('"hello"', '"hullo"') for line in lines]
+    with pytest.raises(TransferError, match="do not match the trailer"):
+        await verify_lines(tampered)

@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memory_core.errors import ValidationError
 from memory_core.identity import canonical_host, server_addresses
 
-__all__ = ["DEFAULT_DATABASE", "DEFAULT_PORT", "SCHEMES", "database_name", "redact", "url_database", "url_hosts"]
+__all__ = [
+    "DEFAULT_DATABASE",
+    "DEFAULT_PORT",
+    "SCHEMES",
+    "database_name",
+    "redact",
+    "url_database",
+    "url_hosts",
+    "url_options",
+]
 
 DEFAULT_PORT = 27017
 """Port of a host the connection string names without one."""
@@ -56,6 +65,17 @@ def url_database(url: str) -> str | None:
     path = urlsplit(url).path
     name = unquote(path[1:]) if path.startswith("/") else unquote(path)
     return name or None
+
+
+def url_options(url: str) -> list[str]:
+    """The names of the query options of a connection string, as written
+    (all of them PyMongo's: this adapter reads none from the query).
+
+    Raises:
+        ValidationError: another scheme, or no ``://``.
+    """
+    _scheme(url)
+    return [key for key, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)]
 
 
 def url_hosts(url: str) -> frozenset[Hashable]:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
 from pymongo import ASCENDING, AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
+from pymongo import common as pymongo_common
 from pymongo.asynchronous.client_session import AsyncClientSession
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
@@ -31,6 +32,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.validation import check_option_names
 from memory_core.workmem import MemoryDecision, MemoryWrite
 from memory_core_mongodb._counters import (
     CountDeltas,
@@ -87,7 +89,7 @@ from memory_core_mongodb._schema import (
     THREADS_RESOURCE_CREATED,
     ensure_schema,
 )
-from memory_core_mongodb._url import database_name, redact, url_hosts
+from memory_core_mongodb._url import database_name, redact, url_hosts, url_options
 
 __all__ = ["MongoStorage", "supports_transactions"]
 
@@ -98,6 +100,8 @@ Session = AsyncClientSession | None
 
 T = TypeVar("T")
 
+_URI_OPTIONS = frozenset(pymongo_common.URI_OPTIONS_VALIDATOR_MAP)
+"""PyMongo's URI options, lower-cased (it reads them case-insensitively)."""
 _UPSERT_ATTEMPTS = 5
 """Upserts of a resource record tried while a racing delete hides the result."""
 
@@ -212,6 +216,14 @@ class MongoStorage(BaseStorage):
         super().__init__(clock=clock)
         self.url = url
         self.database_name = database_name(url, database, namespace)
+        # PyMongo would only warn about an unknown URI option, and ignore it.
+        check_option_names(
+            "mongodb",
+            [name for name in url_options(url) if name.lower() not in _URI_OPTIONS],
+            (),
+            driver=_URI_OPTIONS,
+            driver_name="PyMongo",
+        )
         self.transactions: bool | None = transactions
         self._client_options: dict[str, Any] = {"appname": "memory-core", **client_options}
         self._owns_client = client is None

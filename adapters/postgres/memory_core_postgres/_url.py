@@ -29,11 +29,12 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from memory_core.errors import ValidationError
 from memory_core.identity import server_addresses
-from memory_core.validation import unknown_option
+from memory_core.validation import check_option_names
 
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_SCHEMA",
+    "DRIVER_OPTIONS",
     "VECTOR_OPTIONS",
     "PostgresSettings",
     "check_options",
@@ -52,6 +53,16 @@ _SCHEMES = ("postgresql", "postgres")
 _OPTIONS = frozenset({"schema", "min_size", "max_size", "text_search_config"})
 VECTOR_OPTIONS = frozenset({"index", "ef_search", "overfetch", "batch_size"})
 """Options only the pgvector store reads (the storage ignores them in a shared URL)."""
+DRIVER_OPTIONS = frozenset(
+    {
+        "host", "port", "dbname", "database", "user", "password", "passfile", "service", "sslmode", "sslcert",
+        "sslkey", "sslrootcert", "sslnegotiation", "sslcrl", "sslpassword", "ssl_min_protocol_version",
+        "ssl_max_protocol_version", "target_session_attrs", "krbsrvname", "gsslib",
+    }
+)  # fmt: skip
+"""The connection parameters asyncpg reads from a URL's query; it passes
+every other one to the server as a setting (``application_name``,
+``statement_timeout`` ...)."""
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]+")
 _TS_CONFIG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -86,8 +97,10 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
     """Split a PostgreSQL URL into (dsn for asyncpg, this adapter's options).
 
     Raises:
-        ValidationError: not a ``postgresql://``/``postgres://`` URL, or an
-            option given twice.
+        ValidationError: not a ``postgresql://``/``postgres://`` URL, an
+            option given twice, or a near miss of an option name (``schem``;
+            see :func:`memory_core.validation.check_option_names`: other
+            names go to asyncpg, as PostgreSQL server settings).
     """
     if not isinstance(url, str) or "://" not in url:
         raise ValidationError("url", f"must look like postgresql://user@host:5432/database, got {url!r}")
@@ -105,6 +118,15 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
             ours[key] = value
         else:
             passed.append((key, value))
+    # A near miss of a known name (``schem``) is a typo, not a server setting.
+    check_option_names(
+        "postgresql",
+        [key for key, _ in passed],
+        _OPTIONS | VECTOR_OPTIONS,
+        driver=DRIVER_OPTIONS,
+        driver_name="asyncpg",
+        passed_on=True,
+    )
     dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(passed), parts.fragment))
     return dsn, ours
 
@@ -136,9 +158,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ValidationError: an unknown option or a bad value, naming it.
     """
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise unknown_option("postgresql", unknown[0], _OPTIONS)
+    check_option_names("postgresql", sorted(options), _OPTIONS)
     checked: dict[str, Any] = {}
     if "schema" in options:
         schema = options["schema"]

@@ -47,6 +47,7 @@ _MAX_NAMESPACE = MAX_IDENTIFIER - len("_memory_messages_16000_h")
 identifier limit (longer names would be silently truncated, merging stores)."""
 
 _HNSW_MAX_DIMENSIONS = 2000
+_TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = $1"
 """pgvector 0.6 indexes vectors of at most 2,000 dimensions (larger ones are
 searched exactly)."""
 
@@ -206,7 +207,16 @@ class PgVectorStore(BaseVectorStore):
             await pool.close()
 
     async def _list_collections(self) -> Iterable[str]:
-        rows = await self.pool.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", self.schema)
+        rows = await self.pool.fetch(_TABLES, self.schema)
+        return [row[0] for row in rows]
+
+    async def _existing_collections(self) -> Iterable[str]:
+        # _connect would create the extension and the schema.
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            rows = await conn.fetch(_TABLES, self.schema)
+        finally:
+            await conn.close()
         return [row[0] for row in rows]
 
     async def _create_collection(self, name: str, dimension: int) -> None:

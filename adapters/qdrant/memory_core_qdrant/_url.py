@@ -22,6 +22,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memory_core.errors import ValidationError
+from memory_core.validation import check_option_names
 
 __all__ = ["MEMORY", "STORE_CLASSES", "Settings", "check_bool", "check_positive_int", "parse_url", "resolve_url"]
 
@@ -155,10 +156,9 @@ def check_options(mode: Mode, options: dict[str, Any]) -> dict[str, Any]:
         ValidationError: an unknown option or a bad value.
     """
     known = _COMMON | (_SERVER if mode == "server" else _EDGE)
+    check_option_names(f"the {mode} Qdrant store", options, known)
     out: dict[str, Any] = {}
     for key, value in options.items():
-        if key not in known:
-            raise ValidationError(f"option {key!r}", f"unknown for the {mode} Qdrant store (known: {sorted(known)})")
         if key in ("overfetch", "batch_size", "timeout", "grpc_port"):
             value = check_positive_int(value, key)
         elif key in ("prefer_grpc", "exact"):

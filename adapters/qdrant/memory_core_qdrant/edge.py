@@ -120,6 +120,13 @@ def _is_shard(path: str) -> bool:
     return os.path.isfile(os.path.join(path, _CONFIG_FILE))
 
 
+def _shards_in(folder: str) -> list[str]:
+    """The names of the engine shards in ``folder`` (none when it is missing)."""
+    if not os.path.isdir(folder):
+        return []
+    return [name for name in os.listdir(folder) if _is_shard(os.path.join(folder, name))]
+
+
 async def _run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run a blocking engine call in a worker thread."""
     return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
@@ -234,6 +241,12 @@ class QdrantEdgeStore(BaseVectorStore):
             dimension = self.dimension_of(name)
             if dimension is not None and await _run(_is_shard, os.path.join(root, name)):
                 self._shards[name] = await _run(qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension))
+
+    async def _existing_collections(self) -> Iterable[str]:
+        # _connect would create the folder (and, in memory, a temporary one).
+        if self.path is None:
+            return []
+        return await _run(_shards_in, self.path)
 
     async def _disconnect(self) -> None:
         shards, self._shards = self._shards, {}

@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 from memory_core.errors import ValidationError
 from memory_core.identity import canonical_host, server_address
 
-__all__ = ["DEFAULT_PORT", "DEFAULT_PREFIX", "RedisTarget", "parse_url", "server_identity"]
+__all__ = ["DEFAULT_PORT", "DEFAULT_PREFIX", "URL_OPTIONS", "RedisTarget", "parse_url", "server_identity"]
 
 DEFAULT_PORT = 6379
 """Port of a ``redis://`` URL that names none (redis-py's default)."""
@@ -24,6 +24,8 @@ _SCHEMES = {
     "redis+cluster": ("redis", True),
     "rediss+cluster": ("rediss", True),
 }
+URL_OPTIONS = frozenset({"prefix", "cluster"})
+"""The query options this adapter reads itself (the others go to redis-py)."""
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -36,11 +38,14 @@ class RedisTarget:
         driver_url: the URL handed to redis-py (our own options removed).
         cluster: connect with ``RedisCluster`` instead of ``Redis``.
         prefix: key prefix from the URL's ``prefix`` option, or None.
+        driver_options: the names of the query options left for redis-py
+            (for the adapter to check before redis-py sees them).
     """
 
     driver_url: str
     cluster: bool
     prefix: str | None
+    driver_options: tuple[str, ...] = ()
 
 
 def parse_url(url: str) -> RedisTarget:
@@ -87,7 +92,7 @@ def parse_url(url: str) -> RedisTarget:
         raise ValidationError("url", "Redis Cluster has only database 0")
     query = "?" + urlencode(passed) if passed else ""
     driver_url = f"{driver_scheme}://{parts.netloc}{parts.path}{query}"
-    return RedisTarget(driver_url, cluster, prefix)
+    return RedisTarget(driver_url, cluster, prefix, tuple(key for key, _ in passed))
 
 
 def server_identity(driver_url: str) -> tuple[Hashable, int | str]:

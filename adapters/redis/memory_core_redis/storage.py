@@ -42,14 +42,16 @@ from memory_core.storage import (
     order_key,
     pause_before_retry,
 )
+from memory_core.validation import check_option_names
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, UnixDomainSocketConnection
+from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key, time_of_key
 from memory_core_redis._scripts import Scripts
-from memory_core_redis._url import DEFAULT_PREFIX, parse_url, server_identity
+from memory_core_redis._url import DEFAULT_PREFIX, URL_OPTIONS, parse_url, server_identity
 
 __all__ = ["RELEASE_CHUNK", "RedisStorage"]
 
@@ -212,6 +214,7 @@ def _driver_options() -> frozenset[str]:
         names.update(inspect.signature(target.__init__).parameters)
     for connection in (Connection, SSLConnection, UnixDomainSocketConnection):
         names.update(inspect.signature(connection.__init__).parameters)
+    names.update(URL_QUERY_ARGUMENT_PARSERS)
     return frozenset(names - {"self", "args", "kwargs", "connection_kwargs"})
 
 
@@ -297,13 +300,15 @@ class RedisStorage(BaseStorage):
         **client_options: Any,
     ) -> None:
         super().__init__(clock=clock)
-        for name in client_options:
-            # Caught here, before any I/O: redis-py would only fail on connect.
-            if name not in _DRIVER_OPTIONS:
-                raise ValidationError(
-                    f"option {name!r}", "not an option of the redis adapter or of redis-py (a misspelling?)"
-                )
         target = parse_url(url)
+        # Caught here, before any I/O: redis-py would only fail on connect, with a TypeError.
+        check_option_names(
+            "redis",
+            [*target.driver_options, *client_options],
+            URL_OPTIONS,
+            driver=_DRIVER_OPTIONS,
+            driver_name="redis-py",
+        )
         chosen = prefix if prefix is not None else target.prefix or DEFAULT_PREFIX
         if not isinstance(chosen, str) or not chosen:
             raise ValidationError("prefix", "must be a non-empty str")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
 from memory_core.errors import ValidationError
-from memory_core.validation import unknown_option
+from memory_core.validation import check_option_names
 
 __all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
 
@@ -109,9 +109,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     Raises:
         ValidationError: an unknown option or a bad value.
     """
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise unknown_option("sqlite", unknown[0], _OPTIONS)
+    check_option_names("sqlite", sorted(options), _OPTIONS)
     checked: dict[str, Any] = {}
     if "timeout" in options:
         raw = options["timeout"]

@@ -1,0 +1,292 @@
+"""Commands an operator can trust (issue 26), each through a real
+``memory-core`` process: a mistyped ``--vector`` is refused and creates
+nothing, a failed import changes nothing, an interrupted export leaves no
+partial file, an interrupted prune says how to resume, and a closed pipe is a
+normal end."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import signal
+import subprocess
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_core import Memory, Thread, connect, connect_vector
+from memory_core.embedders import LexicalHashEmbedder
+from tests.cli_run import cli, cli_process
+
+HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
+
+OLD = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _seed(db: Path, vectors: Path | None = None, messages: int = 6) -> str:
+    """A SQLite store with ``messages`` old messages in one thread (and their
+    points in a qdrant+path folder when ``vectors`` is given)."""
+    url = f"sqlite:///{db}"
+
+    async def seed() -> None:
+        storage = await connect(url)
+        await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+        index = None if vectors is None else await connect_vector(f"qdrant+path:///{vectors}")
+        async with Memory(storage, index, LexicalHashEmbedder() if index is not None else None) as memory:
+            await memory.save_messages(
+                [
+                    {"id": f"m{i}", "thread_id": "t1", "role": "user", "content": f"old words {i}", "created_at": OLD}
+                    for i in range(messages)
+                ]
+            )
+
+    asyncio.run(seed())
+    return url
+
+
+def _points(vectors: Path) -> int:
+    async def count() -> int:
+        async with await connect_vector(f"qdrant+path:///{vectors}") as index:
+            return await index.count_points()
+
+    return asyncio.run(count())
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []])
+def test_prune_with_a_mistyped_vector_folder_is_refused_and_creates_nothing(dry_run: list[str], tmp_path: Path) -> None:
+    vectors = tmp_path / "agent.vectors"
+    url = _seed(tmp_path / "agent.db", vectors)
+    before = (tmp_path / "agent.db").read_bytes()
+    typo = tmp_path / "agent.vector"
+    done = cli("prune", url, "--older-than", "30d", "--vector", f"qdrant+path:///{typo}", *dry_run)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: --vector: ") and "holds no memory-core vectors" in done.stderr, done.stderr
+    assert not typo.exists()
+    assert (tmp_path / "agent.db").read_bytes() == before
+    assert _points(vectors) == 6
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_prune_with_the_right_vector_folder_removes_the_points(tmp_path: Path) -> None:
+    vectors = tmp_path / "agent.vectors"
+    url = _seed(tmp_path / "agent.db", vectors)
+    done = cli("prune", url, "--older-than", "30d", "--vector", f"qdrant+path:///{vectors}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("removed 6 messages"), done.stdout
+    assert _points(vectors) == 0
+
+
+def _many_old_messages(db: Path, count: int) -> str:
+    url = f"sqlite:///{db}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            for start in range(0, count, 500):
+                await storage.save_messages(
+                    [
+                        {"id": f"m{i}", "thread_id": "t1", "role": "user", "content": "old", "created_at": OLD}
+                        for i in range(start, min(start + 500, count))
+                    ]
+                )
+
+    asyncio.run(seed())
+    return url
+
+
+def _message_count(url: str) -> int:
+    async def count() -> int:
+        async with await connect(url) as storage:
+            return (await storage.list_messages("t1", per_page=0)).counted_total
+
+    return asyncio.run(count())
+
+
+def test_an_interrupted_prune_prints_the_cutoff_and_resumes_with_before(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 10000)
+    process = cli_process("prune", url, "--older-than", "30d", "--batch-size", "1", stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    first = process.stderr.readline().decode()
+    assert first.startswith("cutoff "), first
+    cutoff = first.split()[1]
+    time.sleep(0.2)  # the line comes just before the store opens; a whole run takes seconds
+    process.send_signal(signal.SIGINT)
+    rest = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 130, rest
+    assert f"interrupted: whole batches were deleted or not; resume with --before {cutoff}" in rest, rest
+    assert "Traceback" not in rest
+    left = _message_count(url)
+    assert 0 < left <= 10000
+    resumed = cli("prune", url, "--before", cutoff)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.startswith(f"removed {left} messages from 1 threads, created before {cutoff}"), resumed.stdout
+    assert _message_count(url) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--before", "last tuesday"], "--before: not an ISO-8601 datetime: 'last tuesday'"),
+        (["--before", "2025-01-01", "--older-than", "30d"], "give --older-than AGE or --before TIME (one of them)"),
+        ([], "give --older-than AGE or --before TIME (one of them)"),
+    ],
+)
+def test_prune_cutoff_mistakes_are_one_red_line(args: list[str], says: str, tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    done = cli("prune", url, *args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert _message_count(url) == 3
+
+
+def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3000)  # far more than a pipe buffers
+    process = cli_process("export", url, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    assert b'"format":"memory-core/jsonl"' in process.stdout.readline()
+    process.stdout.close()  # `memory-core export URL | head -1`
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, errors
+    assert errors == ""
+
+
+def test_an_interrupted_export_to_a_file_leaves_no_file(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 20000)
+    out = tmp_path / "out" / "backup.jsonl"
+    out.parent.mkdir()
+    process = cli_process("export", url, "-o", str(out), stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    deadline = time.monotonic() + 60
+    while not any(out.parent.iterdir()) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)  # while the file is being written
+    said = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 130, said
+    assert f"interrupted: {out} was not written; run the export again" in said
+    assert list(out.parent.iterdir()) == []
+
+
+def test_an_export_to_a_file_appears_whole(tmp_path: Path) -> None:
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    out = tmp_path / "backup.jsonl"
+    done = cli("export", url, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert '"kind":"trailer"' in out.read_text().splitlines()[-1]
+    again = cli("export", url, "-o", str(out))
+    assert again.returncode == 2 and "exists; export never overwrites a file" in again.stderr
+
+
+def _export(url: str) -> bytes:
+    done = cli("export", url)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.encode()
+
+
+def _tampered(export: bytes) -> bytes:
+    lines = export.splitlines(keepends=True)
+    middle = len(lines) // 2
+    assert b'"kind":"message"' in lines[middle]
+    lines[middle] = lines[middle].replace(b'"content":"old"', b'"content":"new"')
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"", "input: empty: no header"),
+        (b"hello\n", "line 1: not valid JSON"),
+        (b'{"kind":"header","format":"other/jsonl","version":1}\n', "line 1: not a memory-core/jsonl export"),
+        (b'{"kind":"header","format":"memory-core/jsonl","version":9}\n', "line 1: format version 9"),
+        ("tampered", "the records read do not match the trailer"),
+        ("cut", "without a trailer: the export is incomplete"),
+    ],
+)
+@pytest.mark.parametrize("through", ["stdin", "file"])
+def test_a_failed_import_creates_and_changes_nothing(
+    content: bytes | str, says: str, through: str, tmp_path: Path
+) -> None:
+    if content == "tampered":
+        content = _tampered(_export(_many_old_messages(tmp_path / "source.db", 20)))
+    elif content == "cut":
+        content = b"".join(_export(_many_old_messages(tmp_path / "source.db", 20)).splitlines(keepends=True)[:-1])
+    assert isinstance(content, bytes)
+    file = tmp_path / "in.jsonl"
+    file.write_bytes(content)
+    new = tmp_path / "new.db"
+    args = ["-i", str(file)] if through == "file" else []
+    stdin = content if through == "stdin" else None
+    done = cli("import", f"sqlite:///{new}", *args, input=stdin)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and says in done.stderr, done.stderr
+    assert not new.exists()
+    existing = tmp_path / "existing.db"
+    url = _many_old_messages(existing, 2)
+    before = existing.read_bytes()
+    again = cli("import", url, *args, input=stdin)
+    assert again.returncode == 2 and says in again.stderr, again.stderr
+    assert existing.read_bytes() == before
+    assert _message_count(url) == 2
+
+
+def test_check_interrupted_leaves_nothing_behind(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    data.mkdir()
+    cwd.mkdir()
+    process = cli_process(
+        "check",
+        f"sqlite:///{data / 'agent.db'}",
+        "--profile",
+        "ci",
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # Interrupt while the suite's stores exist (after the probe's went).
+        time.sleep(4)
+        deadline = time.monotonic() + 60
+        while not list(data.glob("agent-mc_check_*.db")) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, err.decode()
+    assert b"interrupted after" in err and b"no verdict" in err and b"interrupted" not in out
+    assert list(data.iterdir()) == []
+    assert list(cwd.iterdir()) == []  # no .hypothesis folder either
+
+
+def test_check_errors_go_to_stderr(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    done = cli("check", f"sqlite:///{tmp_path}/missing/agent.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("error: cannot check ") and "does not exist" in done.stderr
+    none = cli("check", "memory://", "-k", "no_such_test_anywhere", cwd=tmp_path)
+    assert none.returncode == 1 and "no test ran" in none.stderr and "no test ran" not in none.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_check_leaves_no_hypothesis_folder(tmp_path: Path) -> None:
+    pytest.importorskip("memory_core_conformance")
+    done = cli("check", "memory://", "--profile", "quick", "-k", "c07 or prop", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_demo_on_a_storage_url_creates_no_vectors_folder(tmp_path: Path) -> None:
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    data.mkdir()
+    cwd.mkdir()
+    done = cli("demo", "--storage", f"sqlite:///{data / 'agent.db'}", "--embedder", "lexical", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert list(cwd.iterdir()) == []  # no ./memory-core-demo.vectors
+    assert list(data.iterdir()) == []  # the namespace's database is removed too

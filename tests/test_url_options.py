@@ -1,0 +1,80 @@
+"""Every adapter checks its URL options before its driver sees them, with
+one shared rule (:func:`memory_core.validation.check_option_names`): a typo
+is a ``ValidationError`` that names the option meant, never a driver's
+``TypeError`` at connect nor an option silently ignored."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from memory_core.errors import ValidationError
+from memory_core.registry import build_storage, build_vector
+from tests.cli_run import cli
+
+
+def _needs(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed")
+
+
+@pytest.mark.parametrize(
+    ("module", "url", "meant"),
+    [
+        ("memory_core_sqlite", "sqlite:///x.db?timout=5", "timeout"),
+        ("memory_core_redis", "redis://127.0.0.1:1/0?prefx=abc", "prefix"),
+        ("memory_core_redis", "redis://127.0.0.1:1/0?socket_timout=5", "socket_timeout"),
+        ("memory_core_mongodb", "mongodb://127.0.0.1:1/db?conectTimeoutMS=5", "connecttimeoutms"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?schem=app", "schema"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?sslmod=require", "sslmode"),
+    ],
+)
+def test_a_storage_url_option_typo_names_the_option_meant(module: str, url: str, meant: str) -> None:
+    _needs(module)
+    with pytest.raises(ValidationError, match=f"did you mean '{meant}'"):
+        build_storage(url)  # no I/O: nothing listens on port 1
+
+
+@pytest.mark.parametrize(
+    ("module", "url", "meant"),
+    [
+        ("memory_core_qdrant", "qdrant+path:///vectors?overfech=2", "overfetch"),
+        ("memory_core_qdrant", "qdrant://127.0.0.1:1?api_ky=k", "api_key"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?ef_serch=40", "ef_search"),
+    ],
+)
+def test_a_vector_url_option_typo_names_the_option_meant(module: str, url: str, meant: str) -> None:
+    _needs(module)
+    with pytest.raises(ValidationError, match=f"did you mean '{meant}'"):
+        build_vector(url)
+
+
+def test_a_mongodb_option_pymongo_would_only_warn_about_is_refused() -> None:
+    _needs("memory_core_mongodb")
+    with pytest.raises(ValidationError, match="option 'prefx': unknown"):
+        build_storage("mongodb://127.0.0.1:1/db?prefx=abc")
+
+
+@pytest.mark.parametrize(
+    ("module", "url"),
+    [
+        ("memory_core_redis", "redis://127.0.0.1:1/0?db=1&socket_timeout=5&prefix=p&cluster=false"),
+        ("memory_core_mongodb", "mongodb://127.0.0.1:1/db?replicaSet=rs0&connectTimeoutMS=5&appName=a"),
+        # Names no known option resembles are PostgreSQL server settings, for the server to judge.
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?schema=s&sslmode=disable&application_name=a"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?search_path=x&statement_timeout=5"),
+    ],
+)
+def test_driver_options_still_pass(module: str, url: str) -> None:
+    _needs(module)
+    build_storage(url)
+
+
+def test_the_redis_typo_on_the_command_line_is_one_red_line() -> None:
+    _needs("memory_core_redis")
+    done = cli("export", "redis://127.0.0.1:1/0?prefx=abc")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith("error: ") and "did you mean 'prefix'?" in done.stderr, done.stderr
+    assert "TypeError" not in done.stderr
