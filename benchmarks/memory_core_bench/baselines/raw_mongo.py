@@ -5,23 +5,30 @@ PyMongo's async API for the same answers on the same collections, documents
 and indexes as memory-core-mongodb (README "Layout"): ``threads`` and
 ``messages`` keyed by id, metadata as an entry array ``meta: [{k, v}]``,
 times as int64 µs, R-ORDER by ``(created_at, seq)``, the ``counters``
-document for sequence numbers; every query hints the same index the adapter
-hints (``messages_thread_order``, ``messages_thread_meta``,
-``threads_resource_created``).
+document for sequence numbers, the message counters (each thread's
+``message_count``, each resource's document in ``resource_counts``); every
+query hints the same index the adapter hints (``messages_thread_order``,
+``messages_thread_meta``, ``threads_resource_created``).
 
-Independent queries of one operation (ownership check, count, page, windows)
-are sent concurrently with ``asyncio.gather`` over the client's connection
-pool, so a read costs one round trip of latency. A save is: the owners check
-and the sequence reservation (concurrently), one ordered ``bulk_write`` of
-upserts, one ``bulk_write`` of thread bumps (no transaction, as the adapter
-on a standalone server).
+Independent queries of one operation (ownership check and total, count,
+page, windows) are sent concurrently with ``asyncio.gather`` over the
+client's connection pool, so a read costs one round trip of latency. An
+unfiltered total is the thread's ``message_count``, read with the ownership
+check (R-PAGE: read, not counted, as the adapter); a filtered one is counted.
+A save is: the owners check and the sequence reservation (concurrently), one
+ordered ``bulk_write`` of upserts, one of thread bumps, each adding the
+thread's new messages to its counter in the same pipeline update, one of
+resource counter upserts (no transaction, as the adapter on a standalone
+server). Every saved message is new (the workloads save fresh ids): it counts
+in its thread and resource.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from bson.int64 import Int64
@@ -37,27 +44,40 @@ Doc = dict[str, Any]
 _ORDER = "messages_thread_order"
 _META = "messages_thread_meta"
 _THREADS_ORDER = "threads_resource_created"
+_COUNT = "message_count"
+_RESOURCE_COUNTS = "resource_counts"
+_RESOURCE_MESSAGES = "messages"
 
 MIRRORED = {
     "_ORDER": "memory_core_mongodb._schema:MESSAGES_THREAD_ORDER",
     "_META": "memory_core_mongodb._schema:MESSAGES_THREAD_META",
     "_THREADS_ORDER": "memory_core_mongodb._schema:THREADS_RESOURCE_CREATED",
-    "_bump": "memory_core_mongodb.storage:_bump",
+    "_bumped": "memory_core_mongodb.storage:_bumped",
+    "_COUNT": "memory_core_mongodb._layout:MESSAGE_COUNT",
+    "_RESOURCE_COUNTS": "memory_core_mongodb._schema:RESOURCE_COUNTS",
+    "_RESOURCE_MESSAGES": "memory_core_mongodb._counters:RESOURCE_MESSAGES",
+    "_count_expr": "memory_core_mongodb._counters:thread_count_expr",
 }
 """The adapter layout this baseline repeats by hand: our name -> the adapter's
 ``module:attribute`` (functions compared by their result); a test fails when
 the two differ."""
 
 
-def _bump(now_us: int) -> list[Doc]:
-    """Pipeline: ``updated_at = min(max(now, updated_at + 1), TIME_MAX_US)`` (R-BUMP)."""
-    return [
-        {
-            "$set": {
-                "updated_at": {"$min": [{"$max": [Int64(now_us), {"$add": ["$updated_at", 1]}]}, Int64(TIME_MAX_US)]}
-            }
-        }
-    ]
+def _bumped(now_us: int) -> Doc:
+    """Expression ``min(max(now, updated_at + 1), TIME_MAX_US)`` (R-BUMP)."""
+    return {"$min": [{"$max": [Int64(now_us), {"$add": ["$updated_at", 1]}]}, Int64(TIME_MAX_US)]}
+
+
+def _count_expr(delta: int) -> Doc:
+    """Expression: the thread's counter plus ``delta``, left missing when it
+    is (a store being backfilled by the adapter's open)."""
+    return {
+        "$cond": [
+            {"$eq": [{"$type": "$" + _COUNT}, "missing"]},
+            "$$REMOVE",
+            {"$add": ["$" + _COUNT, Int64(delta)]},
+        ]
+    }
 
 
 def make(adapter: AdapterSubject) -> RawMongo | None:
@@ -129,7 +149,8 @@ class RawMongo(Subject):
         await self.adapter.create_threads(threads)
 
     async def save(self, prepared: Any) -> None:
-        """Owners check + sequence reservation, upserts, bumps."""
+        """Owners check + sequence reservation, upserts, bumps with the thread
+        counters, resource counters."""
         messages: list[BenchMessage] = prepared
         threads = list(dict.fromkeys(m.thread_id for m in messages))
         owners_cursor = self._coll("threads").find({"_id": {"$in": threads}}, {"resource_id": 1})
@@ -165,9 +186,23 @@ class RawMongo(Subject):
             for k, m in enumerate(messages)
         ]
         await self._coll("messages").bulk_write(writes, ordered=True)
-        bump = _bump(time.time_ns() // 1000)
+        bumped = _bumped(time.time_ns() // 1000)
+        added = Counter(m.thread_id for m in messages)
         await self._coll("threads").bulk_write(
-            [UpdateOne({"_id": t, "resource_id": owners[t]}, bump) for t in threads], ordered=True
+            [
+                UpdateOne(
+                    {"_id": t, "resource_id": owners[t]}, [{"$set": {"updated_at": bumped, _COUNT: _count_expr(n)}}]
+                )
+                for t, n in added.items()
+            ],
+            ordered=True,
+        )
+        await self._coll(_RESOURCE_COUNTS).bulk_write(
+            [
+                UpdateOne({"_id": r}, {"$inc": {_RESOURCE_MESSAGES: Int64(n)}}, upsert=True)
+                for r, n in Counter(m.resource_id for m in messages).items()
+            ],
+            ordered=True,
         )
 
     async def _find(self, flt: Doc, sort: list[tuple[str, int]], hint: str, skip: int, limit: int) -> list[Doc]:
@@ -177,33 +212,41 @@ class RawMongo(Subject):
         result: list[Doc] = await cursor.limit(limit).to_list(None)
         return result
 
-    async def _owned(self, thread: ThreadSpec) -> None:
-        doc = await self._coll("threads").find_one({"_id": thread.id}, {"resource_id": 1})
-        if doc is None or doc["resource_id"] != thread.resource_id:
+    async def _total(self, thread_id: str, owner: str | None = None) -> int:
+        """The thread's unfiltered total: its counter (one document read);
+        with ``owner``, the thread's ownership is checked by the same read."""
+        doc = await self._coll("threads").find_one({"_id": thread_id}, {"resource_id": 1, _COUNT: 1})
+        if owner is not None and (doc is None or doc["resource_id"] != owner):
             raise PermissionError("not the owner")
+        return 0 if doc is None else int(doc.get(_COUNT, 0))
 
     async def recall_newest(self, thread: ThreadSpec, n: int) -> Answer:
-        """Ownership, count and newest ``n`` concurrently."""
+        """Ownership with the total (the counter) and newest ``n`` concurrently."""
         scope = {"thread_id": thread.id, "resource_id": thread.resource_id}
-        _, total, docs = await asyncio.gather(
-            self._owned(thread),
-            self._coll("messages").count_documents(scope, hint=_ORDER),
+        total, docs = await asyncio.gather(
+            self._total(thread.id, thread.resource_id),
             self._find(scope, [("created_at", -1), ("seq", -1)], _ORDER, 0, n),
         )
         rows = [_decode(d) for d in reversed(docs)]
         return Answer(int(total), tuple(r[0] for r in rows))
 
-    async def _page(self, flt: Doc, count_hint: str, skip: int, limit: int, count_filter: Doc | None = None) -> Answer:
+    async def _page(self, thread_id: str, flt: Doc, skip: int, limit: int, count_hint: str | None = None) -> Answer:
+        """Total and page concurrently: the total is the thread's counter, or
+        with ``count_hint`` (a filtered page) a count of ``flt`` on that index."""
+        counted: Awaitable[int] = (
+            self._total(thread_id)
+            if count_hint is None
+            else self._coll("messages").count_documents(flt, hint=count_hint)
+        )
         total, docs = await asyncio.gather(
-            self._coll("messages").count_documents(count_filter if count_filter is not None else flt, hint=count_hint),
-            self._find(flt, [("created_at", 1), ("seq", 1)], _ORDER, skip, limit),
+            counted, self._find(flt, [("created_at", 1), ("seq", 1)], _ORDER, skip, limit)
         )
         rows = [_decode(d) for d in docs]
         return Answer(int(total), tuple(r[0] for r in rows))
 
     async def page_offset(self, thread: ThreadSpec, page: int, per_page: int) -> Answer:
-        """Count and skip/limit page concurrently."""
-        return await self._page({"thread_id": thread.id}, _ORDER, page * per_page, per_page)
+        """Total (the counter) and skip/limit page concurrently."""
+        return await self._page(thread.id, {"thread_id": thread.id}, page * per_page, per_page)
 
     async def first_cursor(self, thread: ThreadSpec, per_page: int, depth: int) -> Any:
         """(created_at, seq) of the message at position ``depth - 1``."""
@@ -213,23 +256,23 @@ class RawMongo(Subject):
         return (docs[0]["created_at"], docs[0]["seq"])
 
     async def page_cursor(self, thread: ThreadSpec, cursor: Any, per_page: int) -> Answer:
-        """Count and keyset page (range + tie ``$nor``, as the adapter) concurrently."""
+        """Total (the counter) and keyset page (range + tie ``$nor``, as the adapter) concurrently."""
         if cursor is None:
-            return await self._page({"thread_id": thread.id}, _ORDER, 0, per_page)
+            return await self._page(thread.id, {"thread_id": thread.id}, 0, per_page)
         at, seq = cursor
         flt = {"thread_id": thread.id, "created_at": {"$gte": at}, "$nor": [{"created_at": at, "seq": {"$lte": seq}}]}
-        answer = await self._page(flt, _ORDER, 0, per_page + 1, {"thread_id": thread.id})
+        answer = await self._page(thread.id, flt, 0, per_page + 1)
         return Answer(answer.total, answer.ids[:per_page])
 
     async def filter_meta(self, thread: ThreadSpec, key: str, value: str, per_page: int) -> Answer:
         """``$elemMatch`` on the entry array; count on the metadata index."""
         flt = {"thread_id": thread.id, "$and": [{"meta": {"$elemMatch": {"k": key, "v": value}}}]}
-        return await self._page(flt, _META, 0, per_page)
+        return await self._page(thread.id, flt, 0, per_page, _META)
 
     async def filter_date(self, thread: ThreadSpec, start_us: int, end_us: int, per_page: int) -> Answer:
         """``created_at`` range on the thread index."""
         flt = {"thread_id": thread.id, "created_at": {"$gte": Int64(start_us), "$lte": Int64(end_us)}}
-        return await self._page(flt, _ORDER, 0, per_page)
+        return await self._page(thread.id, flt, 0, per_page, _ORDER)
 
     async def _window(self, target: str, resource_id: str, before: int, after: int) -> list[Doc]:
         doc = await self._coll("messages").find_one({"_id": target, "resource_id": resource_id})
@@ -258,13 +301,13 @@ class RawMongo(Subject):
     async def include_windows(
         self, thread: ThreadSpec, targets: Sequence[str], before: int, after: int, n: int
     ) -> Answer:
-        """Newest ``n``, count and every window concurrently; merged here."""
+        """Ownership with the total (the counter), newest ``n`` and every window
+        concurrently; merged here."""
         scope = {"thread_id": thread.id, "resource_id": thread.resource_id}
-        _, total, newest, *windows = await asyncio.gather(
-            self._owned(thread),
-            self._coll("messages").count_documents(scope, hint=_ORDER),
+        total, newest, windows = await asyncio.gather(
+            self._total(thread.id, thread.resource_id),
             self._find(scope, [("created_at", -1), ("seq", -1)], _ORDER, 0, n),
-            *(self._window(t, thread.resource_id, before, after) for t in targets),
+            asyncio.gather(*(self._window(t, thread.resource_id, before, after) for t in targets)),
         )
         merged: dict[str, tuple[Any, ...]] = {}
         for docs in (newest, *windows):

@@ -2,17 +2,23 @@
 
 The ceiling for ``postgresql://``: what a careful developer writes by hand
 with the same driver for the same answers, sharing the adapter's schema
-(memory-core-postgres: ``threads``, ``messages`` with ``seq``, ``meta`` and
-``search``, the ``message_sequence`` sequence; a pool whose connections'
-``search_path`` is the schema, as the adapter's).
+(memory-core-postgres: ``threads`` with ``message_count``, ``messages`` with
+``seq``, ``meta`` and ``search``, ``resource_counters``, the
+``message_sequence`` sequence; a pool whose connections' ``search_path`` is
+the schema, as the adapter's).
 
 Every operation is ONE statement: a read returns the ownership check and
-the count with the page (``LEFT JOIN LATERAL``), its rows decoded (JSON
-content and metadata); a save is one statement of data-modifying CTEs that
-checks the owners, upserts with new sequence numbers, fills ``meta`` and the
-full-text column, and bumps the threads. It does not re-verify ids against
-concurrent writers (the adapter's PL/pgSQL save does), which is part of what
-the adapter's margin pays for.
+the total with the page (``LEFT JOIN LATERAL``), its rows decoded (JSON
+content and metadata); an unfiltered total is the thread's
+``message_count`` (R-PAGE: read, not counted, as the adapter), a filtered
+one a count. A save is one statement of data-modifying CTEs that checks the
+owners, upserts with new sequence numbers, fills ``meta`` and the full-text
+column, bumps the threads adding their new messages to ``message_count`` in
+the same update, and adds them to the resources' counters (as the adapter's
+``save_messages`` and ``shift_resource_counters``). Every saved message is
+new (the workloads save fresh ids): it counts in its thread and resource. It
+does not re-verify ids against concurrent writers (the adapter's PL/pgSQL
+save does), which is part of what the adapter's margin pays for.
 """
 
 from __future__ import annotations
@@ -45,11 +51,17 @@ _SAVE = (
     " ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, role = excluded.role, type = excluded.type,"
     " content = excluded.content, metadata = excluded.metadata, meta = excluded.meta, search = excluded.search"
     " RETURNING 1),"
-    f" bump AS (UPDATE threads SET updated_at = {_BUMP}"
-    " WHERE id IN (SELECT thread_id FROM owned) RETURNING 1)"
-    " SELECT (SELECT count(*) FROM owned), (SELECT count(*) FROM w), (SELECT count(*) FROM bump)"
+    f" bump AS (UPDATE threads SET message_count = message_count + d.n, updated_at = {_BUMP}"
+    " FROM (SELECT thread_id, count(*) AS n FROM owned GROUP BY thread_id) d WHERE id = d.thread_id RETURNING 1),"
+    " counted AS (INSERT INTO resource_counters AS c (resource_id, messages)"
+    " SELECT resource_id, count(*) FROM owned GROUP BY resource_id ORDER BY resource_id"
+    " ON CONFLICT (resource_id) DO UPDATE SET messages = c.messages + excluded.messages RETURNING 1)"
+    " SELECT (SELECT count(*) FROM owned), (SELECT count(*) FROM w), (SELECT count(*) FROM bump),"
+    " (SELECT count(*) FROM counted)"
 )
 _MAX_AT = from_us(TIME_MAX_US)
+_TOTAL = "COALESCE(sum(message_count), 0)::bigint AS total FROM threads WHERE id = $1"
+"""The unfiltered total of thread ``$1`` (a row even when it is missing): its counter, as the adapter reads it."""
 
 MIRRORED = {
     "_BUMP": "memory_core_postgres.storage:_BUMP",
@@ -157,19 +169,22 @@ class RawPostgres(Subject):
         )
 
     async def save(self, prepared: Any) -> None:
-        """One statement: owners checked, upserts with new sequences, bumps."""
+        """One statement: owners checked, upserts with new sequences, bumps
+        with the thread counters, resource counters."""
         ids, *columns = prepared
-        owned, written, _ = await self.pool.fetchrow(_SAVE, ids, _now(), _MAX_AT, *columns)
+        owned, written, _, _ = await self.pool.fetchrow(_SAVE, ids, _now(), _MAX_AT, *columns)
         if owned != len(prepared[0]) or written != owned:
             raise LookupError("a thread is missing or owned by another resource")
 
     async def _page(
         self, thread_id: str, where: str, params: Sequence[Any], limit: int, offset: int, keyset: str = ""
     ) -> Answer:
-        """Count under ``where`` + the window (``keyset`` narrows the window
-        only), created_at ASC, in one statement."""
+        """Total under ``where`` (unfiltered: the thread's counter; else a
+        count) + the window (``keyset`` narrows the window only), created_at
+        ASC, in one statement."""
+        total = f"count(*) AS total FROM messages WHERE thread_id = $1{where}" if where else _TOTAL
         rows = await self.pool.fetch(
-            f"SELECT c.total, w.* FROM (SELECT count(*) AS total FROM messages WHERE thread_id = $1{where}) c"
+            f"SELECT c.total, w.* FROM (SELECT {total}) c"
             f" LEFT JOIN LATERAL (SELECT {_COLS} FROM messages WHERE thread_id = $1{where}{keyset}"
             f" ORDER BY created_at, seq LIMIT {int(limit)} OFFSET {int(offset)}) w ON true",
             thread_id,
@@ -178,10 +193,9 @@ class RawPostgres(Subject):
         return Answer(int(rows[0][0]), tuple(r[0] for r in _decoded(rows, 1)))
 
     async def recall_newest(self, thread: ThreadSpec, n: int) -> Answer:
-        """Owner + count + newest ``n`` in one statement, returned oldest first."""
+        """Owner + total (the counter) + newest ``n`` in one statement, returned oldest first."""
         rows = await self.pool.fetch(
-            "SELECT t.resource_id, c.total, w.* FROM threads t"
-            " CROSS JOIN (SELECT count(*) AS total FROM messages WHERE thread_id = $1) c"
+            "SELECT t.resource_id, t.message_count, w.* FROM threads t"
             f" LEFT JOIN LATERAL (SELECT {_COLS} FROM messages WHERE thread_id = $1 AND resource_id = $2"
             " ORDER BY created_at DESC, seq DESC LIMIT $3) w ON true WHERE t.id = $1",
             thread.id,
@@ -195,7 +209,7 @@ class RawPostgres(Subject):
         return Answer(int(rows[0][1]), tuple(r[0] for r in items))
 
     async def page_offset(self, thread: ThreadSpec, page: int, per_page: int) -> Answer:
-        """Count + ``LIMIT/OFFSET`` page in one statement."""
+        """Total (the counter) + ``LIMIT/OFFSET`` page in one statement."""
         return await self._page(thread.id, "", (), per_page, page * per_page)
 
     async def first_cursor(self, thread: ThreadSpec, per_page: int, depth: int) -> Any:
@@ -210,7 +224,7 @@ class RawPostgres(Subject):
         return (row[0], row[1])
 
     async def page_cursor(self, thread: ThreadSpec, cursor: Any, per_page: int) -> Answer:
-        """Count + keyset page (one extra row for has_more) in one statement."""
+        """Total (the counter) + keyset page (one extra row for has_more) in one statement."""
         if cursor is None:
             return await self.page_offset(thread, 0, per_page)
         answer = await self._page(thread.id, "", cursor, per_page + 1, 0, " AND (created_at, seq) > ($2, $3)")
@@ -233,11 +247,10 @@ class RawPostgres(Subject):
     async def include_windows(
         self, thread: ThreadSpec, targets: Sequence[str], before: int, after: int, n: int
     ) -> Answer:
-        """One statement: owner + count + newest ``n``, then every target's
+        """One statement: owner + total (the counter) + newest ``n``, then every target's
         window (restricted to the resource); merged and sorted here."""
         rows = await self.pool.fetch(
-            "SELECT t.resource_id, c.total, w.* FROM threads t"
-            " CROSS JOIN (SELECT count(*) AS total FROM messages WHERE thread_id = $1) c"
+            "SELECT t.resource_id, t.message_count, w.* FROM threads t"
             " LEFT JOIN LATERAL ("
             f"(SELECT {_COLS} FROM messages WHERE thread_id = $1 AND resource_id = $2"
             " ORDER BY created_at DESC, seq DESC LIMIT $3)"

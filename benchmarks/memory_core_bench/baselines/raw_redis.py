@@ -10,7 +10,7 @@ resource), ``tc``/``tu`` (its threads); the store slot ``{P}:`` holds the
 message directory ``msg``, the sequence ``seq``, global thread records
 ``g:<id>`` and the global indexes ``tc``/``tu``. Key names and the
 sort-key text come from ``memory_core_redis._keys`` so both sides agree;
-the thread bump repeats the adapter's ``lua/lib.lua`` (``_BUMP_LUA``, checked
+the thread bump repeats the adapter's ``lua/writes.lua`` (``_BUMP_LUA``, checked
 by a test).
 
 Every read is ONE ``EVALSHA`` (ownership check, count and page together).
@@ -41,7 +41,7 @@ from memory_core_bench.subjects import AdapterSubject, Answer, Kind, Subject
 __all__ = ["RawRedis", "RawRedisCluster", "make"]
 
 _BUMP_LUA = "math.min(math.max(now, u + 1), TIME_MAX_US)"
-"""R-BUMP as the adapter's ``lua/lib.lua`` writes it (a test checks it is there)."""
+"""R-BUMP as the adapter's ``lua/writes.lua`` writes it (a test checks it is there)."""
 
 _LIB = (
     f"local TIME_MAX_US = {TIME_MAX_US}\n"

@@ -2,7 +2,8 @@
 
 The ceiling for ``sqlite://``: what a careful developer writes by hand with
 the same driver for the same answers, sharing the adapter's database (schema
-of memory-core-sqlite: ``threads``, ``messages`` with ``seq``, ``counters``;
+of memory-core-sqlite: ``threads`` with ``message_count``, ``messages`` with ``seq``,
+``resource_message_counts``, ``counters``;
 indexes ``messages_thread_order (thread_id, created_at, seq)`` and
 ``threads_resource_created (resource_id, created_at, id)``). The connection
 is set up like the adapter's (WAL file, ``synchronous=NORMAL``, foreign
@@ -10,16 +11,21 @@ keys on, busy timeout).
 
 Every operation is ONE job on aiosqlite's worker thread (the connection's
 own queue, ``Connection._execute``, as the adapter uses it): a read is one
-statement (a header row with the ownership check and the count, ``UNION
+statement (a header row with the ownership check and the total, ``UNION
 ALL`` the page) whose rows are decoded (JSON content and metadata) in the
-job; a save is one ``BEGIN IMMEDIATE`` transaction: ownership check,
-sequence reservation, the upserts and the thread bumps.
+job; an unfiltered total is the thread's ``message_count`` (R-PAGE: read,
+not counted, as the adapter), a filtered one a count. A save is one ``BEGIN
+IMMEDIATE`` transaction: ownership check, sequence reservation, the upserts,
+the message counters (per thread and per resource, as the adapter's
+``_counters.apply``) and the thread bumps. Every saved message is new (the
+workloads save fresh ids): it counts in its thread and resource.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -41,10 +47,19 @@ _UPSERT = (
     " type = excluded.type, content = excluded.content, metadata = excluded.metadata"
 )
 _BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # R-BUMP, saturating
+_THREAD_COUNT = "UPDATE threads SET message_count = message_count + ? WHERE id = ?"
+_RESOURCE_COUNT = (
+    "INSERT INTO resource_message_counts (resource_id, message_count) VALUES (?, ?)"
+    " ON CONFLICT (resource_id) DO UPDATE SET message_count = message_count + excluded.message_count"
+)
+_TOTAL = "(SELECT message_count FROM threads WHERE id = ?1)"
+"""The unfiltered total of thread ``?1``: its counter."""
 
 MIRRORED = {
     "_UPSERT": "memory_core_sqlite._ops:_UPSERT_MESSAGE",
     "_BUMP": "memory_core_sqlite._ops:_BUMP",
+    "_THREAD_COUNT": "memory_core_sqlite._counters:_THREAD",
+    "_RESOURCE_COUNT": "memory_core_sqlite._counters:_RESOURCE",
 }
 """The adapter layout this baseline repeats by hand: our name -> the adapter's
 ``module:attribute``; a test fails when the two differ."""
@@ -117,6 +132,8 @@ def _save(conn: sqlite3.Connection, messages: list[BenchMessage], now_us: int) -
                 for k, m in enumerate(messages)
             ],
         )
+        conn.executemany(_THREAD_COUNT, [(n, t) for t, n in Counter(m.thread_id for m in messages).items()])
+        conn.executemany(_RESOURCE_COUNT, list(Counter(m.resource_id for m in messages).items()))
         conn.executemany(_BUMP, [(now_us, TIME_MAX_US, t) for t in threads])
         conn.execute("COMMIT")
     except BaseException:
@@ -199,10 +216,9 @@ class RawSQLite(Subject):
         return rows[0], rows[1:]
 
     async def recall_newest(self, thread: ThreadSpec, n: int) -> Answer:
-        """Owner + count + newest ``n`` in one statement, returned oldest first."""
+        """Owner + total (the counter) + newest ``n`` in one statement, returned oldest first."""
         header, rows = await self._header_page(
-            f"SELECT NULL, resource_id, (SELECT COUNT(*) FROM messages WHERE thread_id = ?1), {_PAD}"
-            " FROM threads WHERE id = ?1",
+            f"SELECT NULL, resource_id, message_count, {_PAD} FROM threads WHERE id = ?1",
             f"SELECT {_COLS} FROM messages WHERE thread_id = ?1 AND +resource_id = ?2"
             " ORDER BY created_at DESC, seq DESC LIMIT ?3",
             (thread.id, thread.resource_id, n),
@@ -215,8 +231,9 @@ class RawSQLite(Subject):
     async def _thread_page(
         self, thread_id: str, where: str, params: Sequence[Any], order: str, limit: int, offset: int = 0
     ) -> Answer:
+        total = f"(SELECT COUNT(*) FROM messages WHERE thread_id = ?1{where})" if where else _TOTAL
         header, rows = await self._header_page(
-            f"SELECT NULL, NULL, (SELECT COUNT(*) FROM messages WHERE thread_id = ?1{where}), {_PAD}",
+            f"SELECT NULL, NULL, {total}, {_PAD}",
             f"SELECT {_COLS} FROM messages WHERE thread_id = ?1{where} ORDER BY {order} LIMIT {int(limit)}"
             f" OFFSET {int(offset)}",
             (thread_id, *params),
@@ -224,7 +241,7 @@ class RawSQLite(Subject):
         return Answer(int(header[2]), tuple(r[0] for r in rows))
 
     async def page_offset(self, thread: ThreadSpec, page: int, per_page: int) -> Answer:
-        """Count + ``LIMIT/OFFSET`` page in one statement."""
+        """Total (the counter) + ``LIMIT/OFFSET`` page in one statement."""
         return await self._thread_page(thread.id, "", (), "created_at, seq", per_page, page * per_page)
 
     async def first_cursor(self, thread: ThreadSpec, per_page: int, depth: int) -> Any:
@@ -240,12 +257,12 @@ class RawSQLite(Subject):
         return (int(rows[0][0]), int(rows[0][1]))
 
     async def page_cursor(self, thread: ThreadSpec, cursor: Any, per_page: int) -> Answer:
-        """Count + keyset page (one extra row for has_more) in one statement."""
+        """Total (the counter) + keyset page (one extra row for has_more) in one statement."""
         if cursor is None:
             return await self._thread_page(thread.id, "", (), "created_at, seq", per_page)
         else:
             header, rows = await self._header_page(
-                f"SELECT NULL, NULL, (SELECT COUNT(*) FROM messages WHERE thread_id = ?1), {_PAD}",
+                f"SELECT NULL, NULL, {_TOTAL}, {_PAD}",
                 f"SELECT {_COLS} FROM messages WHERE thread_id = ?1 AND (created_at, seq) > (?2, ?3)"
                 f" ORDER BY created_at, seq LIMIT {int(per_page) + 1}",
                 (thread.id, cursor[0], cursor[1]),
@@ -268,11 +285,10 @@ class RawSQLite(Subject):
     async def include_windows(
         self, thread: ThreadSpec, targets: Sequence[str], before: int, after: int, n: int
     ) -> Answer:
-        """One statement: owner + count, newest ``n``, and each target's
+        """One statement: owner + total (the counter), newest ``n``, and each target's
         window (restricted to the resource); merged and sorted here."""
         parts = [
-            f"SELECT NULL, resource_id, (SELECT COUNT(*) FROM messages WHERE thread_id = ?1), {_PAD}"
-            " FROM threads WHERE id = ?1",
+            f"SELECT NULL, resource_id, message_count, {_PAD} FROM threads WHERE id = ?1",
             f"SELECT * FROM (SELECT {_COLS} FROM messages WHERE thread_id = ?1 AND +resource_id = ?2"
             " ORDER BY created_at DESC, seq DESC LIMIT ?3)",
         ]
