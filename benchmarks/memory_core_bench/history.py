@@ -249,7 +249,8 @@ class ThreadSemantic(ThreadWorkload):
         return self.queries[i % len(self.queries)]
 
     async def run(self, args: str) -> Answer:
-        assert self.semantic is not None
+        if self.semantic is None:  # the runner skips this workload without a vector store
+            raise RuntimeError(f"{self.name} needs a Memory with a vector store")
         result = await self.semantic.recall(
             self.thread.id, resource_id=self.thread.resource_id, vector_search_string=args, per_page=PER_PAGE
         )
@@ -550,10 +551,11 @@ class DatabaseSessionSubject(AdkServiceSubject):
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._service = DatabaseSessionService(f"sqlite+aiosqlite:///{self.path}")
-        else:
-            assert self.url is not None
+        elif self.url is not None:
             self.engine = await _pg_schema_engine(self.url, self.schema)
             self._service = DatabaseSessionService(db_engine=self.engine)
+        else:
+            raise ValueError("an ADK subject needs a SQLite path or a PostgreSQL URL")
         await self._create()
         self.session = await self._service.get_session(app_name=_APP, user_id=_USER, session_id=self.session_id)
 
