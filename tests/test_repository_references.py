@@ -95,3 +95,61 @@ def test_the_scan_catches_a_dangling_reference(tmp_path: Path) -> None:
         f"{here}: {missing}",
         f"{here}: {gone}",
     ]
+
+
+# An inline Markdown link's target: ``[text](target)``, not an image or a URL.
+_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)\)")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings of ``markdown`` (lowercase,
+    punctuation other than ``-`` and ``_`` dropped, spaces to ``-``), outside
+    fenced code."""
+    anchors, fenced = set(), False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (heading := re.match(r"#{1,6} (.+)", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", heading[1].strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+def broken_links(root: Path, files: list[Path]) -> list[str]:
+    """``"<file>: <target>"`` for every relative link in the Markdown
+    ``files`` whose file (from the linking file's own folder, as a renderer
+    reads it) or heading anchor does not exist, sorted."""
+    found = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for target in _LINK.findall(text):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            name, _, anchor = target.partition("#")
+            linked = (path.parent / name).resolve() if name else path
+            ok = linked.is_relative_to(root) and linked.exists()
+            if ok and anchor and linked.suffix == ".md":
+                ok = anchor in _anchors(linked.read_text(encoding="utf-8"))
+            if not ok:
+                found.append(f"{path.relative_to(root).as_posix()}: {target}")
+    return sorted(set(found))
+
+
+def test_the_guides_links_resolve_from_where_they_are() -> None:
+    """README.md and docs/ (the user guide, the operator guide, the design
+    notes) link to each other and into the packages: every link names an
+    existing file from the linking file's folder (a guide in docs/ says
+    ``../adapters/...``) and an existing heading."""
+    guides = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert {p.name for p in guides} >= {"README.md", "operators.md", "design.md"}
+    assert broken_links(ROOT, guides) == []
+
+
+def test_the_link_check_catches_a_broken_link(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# Top\n\n## Agent frameworks\n")
+    # Spelled apart, so this file's own text links nowhere and cites no file.
+    name = "guide" + ".md"
+    guide = tmp_path / "docs" / name
+    good, unprefixed, bad_anchor = ("../README.md#agent-" + "frameworks", "README" + ".md", "../README.md#gone")
+    guide.write_text(f"[a]({good}) [b]({unprefixed}) [c]({bad_anchor}) [d](https://example.com/x.md)\n")
+    assert broken_links(tmp_path, [guide]) == [f"docs/{name}: {bad_anchor}", f"docs/{name}: {unprefixed}"]
