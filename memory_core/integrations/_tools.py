@@ -17,6 +17,8 @@ from memory_core.vector import message_text
 from ._threads import current_turn
 
 __all__ = [
+    "REFUSED_BLANK",
+    "REFUSED_TEMPLATE",
     "MinScore",
     "check_recall_options",
     "read_working_memory",
@@ -24,6 +26,17 @@ __all__ = [
     "recall_texts",
     "write_working_memory",
 ]
+
+REFUSED_BLANK = (
+    "Not saved: the notes were empty, and the stored notes were kept. To change them, "
+    "call get_working_memory and send the complete notes with your changes."
+)
+"""What :func:`write_working_memory` answers to a blank value."""
+REFUSED_TEMPLATE = (
+    "Not saved: that is the unfilled template, and the stored notes were kept. Call "
+    "get_working_memory and send the complete notes: what is stored plus what you learned."
+)
+"""What :func:`write_working_memory` answers to the configured template."""
 
 MinScore = float | None | Literal["auto"]
 """A tool's relevance floor: a cosine similarity from -1 to 1, None for no
@@ -135,12 +148,29 @@ async def read_working_memory(memory: Memory, resource_id: str) -> str:
     return "" if resource is None or resource.working_memory is None else resource.working_memory
 
 
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
 async def write_working_memory(memory: Memory, resource_id: str, text: str) -> str:
-    """Replace the resource's working memory atomically; returns it.
+    """Replace the resource's working memory atomically, unless ``text`` is
+    blank or the unfilled template (``memory.config.working_memory.template``,
+    compared with runs of whitespace as one space): a model that calls the
+    tool with either would erase the notes it was meant to keep (Mastra
+    issue #12253), so the tool writes nothing and says what to send instead.
+
+    Returns:
+        ``text`` when it was stored; otherwise the refusal, one sentence the
+        model reads as the tool's result (the stored notes unchanged).
 
     Raises:
         ValidationError: ``text`` is not a str.
     """
     check_text(text, "working_memory")
+    if not text.strip():
+        return REFUSED_BLANK
+    template = memory.config.working_memory.template
+    if template is not None and _words(text) == _words(template):
+        return REFUSED_TEMPLATE
     await memory.storage.update_resource(resource_id, working_memory=text)
     return text

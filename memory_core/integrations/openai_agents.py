@@ -247,7 +247,10 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     """Agent tools over the session's memory, acting for the run's owner.
 
     ``get_working_memory`` and ``update_working_memory`` read and replace the
-    owner's working memory (``Resource.working_memory``). With a vector store
+    owner's working memory (``Resource.working_memory``); an update with
+    blank notes or the Memory's unfilled working-memory template writes
+    nothing and tells the model to send the complete notes
+    (:func:`~memory_core.integrations._tools.write_working_memory`). With a vector store
     in ``session.memory``, ``recall_memory(query)`` also returns up to
     ``top_k`` (1-1000, default 4) most similar messages across the owner's
     threads (semantic recall, resource scope), leaving out the turn being
@@ -268,7 +271,8 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
 
     @function_tool
     async def update_working_memory(ctx: RunContextWrapper[Any], notes: str) -> str:
-        """Replace the notes kept about this user with `notes`.
+        """Replace the notes kept about this user with `notes` (empty notes or
+        the unfilled template are refused: the stored notes stay).
 
         Args:
             notes: the complete new notes (Markdown).

@@ -159,7 +159,9 @@ class MessageHistory:
 
     def tools(self, conversation_id: str, *, top_k: int = 4, min_score: MinScore = "auto") -> list[Tool[Any]]:
         """Agent tools for this resource: ``get_working_memory``,
-        ``update_working_memory(notes)`` and, with a vector store,
+        ``update_working_memory(notes)`` (blank notes or the Memory's
+        unfilled working-memory template are refused, nothing written: see
+        :func:`~memory_core.integrations._tools.write_working_memory`) and, with a vector store,
         ``recall_memory(query)``: up to ``top_k`` nearest messages across the
         resource's conversations (the run being answered is not among them:
         its messages are stored by :meth:`append` after it), leaving out hits
@@ -181,7 +183,8 @@ class MessageHistory:
             return await read_working_memory(memory, owner)
 
         async def update_working_memory(notes: str) -> str:
-            """Replace the notes kept about this user.
+            """Replace the notes kept about this user (empty notes or the
+            unfilled template are refused: the stored notes stay).
 
             Args:
                 notes: the complete new notes (Markdown).

@@ -1,0 +1,115 @@
+"""The working-memory tools refuse to overwrite stored notes with the unfilled
+template or a blank value (the data loss Mastra guards against, its issue
+#12253), through each framework's own runner with a scripted model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from agents import Agent as OpenAIAgent
+from agents import Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelResponse as PydanticResponse
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from memory_core import InMemoryStorage, Memory, MemoryConfig
+from memory_core.integrations._tools import REFUSED_BLANK, REFUSED_TEMPLATE
+from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
+from memory_core.integrations.pydantic_ai import MessageHistory
+from memory_core.memory import WorkingMemory
+
+set_tracing_disabled(True)  # no exporter, no network
+
+TEMPLATE = "# User\n- Name:\n- Likes:\n"
+STORED = "# User\n- Name: Alice\n- Likes: dogs\n"
+REFUSED = [
+    (TEMPLATE, REFUSED_TEMPLATE),
+    ("  # User\n\n- Name:   \n- Likes:", REFUSED_TEMPLATE),  # the template, spaced differently
+    ("", REFUSED_BLANK),
+    (" \n\t ", REFUSED_BLANK),
+]
+
+
+@asynccontextmanager
+async def alice_memory() -> AsyncIterator[Memory]:
+    """A Memory with a working-memory template, Alice's notes stored."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, template=TEMPLATE))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        await memory.storage.update_resource("alice", working_memory=STORED)
+        yield memory
+
+
+async def notes_of(memory: Memory) -> str | None:
+    resource = await memory.storage.get_resource("alice")
+    return None if resource is None else resource.working_memory
+
+
+class UpdatingModel(Model):
+    """Calls ``update_working_memory`` with the prompt as the notes, then
+    answers with exactly what the tool returned (no network)."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+        items: list[Any] = [input] if isinstance(input, str) else list(input)
+        last = items[-1]
+        output: list[Any]
+        if last.get("type") == "function_call_output":
+            text = ResponseOutputText(type="output_text", text=str(last["output"]), annotations=[])
+            output = [
+                ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[text])
+            ]
+        else:
+            arguments = json.dumps({"notes": json.loads(last["content"])})
+            call = ResponseFunctionToolCall(
+                type="function_call", call_id="c1", name="update_working_memory", arguments=arguments, id="f1"
+            )
+            output = [call]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+def updating(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
+    """Pydantic AI's twin of :class:`UpdatingModel`."""
+    last: Any = messages[-1].parts[-1]
+    if last.part_kind == "tool-return":
+        return PydanticResponse(parts=[TextPart(str(last.content))])
+    notes = json.loads(last.content)
+    return PydanticResponse(parts=[ToolCallPart("update_working_memory", {"notes": notes}, tool_call_id="u1")])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+async def test_openai_agents_update_refuses_template_and_blank(notes: str, answer: str) -> None:
+    async with alice_memory() as memory:
+        session = MemoryCoreSession("another-thread", memory)
+        agent = OpenAIAgent(name="a", model=UpdatingModel(), tools=[*memory_tools(session)])
+        result = await Runner.run(agent, json.dumps(notes), session=session, context={"resource_id": "alice"})
+        assert result.final_output == answer
+        assert await notes_of(memory) == STORED
+        result = await Runner.run(agent, json.dumps(STORED + "- Pet: Rex\n"), context={"resource_id": "alice"})
+        assert await notes_of(memory) == STORED + "- Pet: Rex\n"  # a real update still lands
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+async def test_pydantic_ai_update_refuses_template_and_blank(notes: str, answer: str) -> None:
+    async with alice_memory() as memory:
+        agent = PydanticAgent(FunctionModel(updating), tools=MessageHistory(memory, "alice").tools("another-thread"))
+        result = await agent.run(json.dumps(notes))
+        assert result.output == answer
+        assert await notes_of(memory) == STORED
+        await agent.run(json.dumps(STORED + "- Pet: Rex\n"))
+        assert await notes_of(memory) == STORED + "- Pet: Rex\n"  # a real update still lands
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests run on asyncio."""
+    return "asyncio"
