@@ -109,6 +109,19 @@ class FollowerClock:
         """The leader's now (aware UTC)."""
         return self.leader.now()
 
+    @property
+    def last_us(self) -> int | None:
+        """This follower's previous assignment in µs since the epoch (None:
+        none yet). Settable: a store in another process hands its follower's
+        history over (:class:`~memory_core_conformance.processes.RemoteStore`)."""
+        with self._lock:
+            return self._last
+
+    @last_us.setter
+    def last_us(self, value: int | None) -> None:
+        with self._lock:
+            self._last = value
+
     def assign(self) -> datetime:
         """Now, but at least 1 µs after this follower's previous assignment."""
         with self._lock:

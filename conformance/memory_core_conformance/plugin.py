@@ -21,6 +21,8 @@ from collections.abc import Generator
 
 import pytest
 
+from memory_core_conformance.processes import ENV_VAR as TWO_PROCESS_ENV
+from memory_core_conformance.processes import OPTION as TWO_PROCESS_OPTION
 from memory_core_conformance.profiles import register_hypothesis_profiles
 from memory_core_conformance.rules import explain
 from memory_core_conformance.undeclared import TITLE, CapabilityTally
@@ -51,13 +53,22 @@ URL_OPTION = "--memory-core-url"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add :data:`URL_OPTION` (default: none; only the live module reads it)."""
-    parser.getgroup("memory-core").addoption(
+    """Add :data:`URL_OPTION` (default: none; only the live module reads it)
+    and the two-process switch (default off; only the two-process cases read it)."""
+    group = parser.getgroup("memory-core")
+    group.addoption(
         URL_OPTION,
         dest="memory_core_url",
         default=None,
         metavar="URL",
         help="storage URL of a deployment for memory_core_conformance.live (its own namespaces, cleaned up)",
+    )
+    group.addoption(
+        TWO_PROCESS_OPTION,
+        dest="memory_core_two_processes",
+        action="store_true",
+        default=False,
+        help=f"run the conformance races and state machine across two OS processes (or set {TWO_PROCESS_ENV}=1)",
     )
 
 

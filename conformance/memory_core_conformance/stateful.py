@@ -37,6 +37,7 @@ from hypothesis.stateful import (
 )
 
 from memory_core.clock import ManualClock
+from memory_core.errors import AdapterClosedError
 from memory_core.memory import Memory
 from memory_core.models import IdPage, Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
@@ -260,8 +261,9 @@ class StorageStateMachine(RuleBasedStateMachine):
         self.portal = self._portal_cm.__enter__()
         self.adapter: BaseStorage | None = None
         self.reference = InMemoryStorage(clock=FollowerClock(self.leader))
+        self.follower = FollowerClock(self.leader)
         try:
-            adapter = factory(FollowerClock(self.leader))
+            adapter = factory(self.follower)
             self.portal.call(adapter.open)
             self.adapter = adapter
             self.portal.call(self.reference.open)
@@ -279,13 +281,21 @@ class StorageStateMachine(RuleBasedStateMachine):
 
         A :class:`_PerStore` argument is replaced by each store's own value.
         """
-        call = _Step(operation, args, kwargs)
+        target, name = self._target()
+        call = _Step(operation, args, kwargs, target=name)
         note(call)
-        assert self.adapter is not None
-        actual, expected = self.portal.call(self._call_both, self.adapter, self.reference, call)
+        actual, expected = self.portal.call(self._call_both, target, self.reference, call)
         note(_Answer(expected))
         assert_same(actual, expected, call)
         return actual, expected
+
+    def _target(self) -> tuple[BaseStorage, str]:
+        """The adapter store the next step's operation runs on, and its name
+        in the script (this class: always :attr:`adapter`, ``store``; the
+        two-process variant alternates)."""
+        if self.adapter is None:
+            raise AdapterClosedError("the state machine's adapter store did not open")
+        return self.adapter, "store"
 
     @staticmethod
     async def _call_both(

@@ -38,6 +38,7 @@ from memory_core_conformance.cases import (
     ResourceListingRules,
     RetentionRules,
     StatefulCases,
+    TwoProcessCases,
     ValueRules,
 )
 from memory_core_conformance.profiles import ENV_VAR, PROFILES
@@ -46,6 +47,7 @@ __all__ = ["StorageConformance"]
 
 
 class StorageConformance(  # pytest runs the last base's tests first: cheap layers last here
+    TwoProcessCases,
     StatefulCases,
     PropertyCases,
     RecallCases,
@@ -77,6 +79,10 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         unopenable_storage_factory: optional. Returns ``factory(clock=None)
             -> BaseStorage`` on a target that cannot be opened (its ``open``
             raises); without it the failed-open case is skipped.
+        storage_address: optional. Returns ``address(store) ->
+            StoreAddress``, a picklable recipe for a second instance on
+            ``store``'s namespace; runs the two-process cases
+            (:mod:`memory_core_conformance.processes`).
         conformance_profile: optional. A profile name (see
             :mod:`memory_core_conformance.profiles`) this class runs with
             instead of ``MEMORY_CORE_HYPOTHESIS_PROFILE``; default None (the

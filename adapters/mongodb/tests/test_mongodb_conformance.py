@@ -9,6 +9,7 @@ from functools import partial
 import anyio
 import pytest
 from memory_core_conformance import StorageConformance, run_storage_machine
+from memory_core_conformance.processes import StoreAddress
 from memory_core_conformance.profiles import PROFILES
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
@@ -51,6 +52,18 @@ class TestMongoConformance(StorageConformance):
             return MongoStorage(store.url, database=store.database_name, clock=clock, serverSelectionTimeoutMS=10_000)
 
         return reopen
+
+    @pytest.fixture
+    def storage_address(self) -> Callable[[BaseStorage], StoreAddress]:
+        """Where a child process opens a second store on the same database as ``store``."""
+
+        def address(store: BaseStorage) -> StoreAddress:
+            if not isinstance(store, MongoStorage):
+                raise TypeError(f"not a store this module's factory built: {store!r}")
+            options = {"database": store.database_name, "serverSelectionTimeoutMS": 10_000}
+            return StoreAddress(MongoStorage, (store.url,), options)
+
+        return address
 
     @pytest.fixture
     def unopenable_storage_factory(self) -> Callable[[Clock | None], BaseStorage]:

@@ -13,6 +13,7 @@ from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
 from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.processes import StoreAddress
 
 from memory_core_postgres import PostgresStorage
 
@@ -34,6 +35,17 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(store.settings.dsn, schema=store.schema, clock=clock)
 
         return reopen
+
+    @pytest.fixture
+    def storage_address(self) -> Callable[[BaseStorage], StoreAddress]:
+        """Where a child process opens a second store on the same schema as ``store``."""
+
+        def address(store: BaseStorage) -> StoreAddress:
+            if not isinstance(store, PostgresStorage):
+                raise TypeError(f"not a store this module's factory built: {store!r}")
+            return StoreAddress(PostgresStorage, (store.settings.dsn,), {"schema": store.schema})
+
+        return address
 
     @pytest.fixture
     def unopenable_storage_factory(self) -> Callable[..., BaseStorage]:

@@ -12,6 +12,7 @@ import pytest
 from memory_core.clock import Clock
 from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.processes import StoreAddress
 
 from memory_core_redis import RedisStorage
 
@@ -36,6 +37,15 @@ class TestRedisConformance(StorageConformance):
             return RedisStorage.from_url(redis_target, clock=clock, namespace=store.prefix)
 
         return reopen
+
+    @pytest.fixture
+    def storage_address(self, redis_target: str) -> Callable[[RedisStorage], StoreAddress]:
+        """Where a child process opens a second store on the same key prefix as ``store``."""
+
+        def address(store: RedisStorage) -> StoreAddress:
+            return StoreAddress(RedisStorage.from_url, (redis_target,), {"namespace": store.prefix})
+
+        return address
 
     @pytest.fixture
     def unopenable_storage_factory(self, redis_target: str) -> Callable[..., RedisStorage]:

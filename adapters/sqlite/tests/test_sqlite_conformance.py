@@ -14,6 +14,7 @@ import pytest
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.processes import StoreAddress
 
 from memory_core_sqlite import SQLiteStorage
 
@@ -40,6 +41,17 @@ class TestSQLiteConformance(StorageConformance):
             return SQLiteStorage(store.path, clock=clock)
 
         return reopen
+
+    @pytest.fixture
+    def storage_address(self) -> Callable[[BaseStorage], StoreAddress]:
+        """Where a child process opens a second store on the same file as ``store``."""
+
+        def address(store: BaseStorage) -> StoreAddress:
+            if not isinstance(store, SQLiteStorage):
+                raise TypeError(f"not a store this module's factory built: {store!r}")
+            return StoreAddress(SQLiteStorage, (store.path,))
+
+        return address
 
     @pytest.fixture
     def unopenable_storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:

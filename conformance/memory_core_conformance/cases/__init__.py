@@ -15,6 +15,7 @@ from memory_core_conformance.cases.recall import RecallCases
 from memory_core_conformance.cases.resources import ResourceListingRules
 from memory_core_conformance.cases.retention import RetentionRules
 from memory_core_conformance.cases.stateful_case import StatefulCases
+from memory_core_conformance.cases.two_processes import TwoProcessCases
 from memory_core_conformance.cases.values import ValueRules
 
 __all__ = [
@@ -33,5 +34,6 @@ __all__ = [
     "ResourceListingRules",
     "RetentionRules",
     "StatefulCases",
+    "TwoProcessCases",
     "ValueRules",
 ]
