@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_core.clock import to_us
+from memory_core.errors import ValidationError
 from memory_core.models import Message, Thread
 
 __all__ = [
@@ -138,7 +139,8 @@ class MessageQuery:
             return False
         if self.resource_id is not None and message.resource_id != self.resource_id:
             return False
-        assert message.created_at is not None
+        if message.created_at is None:
+            raise ValidationError("message.created_at", "a stored message has its time; this one has none", "R-TIME")
         at = to_us(message.created_at)
         if self.created_from_us is not None and at < self.created_from_us:
             return False
@@ -181,7 +183,10 @@ class ThreadQuery:
                 return (NO_MESSAGE_DESC_US if self.descending else NO_MESSAGE_ASC_US, thread.id)
             return (to_us(thread.last_message_at), thread.id)
         value = thread.created_at if self.order_field == "created_at" else thread.updated_at
-        assert value is not None
+        if value is None:
+            raise ValidationError(
+                f"thread.{self.order_field}", "a stored thread has its times; this one has none", "R-TIME"
+            )
         return (to_us(value), thread.id)
 
     def is_after(self, key: ThreadKey) -> bool:

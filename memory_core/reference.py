@@ -82,7 +82,8 @@ class InMemoryStorage(BaseStorage):
         thread = self._threads.get(thread_id)
         if thread is None:
             return None
-        assert thread.updated_at is not None
+        if thread.updated_at is None:
+            raise ValidationError("thread.updated_at", "a stored thread has its times; this one has none", "R-TIME")
         thread = replace(
             thread,
             title=thread.title if title is None else title,
@@ -134,7 +135,10 @@ class InMemoryStorage(BaseStorage):
                     metadata=copy.deepcopy(message.metadata),
                 )
             self._messages[message.id] = stored
-            assert stored.sequence is not None
+            if stored.sequence is None:
+                raise ValidationError(
+                    "message.sequence", "a stored message has its sequence (R-ORDER); this one has none", "R-ORDER"
+                )
             sequences.append(stored.sequence)
         self._bump(bump, now_us)
         return sequences
@@ -180,7 +184,10 @@ class InMemoryStorage(BaseStorage):
         for thread_id in thread_ids:
             thread = self._threads.get(thread_id)
             if thread is not None:
-                assert thread.updated_at is not None
+                if thread.updated_at is None:
+                    raise ValidationError(
+                        "thread.updated_at", "a stored thread has its times; this one has none", "R-TIME"
+                    )
                 updated = from_us(bump_us(to_us(thread.updated_at), now_us))
                 self._threads[thread_id] = replace(thread, updated_at=updated, last_message_at=last.get(thread_id))
 
@@ -239,7 +246,10 @@ class InMemoryStorage(BaseStorage):
             old = Resource(resource_id, created_at=now, updated_at=now)
             updated_at = now
         else:
-            assert old.updated_at is not None
+            if old.updated_at is None:
+                raise ValidationError(
+                    "resource.updated_at", "a stored resource has its times; this one has none", "R-TIME"
+                )
             updated_at = from_us(bump_us(to_us(old.updated_at), now_us))
         resource = replace(
             old,

@@ -93,7 +93,8 @@ class InMemoryVectorStore(BaseVectorStore):
             points[pid] = (row.copy(), dict(payload))
 
     async def _delete(self, name: str, flt: PointFilter) -> None:
-        assert not flt.is_empty(), "refusing an unfiltered delete"
+        if flt.is_empty():
+            raise ValidationError("filter", "an unfiltered delete would empty the collection; refused", "R-VEC")
         points = self._data[name]
         for pid in [pid for pid, (_, payload) in points.items() if flt.matches(payload)]:
             del points[pid]

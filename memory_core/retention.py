@@ -105,7 +105,8 @@ class RetentionPolicy:
         """The cutoff for a run starting at ``now``: records strictly before it go."""
         if self.before is not None:
             return self.before
-        assert self.older_than is not None
+        if self.older_than is None:
+            raise ValidationError("older_than", "a policy needs before or older_than", "R-PRUNE")
         # An age beyond the R-TIME range reaches before every storable time: nothing is that old.
         return now - self.older_than if now - TIME_MIN > self.older_than else TIME_MIN
 
@@ -199,7 +200,8 @@ async def apply_policy(
     while True:
         page = await storage.list_threads(scope, per_page=policy.batch_size, order_by=order, cursor=cursor)
         for thread in page.items:
-            assert thread.created_at is not None
+            if thread.created_at is None:
+                raise ValidationError("thread.created_at", "a stored thread has its times; this one has none", "R-TIME")
             if policy.target == "threads":
                 if (thread.last_message_at or thread.created_at) >= cutoff:
                     continue

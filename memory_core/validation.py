@@ -124,7 +124,8 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
         return value
     if not isinstance(value, Mapping):
         raise ValidationError(field, f"expected {model.__name__} or a mapping, got {type(value).__name__}", rule)
-    assert is_dataclass(model)
+    if not is_dataclass(model):
+        raise ValidationError(field, f"{model.__name__} is not a dataclass model", rule)
     names = {f.name for f in fields(model)}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():

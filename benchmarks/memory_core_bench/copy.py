@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memory_core import Message, Storage, Thread, connect
+from memory_core.errors import ConflictError
 from memory_core.transfer import copy_store, export_lines, import_lines
 
 from memory_core_bench.servers import bench_servers
@@ -76,7 +77,8 @@ async def _copy(source: Storage, url: str, options: dict[str, Any], total: int, 
         report = await copy_store(source, destination)
         whole = time.perf_counter() - started
         copied = report.imported.written["messages"]
-        assert report.verified and copied == total, report.difference
+        if not report.verified or copied != total:
+            raise ConflictError(f"copy of {total} messages not verified ({copied} written): {report.difference}")
         where = urlsplit(url)
         host = f"{where.hostname}:{where.port}" if where.hostname else "a file"
         log(f"sqlite -> {where.scheme} at {host}: {total / whole:,.0f} messages/s (copy + verify, {whole:.1f} s)")

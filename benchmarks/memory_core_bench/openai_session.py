@@ -24,6 +24,7 @@ from typing import Any
 import memory_core
 from agents import SQLiteSession
 from memory_core import Memory
+from memory_core.errors import ConflictError
 from memory_core.integrations.openai_agents import MemoryCoreSession
 
 
@@ -66,7 +67,8 @@ async def main(history: int, calls: int) -> None:
             if n % 4 == 0:  # writes grow the history: fewer of them
                 results["ours add"].append(await timed(partial(ours.add_items, turn(n))))
                 results["sdk add"].append(await timed(partial(theirs.add_items, turn(n))))
-        assert await ours.get_items(limit=20) == await theirs.get_items(limit=20)
+        if await ours.get_items(limit=20) != await theirs.get_items(limit=20):
+            raise ConflictError("the session and the SDK's SQLiteSession hold different items")
         print(f"history {history} items, {calls} reads, {calls // 4} one-turn adds (4 items)")
         for name, samples in results.items():
             label = "get_items(limit=20)" if "read" in name else "add_items(one turn)"

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import numpy.typing as npt
 from memory_core.clock import from_us
+from memory_core.errors import AdapterClosedError
 from memory_core.memory import Memory
 from memory_core.models import DateRange, Include, Message, MessageFilter, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
@@ -203,13 +204,15 @@ class AdapterSubject(Subject):
     @property
     def storage(self) -> Storage:
         """The opened storage (after :meth:`open`)."""
-        assert self._storage is not None, "open() first"
+        if self._storage is None:
+            raise AdapterClosedError("the subject's storage: open() first")
         return self._storage
 
     @property
     def memory(self) -> Memory:
         """The :class:`Memory` facade over :attr:`storage`."""
-        assert self._memory is not None, "open() first"
+        if self._memory is None:
+            raise AdapterClosedError("the subject's Memory: open() first")
         return self._memory
 
     def server_pid(self) -> int | None:
@@ -350,7 +353,8 @@ class AdapterVectorSubject(VectorSubject):
     @property
     def store(self) -> VectorStore:
         """The opened vector store (after :meth:`open`)."""
-        assert self._store is not None, "open() first"
+        if self._store is None:
+            raise AdapterClosedError("the subject's vector store: open() first")
         return self._store
 
     async def open(self) -> None:
@@ -377,7 +381,8 @@ class AdapterVectorSubject(VectorSubject):
 
     async def add(self, messages: Sequence[BenchMessage], vectors: Vector) -> None:
         """``VectorStore.upsert`` of one point per message."""
-        assert self._store is not None
+        if self._store is None:
+            raise AdapterClosedError("the subject's vector store: open() first")
         points = [
             VectorPoint(m.id, 0, vectors[i], m.thread_id, m.resource_id, m.created_at_us)
             for i, m in enumerate(messages)
@@ -386,6 +391,7 @@ class AdapterVectorSubject(VectorSubject):
 
     async def search(self, query: Vector, top_k: int, resource_id: str) -> Answer:
         """``VectorStore.search(query, top_k, resource_id=...)``."""
-        assert self._store is not None
+        if self._store is None:
+            raise AdapterClosedError("the subject's vector store: open() first")
         hits = await self._store.search(query, top_k, resource_id=resource_id)
         return Answer(-1, tuple(h.message_id for h in hits))

@@ -31,6 +31,8 @@ import statistics
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from memory_core.errors import ValidationError
+
 from memory_core_bench.multiprocess import MULTI_PROCESS
 from memory_core_bench.report import ADK_DATABASE, HISTORY_FLAT, OPENAI_SESSION, BenchReport, Result, noisy
 
@@ -271,7 +273,8 @@ def _vector_summary(facts: _Facts, backend: str) -> BackendSummary | None:
         return None
     largest = sizes[-1]
     r = facts.get(backend, "semantic", largest)
-    assert r is not None
+    if r is None:
+        raise ValidationError("results", f"{backend}: no semantic result at size {largest}")
     good: list[str] = []
     costs: list[str] = []
     numpy = next(

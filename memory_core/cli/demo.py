@@ -238,7 +238,8 @@ def _messages_table(
     table.add_column("speaker", no_wrap=True)
     table.add_column("text")
     for message in messages:
-        assert message.created_at is not None
+        if message.created_at is None:
+            raise ValidationError("message.created_at", "a stored message has its time; this one has none", "R-TIME")
         star = "[bold yellow]★ [/]" if message.id in starred else ""
         text = message.content if isinstance(message.content, str) else str(message.content)
         cells = [
@@ -258,7 +259,8 @@ def _threads_table(title: str, threads: Sequence[Thread]) -> Table:
     for column in ("id", "title", "created_at", "updated_at"):
         table.add_column(column, no_wrap=True)
     for thread in threads:
-        assert thread.created_at is not None and thread.updated_at is not None
+        if thread.created_at is None or thread.updated_at is None:
+            raise ValidationError("thread.created_at", "a stored thread has its times; this one has none", "R-TIME")
         table.add_row(
             thread.id, thread.title, f"{thread.created_at:%Y-%m-%d %H:%M}", f"{thread.updated_at:%Y-%m-%d %H:%M:%S}"
         )
@@ -292,7 +294,8 @@ async def run_session(memory: Memory, conversation: Conversation, console: Conso
         )
     )
 
-    assert latest.created_at is not None
+    if latest.created_at is None:
+        raise ValidationError("message.created_at", "a stored message has its time; this one has none", "R-TIME")
     window = DateRange(start=latest.created_at + timedelta(seconds=2), end=latest.created_at + timedelta(seconds=5))
     dated = await memory.recall(
         latest.id,

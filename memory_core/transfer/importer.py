@@ -100,7 +100,8 @@ class _Import:
         elif isinstance(model, Thread):
             await self.thread(model, where)
         else:
-            assert isinstance(model, Message)
+            if not isinstance(model, Message):
+                raise ValidationError(where, f"a record of unknown kind {type(model).__name__}")
             await self.message(model, number, where)
 
     async def enter(self, resource_id: str) -> None:

@@ -544,11 +544,13 @@ class PostgresStorage(BaseStorage):
         owners: dict[str, str] = {}
         for patch in patches:
             if patch.id not in stored:
-                assert not verified
+                if verified:
+                    raise StaleStateError(f"message {patch.id!r} vanished under its row lock")
                 continue  # vanished meanwhile: skipped
             old, version = stored[patch.id]
             if patch.thread_id is not None:
-                assert old.resource_id is not None
+                if old.resource_id is None:
+                    raise ValidationError("message.resource_id", f"stored message {old.id!r} has no resource", "R-OWN")
                 owners[patch.thread_id] = old.resource_id
             new.append(patch.apply(old))
             versions.append(version)

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
-from memory_core.errors import BackendError, ValidationError
+from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from pgvector.asyncpg import register_vector
 
@@ -157,7 +157,8 @@ class PgVectorStore(BaseVectorStore):
     @property
     def pool(self) -> asyncpg.Pool:
         """The open connection pool (search_path: the schema, then pgvector's)."""
-        assert self._pool is not None, "open the store first"
+        if self._pool is None:
+            raise AdapterClosedError("pgvector store: open it first")
         return self._pool
 
     def _table(self, name: str) -> str:

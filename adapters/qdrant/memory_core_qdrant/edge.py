@@ -48,6 +48,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 
 import anyio.to_thread
 import qdrant_edge as qe
+from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
@@ -232,7 +233,8 @@ class QdrantEdgeStore(BaseVectorStore):
         if self.in_memory:
             self._root = await _run(tempfile.mkdtemp, prefix="memory-core-qdrant-")
         else:
-            assert self.path is not None
+            if self.path is None:
+                raise ValidationError("path", "a persistent qdrant-edge store needs a folder")
             await _run(os.makedirs, self.path, exist_ok=True)
             self._root = self.path
         root = self._root
@@ -261,7 +263,8 @@ class QdrantEdgeStore(BaseVectorStore):
         return list(self._shards)
 
     async def _create_collection(self, name: str, dimension: int) -> None:
-        assert self._root is not None
+        if self._root is None:
+            raise AdapterClosedError("qdrant-edge store: open it first")
         shard = self._shards.get(name)
         if shard is None:
             where = os.path.join(self._root, name)
@@ -276,7 +279,8 @@ class QdrantEdgeStore(BaseVectorStore):
             await _run(shard.update, qe.UpdateOperation.create_field_index(field, schema))
 
     async def _drop(self, name: str) -> None:
-        assert self._root is not None
+        if self._root is None:
+            raise AdapterClosedError("qdrant-edge store: open it first")
         shard = self._shards.pop(name, None)
         if shard is not None:
             await _run(shard.close)
@@ -296,7 +300,8 @@ class QdrantEdgeStore(BaseVectorStore):
 
     async def _delete(self, name: str, flt: PointFilter) -> None:
         condition = edge_filter(flt)
-        assert condition is not None, "refusing an unfiltered delete"
+        if condition is None:
+            raise ValidationError("filter", "an unfiltered delete would empty the collection; refused", "R-VEC")
         await _run(self._shards[name].update, qe.UpdateOperation.delete_points_by_filter(condition))
 
     async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any, Self
 
-from memory_core.errors import ValidationError
+from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
@@ -141,7 +141,8 @@ class QdrantServerStore(BaseVectorStore):
     @property
     def client(self) -> AsyncQdrantClient:
         """The qdrant-client in use (after ``open``)."""
-        assert self._client is not None, "open the store first"
+        if self._client is None:
+            raise AdapterClosedError("qdrant store: open it first")
         return self._client
 
     # ------------------------------------------------------------------ primitives
@@ -187,7 +188,8 @@ class QdrantServerStore(BaseVectorStore):
 
     async def _delete(self, name: str, flt: PointFilter) -> None:
         condition = server_filter(flt)
-        assert condition is not None, "refusing an unfiltered delete"
+        if condition is None:
+            raise ValidationError("filter", "an unfiltered delete would empty the collection; refused", "R-VEC")
         await self.client.delete(name, points_selector=models.FilterSelector(filter=condition), wait=True)
 
     async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:

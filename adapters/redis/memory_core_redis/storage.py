@@ -23,6 +23,7 @@ from memory_core.clock import Clock, from_us, to_us
 from memory_core.codec import dumps, loads
 from memory_core.errors import (
     AdapterClosedError,
+    BackendError,
     ConflictError,
     NotFoundError,
     OwnershipError,
@@ -121,7 +122,8 @@ def _conditions(conditions: Iterable[MetaCondition]) -> list[str]:
     out: list[str] = []
     for c in conditions:
         form = canon(c.value)
-        assert form is not None
+        if form is None:
+            raise ValidationError(f"filter.metadata.{c.key}", f"{c.value!r} has no canonical form", "R-META")
         out += ("~" + c.key, form)
     return out
 
@@ -771,7 +773,10 @@ class RedisStorage(BaseStorage):
             StaleStateError: mode "new" and the thread exists, or the id is
                 held by another resource; nothing written.
         """
-        assert thread.created_at is not None and thread.updated_at is not None
+        if thread.created_at is None or thread.updated_at is None:
+            raise ValidationError(
+                "thread.created_at", "the core gives a thread to store its times; this one has none", "R-TIME"
+            )
         rid = thread.resource_id
         claim_args = self._claim_args(threads=[(thread.id, rid)], touched=[thread.id])
         fields = filter_fields(thread.metadata)
@@ -836,11 +841,13 @@ class RedisStorage(BaseStorage):
             if reply is None or reply == "mismatch":
                 await self._settle(thread_id, rid, intent, missing=reply is None)
             else:
-                assert rid is not None
+                if rid is None:
+                    raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
                 await self._apply([_snapshot(rid, reply[1])], threads=intent)
         if reply is None or reply == "mismatch":
             return None if reply is None else "mismatch"
-        assert rid is not None
+        if rid is None:
+            raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
         return _thread(rid, reply[0])
 
     async def _settle(self, thread_id: str, rid: str | None, intent: list[tuple[str, str]], *, missing: bool) -> None:
@@ -872,7 +879,8 @@ class RedisStorage(BaseStorage):
             # also what a retry of a delete that died after its slot's step finds
             await self._settle(thread_id, rid, intent, missing=True)
             return 0
-        assert rid is not None
+        if rid is None:
+            raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
         version, ids = reply
         for mid in ids:
             self._message_at.drop(mid)
@@ -955,7 +963,10 @@ class RedisStorage(BaseStorage):
         groups: dict[str, list[Any]] = defaultdict(list)
         sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
-            assert m.resource_id is not None and m.created_at is not None
+            if m.resource_id is None or m.created_at is None:
+                raise ValidationError(
+                    f"messages[{index}]", "the core gives a message to store its resource_id and time", "R-TIME"
+                )
             sizes[m.resource_id] += 1
             # a new message's member and sequence are made in Lua from the claim's first number
             new = m.sequence is None
@@ -1166,7 +1177,8 @@ class RedisStorage(BaseStorage):
         limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
         offset = min(query.offset, _MAX_WINDOW)
         if query.thread_ids is None or query.resource_id is not None:
-            assert query.resource_id is not None
+            if query.resource_id is None:
+                raise ValidationError("resource_id", "a message query without thread ids names its resource", "R-OWN")
             tids = [] if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
             args = [*head(offset, limit), len(tids), *tids]
             reply = await self._run("messages", self._slot(query.resource_id), args)
@@ -1235,7 +1247,8 @@ class RedisStorage(BaseStorage):
             if query.resource_id is not None:
                 slots.add(query.resource_id)
             else:
-                assert query.thread_ids is not None
+                if query.thread_ids is None:
+                    raise ValidationError("thread_id", "a message query names its threads or its resource", "R-OWN")
                 for tid in query.thread_ids:
                     rid = self._thread_at.get(tid)
                     if rid is None:
@@ -1360,7 +1373,10 @@ class RedisStorage(BaseStorage):
         return await self._run(step, self._slot(resource_id), args)
 
     async def _put_resource(self, resource: Resource) -> None:
-        assert resource.created_at is not None and resource.updated_at is not None
+        if resource.created_at is None or resource.updated_at is None:
+            raise ValidationError(
+                "resource.created_at", "the core gives a resource to store its times; this one has none", "R-TIME"
+            )
         wm = resource.working_memory
         await self._record_write(
             "put_resource",
@@ -1420,5 +1436,6 @@ class RedisStorage(BaseStorage):
 
 def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:
     wm, meta, created, updated = rec
-    assert meta is not None and created is not None and updated is not None
+    if meta is None or created is None or updated is None:
+        raise BackendError("redis", "read", f"resource {resource_id!r}: its record lacks metadata or times")
     return build_resource(resource_id, wm, loads(meta), StoredTime(created), StoredTime(updated))

@@ -19,7 +19,7 @@ from typing import Any
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
 from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
-from memory_core.errors import StaleStateError
+from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
@@ -136,7 +136,10 @@ def get_thread(conn: sqlite3.Connection, thread_id: str) -> Thread | None:
 
 
 def _thread_row(thread: Thread) -> tuple[Any, ...]:
-    assert thread.created_at is not None and thread.updated_at is not None
+    if thread.created_at is None or thread.updated_at is None:
+        raise ValidationError(
+            "thread.created_at", "the core gives a thread to store its times; this one has none", "R-TIME"
+        )
     created, updated = to_us(thread.created_at), to_us(thread.updated_at)
     return (thread.id, thread.resource_id, thread.title, codec.dumps(thread.metadata), created, updated)
 
@@ -291,7 +294,10 @@ def _write_messages(
     rows = []
     sequences = []
     for message in messages:
-        assert message.created_at is not None and message.resource_id is not None
+        if message.created_at is None or message.resource_id is None:
+            raise ValidationError(
+                f"message {message.id!r}", "the core gives a message to store its resource_id and time", "R-TIME"
+            )
         seq = message.sequence
         if seq is None:
             seq, next_seq = next_seq, next_seq + 1
@@ -525,7 +531,10 @@ def list_resource_ids(conn: sqlite3.Connection, after: str | None, limit: int | 
 
 def put_resource(conn: sqlite3.Connection, resource: Resource) -> None:
     """Insert or wholly replace a resource."""
-    assert resource.created_at is not None and resource.updated_at is not None
+    if resource.created_at is None or resource.updated_at is None:
+        raise ValidationError(
+            "resource.created_at", "the core gives a resource to store its times; this one has none", "R-TIME"
+        )
     row = (
         resource.id,
         resource.working_memory,
@@ -625,8 +634,12 @@ def write_memory(conn: sqlite3.Connection, write: MemoryWrite, decide: MemoryDec
             current = None if row is None else row[0]
         decide(thread, current)
         if write.scope == "thread":
-            assert write.thread_id is not None
+            if write.thread_id is None:
+                raise ValidationError("thread_id", "a thread-scoped working memory write names its thread", "R-WM")
             patch_thread_in(conn, write.thread_id, None, {"working_memory": write.value}, now_us)
         else:
-            assert resource_id is not None
+            if resource_id is None:
+                raise ValidationError(
+                    "resource_id", "a resource-scoped working memory write names its resource", "R-WM"
+                )
             patch_resource_in(conn, resource_id, write.value, None, now_us)

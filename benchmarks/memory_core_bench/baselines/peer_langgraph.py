@@ -22,6 +22,7 @@ from typing import Any
 import aiosqlite
 from langgraph.store.base import PutOp
 from langgraph.store.sqlite import AsyncSqliteStore  # type: ignore[import-untyped]
+from memory_core.errors import AdapterClosedError
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.report import LANGGRAPH_STORE
@@ -60,7 +61,8 @@ class LangGraphSqliteStore(Subject):
     @property
     def store(self) -> AsyncSqliteStore:
         """The open store."""
-        assert self._store is not None, "open() first"
+        if self._store is None:
+            raise AdapterClosedError("the LangGraph store: open() first")
         return self._store
 
     async def open(self) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from bson.int64 import Int64
 from memory_core.clock import TIME_MAX_US
+from memory_core.errors import AdapterClosedError
 from pymongo import AsyncMongoClient, ReturnDocument, UpdateOne
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
@@ -141,7 +142,8 @@ class RawMongo(Subject):
             self._client = None
 
     def _coll(self, name: str) -> Any:
-        assert self._client is not None, "open() first"
+        if self._client is None:
+            raise AdapterClosedError("raw MongoDB baseline: open() first")
         return self._client[self.database][name]
 
     async def create_threads(self, threads: Sequence[ThreadSpec]) -> None:

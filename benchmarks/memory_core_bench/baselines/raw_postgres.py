@@ -31,6 +31,7 @@ from typing import Any
 import asyncpg
 from memory_core import codec
 from memory_core.clock import TIME_MAX_US, from_us
+from memory_core.errors import AdapterClosedError
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.subjects import AdapterSubject, Answer, Kind, Subject
@@ -117,7 +118,8 @@ class RawPostgres(Subject):
     @property
     def pool(self) -> asyncpg.Pool:
         """The open pool."""
-        assert self._pool is not None, "open() first"
+        if self._pool is None:
+            raise AdapterClosedError("raw PostgreSQL baseline: open() first")
         return self._pool
 
     async def open(self) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 
 from memory_core import codec
 from memory_core.clock import TIME_MAX_US
+from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core_redis._keys import Layout, canon, filter_fields, time_key
 from memory_core_redis._url import parse_url
 from redis.asyncio import Redis, RedisCluster
@@ -255,7 +256,8 @@ class RawRedis(Subject):
     @property
     def client(self) -> Redis:
         """The open client."""
-        assert self._client is not None, "open() first"
+        if self._client is None:
+            raise AdapterClosedError("raw Redis baseline: open() first")
         return self._client
 
     def server_pid(self) -> int | None:
@@ -368,7 +370,8 @@ class RawRedis(Subject):
     async def filter_meta(self, thread: ThreadSpec, key: str, value: str, per_page: int) -> Answer:
         """One pass over the thread's index comparing the ``~key`` field."""
         form = canon(value)
-        assert form is not None
+        if form is None:
+            raise ValidationError("value", f"{value!r} has no canonical form", "R-META")
         return await self._page(thread, ("-", "+"), ("-", "+"), 0, per_page, "~" + key, form)
 
     async def filter_date(self, thread: ThreadSpec, start_us: int, end_us: int, per_page: int) -> Answer:

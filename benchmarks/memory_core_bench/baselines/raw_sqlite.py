@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import aiosqlite
 from memory_core import codec
 from memory_core.clock import TIME_MAX_US
+from memory_core.errors import AdapterClosedError
 
 from memory_core_bench.dataset import BenchMessage, ThreadSpec
 from memory_core_bench.subjects import AdapterSubject, Answer, Kind, Subject
@@ -165,7 +166,8 @@ class RawSQLite(Subject):
     @property
     def db(self) -> aiosqlite.Connection:
         """The open connection."""
-        assert self._db is not None, "open() first"
+        if self._db is None:
+            raise AdapterClosedError("raw SQLite baseline: open() first")
         return self._db
 
     async def open(self) -> None:

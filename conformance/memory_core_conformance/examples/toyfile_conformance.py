@@ -31,7 +31,8 @@ class TestToyFileConformance(StorageConformance):
         """A second, unopened instance on the namespace of a store the factory built."""
 
         def reopen(store: BaseStorage, clock: Clock | None = None) -> ToyFileStorage:
-            assert isinstance(store, ToyFileStorage)  # built by the factory above
+            if not isinstance(store, ToyFileStorage):  # built by the factory above
+                raise TypeError(f"not a store this module's factory built: {store!r}")
             return ToyFileStorage(store.folder, namespace=store.namespace, clock=clock)
 
         return reopen
