@@ -43,10 +43,9 @@ def bare_asserts() -> list[str]:
             if _is_check(path):
                 continue
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-            found += [
-                f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(tree) if isinstance(node, ast.Assert)
-            ]
-    return sorted(found)
+            relative = path.relative_to(ROOT).as_posix()
+            found += [(relative, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.Assert)]
+    return [f"{relative}:{line}" for relative, line in sorted(found)]
 
 
 def test_the_scan_reaches_every_library_package() -> None:
