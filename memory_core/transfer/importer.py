@@ -76,6 +76,7 @@ class _Import:
         self.group: str | None = None
         self.threads: dict[str, Thread] = {}
         self.batch: dict[str, tuple[int, Message]] = {}
+        self.resumed: dict[str, int] = {}
 
     async def line(self, text: str | bytes, number: int) -> None:
         """Handle one line (the trailer: check it and keep it in the report)."""
@@ -140,6 +141,12 @@ class _Import:
             self.report.written["threads"] += 1
         elif encode(thread_record(stored)) == encode(record):
             self.report.skipped["threads"] += 1
+        elif _only_bumped(stored, thread):
+            # An import of this file stopped (cancelled, failed) between a
+            # batch and putting back the thread's updated_at; finish_group
+            # puts it back once the thread holds exactly the file's messages.
+            self.resumed[thread.id] = 0
+            self.report.skipped["threads"] += 1
         else:
             # updated_at counts too: a write after the export bumped it, and
             # putting the file's value back would move it backwards.
@@ -155,6 +162,8 @@ class _Import:
         record = message_record(message)
         self.summary.add("message", record, encode(record))
         self.batch[message.id] = (number, message)
+        if message.thread_id in self.resumed:
+            self.resumed[message.thread_id] += 1
         if len(self.batch) >= self.batch_size:
             await self.flush()
 
@@ -193,8 +202,18 @@ class _Import:
             self.on_progress(self.report.messages)
 
     async def finish_group(self) -> None:
-        """Flush, then run the per-resource hook."""
+        """Flush, put back the ``updated_at`` of threads an interrupted
+        import left bumped (:func:`_only_bumped`; ConflictError when such a
+        thread holds messages the file lacks), then run the per-resource
+        hook."""
         await self.flush()
+        if self.storage is not None:
+            for thread_id, count in self.resumed.items():
+                held = await self.storage.list_messages(thread_id, per_page=0)
+                if held.total != count:
+                    raise ConflictError(f"thread {thread_id!r} exists in the destination with other content")
+                await self.storage.save_thread(self.threads[thread_id])
+        self.resumed.clear()
         if self.group is not None and self.on_resource is not None:
             await self.on_resource(self.group)
         self.threads.clear()
@@ -205,6 +224,16 @@ class _Import:
         if difference is not None:
             raise TransferError(where, f"the records read do not match the trailer: {difference}")
         self.report.trailer = trailer
+
+
+def _only_bumped(stored: Thread, thread: Thread) -> bool:
+    """Whether ``stored`` is the file's ``thread`` but for a newer
+    ``updated_at``: what an import that stopped after saving a batch into it
+    (which bumps it) and before putting the file's value back leaves."""
+    if stored.updated_at is None or thread.updated_at is None or stored.updated_at <= thread.updated_at:
+        return False
+    mine, theirs = thread_record(stored), thread_record(thread)
+    return encode({**mine, "updated_at": None}) == encode({**theirs, "updated_at": None})
 
 
 async def _lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> AsyncIterable[str | bytes]:

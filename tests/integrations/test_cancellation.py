@@ -40,21 +40,35 @@ def opener(url: str) -> OpenMemory:
 
 async def test_every_write_is_all_or_nothing_in_memory() -> None:
     for case in all_cases():
-        result = await check_case(opener("memory://"), case, trials=8)
+        result = await check_case(opener("memory://"), case, trials=5)
         assert result.failures == [], result.failures
+
+
+def sqlite_stores(folder: Path) -> OpenMemory:
+    """Fresh SQLite files in ``folder``."""
+    counter = iter(range(10**6))
+
+    def fresh() -> AbstractAsyncContextManager[Memory]:
+        return opener(f"sqlite:///{folder}/s{next(counter)}.db")()
+
+    return fresh
 
 
 async def test_adk_append_is_all_or_nothing_at_every_await_point(tmp_path: Path) -> None:
     """Before: cancelled after the event was saved, the event stayed without
     its state delta (sqlite, suspensions 7-9 of 10)."""
-    counter = iter(range(1000))
-
-    def fresh() -> AbstractAsyncContextManager[Memory]:
-        return opener(f"sqlite:///{tmp_path}/s{next(counter)}.db")()
-
-    result = await check_case(fresh, adk_append_event(), trials=16)
+    result = await check_case(sqlite_stores(tmp_path), adk_append_event(), trials=16)
     assert result.failures == [], result.failures
     assert result.before and result.after
+
+
+async def test_an_interrupted_import_resumes(tmp_path: Path) -> None:
+    """Before: cancelled between a batch and putting back its thread's
+    ``updated_at``, a second import refused the thread (ConflictError)."""
+    (case,) = [c for c in all_cases() if c.name == "import batch"]
+    result = await check_case(sqlite_stores(tmp_path), case, trials=20)
+    assert result.failures == [], result.failures
+    assert result.resumed
 
 
 async def test_adk_state_over_the_limit_is_refused_before_any_write() -> None:

@@ -78,7 +78,7 @@ def storage_cases() -> list[WriteCase]:
             "update_working_memory",
             lambda m: m.update_working_memory("t2", "notes", thread_config={"working_memory": {"enabled": True}}),
         ),
-        _storage("import batch", _import_batch, resumable=True),
+        WriteCase("import batch", base_store, _import_batch, _import_view, resumable=True),
         _storage(
             "prune",
             lambda m: m.prune(RetentionPolicy(before=T0 + timedelta(minutes=2), batch_size=2)),
@@ -108,6 +108,13 @@ async def _import_batch(memory: Memory) -> Any:
                 )
             _EXPORT.extend([line async for line in export_lines(source.storage)])
     return await import_lines(memory.storage, list(_EXPORT), batch_size=2)
+
+
+async def _import_view(memory: Memory) -> Any:
+    """:func:`snapshot` plus the imported threads' ``updated_at`` (the
+    file's, once the import is complete)."""
+    threads = [await memory.storage.get_thread(tid) for tid in ("i1", "i2")]
+    return await snapshot(memory), [None if t is None else t.updated_at for t in threads]
 
 
 def seam_cases() -> list[WriteCase]:
