@@ -13,7 +13,9 @@ global, so each key is one id; ``%`` and ``:`` inside a part are escaped):
   the session ``state`` and ``last_update_time`` (seconds, the last event's
   timestamp as ADK keeps it), and its working-memory slot the session's
   revision (a fresh uuid at creation and per append, compared and set atomically:
-  :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`);
+  :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`; while an
+  append is being carried out, its intent: see
+  :meth:`MemoryCoreSessionService.append_event`);
 - each event is one message: ``type`` :data:`EVENT_TYPE`, ``content``
   ``{"event": <ADK's own JSON of it>, "content": <its text>}``
   (``Event.model_dump(mode="json", exclude_none=True)``, as ADK's

@@ -267,7 +267,17 @@ async def import_lines(
     before it is written; a message batch is checked as a whole before any of
     it is written. Records already in the destination exactly as in the file
     are skipped, so importing twice changes nothing and an interrupted import
-    is resumed by running it again. ``created_at``, ``updated_at``, working
+    is resumed by running it again.
+
+    The unit of an import, cancelled (a timeout, Ctrl-C) or failed at any
+    await point, is one record (a resource, a thread) or one message batch
+    with the ``updated_at`` of its threads put back after it: a reader may
+    see a thread holding part of its messages, or the batch's threads with
+    the ``updated_at`` its save bumped them to, until the import is run
+    again, which completes it (a thread stored exactly as in the file but
+    for a newer ``updated_at`` is taken for one such interruption left
+    behind when it holds no message the file lacks, and is put back to the
+    file's value; otherwise it is a conflict). ``created_at``, ``updated_at``, working
     memory (resource and thread) and R-ORDER within each resource are kept
     exactly: messages are written in file order, which the export took from
     R-ORDER. Nothing in the destination is deleted or replaced: a record
