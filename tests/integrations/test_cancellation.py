@@ -40,7 +40,7 @@ def opener(url: str) -> OpenMemory:
 
 async def test_every_write_is_all_or_nothing_in_memory() -> None:
     for case in all_cases():
-        result = await check_case(opener("memory://"), case, trials=5)
+        result = await check_case(opener("memory://"), case, trials=3)
         assert result.failures == [], result.failures
 
 
@@ -66,7 +66,7 @@ async def test_an_interrupted_import_resumes(tmp_path: Path) -> None:
     """Before: cancelled between a batch and putting back its thread's
     ``updated_at``, a second import refused the thread (ConflictError)."""
     (case,) = [c for c in all_cases() if c.name == "import batch"]
-    result = await check_case(sqlite_stores(tmp_path), case, trials=20)
+    result = await check_case(sqlite_stores(tmp_path), case, trials=12)
     assert result.failures == [], result.failures
     assert result.resumed
 

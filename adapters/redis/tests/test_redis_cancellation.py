@@ -3,7 +3,7 @@ default ``socket_timeout`` wraps each send in ``asyncio.wait_for``, which
 returns the inner result when the cancellation arrives as the send completes;
 a task writing through the store then ran on after ``task.cancel()``.
 
-A writer task is cancelled after a seeded number of loop turns, 200 times:
+A writer task is cancelled after a seeded number of loop turns, 100 times:
 every time it must end cancelled within a second."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from memory_core_redis import RedisStorage
 
 pytestmark = pytest.mark.anyio
 
-TRIALS = 200
+TRIALS = 100
 
 
 async def test_a_cancelled_writer_always_stops(make_store: Callable[..., RedisStorage]) -> None:
