@@ -27,8 +27,12 @@ Semantics (the conformance rule R-PRUNE, stated in
 * Resource records (working memory) are never pruned; ``delete_resource``
   erases a resource.
 
-A run is resumable and cancellable: each batch is one ``delete_messages``
-or ``delete_thread`` call (atomic on every adapter), and running the same
+A run is resumable and cancellable: its unit is a batch, one
+``delete_messages`` or ``delete_thread`` call (atomic on every adapter,
+``delete_thread`` with its messages), so a run cancelled (a timeout,
+Ctrl-C: ``memory-core prune`` exits 130 and prints the ``--before`` that
+resumes it) at any await point has deleted whole batches and no part of
+one (checked by :mod:`memory_core_conformance.cancellation`), and running the same
 policy again with ``before=report.cutoff`` finishes an interrupted run with
 the same result. Writers racing a prune on the same thread may lose a
 message saved between the age check and the delete of its thread.

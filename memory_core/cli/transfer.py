@@ -9,8 +9,9 @@ verification finds a difference, naming the first differing thread.
 ``--resource`` naming a resource the source does not hold (no record, no
 thread) is a yellow hint on stderr, not an error: the export (or copy) is
 valid and empty and the exit code 0. Ctrl-C
-leaves what was written complete record by record: run the same command
-again to resume (exit 130 meanwhile); ``export -o FILE`` writes a temporary
+leaves what was written complete record by record and message batch by
+batch (:func:`~memory_core.transfer.import_lines` says what a reader may see
+meanwhile): run the same command again to resume (exit 130 meanwhile); ``export -o FILE`` writes a temporary
 file beside FILE and renames it at the end, so FILE is whole or absent.
 """
 
@@ -140,7 +141,7 @@ def _readable_twice(path: Path | None) -> Iterator[BinaryIO]:
 
 
 def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
-    run_interruptible(work, f"what was written is complete record by record; {resume_hint}")
+    run_interruptible(work, f"what was written is complete record by record and batch by batch; {resume_hint}")
 
 
 def _reembedding(

@@ -13,7 +13,9 @@ global, so each key is one id; ``%`` and ``:`` inside a part are escaped):
   the session ``state`` and ``last_update_time`` (seconds, the last event's
   timestamp as ADK keeps it), and its working-memory slot the session's
   revision (a fresh uuid at creation and per append, compared and set atomically:
-  :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`);
+  :meth:`~memory_core.storage.BaseStorage.swap_thread_working_memory`; while an
+  append is being carried out, its intent: see
+  :meth:`MemoryCoreSessionService.append_event`);
 - each event is one message: ``type`` :data:`EVENT_TYPE`, ``content``
   ``{"event": <ADK's own JSON of it>, "content": <its text>}``
   (``Event.model_dump(mode="json", exclude_none=True)``, as ADK's
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -50,10 +53,11 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 
 from memory_core.arguments import check_memory
+from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_message
+from memory_core.validation import check_id, check_json_object, check_message, check_record_size
 
 from ._threads import (
     check_limit,
@@ -92,6 +96,9 @@ raises: word for word what ADK's own database-backed services
 that matches on ADK's text matches ours (a test compares it with ADK's)."""
 
 _LIST_PAGE = 100
+_PENDING = "pending"
+"""The key of an append's intent in the session's revision slot
+(:meth:`MemoryCoreSessionService._settle`)."""
 
 
 def user_resource(app_name: str, user_id: str) -> str:
@@ -142,6 +149,13 @@ def _event_of(message: Message) -> Event | None:
 def _revision(thread: Thread) -> str | None:
     value = thread.metadata.get("working_memory")
     return value if isinstance(value, str) else None
+
+
+def _pending(thread: Thread) -> str | None:
+    """The intent of an unfinished append the thread carries (its revision
+    slot holding JSON, not a revision), or None."""
+    value = thread.metadata.get("working_memory")
+    return value if isinstance(value, str) and value.startswith("{") else None
 
 
 def _check_names(app_name: Any, user_id: Any) -> None:
@@ -251,21 +265,28 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         owner = user_resource(app_name, user_id)
         limit = check_limit(config.num_recent_events, "num_recent_events") if config else None
         after = config.after_timestamp if config else None
-        thread: Thread | None
-        if after is None:
-            thread = await self.memory.storage.get_thread(thread_id, owner)
-            stored = [] if thread is None else await newest_messages(self.memory, thread_id, owner, limit)
-        else:
-
-            def older(message: Message) -> bool:
-                event = _event_of(message)
-                return event is not None and event.timestamp < after
-
-            thread, stored = await newest_until(self.memory, thread_id, owner, limit, older)
+        thread, stored = await self._read_events(thread_id, owner, limit, after)
+        if thread is not None and _pending(thread):
+            await self._settle(thread)
+            thread, stored = await self._read_events(thread_id, owner, limit, after)
         if thread is None:
             return None
         events = [e for e in map(_event_of, stored) if e is not None] if limit != 0 else []
         return self._session(thread, await self._merged(app_name, user_id, thread.metadata["state"]), events)
+
+    async def _read_events(
+        self, thread_id: str, owner: str, limit: int | None, after: float | None
+    ) -> tuple[Thread | None, list[Message]]:
+        """The session's thread and the event messages ``get_session`` returns."""
+        if after is None:
+            thread = await self.memory.storage.get_thread(thread_id, owner)
+            return thread, [] if thread is None else await newest_messages(self.memory, thread_id, owner, limit)
+
+        def older(message: Message) -> bool:
+            event = _event_of(message)
+            return event is not None and event.timestamp < after
+
+        return await newest_until(self.memory, thread_id, owner, limit, older)
 
     @staticmethod
     def _session(thread: Thread, state: dict[str, Any], events: list[Event]) -> Session:
@@ -296,6 +317,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
+        threads = [await self._settle(thread) for thread in threads]
         app = await self.memory.storage.get_resource(app_resource(app_name))
         app_state = {State.APP_PREFIX + k: v for k, v in (app.metadata if app else {}).items()}
         user_states: dict[str, dict[str, Any]] = {}
@@ -332,38 +354,112 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         be the one ``session`` was created or loaded at, and is replaced by
         compare-and-set (a ``Session`` built by hand carries none: load it).
 
+        All or nothing under cancellation (a timeout, Ctrl-C) and failure:
+        the compare-and-set writes the whole append as an intent (the event
+        as stored, the new session state, the ``app:``/``user:`` deltas and
+        the next revision, see :meth:`_settle`) into the revision slot, and
+        the writes that follow only carry it out. Cancelled before the
+        compare-and-set, nothing is stored; after it, the append is
+        complete for every later caller of this service: the next
+        ``get_session``, ``list_sessions`` or ``append_event`` on the
+        session first
+        completes it (every step is idempotent); until then the session's
+        state, its events and the ``app:``/``user:`` state read directly
+        (``get_user_state``, other sessions) may show part of it. The
+        session object of the cancelled call keeps its old revision: reload
+        it.
+
         Raises:
             SessionNotFoundError: the session is not stored.
             StaleSessionError: the stored session changed since ``session``
                 was loaded (reload it, as with ADK's database service); its
                 text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
-            ValidationError: a non-JSON state delta or event, before any write.
+            ValidationError: a non-JSON state delta or event, or a session
+                record (its state, with the pending event while it is carried
+                out) or ``app:``/``user:`` state over 15 MiB (R-SIZE), before
+                any write.
         """
         if event.partial:
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        deltas = _split_state(event.actions.state_delta if event.actions else None, "event.actions.state_delta")
+        field = "event.actions.state_delta"
+        deltas = _split_state(event.actions.state_delta if event.actions else None, field)
         thread_id = session_thread(session.app_name, session.user_id, session.id)
         owner = user_resource(session.app_name, session.user_id)
         message = _event_message(event, thread_id, owner)
         thread = await self.memory.storage.get_thread(thread_id, owner)
         if thread is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        revision, fresh = _revision(thread), uuid.uuid4().hex
-        if session._storage_update_marker != revision or not await self.memory.storage.swap_thread_working_memory(
-            thread_id, revision, fresh
-        ):
+        thread = await self._settle(thread)
+        revision = _revision(thread)
+        if session._storage_update_marker != revision:
             raise StaleSessionError(STALE_SESSION_MESSAGE)
-        await save_to(self.memory, thread_id, owner, [message])
+        fresh = uuid.uuid4().hex
+        pending = {"revision": fresh, "id": message.id, "role": message.role, "content": message.content}
         state = {**thread.metadata["state"], **deltas["session"]}
-        await self.memory.storage.update_thread(
-            thread_id, metadata={"state": state, "last_update_time": event.timestamp}
-        )
-        await self._apply_scoped(session.app_name, session.user_id, deltas)
+        intent = dumps({_PENDING: pending})
+        check_record_size(field, {"metadata": {**thread.metadata, "state": state, "working_memory": intent}})
+        await self._check_scoped(session.app_name, session.user_id, deltas, field)
+        if not await self.memory.storage.swap_thread_working_memory(thread_id, revision, intent):
+            raise StaleSessionError(STALE_SESSION_MESSAGE)
+        await self._carry_out(thread, intent, pending)
         session.last_update_time = event.timestamp
         session._storage_update_marker = fresh
         return self._commit_event_to_session(session, event)
+
+    async def _check_scoped(
+        self, app_name: str, user_id: str, deltas: Mapping[str, dict[str, Any]], field: str
+    ) -> None:
+        """R-SIZE of the ``app:`` and ``user:`` state records as ``deltas``
+        leave them (read now; checked before any write)."""
+        for scope, resource_id in (("app", app_resource(app_name)), ("user", user_resource(app_name, user_id))):
+            if deltas[scope]:
+                found = await self.memory.storage.get_resource(resource_id)
+                merged = {**(found.metadata if found else {}), **deltas[scope]}
+                check_record_size(
+                    field, {"working_memory": found.working_memory if found else None, "metadata": merged}
+                )
+
+    async def _settle(self, thread: Thread) -> Thread:
+        """``thread`` with the append it carries (if any) completed.
+
+        An append's compare-and-set stores ``{"pending": {...}}`` (JSON) in
+        the session's revision slot: the event message as stored (``id``,
+        ``role``, ``content``, which holds the event and so its state delta
+        and timestamp) and the next ``revision``. Completing it saves the
+        message (an upsert of the same record), merges the deltas, writes the
+        state and last-update time, and swaps the intent for the revision;
+        each step is idempotent, so an append cancelled anywhere after its
+        compare-and-set, or a completion cancelled in turn, is finished by
+        whichever caller comes next."""
+        text = _pending(thread)
+        if text is None:
+            return thread
+        pending = loads(text)[_PENDING]
+        state, time = await self._carry_out(thread, text, pending)
+        metadata = {**thread.metadata, "state": state, "last_update_time": time, "working_memory": pending["revision"]}
+        return replace(thread, metadata=metadata)
+
+    async def _carry_out(self, thread: Thread, intent: str, pending: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+        """The writes of the append ``pending`` to ``thread`` as read with it
+        (see :meth:`_settle`); returns the session's new state and last
+        update time."""
+        meta = thread.metadata
+        owner = thread.resource_id
+        message = Message(pending["id"], thread.id, pending["role"], pending["content"], owner, EVENT_TYPE)
+        event = _event_of(message)
+        if event is None:
+            raise ValidationError("working_memory", "an unfinished append that holds no ADK event")
+        deltas = _split_state(event.actions.state_delta if event.actions else None, "event.actions.state_delta")
+        state = {**meta["state"], **deltas["session"]}
+        await save_to(self.memory, thread.id, owner, [message])
+        await self._apply_scoped(meta["adk_app"], meta["adk_user"], deltas)
+        await self.memory.storage.update_thread(
+            thread.id, metadata={"state": state, "last_update_time": event.timestamp}
+        )
+        await self.memory.storage.swap_thread_working_memory(thread.id, intent, pending["revision"])
+        return state, event.timestamp
 
 
 class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)

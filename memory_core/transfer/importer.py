@@ -76,6 +76,7 @@ class _Import:
         self.group: str | None = None
         self.threads: dict[str, Thread] = {}
         self.batch: dict[str, tuple[int, Message]] = {}
+        self.resumed: dict[str, int] = {}
 
     async def line(self, text: str | bytes, number: int) -> None:
         """Handle one line (the trailer: check it and keep it in the report)."""
@@ -141,6 +142,12 @@ class _Import:
             self.report.written["threads"] += 1
         elif encode(thread_record(stored)) == encode(record):
             self.report.skipped["threads"] += 1
+        elif _only_bumped(stored, thread):
+            # An import of this file stopped (cancelled, failed) between a
+            # batch and putting back the thread's updated_at; finish_group
+            # puts it back once the thread holds exactly the file's messages.
+            self.resumed[thread.id] = 0
+            self.report.skipped["threads"] += 1
         else:
             # updated_at counts too: a write after the export bumped it, and
             # putting the file's value back would move it backwards.
@@ -156,6 +163,8 @@ class _Import:
         record = message_record(message)
         self.summary.add("message", record, encode(record))
         self.batch[message.id] = (number, message)
+        if message.thread_id in self.resumed:
+            self.resumed[message.thread_id] += 1
         if len(self.batch) >= self.batch_size:
             await self.flush()
 
@@ -194,8 +203,18 @@ class _Import:
             self.on_progress(self.report.messages)
 
     async def finish_group(self) -> None:
-        """Flush, then run the per-resource hook."""
+        """Flush, put back the ``updated_at`` of threads an interrupted
+        import left bumped (:func:`_only_bumped`; ConflictError when such a
+        thread holds messages the file lacks), then run the per-resource
+        hook."""
         await self.flush()
+        if self.storage is not None:
+            for thread_id, count in self.resumed.items():
+                held = await self.storage.list_messages(thread_id, per_page=0)
+                if held.total != count:
+                    raise ConflictError(f"thread {thread_id!r} exists in the destination with other content")
+                await self.storage.save_thread(self.threads[thread_id])
+        self.resumed.clear()
         if self.group is not None and self.on_resource is not None:
             await self.on_resource(self.group)
         self.threads.clear()
@@ -206,6 +225,16 @@ class _Import:
         if difference is not None:
             raise TransferError(where, f"the records read do not match the trailer: {difference}")
         self.report.trailer = trailer
+
+
+def _only_bumped(stored: Thread, thread: Thread) -> bool:
+    """Whether ``stored`` is the file's ``thread`` but for a newer
+    ``updated_at``: what an import that stopped after saving a batch into it
+    (which bumps it) and before putting the file's value back leaves."""
+    if stored.updated_at is None or thread.updated_at is None or stored.updated_at <= thread.updated_at:
+        return False
+    mine, theirs = thread_record(stored), thread_record(thread)
+    return encode({**mine, "updated_at": None}) == encode({**theirs, "updated_at": None})
 
 
 async def _lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> AsyncIterable[str | bytes]:
@@ -239,7 +268,17 @@ async def import_lines(
     before it is written; a message batch is checked as a whole before any of
     it is written. Records already in the destination exactly as in the file
     are skipped, so importing twice changes nothing and an interrupted import
-    is resumed by running it again. ``created_at``, ``updated_at``, working
+    is resumed by running it again.
+
+    The unit of an import, cancelled (a timeout, Ctrl-C) or failed at any
+    await point, is one record (a resource, a thread) or one message batch
+    with the ``updated_at`` of its threads put back after it: a reader may
+    see a thread holding part of its messages, or the batch's threads with
+    the ``updated_at`` its save bumped them to, until the import is run
+    again, which completes it (a thread stored exactly as in the file but
+    for a newer ``updated_at`` is taken for one such interruption left
+    behind when it holds no message the file lacks, and is put back to the
+    file's value; otherwise it is a conflict). ``created_at``, ``updated_at``, working
     memory (resource and thread) and R-ORDER within each resource are kept
     exactly: messages are written in file order, which the export took from
     R-ORDER. Nothing in the destination is deleted or replaced: a record

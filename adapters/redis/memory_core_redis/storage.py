@@ -244,13 +244,48 @@ class _Locations:
         self._map.pop(key, None)
 
 
+class _CallGate:
+    """The gate of one loop's concurrent calls: at most ``limit`` at once
+    (an ``asyncio.Semaphore``), and a call that the task's cancellation
+    reached is a cancelled call.
+
+    On Python 3.11 redis-py's ``socket_timeout`` (default 5 s) runs each
+    send under ``asyncio.wait_for``, which returns the send's result when the
+    cancellation arrives as the send completes: the cancellation is lost and
+    the task runs on (issue 25). Leaving the gate, a task whose
+    ``cancelling()`` count grew during the call raises ``CancelledError``
+    there (the call itself has happened, as with any write cancelled after
+    it was sent)."""
+
+    __slots__ = ("_entered", "_slots")
+
+    def __init__(self, limit: int) -> None:
+        self._slots = asyncio.Semaphore(limit)
+        self._entered: dict[asyncio.Task[Any] | None, list[int]] = {}
+
+    async def __aenter__(self) -> None:
+        await self._slots.acquire()
+        task = asyncio.current_task()
+        self._entered.setdefault(task, []).append(0 if task is None else task.cancelling())
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        self._slots.release()
+        task = asyncio.current_task()
+        stack = self._entered[task]
+        before = stack.pop()
+        if not stack:
+            del self._entered[task]
+        if exc_type is None and task is not None and task.cancelling() > before:
+            raise asyncio.CancelledError
+
+
 class _Link(NamedTuple):
     """One event loop's redis-py client, its loaded scripts and the gate of
-    its concurrent calls (an ``asyncio.Semaphore`` of that loop)."""
+    its concurrent calls (:class:`_CallGate`)."""
 
     client: Any
     scripts: Scripts
-    calls: asyncio.Semaphore
+    calls: _CallGate
 
     async def close(self) -> None:
         """Close the client (in its own loop)."""
@@ -382,7 +417,7 @@ class RedisStorage(BaseStorage):
         return self._link().client
 
     @property
-    def _calls(self) -> asyncio.Semaphore:
+    def _calls(self) -> _CallGate:
         return self._link().calls
 
     # ------------------------------------------------------------------ lifecycle
@@ -453,7 +488,7 @@ class RedisStorage(BaseStorage):
             await client.set(self._keys.store + "key", secrets.token_hex(32), nx=True)
             # one server holds every key: a write may span slots in one script
             self._solo = not isinstance(client, RedisCluster)
-            calls = asyncio.Semaphore(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
+            calls = _CallGate(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
             self._links.set(_Link(client, scripts, calls))
             await self._backfill_resources()
         except BaseException:

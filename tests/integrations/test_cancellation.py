@@ -1,0 +1,91 @@
+"""Cancellation safety of the public writes (issue 25), through the shared
+helper :mod:`memory_core_conformance.cancellation`: a small seeded run in
+CI; ``python -m memory_core_conformance.cancellation --trials 1000`` runs
+the 1,000-trial version."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from memory_core_conformance.cancellation import OpenMemory, check_case
+from memory_core_conformance.cancellation.cases import all_cases
+from memory_core_conformance.cancellation.seams import adk_append_event
+
+import memory_core
+from memory_core import Memory
+from memory_core.errors import ValidationError
+from memory_core.integrations.google_adk import MemoryCoreSessionService
+from memory_core.validation import MAX_MESSAGE_BYTES
+
+pytestmark = pytest.mark.anyio
+
+
+def opener(url: str) -> OpenMemory:
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[Memory]:
+        storage = await memory_core.connect(url)
+        try:
+            yield Memory(storage)
+        finally:
+            await storage.destroy()
+            await storage.close()
+
+    return opened
+
+
+async def test_every_write_is_all_or_nothing_in_memory() -> None:
+    for case in all_cases():
+        result = await check_case(opener("memory://"), case, trials=3)
+        assert result.failures == [], result.failures
+
+
+def sqlite_stores(folder: Path) -> OpenMemory:
+    """Fresh SQLite files in ``folder``."""
+    counter = iter(range(10**6))
+
+    def fresh() -> AbstractAsyncContextManager[Memory]:
+        return opener(f"sqlite:///{folder}/s{next(counter)}.db")()
+
+    return fresh
+
+
+async def test_adk_append_is_all_or_nothing_at_every_await_point(tmp_path: Path) -> None:
+    """Before: cancelled after the event was saved, the event stayed without
+    its state delta (sqlite, suspensions 7-9 of 10)."""
+    result = await check_case(sqlite_stores(tmp_path), adk_append_event(), trials=16)
+    assert result.failures == [], result.failures
+    assert result.before and result.after
+
+
+async def test_an_interrupted_import_resumes(tmp_path: Path) -> None:
+    """Before: cancelled between a batch and putting back its thread's
+    ``updated_at``, a second import refused the thread (ConflictError)."""
+    (case,) = [c for c in all_cases() if c.name == "import batch"]
+    result = await check_case(sqlite_stores(tmp_path), case, trials=12)
+    assert result.failures == [], result.failures
+    assert result.resumed
+
+
+async def test_adk_state_over_the_limit_is_refused_before_any_write() -> None:
+    """Before: the event was stored and the revision swapped, then the
+    state's update raised ValidationError."""
+    storage = await memory_core.connect("memory://")
+    async with Memory(storage) as memory:
+        service = MemoryCoreSessionService(memory)
+        session = await service.create_session(app_name="a", user_id="u", session_id="s", state={"k": "v"})
+        first, second = "x" * (MAX_MESSAGE_BYTES // 3), "y" * (MAX_MESSAGE_BYTES * 3 // 4)
+        await service.append_event(session, Event(author="user", actions=EventActions(state_delta={"big1": first})))
+        before = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert before is not None
+        with pytest.raises(ValidationError):
+            await service.append_event(before, Event(author="user", actions=EventActions(state_delta={"big2": second})))
+        after = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert after is not None
+        assert [e.id for e in after.events] == [e.id for e in before.events]
+        assert after.state == before.state
+        assert after._storage_update_marker == before._storage_update_marker
