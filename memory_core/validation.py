@@ -67,7 +67,9 @@ __all__ = [
     "check_thread_filter",
     "check_thread_order",
     "coerce_model",
+    "config_field",
     "message_size",
+    "unknown_field",
     "unknown_option",
 ]
 
@@ -108,6 +110,9 @@ _ALIASES = {
     "topK": "top_k",
     "messageRange": "message_range",
     "excludeRecent": "exclude_recent",
+    "lastMessages": "last_messages",
+    "semanticRecall": "semantic_recall",
+    "generateTitle": "generate_title",
 }
 
 M = TypeVar("M")
@@ -128,9 +133,9 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
     names = {f.name for f in fields(model)}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():
-        name = _ALIASES.get(key, key) if isinstance(key, str) else key
+        name = config_field(key)
         if name not in names:
-            raise ValidationError(f"{field}.{key}", f"unknown field for {model.__name__}", rule)
+            raise unknown_field(f"{field}.{key}", key, names, model.__name__, rule)
         if name in kwargs:
             raise ValidationError(f"{field}.{key}", "given twice (snake_case and camelCase)")
         kwargs[name] = item
@@ -146,6 +151,25 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
         return model(**kwargs)
     except TypeError as exc:
         raise ValidationError(field, f"missing or bad fields for {model.__name__}: {exc}") from None
+
+
+def config_field(key: Any) -> Any:
+    """The snake_case field a mapping key names (a camelCase alias resolved,
+    anything else unchanged)."""
+    return _ALIASES.get(key, key) if isinstance(key, str) else key
+
+
+def unknown_field(field: str, key: Any, names: Iterable[str], model: str, rule: str = "") -> ValidationError:
+    """The error for a mapping key ``key`` that names no field of ``model``
+    (a dataclass given as a mapping): it names the closest field for a
+    misspelling ("did you mean 'last_messages'?") and lists every field.
+
+    Returns (does not raise) the :class:`ValidationError`, field ``field``.
+    """
+    known = sorted(names)
+    close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ValidationError(field, f"unknown field for {model}; {hint}{model} takes {known}", rule)
 
 
 def check_id(value: Any, field: str) -> str:
