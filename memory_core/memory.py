@@ -22,7 +22,7 @@ from memory_core import codec
 from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
 from memory_core.builders import builder
 from memory_core.clock import to_us
-from memory_core.embedders import Embedder, default_embedder
+from memory_core.embedders import Embedder, default_embedder, dimension_mismatch
 from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
 from memory_core.models import (
@@ -1021,7 +1021,9 @@ class Memory:
 
         When the search finds nothing (before the floor) while storage holds
         messages in its scope, the vector index is empty or behind: ``warnings`` says so and
-        names the repair (:meth:`reindex`); the same is logged.
+        names the repair (:meth:`reindex`); the same is logged. When the
+        index holds only vectors of another dimension (built by another
+        embedder), the warning says that instead, naming both embedders.
 
         Args:
             max_tokens: a token budget (int >= 0), or None (default) for none.
@@ -1185,7 +1187,12 @@ class Memory:
 
     async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
         """A warning when the search found nothing but storage holds messages
-        in its scope (a vector index that is empty or behind)."""
+        in its scope (a vector index built by an embedder of another
+        dimension, or empty or behind)."""
+        if self.vector is not None and self.embedder is not None:
+            mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+            if mismatch is not None:
+                return [mismatch]
         if semantic.scope == "thread":
             stored, scope = (
                 (await self.storage.list_messages(thread_id, per_page=0)).counted_total,
@@ -1217,7 +1224,10 @@ class Memory:
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;
-                Memory has no vector store.
+                Memory has no vector store; field ``embedder``: the index
+                holds vectors of other dimensions only (built by another
+                embedder), the message naming both embedders and the fix
+                (:func:`~memory_core.embedders.dimension_mismatch`).
         """
         if (thread_id is None) == (resource_id is None):
             raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
@@ -1225,11 +1235,16 @@ class Memory:
             raise ValidationError("vector", "Memory has no vector store to check")
         if thread_id is not None:
             check_id(thread_id, "thread_id")
+        else:
+            check_id(resource_id, "resource_id")
+        mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+        if mismatch is not None:
+            raise ValidationError("embedder", mismatch)
+        if thread_id is not None:
             listing = await self.storage.list_messages(thread_id, per_page=False)
             indexed = await self.vector.count(thread_id=thread_id)
         else:
             assert resource_id is not None
-            check_id(resource_id, "resource_id")
             listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
             indexed = await self.vector.count(resource_id=resource_id)
         embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))

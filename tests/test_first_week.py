@@ -120,3 +120,28 @@ async def test_the_cli_refuses_a_missing_folder_for_the_vectors_it_writes(tmp_pa
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert "typo" in done.stderr and "create_dirs" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not (tmp_path / "typo").exists()
+
+
+# ---------------------------------------------------------------- F2: an embedder of another dimension
+
+
+async def test_an_index_built_by_another_embedder_is_reported() -> None:
+    """Before: check_index said "not behind" (it counted every dimension) and
+    recall warned of an empty index with the wrong repair."""
+    from memory_core.embedders import LexicalHashEmbedder
+
+    storage, vectors = memory_core.reference.InMemoryStorage(), InMemoryVectorStore()
+    built = Memory(storage, vectors, LexicalHashEmbedder(dimension=384), owns_stores=False)
+    await built.create_thread("r1", thread_id="t1")
+    await built.save_messages([{"thread_id": "t1", "role": "user", "content": "my cat is called Miso"}])
+    switched = Memory(storage, vectors, LexicalHashEmbedder(), owns_stores=False)  # 1024 dimensions
+    with pytest.raises(ValidationError) as caught:
+        await switched.check_index(resource_id="r1")
+    assert caught.value.field == "embedder", caught.value
+    for named in ("384-dimension (embedder='minilm'?)", "'lexical-hash-1024' (1024 dimensions)", "reindex"):
+        assert named in caught.value.reason, caught.value
+    recalled = await switched.recall(thread_id="t1", resource_id="r1", vector_search_string="cat")
+    assert len(recalled.warnings) == 1 and "384-dimension" in recalled.warnings[0], recalled.warnings
+    await switched.reindex(resource_id="r1")  # the fix the message names
+    assert not (await switched.check_index(resource_id="r1")).behind
+    assert not (await switched.recall(thread_id="t1", resource_id="r1", vector_search_string="cat")).warnings
