@@ -145,3 +145,22 @@ async def test_an_index_built_by_another_embedder_is_reported() -> None:
     await switched.reindex(resource_id="r1")  # the fix the message names
     assert not (await switched.check_index(resource_id="r1")).behind
     assert not (await switched.recall(thread_id="t1", resource_id="r1", vector_search_string="cat")).warnings
+
+
+@needs_sqlite
+@needs_qdrant
+async def test_the_cli_refuses_to_re_embed_into_an_index_of_another_dimension(tmp_path: Path) -> None:
+    """``copy --vector`` with an embedder of another dimension than the
+    index holds: before, a second dimension's vectors beside the first."""
+    from memory_core.embedders import LexicalHashEmbedder
+    from tests.cli_run import cli
+
+    vectors = f"qdrant+path:///{tmp_path}/vectors"
+    source = f"sqlite:///{tmp_path}/source.db"
+    async with await Memory.open(source, vector=vectors, embedder=LexicalHashEmbedder(dimension=384)) as memory:
+        await memory.create_thread("r1", thread_id="t1")
+        await memory.save_messages([{"thread_id": "t1", "role": "user", "content": "hello"}])
+    done = cli("copy", source, f"sqlite:///{tmp_path}/copy.db", "--vector", vectors, "--embedder", "lexical")
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "384-dimension" in done.stderr and "lexical-hash-1024" in done.stderr, done.stderr
+    assert not (tmp_path / "copy.db").exists()  # refused before the destination was opened
