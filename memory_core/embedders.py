@@ -62,6 +62,7 @@ __all__ = [
     "STOPWORDS",
     "SentenceTransformersEmbedder",
     "default_embedder",
+    "dimension_mismatch",
     "get_embedder",
     "light_stem",
     "minilm_available",
@@ -709,6 +710,39 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     if key == "minilm-torch":
         return SentenceTransformersEmbedder(**options)
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
+
+
+def dimension_mismatch(embedder: Embedder, dimensions: Sequence[int]) -> str | None:
+    """What is wrong when a vector index built by one embedder is opened with
+    another of a different dimension, or None when nothing is.
+
+    The index records the dimension of what built it (R-VEC: one collection
+    per dimension, ``memory_messages_<dim>``); a search with ``embedder``
+    reads only its own dimension's collection, so it finds nothing.
+
+    Args:
+        embedder: the embedder the Memory runs with.
+        dimensions: the dimensions the index holds vectors of
+            (:meth:`~memory_core.vector.BaseVectorStore.dimensions`).
+
+    Returns:
+        None when ``dimensions`` is empty or holds ``embedder.dimension``;
+        else a message naming both embedders (a built-in one by its
+        :func:`get_embedder` name where the dimension tells it) and the fix.
+    """
+    if not dimensions or embedder.dimension in dimensions:
+        return None
+    built_in = {MiniLMEmbedder.dimension: "minilm", LexicalHashEmbedder().dimension: "lexical"}
+    builders = []
+    for dimension in dimensions:
+        name = built_in.get(dimension)
+        builders.append(f"{dimension}-dimension (embedder={name!r}?)" if name else f"{dimension}-dimension")
+    return (
+        f"the vector index was built by a {' and a '.join(builders)} embedder, but this Memory embeds with "
+        f"{embedder.name!r} ({embedder.dimension} dimensions), so semantic recall finds nothing: open it with "
+        "the embedder that built it (embedder=...), or re-embed every resource with this one "
+        "(await memory.reindex(resource_id=...))"
+    )
 
 
 RELEVANCE_FLOORS: Mapping[str, float] = {

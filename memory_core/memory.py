@@ -22,7 +22,7 @@ from memory_core import codec
 from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
 from memory_core.builders import builder
 from memory_core.clock import to_us
-from memory_core.embedders import Embedder, default_embedder
+from memory_core.embedders import Embedder, default_embedder, dimension_mismatch
 from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
 from memory_core.models import (
@@ -64,6 +64,8 @@ from memory_core.validation import (
     check_search_text,
     check_text,
     coerce_model,
+    config_field,
+    unknown_field,
 )
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
 from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
@@ -261,6 +263,18 @@ class MemoryConfig:
         return self.semantic_recall or None
 
 
+def _memory_config(value: Any) -> MemoryConfig:
+    """The ``config`` argument as a MemoryConfig: one given as it is; a
+    mapping checked field by field, its errors named from ``config``
+    (``config.semantic_recall.top_k``)."""
+    try:
+        return coerce_model(value, MemoryConfig, "config")
+    except ValidationError as exc:
+        if exc.field == "config" or exc.field.startswith("config."):
+            raise
+        raise ValidationError(f"config.{exc.field}", exc.reason, exc.rule) from None
+
+
 def _check_scope(value: Any, field: str) -> None:
     if not isinstance(value, str) or value not in _SCOPES:
         raise ValidationError(field, f"must be 'resource' or 'thread', got {value!r}")
@@ -317,7 +331,11 @@ class Memory:
             turns a name into one); with a vector store and no embedder,
             :func:`~memory_core.embedders.default_embedder` (MiniLM when
             installed, else the lexical hashing embedder).
-        config: defaults for recall and working memory. None: semantic recall
+        config: defaults for recall and working memory: a
+            :class:`MemoryConfig` or a mapping of its fields
+            (``{"last_messages": 20, "semantic_recall": {"top_k": 8}}``;
+            Mastra's camelCase names too), checked into one: an unknown key
+            is an error naming it and the field meant. None: semantic recall
             on with :class:`SemanticRecall`'s defaults when a vector store is
             given, else off (``MemoryConfig()``). A config given is used as
             it is (its ``semantic_recall`` defaults to off).
@@ -333,8 +351,9 @@ class Memory:
             ``storage`` is not a storage object, ``vector`` not a vector store
             (a URL in either: use :meth:`open`), ``embedder`` not an embedder
             (a name: ``get_embedder(name)``); a persistent storage with an
-            in-memory vector store (field ``vector``); ``config`` is not a
-            MemoryConfig; semantic recall is on without a vector store (field
+            in-memory vector store (field ``vector``); ``config`` is neither
+            a MemoryConfig nor a mapping, or a key or value of the mapping
+            is wrong (field ``config.<key>``); semantic recall is on without a vector store (field
             ``config.semantic_recall``); an embedder without a vector store
             (field ``embedder``); a bad ``token_counter``.
 
@@ -351,7 +370,7 @@ class Memory:
         storage: Storage,
         vector: VectorStore | None = None,
         embedder: Embedder | None = None,
-        config: MemoryConfig | None = None,
+        config: MemoryConfig | Mapping[str, Any] | None = None,
         *,
         token_counter: TokenCounter | None = None,
         owns_stores: bool = True,
@@ -361,8 +380,8 @@ class Memory:
         vector = check_vector_store(vector)
         embedder = check_embedder(embedder)
         check_pairing(storage, vector, allow_volatile_vectors=allow_volatile_vectors)
-        if config is not None and not isinstance(config, MemoryConfig):
-            raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
+        if config is not None:
+            config = _memory_config(config)
         if config is None:
             config = MemoryConfig(semantic_recall=vector is not None)
         self.config = config
@@ -391,7 +410,7 @@ class Memory:
         vector: str | None = None,
         *,
         embedder: str | Embedder | None = None,
-        config: MemoryConfig | None = None,
+        config: MemoryConfig | Mapping[str, Any] | None = None,
         token_counter: TokenCounter | None = None,
         allow_volatile_vectors: bool = False,
         storage_options: Mapping[str, Any] | None = None,
@@ -498,17 +517,11 @@ class Memory:
         if not isinstance(thread_config, Mapping):
             raise ValidationError("thread_config", "must be a MemoryConfig or a mapping of its fields")
         names = {f.name for f in fields(MemoryConfig)}
-        aliases = {
-            "lastMessages": "last_messages",
-            "semanticRecall": "semantic_recall",
-            "workingMemory": "working_memory",
-            "generateTitle": "generate_title",
-        }
         overrides: dict[str, Any] = {}
         for key, value in thread_config.items():
-            name = aliases.get(key, key)
+            name = config_field(key)
             if name not in names:
-                raise ValidationError(f"thread_config.{key}", "unknown MemoryConfig field")
+                raise unknown_field(f"thread_config.{key}", key, names, "MemoryConfig")
             overrides[name] = value
         # MemoryConfig checks (and converts mappings of) every field it is given.
         return replace(self.config, **overrides)
@@ -1008,7 +1021,9 @@ class Memory:
 
         When the search finds nothing (before the floor) while storage holds
         messages in its scope, the vector index is empty or behind: ``warnings`` says so and
-        names the repair (:meth:`reindex`); the same is logged.
+        names the repair (:meth:`reindex`); the same is logged. When the
+        index holds only vectors of another dimension (built by another
+        embedder), the warning says that instead, naming both embedders.
 
         Args:
             max_tokens: a token budget (int >= 0), or None (default) for none.
@@ -1172,7 +1187,12 @@ class Memory:
 
     async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
         """A warning when the search found nothing but storage holds messages
-        in its scope (a vector index that is empty or behind)."""
+        in its scope (a vector index built by an embedder of another
+        dimension, or empty or behind)."""
+        if self.vector is not None and self.embedder is not None:
+            mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+            if mismatch is not None:
+                return [mismatch]
         if semantic.scope == "thread":
             stored, scope = (
                 (await self.storage.list_messages(thread_id, per_page=0)).counted_total,
@@ -1204,7 +1224,10 @@ class Memory:
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;
-                Memory has no vector store.
+                Memory has no vector store; field ``embedder``: the index
+                holds vectors of other dimensions only (built by another
+                embedder), the message naming both embedders and the fix
+                (:func:`~memory_core.embedders.dimension_mismatch`).
         """
         if (thread_id is None) == (resource_id is None):
             raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
@@ -1212,11 +1235,16 @@ class Memory:
             raise ValidationError("vector", "Memory has no vector store to check")
         if thread_id is not None:
             check_id(thread_id, "thread_id")
+        else:
+            check_id(resource_id, "resource_id")
+        mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+        if mismatch is not None:
+            raise ValidationError("embedder", mismatch)
+        if thread_id is not None:
             listing = await self.storage.list_messages(thread_id, per_page=False)
             indexed = await self.vector.count(thread_id=thread_id)
         else:
             assert resource_id is not None
-            check_id(resource_id, "resource_id")
             listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
             indexed = await self.vector.count(resource_id=resource_id)
         embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))

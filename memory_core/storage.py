@@ -852,8 +852,9 @@ class BaseStorage(ABC):
         """A page of one or more threads' messages (R-PAGE, R-INCLUDE).
 
         Order: ``created_at ASC`` by default, ties by insertion sequence
-        (R-ORDER). With ``resource_id`` only that resource's messages count
-        (R-OWN). ``include`` windows are merged in, de-duplicated and sorted in
+        (R-ORDER). With ``resource_id``, every thread named must be that
+        resource's (R-OWN, as for ``Memory.recall``); a missing thread is an
+        empty part of the page. ``include`` windows are merged in, de-duplicated and sorted in
         the requested order; they never count in ``total``.
 
         ``total=False`` asks for no count: ``Page.total`` is None and
@@ -864,22 +865,33 @@ class BaseStorage(ABC):
         Raises:
             ValidationError: empty/blank ``thread_id``, bad filter, page bounds,
                 order, include, cursor or a ``total`` that is not a bool.
+            OwnershipError: with ``resource_id``, a thread named belongs to
+                another resource (nothing is returned; check a thread's owner
+                without raising with ``get_thread(thread_id, resource_id)``,
+                which answers None).
         """
         # The public field is ``thread_id``: check it here, so errors name it.
         thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else _thread_ids(thread_id)
-        return await self.page_messages(
-            MessagePageRequest(
-                thread_ids=thread_ids,
-                resource_id=resource_id,
-                include=include,
-                filter=filter,
-                page=page,
-                per_page=per_page,
-                order_by=order_by,
-                cursor=cursor,
-                total=total,
-            )
+        request = MessagePageRequest(
+            thread_ids=thread_ids,
+            resource_id=resource_id,
+            include=include,
+            filter=filter,
+            page=page,
+            per_page=per_page,
+            order_by=order_by,
+            cursor=cursor,
+            total=total,
         )
+        if resource_id is None:
+            return await self.page_messages(request)
+        # The threads are read in the page's round trip: another resource's
+        # thread is an OwnershipError, as Memory.recall gives it (R-OWN).
+        parts = await self.message_parts(request, threads=thread_ids)
+        for found in parts.threads.values():
+            if found.resource_id != resource_id:
+                raise OwnershipError(f"thread {found.id!r} does not belong to resource {resource_id!r}")
+        return parts.merge(parts.windows)
 
     @traced("search_memory")
     async def list_messages_by_resource(

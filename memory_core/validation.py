@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
@@ -67,7 +68,11 @@ __all__ = [
     "check_thread_filter",
     "check_thread_order",
     "coerce_model",
+    "config_field",
+    "ensure_folder",
+    "option_bool",
     "message_size",
+    "unknown_field",
     "unknown_option",
 ]
 
@@ -108,6 +113,9 @@ _ALIASES = {
     "topK": "top_k",
     "messageRange": "message_range",
     "excludeRecent": "exclude_recent",
+    "lastMessages": "last_messages",
+    "semanticRecall": "semantic_recall",
+    "generateTitle": "generate_title",
 }
 
 M = TypeVar("M")
@@ -129,9 +137,9 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
     names = {f.name for f in fields(model)}
     kwargs: dict[str, Any] = {}
     for key, item in value.items():
-        name = _ALIASES.get(key, key) if isinstance(key, str) else key
+        name = config_field(key)
         if name not in names:
-            raise ValidationError(f"{field}.{key}", f"unknown field for {model.__name__}", rule)
+            raise unknown_field(f"{field}.{key}", key, names, model.__name__, rule)
         if name in kwargs:
             raise ValidationError(f"{field}.{key}", "given twice (snake_case and camelCase)")
         kwargs[name] = item
@@ -147,6 +155,25 @@ def coerce_model(value: Any, model: type[M], field: str, rule: str = "") -> M:
         return model(**kwargs)
     except TypeError as exc:
         raise ValidationError(field, f"missing or bad fields for {model.__name__}: {exc}") from None
+
+
+def config_field(key: Any) -> Any:
+    """The snake_case field a mapping key names (a camelCase alias resolved,
+    anything else unchanged)."""
+    return _ALIASES.get(key, key) if isinstance(key, str) else key
+
+
+def unknown_field(field: str, key: Any, names: Iterable[str], model: str, rule: str = "") -> ValidationError:
+    """The error for a mapping key ``key`` that names no field of ``model``
+    (a dataclass given as a mapping): it names the closest field for a
+    misspelling ("did you mean 'last_messages'?") and lists every field.
+
+    Returns (does not raise) the :class:`ValidationError`, field ``field``.
+    """
+    known = sorted(names)
+    close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ValidationError(field, f"unknown field for {model}; {hint}{model} takes {known}", rule)
 
 
 def check_id(value: Any, field: str) -> str:
@@ -664,6 +691,68 @@ _NEAR_MISS = 0.8
 """How alike (difflib ratio) a name passed on to a driver may be to a known
 one before it counts as a misspelling of it (``schem``/``schema`` 0.91;
 ``search_path``/``ef_search`` 0.6 stays a server setting)."""
+
+
+def option_bool(value: Any, name: str) -> bool:
+    """A bool option: a bool, or its text from a URL query (``true/false``,
+    ``1/0``, ``yes/no``, ``on/off``, any case).
+
+    Raises:
+        ValidationError: anything else, field ``name``.
+    """
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+    if not isinstance(value, bool):
+        raise ValidationError(name, f"must be a bool (or true/false in a URL), got {value!r}")
+    return value
+
+
+def ensure_folder(folder: str, *, create_dirs: bool, url_example: str) -> list[str]:
+    """The folder a store's file or directory goes in, checked before the
+    store writes anything (blocking: run it in a worker thread).
+
+    A store never makes a missing folder on its own: a misspelt path would
+    otherwise become a new, empty store elsewhere while the real one sits
+    unused (SQLite itself refuses a missing folder). With ``create_dirs``
+    the folder and its missing parents are made.
+
+    Args:
+        folder: the absolute folder path.
+        create_dirs: make the folder (and parents) when missing.
+        url_example: the store's URL with ``?create_dirs=true``, for the fix.
+
+    Returns:
+        The folders made, deepest first (empty when it existed).
+
+    Raises:
+        ValidationError: field ``url``: ``folder`` is missing (and not
+            ``create_dirs``), or is not a folder; the message names the
+            folder and both fixes.
+    """
+    if os.path.isdir(folder):
+        return []
+    if os.path.exists(folder):
+        raise ValidationError("url", f"{folder!r} is not a folder")
+    if not create_dirs:
+        raise ValidationError(
+            "url",
+            f"folder {folder!r} does not exist (a typo in the path?); create it (mkdir -p {folder}) "
+            f"or let the store make it: create_dirs=True, or {url_example}",
+        )
+    made = []
+    missing = folder
+    while missing and not os.path.exists(missing):
+        made.append(missing)
+        parent = os.path.dirname(missing)
+        if parent == missing:
+            break
+        missing = parent
+    os.makedirs(folder, exist_ok=True)
+    return made
 
 
 def check_option_names(

@@ -357,6 +357,10 @@ class VectorStore(Protocol):
     async def count_points(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
         """How many points (chunks) match the filter (all when both are None)."""
 
+    async def dimensions(self) -> list[int]:
+        """The vector dimensions the store holds collections for, ascending:
+        the record of which embedder (by its dimension) built the index."""
+
 
 class BaseVectorStore(ABC):
     """Base class of every vector adapter (and of the reference vector store).

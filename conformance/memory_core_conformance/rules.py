@@ -190,7 +190,9 @@ _RULE_LIST = [
         "A message belongs to its thread's resource: another resource_id is an OwnershipError, an existing id under "
         "another resource a ConflictError, a missing thread a NotFoundError, all before any write. A thread id "
         "saved again under another resource is a ConflictError that writes nothing and does not name the owner. "
-        "get_thread and listings given a resource_id see only that resource's records.",
+        "Reading a thread's messages under a resource_id (list_messages, as Memory.recall) raises an OwnershipError "
+        "for another resource's thread and reads a missing one as empty; get_thread given a resource_id answers "
+        "None for another resource's thread; listings by resource see only that resource's records.",
     ),
     Rule(
         "R-RECALL",

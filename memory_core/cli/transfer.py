@@ -33,10 +33,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 
 from memory_core.cli.host import errors, fail, run_interruptible, user_errors
 from memory_core.cli.stores import command_storage, command_vector, copy_storages
-from memory_core.embedders import default_embedder, get_embedder
+from memory_core.embedders import Embedder, default_embedder, get_embedder
 from memory_core.errors import ValidationError
 from memory_core.storage import Storage
-from memory_core.transfer import copy_store, export_lines, import_lines, reembedder, verify_lines
+from memory_core.transfer import check_fits, copy_store, export_lines, import_lines, reembedder, verify_lines
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
 
@@ -94,11 +94,14 @@ def _progress(label: str) -> Iterator[tuple[Callable[[int], None], Callable[[int
 
 
 @asynccontextmanager
-async def _opened(store: VectorStore | None) -> AsyncIterator[None]:
-    if store is None:
+async def _opened(store: VectorStore | None, embedder: Embedder | None) -> AsyncIterator[None]:
+    """``store`` opened (nothing for None), refused when it holds vectors of
+    another dimension than ``embedder`` makes (:func:`check_fits`)."""
+    if store is None or embedder is None:
         yield
         return
     async with store:
+        await check_fits(store, embedder)
         yield
 
 
@@ -146,9 +149,10 @@ def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
 
 def _reembedding(
     storage: Storage, vector: str | None, embedder: str | None
-) -> tuple[VectorStore | None, Callable[[str], Awaitable[None]] | None, str]:
-    """The vector store of ``--vector`` (built, not opened), its re-embed hook
-    and the line that names the embedder; checked before any I/O.
+) -> tuple[VectorStore | None, Embedder | None, Callable[[str], Awaitable[None]] | None, str]:
+    """The vector store of ``--vector`` (built, not opened), the embedder,
+    its re-embed hook and the line that names the embedder; checked before
+    any I/O.
 
     Raises:
         ValidationError: ``--embedder`` without ``--vector``, an unknown
@@ -158,11 +162,11 @@ def _reembedding(
     if vector is None:
         if embedder is not None:
             raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
-        return None, None, ""
+        return None, None, None, ""
     model = default_embedder() if embedder is None else get_embedder(embedder)
     vectors = command_vector(vector, "--vector", must_exist=False)
     note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
-    return vectors, reembedder(storage, vectors, "--vector", model), note
+    return vectors, model, reembedder(storage, vectors, "--vector", model), note
 
 
 def export(
@@ -213,7 +217,7 @@ def import_(
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file")
-        vectors, reindex, note = _reembedding(storage, vector, embedder)
+        vectors, model, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
             # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
@@ -222,7 +226,7 @@ def import_(
                 # (which may create it): a failed import changes nothing.
                 await verify_lines(source)
                 source.seek(0)
-                async with storage, _opened(vectors):
+                async with _opened(vectors, model), storage:
                     with _progress("import") as (total, advance):
                         report = await import_lines(
                             storage,
@@ -251,10 +255,10 @@ def copy(
     with user_errors():
         src, dst = copy_storages(source, destination)
         _check_resource(resource)
-        vectors, reindex, note = _reembedding(dst, vector, embedder)
+        vectors, model, reindex, note = _reembedding(dst, vector, embedder)
 
         async def work() -> None:
-            async with src, dst, _opened(vectors):
+            async with _opened(vectors, model), src, dst:
                 with _progress("copy") as (total, advance):
                     report = await copy_store(
                         src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex

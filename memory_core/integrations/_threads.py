@@ -277,14 +277,26 @@ def context_resource(context: Any, key: str = "resource_id") -> str | None:
 
 
 def owner_of(explicit: str | None, context: Any) -> str:
-    """The run context's resource id, else the one given at construction.
+    """The resource a seam acts for: the one given at construction, or the
+    run context's ``resource_id`` (one of them, or both agreeing). A
+    construction argument is never overridden: a context naming another
+    resource is refused, as a session built for one user serving another.
 
     Raises:
-        ValidationError: neither gives one.
+        ValidationError: neither gives one (field ``resource_id``); both
+            give one and they differ (field ``context.resource_id``, naming
+            both and the fix).
     """
     owner = context_resource(context)
-    if owner is not None:
-        return owner
     if explicit is None:
-        raise ValidationError("resource_id", "give one at construction or in the run context ('resource_id')")
+        if owner is None:
+            raise ValidationError("resource_id", "give one at construction or in the run context ('resource_id')")
+        return owner
+    if owner is not None and owner != explicit:
+        raise ValidationError(
+            "context.resource_id",
+            f"is {owner!r} but the seam was built with resource_id={explicit!r}: the construction argument is "
+            "never overridden; build the seam without resource_id to take the owner from each run's context, "
+            "or one per resource",
+        )
     return explicit

@@ -2,9 +2,10 @@
 storage, and recall / working-memory tools (``pip install
 "memory-core[openai-agents]"``).
 
-Mapping: the owner = the thread's resource, taken from the run context
-(``context.resource_id`` or ``context["resource_id"]``, passed by the SDK's
-runner as ``wrapper``) or else given at construction; the thread is
+Mapping: the owner = the thread's resource, given at construction or else
+taken from the run context (``context.resource_id`` or
+``context["resource_id"]``, passed by the SDK's runner as ``wrapper``; a
+context naming another resource than the construction's is an error); the thread is
 ``openai-agents:<owner>:<session_id>`` (:data:`THREAD_NAMESPACE`,
 :func:`~memory_core.integrations._threads.scoped_thread`), so every user may
 name a session ``"chat"``; with ``scope_ids=False`` (stores written before
@@ -108,7 +109,11 @@ class MemoryCoreSession:
         session_id: the thread id (R-ID).
         memory: a :class:`~memory_core.Memory` (storage and optional vector
             store) to keep items in; shared, not closed by the session.
-        resource_id: the owner when the run context names none (R-ID).
+        resource_id: the owner (R-ID). None (default): each call's run
+            context names it. Given: the session acts for it alone, and a run
+            context naming another resource is a ValidationError (field
+            ``context.resource_id``): the construction argument is never
+            overridden (:func:`~memory_core.integrations._threads.owner_of`).
         session_settings: the SDK's settings, a ``SessionSettings`` or a dict
             of its fields (turned into one by the SDK's own
             ``coerce_session_settings``, as its sessions do); ``limit`` is the
@@ -129,7 +134,8 @@ class MemoryCoreSession:
         ValidationError: at construction, a bad id or a ``memory`` that is
             not a Memory (:func:`~memory_core.arguments.check_memory`: a URL
             goes to ``await Memory.open(url)``); a method without any owner
-            (neither context nor ``resource_id``).
+            (neither context nor ``resource_id``), or whose context names
+            another owner than ``resource_id``.
         TypeError: ``session_settings`` is a dict with a key that is not a
             ``SessionSettings`` field (the SDK's error: ``Unknown session
             settings: ...``), or neither a dict nor ``SessionSettings``.

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai import Tool
+from pydantic_ai import RunContext, Tool
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ModelResponse
 
 from memory_core.arguments import check_memory
@@ -29,7 +29,15 @@ from memory_core.memory import Memory
 from memory_core.models import Message, Role
 from memory_core.validation import check_bool, check_id
 
-from ._threads import check_limit, conversation_thread, delete_conversation, new_message_id, newest_messages, save_to
+from ._threads import (
+    check_limit,
+    conversation_thread,
+    delete_conversation,
+    new_message_id,
+    newest_messages,
+    owner_of,
+    save_to,
+)
 from ._tools import MinScore, check_recall_options, read_working_memory, recall_texts, write_working_memory
 
 __all__ = ["MESSAGE_TYPE", "THREAD_NAMESPACE", "MessageHistory", "message_role", "message_text"]
@@ -170,39 +178,51 @@ class MessageHistory:
         Memory's embedder; None: no floor); see
         :func:`~memory_core.integrations._tools.recall_hits`.
 
+        The tools act for the store's ``resource_id``. A run whose ``deps``
+        carry a ``resource_id`` (``deps.resource_id`` or
+        ``deps["resource_id"]``) must name the same one: the construction
+        argument is never overridden, as in the OpenAI Agents seam
+        (:func:`~memory_core.integrations._threads.owner_of`).
+
         Raises:
             ValidationError: ``top_k`` is not an int from 1 to 1000, or a bad
-                ``min_score`` or ``conversation_id``.
+                ``min_score`` or ``conversation_id``; when a tool runs, a
+                ``deps`` naming another resource (field
+                ``context.resource_id``, nothing read or written).
         """
         thread = self.thread_id(conversation_id)
         top_k, min_score = check_recall_options(top_k, min_score)
-        memory, owner = self.memory, self.resource_id
+        memory, resource_id = self.memory, self.resource_id
 
-        async def get_working_memory() -> str:
+        async def get_working_memory(ctx: RunContext[Any]) -> str:
             """Read the notes kept about this user (empty when none)."""
-            return await read_working_memory(memory, owner)
+            return await read_working_memory(memory, owner_of(resource_id, ctx.deps))
 
-        async def update_working_memory(notes: str) -> str:
+        async def update_working_memory(ctx: RunContext[Any], notes: str) -> str:
             """Replace the notes kept about this user (empty notes or the
             unfilled template are refused: the stored notes stay).
 
             Args:
                 notes: the complete new notes (Markdown).
             """
-            return await write_working_memory(memory, owner, notes)
+            return await write_working_memory(memory, owner_of(resource_id, ctx.deps), notes)
 
-        async def recall_memory(query: str) -> list[dict[str, Any]]:
+        async def recall_memory(ctx: RunContext[Any], query: str) -> list[dict[str, Any]]:
             """Search this user's past conversations for messages about `query`.
 
             Args:
                 query: what to look for.
             """
+            owner = owner_of(resource_id, ctx.deps)
             # The run's messages are stored by append() after it: no turn of it to leave out.
             return await recall_texts(
                 memory, owner, query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
             )
 
-        tools: list[Tool[Any]] = [Tool(get_working_memory), Tool(update_working_memory)]
+        tools: list[Tool[Any]] = [
+            Tool(get_working_memory, takes_ctx=True),
+            Tool(update_working_memory, takes_ctx=True),
+        ]
         if memory.vector is not None:
-            tools.append(Tool(recall_memory))
+            tools.append(Tool(recall_memory, takes_ctx=True))
         return tools

@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from memory_core.arguments import check_persistent
-from memory_core.embedders import Embedder
+from memory_core.embedders import Embedder, dimension_mismatch
+from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
 
-__all__ = ["check_persistent", "reembedder"]  # check_persistent: memory_core.arguments's, re-exported
+__all__ = ["check_fits", "check_persistent", "reembedder"]  # check_persistent: memory_core.arguments's, re-exported
 
 
 def reembedder(
@@ -56,3 +57,18 @@ def reembedder(
         await memory.reindex(resource_id=resource)
 
     return reindex
+
+
+async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--embedder") -> None:
+    """Refuse to re-embed into an index built by an embedder of another
+    dimension (:func:`~memory_core.embedders.dimension_mismatch`): the
+    application's recalls would find the old vectors or the new ones, never
+    both. Reads the opened store's dimensions; writes nothing.
+
+    Raises:
+        ValidationError: field ``field``; the message names both embedders
+            and the fixes.
+    """
+    mismatch = dimension_mismatch(embedder, await vectors.dimensions())
+    if mismatch is not None:
+        raise ValidationError(field, mismatch)

@@ -89,5 +89,5 @@ def test_scope_and_floor_options_are_checked_in_the_callers_words() -> None:
         with pytest.raises(ValidationError) as caught:
             build()
         assert caught.value.field == field, caught.value
-    session = MemoryCoreSession("a:b", memory, resource_id="u")
+    session = MemoryCoreSession("a:b", memory)  # the owner from the run context (F3: never over a given one)
     assert session.thread_id(RunContextWrapper({"resource_id": "x:y"})) == "openai-agents:x%3Ay:a%3Ab"

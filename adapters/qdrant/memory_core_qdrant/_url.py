@@ -36,7 +36,7 @@ STORE_CLASSES: dict[Mode, str] = {"edge": "QdrantEdgeStore", "server": "QdrantSe
 
 _COMMON = frozenset({"overfetch", "batch_size"})
 _SERVER = frozenset({"api_key", "prefer_grpc", "timeout", "exact", "grpc_port", "client"})
-_EDGE: frozenset[str] = frozenset()
+_EDGE = frozenset({"create_dirs"})
 _QUERY_ONLY_FORBIDDEN = frozenset({"client"})
 
 
@@ -150,7 +150,8 @@ def check_options(mode: Mode, options: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         The options with typed values (``overfetch``, ``batch_size``,
-        ``timeout``, ``grpc_port``: int; ``prefer_grpc``, ``exact``: bool).
+        ``timeout``, ``grpc_port``: int; ``prefer_grpc``, ``exact``,
+        ``create_dirs``: bool).
 
     Raises:
         ValidationError: an unknown option or a bad value.
@@ -161,7 +162,7 @@ def check_options(mode: Mode, options: dict[str, Any]) -> dict[str, Any]:
     for key, value in options.items():
         if key in ("overfetch", "batch_size", "timeout", "grpc_port"):
             value = check_positive_int(value, key)
-        elif key in ("prefer_grpc", "exact"):
+        elif key in ("prefer_grpc", "exact", "create_dirs"):
             value = check_bool(value, key)
         elif key == "api_key" and value is not None and not isinstance(value, str):
             raise ValidationError("api_key", "must be a str")

@@ -49,6 +49,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 import anyio.to_thread
 import qdrant_edge as qe
 from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.validation import ensure_folder, option_bool
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
@@ -140,11 +141,15 @@ class QdrantEdgeStore(BaseVectorStore):
     this class implements its primitives on engine shards, plus :meth:`optimize`.
 
     Args:
-        path: the data directory (created when missing), or None /
-            ``":memory:"`` for a temporary directory removed on close.
+        path: the data directory (created when missing, in a folder that
+            must exist: ``open`` raises a ValidationError naming a missing
+            one, so a misspelt path never becomes a new, empty index), or
+            None / ``":memory:"`` for a temporary directory removed on close.
         namespace: collection-name prefix (see :class:`memory_core.vector.BaseVectorStore`).
         overfetch: search over-fetch factor (int >= 1).
         batch_size: points per engine upsert call (int >= 1).
+        create_dirs: make the data directory's missing parent folders on
+            open (default False; ``?create_dirs=true`` in a URL).
 
     Raises:
         ValidationError: a bad namespace or option.
@@ -160,8 +165,10 @@ class QdrantEdgeStore(BaseVectorStore):
         namespace: str | None = None,
         overfetch: int = DEFAULT_OVERFETCH,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        create_dirs: bool = False,
     ) -> None:
         super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
+        self.create_dirs = option_bool(create_dirs, "create_dirs")
         text = None if path is None else os.fspath(path)
         self.in_memory = text is None or text == MEMORY
         self.persistent = not self.in_memory  # a temporary directory, removed on close
@@ -180,7 +187,8 @@ class QdrantEdgeStore(BaseVectorStore):
             clock: accepted for the registry's signature; unused (payloads
                 carry the messages' own ``created_at``).
             namespace: collection-name prefix.
-            **options: ``overfetch``, ``batch_size`` (override the URL's).
+            **options: ``overfetch``, ``batch_size``, ``create_dirs``
+                (override the URL's).
 
         Raises:
             ValidationError: a malformed URL, a server URL, an unknown option
@@ -235,6 +243,8 @@ class QdrantEdgeStore(BaseVectorStore):
         else:
             if self.path is None:
                 raise ValidationError("path", "a persistent qdrant-edge store needs a folder")
+            example = f"qdrant+path:///{self.path}?create_dirs=true"
+            await _run(ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=example)
             await _run(os.makedirs, self.path, exist_ok=True)
             self._root = self.path
         root = self._root

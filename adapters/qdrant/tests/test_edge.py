@@ -86,6 +86,7 @@ async def test_a_shard_with_the_engines_default_config_opens_and_is_reconfigured
 
 async def test_relative_path_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "rel").mkdir()
     store = from_url("qdrant+path:///rel/vectors")
     assert isinstance(store, QdrantEdgeStore)
     assert store.path == str(tmp_path / "rel" / "vectors")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
 from memory_core.errors import ValidationError
-from memory_core.validation import check_option_names
+from memory_core.validation import check_option_names, option_bool
 
 __all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
 
@@ -34,7 +34,7 @@ Synchronous = Literal["NORMAL", "FULL"]
 
 _SCHEMES = ("sqlite", "sqlite+aiosqlite")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_OPTIONS = frozenset({"timeout", "synchronous"})
+_OPTIONS = frozenset({"timeout", "synchronous", "create_dirs"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +99,13 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """Validate adapter options (from the URL query or keyword arguments).
 
     Args:
-        options: ``timeout`` (seconds, number > 0, or its text) and/or
-            ``synchronous`` (``"NORMAL"`` or ``"FULL"``, case-insensitive).
+        options: ``timeout`` (seconds, number > 0, or its text),
+            ``synchronous`` (``"NORMAL"`` or ``"FULL"``, case-insensitive)
+            and/or ``create_dirs`` (a bool, or ``true``/``false``).
 
     Returns:
         The options normalised: ``timeout`` as float, ``synchronous``
-        upper-cased.
+        upper-cased, ``create_dirs`` a bool.
 
     Raises:
         ValidationError: an unknown option or a bad value.
@@ -127,6 +128,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(raw, str) or raw.upper() not in ("NORMAL", "FULL"):
             raise ValidationError("synchronous", f"must be 'NORMAL' or 'FULL', got {raw!r}")
         checked["synchronous"] = raw.upper()
+    if "create_dirs" in options:
+        checked["create_dirs"] = option_bool(options["create_dirs"], "create_dirs")
     return checked
 
 

@@ -28,6 +28,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.validation import ensure_folder, option_bool
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
 from memory_core_sqlite import _ops
@@ -52,23 +53,13 @@ _FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every non-empty database file
 
 
-def _missing_dirs(folder: str) -> list[str]:
-    """The folders of ``folder``'s path that do not exist yet, deepest first."""
-    missing = []
-    while folder and not os.path.exists(folder):
-        missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
-    return missing
-
-
 def _inspect_file(path: str, must_exist: bool) -> None:
     """:meth:`SQLiteStorage.preflight` on a database file path (blocking)."""
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
-        raise ValidationError("url", f"folder {folder!r} does not exist; create it first or use another path")
+        raise ValidationError(
+            "url", f"folder {folder!r} does not exist; create it first (mkdir -p {folder}) or use another path"
+        )
     if os.path.isdir(path):
         raise ValidationError("url", f"{path!r} is a folder, not a database file")
     try:
@@ -123,8 +114,10 @@ class SQLiteStorage(BaseStorage):
 
     Args:
         path: database file (relative paths are resolved against the current
-            directory at construction; parent folders are created on open),
-            or ``":memory:"`` for a private in-memory database.
+            directory at construction), or ``":memory:"`` for a private
+            in-memory database. Its folder must exist (``open`` raises a
+            ValidationError naming it otherwise: a misspelt path must not
+            become a new, empty store), unless ``create_dirs``.
         namespace: isolates a store: ``memory.db`` with namespace ``ns`` uses
             the file ``memory-ns.db`` beside it (1-128 of ``[A-Za-z0-9_.-]``).
             In memory, every instance is already its own store.
@@ -133,6 +126,9 @@ class SQLiteStorage(BaseStorage):
             timeout; also the retry budget while opening). Default 30.
         synchronous: ``"NORMAL"`` (default: durable against process crashes,
             may lose the last commits on power loss) or ``"FULL"``.
+        create_dirs: make the file's missing folders on open (default
+            False; ``?create_dirs=true`` in a URL). ``destroy`` removes the
+            folders it made again, when empty.
 
     Raises:
         ValidationError: a bad namespace or option.
@@ -151,9 +147,11 @@ class SQLiteStorage(BaseStorage):
         clock: Clock | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         synchronous: str = "NORMAL",
+        create_dirs: bool = False,
     ) -> None:
         super().__init__(clock=clock)
         options = check_options({"timeout": timeout, "synchronous": synchronous})
+        self.create_dirs = option_bool(create_dirs, "create_dirs")
         self.settings = SQLiteSettings(namespaced_path(os.fspath(path), namespace), **options)
         if self.settings.in_memory:  # private to this connection: gone on close, unseen by others
             self.capabilities = frozenset()
@@ -173,7 +171,8 @@ class SQLiteStorage(BaseStorage):
                 ``sqlite://``); query options ``timeout``, ``synchronous``.
             clock: injectable clock.
             namespace: see the class (a separate file beside the URL's).
-            **options: ``timeout`` and ``synchronous``; override the URL's.
+            **options: ``timeout``, ``synchronous`` and ``create_dirs``;
+                override the URL's.
 
         Raises:
             ValidationError: a malformed URL, unknown option or bad value.
@@ -253,8 +252,13 @@ class SQLiteStorage(BaseStorage):
     async def _open(self) -> None:
         settings = self.settings
         if not settings.in_memory:
-            self._made_dirs = _missing_dirs(os.path.dirname(settings.path))
-            os.makedirs(os.path.dirname(settings.path), exist_ok=True)
+            folder = os.path.dirname(settings.path)
+            self._made_dirs = await asyncio.to_thread(
+                ensure_folder,
+                folder,
+                create_dirs=self.create_dirs,
+                url_example=f"sqlite:///{settings.path}?create_dirs=true",
+            )
         async with self._file_lock():
             connection = aiosqlite.connect(settings.path, isolation_level=None, timeout=settings.timeout)
             # aiosqlite's worker thread is not a daemon, so a store never closed

@@ -229,7 +229,7 @@ def test_destroy_removes_the_folders_open_created(tmp_path: Path) -> None:
     (tmp_path / "kept" / "other.txt").write_text("x")
 
     async def use_and_destroy(path: Path) -> None:
-        store = SQLiteStorage(path)
+        store = SQLiteStorage(path, create_dirs=True)
         await store.open()
         await store.save_thread(Thread("t1", "r1"))
         await store.destroy()

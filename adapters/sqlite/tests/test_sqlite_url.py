@@ -96,7 +96,7 @@ def test_bad_options(options: dict[str, Any]) -> None:
 
 @pytest.mark.anyio
 async def test_connect_finds_the_adapter_by_scheme(tmp_path: Path) -> None:
-    store = await connect(f"sqlite:///{tmp_path}/deep/er/m.db", namespace="n1")
+    store = await connect(f"sqlite:///{tmp_path}/deep/er/m.db?create_dirs=true", namespace="n1")
     try:
         assert isinstance(store, SQLiteStorage)
         assert store.journal_mode == "wal"

@@ -403,13 +403,24 @@ class FilterRules(SuiteBase):
         await unchanged_after(store, lambda: store.update_messages([{"id": "m1", "thread_id": "ghost"}]), NotFoundError)
         await unchanged_after(store, lambda: store.update_thread("ghost", title="x"), NotFoundError)
 
+    async def test_r_own_listing_another_resources_thread_is_an_ownership_error(self, store: BaseStorage) -> None:
+        await store.save_thread(thread("t1", "r1"))
+        await store.save_thread(thread("t2", "r2"))
+        await store.save_messages([message("a", "t1", created_at=at(1)), message("b", "t2", created_at=at(2))])
+        for named in ("t2", ["t1", "t2"]):
+            with pytest.raises(OwnershipError, match="'t2' does not belong to resource 'r1'"):
+                await store.list_messages(named, resource_id="r1")
+        with pytest.raises(OwnershipError):
+            await store.list_messages("t2", resource_id="r1", per_page=0, total=False)
+        assert ids(await store.list_messages("t2", resource_id="r2")) == ["b"]
+        assert ids(await store.list_messages("missing", resource_id="r1")) == []
+
     async def test_r_own_listings_are_scoped_by_resource(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1", "r1"))
         await store.save_thread(thread("t2", "r2"))
         await store.save_messages([message("a", "t1", created_at=at(1)), message("b", "t2", created_at=at(2))])
-        page = await store.list_messages(["t1", "t2"], resource_id="r1")
+        page = await store.list_messages(["t1", "missing"], resource_id="r1")
         assert ids(page) == ["a"] and page.total == 1
-        assert ids(await store.list_messages("t2", resource_id="r1")) == []
         assert ids(await store.list_messages(["t1", "t2"])) == ["a", "b"]
         assert ids(await store.list_messages_by_resource("r2")) == ["b"]
         assert ids(await store.list_threads(ThreadFilter(resource_id="r2"))) == ["t2"]
