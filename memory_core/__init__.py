@@ -31,7 +31,9 @@ Where each part lives (one responsibility per module):
   ``Memory.open(url, vector=url)``), :mod:`~memory_core.config`
   (:class:`MemoryConfig`, :class:`SemanticRecall`), :mod:`~memory_core.recall`
   (recall composition), :mod:`~memory_core.working_memory` (working memory:
-  settings, reads, writes), :mod:`~memory_core.arguments`
+  settings, reads, writes), :mod:`~memory_core.threads` (create, clone,
+  titles), :mod:`~memory_core.indexing` (the vector index kept in step with
+  storage), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),
   :mod:`~memory_core.chat` (agent message shapes),

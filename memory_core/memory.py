@@ -13,25 +13,23 @@ composition in :mod:`~memory_core.recall`, working memory in
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from memory_core import threads
 from memory_core import working_memory as wm
 from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
-from memory_core.clock import to_us
 from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
 from memory_core.embedders import Embedder, default_embedder
-from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.errors import ValidationError
 from memory_core.ids import new_message_id
+from memory_core.indexing import IndexStatus, VectorIndex
 from memory_core.models import (
     DateRange,
     Include,
     Message,
     MessageFilter,
-    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
@@ -43,24 +41,19 @@ from memory_core.models import (
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
-from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
+from memory_core.retention import PruneReport, RetentionPolicy
 from memory_core.storage import Storage
 from memory_core.telemetry import traced
+from memory_core.threads import MAX_CLONE_ID_LENGTH
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter
 from memory_core.validation import (
-    MAX_ID_LENGTH,
-    MAX_PER_PAGE,
     CheckedMessages,
     check_bool,
-    check_date_range,
     check_id,
-    check_json_object,
     check_message,
-    check_non_negative_int,
-    check_text,
-    coerce_model,
+    check_turns,
 )
-from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
+from memory_core.vector import VectorStore
 from memory_core.working_memory import APPEND_ATTEMPTS, WorkingMemory
 from memory_core.workmem import working_memory_version
 
@@ -77,21 +70,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("memory_core")
-
-MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
-"""The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
-named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
-
-_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
-
-
-def _metadata_arg(value: Any, field: str) -> dict[str, Any]:
-    """An optional metadata argument as a checked JSON object (None -> {})."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
-    return check_json_object(dict(value), field)
 
 
 class Memory:
@@ -286,6 +264,11 @@ class Memory:
             if self.vector is not None:
                 await self.vector.close()
 
+    @property
+    def _vectors(self) -> VectorIndex:
+        """The vector index over this Memory's stores (a no-op without vectors)."""
+        return VectorIndex(self.storage, self.vector, self.embedder)
+
     def _config(self, thread_config: MemoryConfig | Mapping[str, Any] | None) -> MemoryConfig:
         return resolve(self.config, thread_config)
 
@@ -320,13 +303,7 @@ class Memory:
             ConflictError: ``thread_id`` exists (``replace=False``), or
                 belongs to another resource.
         """
-        check_id(resource_id, "resource_id")
-        new_id = str(uuid.uuid4()) if thread_id is None else check_id(thread_id, "thread_id")
-        check_bool(replace, "replace")
-        thread = Thread(new_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        if replace:
-            return await self.storage.save_thread(thread)
-        return await self.storage.insert_thread(thread)
+        return await threads.create(self.storage, resource_id, thread_id, title, metadata, replace)
 
     @traced("create_memory")
     async def get_or_create_thread(
@@ -349,20 +326,7 @@ class Memory:
             ValidationError: bad id, title or metadata.
             OwnershipError: the thread belongs to another resource.
         """
-        check_id(resource_id, "resource_id")
-        check_id(thread_id, "thread_id")
-        thread = Thread(thread_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        for _ in range(2):
-            found = await self.storage.get_thread(thread_id)
-            if found is not None:
-                if found.resource_id != resource_id:
-                    raise OwnershipError(f"thread {thread_id!r} belongs to another resource")
-                return found, False
-            try:
-                return await self.storage.insert_thread(thread), True
-            except ConflictError:
-                continue  # created meanwhile (or deleted again): read it
-        raise ConflictError(f"thread {thread_id!r} is being created and deleted concurrently")
+        return await threads.get_or_create(self.storage, resource_id, thread_id, title, metadata)
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
         """See :meth:`BaseStorage.get_thread`."""
@@ -396,9 +360,7 @@ class Memory:
             BackendError: a store failed (call again to finish).
         """
         erased = await self.storage.delete_resource(resource_id)
-        if self.vector is not None:
-            for thread_id in erased.thread_ids:
-                await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
+        await self._vectors.drop_threads("delete_resource", erased.thread_ids)
         return erased
 
     @traced("delete_memory")
@@ -417,15 +379,8 @@ class Memory:
             ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
             BackendError: a store failed (run again to finish).
         """
-        hook = None if self.vector is None else self._drop_vectors
+        hook = None if self.vector is None else self._vectors.drop_batch
         return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
-
-    async def _drop_vectors(self, batch: PruneBatch) -> None:
-        assert self.vector is not None
-        if batch.message_ids is None:
-            await self._vector_call("prune", self.vector.delete_thread(batch.thread_id))
-        else:
-            await self._vector_call("prune", self.vector.delete_messages(list(batch.message_ids)))
 
     async def list_threads(
         self,
@@ -470,57 +425,10 @@ class Memory:
             ConflictError: a thread ``new_id`` already exists (a clone never
                 overwrites).
         """
-        check_id(source_id, "source_id")
-        if new_id is None:
-            new_id = str(uuid.uuid4())
-        else:
-            check_id(new_id, "new_id")
-            if len(new_id) > MAX_CLONE_ID_LENGTH:
-                raise ValidationError(
-                    "new_id",
-                    f"must be at most {MAX_CLONE_ID_LENGTH} characters: copies are named '<new_id>:<32 hex>' "
-                    f"and ids are at most {MAX_ID_LENGTH}",
-                    "R-ID",
-                )
-            if new_id == source_id:
-                raise ValidationError("new_id", "must differ from source_id", "R-ID")
-        if title is not None:
-            check_text(title, "title")
-        extra = _metadata_arg(metadata, "metadata")
-        if message_limit is not None:
-            message_limit = check_non_negative_int(message_limit, "message_limit")
-        check_date_range(date_range, "date_range")
-        source = await self.storage.get_thread(source_id)
-        if source is None:
-            raise NotFoundError(f"thread {source_id!r} does not exist")
-        flt = (
-            None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
+        thread, copies = await threads.clone(
+            self.storage, source_id, new_id, title, metadata, message_limit, date_range
         )
-        if message_limit is None or message_limit > MAX_PER_PAGE:  # more than any page: all of them
-            page = await self.storage.list_messages(source_id, filter=flt, per_page=False)
-            originals = page.items
-        else:
-            page = await self.storage.page_messages(
-                MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
-            )
-            originals = page.items
-        clone = Thread(
-            new_id,
-            source.resource_id,
-            (f"Clone of {source.title}" if source.title else "") if title is None else title,
-            {**source.metadata, **extra, "cloned_from": source_id},
-        )
-        copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
-        # A longer id can push a copy over R-SIZE: check every copy before the
-        # thread is written, so a failure leaves no half-made clone behind.
-        for original, copy in zip(originals, copies, strict=True):
-            try:
-                check_message(copy, "copy")
-            except ValidationError as exc:
-                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-        thread = await self.storage.insert_thread(clone)  # atomic: a racing clone or create loses
-        saved = await self.save_messages(copies)
-        return thread, saved
+        return thread, await self.save_messages(copies)
 
     # ------------------------------------------------------------------ messages
 
@@ -570,9 +478,9 @@ class Memory:
             if persist_system or message.role != "system":
                 batch.append(message)
         saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
-        await self._index(saved)
+        await self._vectors.index(saved)
         if self.config.generate_title is not None and saved:
-            await self._generate_titles(saved)
+            await threads.generate_titles(self.storage, self.config.generate_title, saved)
         return saved
 
     @traced("update_memory")
@@ -605,24 +513,7 @@ class Memory:
             NotFoundError: no such thread. OwnershipError: another resource's thread.
         """
         check_id(thread_id, "thread_id")
-        if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
-            raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
-        batch: list[dict[str, Any]] = []
-        for index, turn in enumerate(turns):
-            field = f"turns[{index}]"
-            if isinstance(turn, Mapping):
-                unknown = sorted(map(str, set(turn) - _TURN_KEYS))
-                if unknown:
-                    raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
-                item = dict(turn)
-            elif isinstance(turn, tuple | list) and len(turn) == 2:
-                item = {"role": turn[0], "content": turn[1]}
-            else:
-                raise ValidationError(field, "must be a (role, content) pair or a mapping")
-            item["thread_id"] = thread_id
-            if resource_id is not None:
-                item["resource_id"] = resource_id
-            batch.append(item)
+        batch = check_turns(turns, thread_id, resource_id)
         return await self._save(batch, "turns", persist_system)
 
     @traced("update_memory")
@@ -635,7 +526,7 @@ class Memory:
             for u in updates
             if isinstance(u, Mapping) and ("content" in u or "thread_id" in u or "threadId" in u)
         }
-        await self._index([m for m in updated if m.id in touched])
+        await self._vectors.index([m for m in updated if m.id in touched])
         return updated
 
     @traced("delete_memory")
@@ -643,8 +534,7 @@ class Memory:
         """Delete messages and their vectors (unknown ids ignored); returns
         how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
         removed = await self.storage.delete_messages(ids)
-        if self.vector is not None and ids:
-            await self._vector_call("delete_messages", self.vector.delete_messages(list(ids)))
+        await self._vectors.drop_messages("delete_messages", ids)
         return removed
 
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
@@ -678,69 +568,7 @@ class Memory:
             ValidationError: neither or both of ``thread_id``/``resource_id``,
                 or a bad id (before any I/O).
         """
-        if (thread_id is None) == (resource_id is None):
-            raise ValidationError("reindex", "give exactly one of thread_id or resource_id")
-        if thread_id is not None:
-            check_id(thread_id, "thread_id")
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        if thread_id is not None:
-            page = await self.storage.list_messages(thread_id, per_page=False)
-            if self.vector is not None:
-                await self._vector_call("reindex", self.vector.delete_thread(thread_id))
-        else:
-            assert resource_id is not None
-            page = await self.storage.list_messages_by_resource(resource_id, per_page=False)
-        await self._index(page.items)
-        return len(page.items)
-
-    async def _index(self, messages: list[Message]) -> None:
-        if self.vector is None or self.embedder is None or not messages:
-            return
-        chunks: list[tuple[Message, int, str]] = []
-        for message in messages:
-            for number, text in enumerate(chunk_text(message_text(message), self.embedder.max_input_chars)):
-                chunks.append((message, number, text))
-        # Replace, not merge: a shorter text must not leave stale chunks behind.
-        await self._vector_call("save_messages", self.vector.delete_messages([m.id for m in messages]))
-        if not chunks:
-            return
-        vectors = await self.embedder.embed([text for _, _, text in chunks])
-        points = []
-        for (message, number, _), vec in zip(chunks, vectors, strict=True):
-            assert message.created_at is not None and message.resource_id is not None
-            points.append(
-                VectorPoint(message.id, number, vec, message.thread_id, message.resource_id, to_us(message.created_at))
-            )
-        await self._vector_call("save_messages", self.vector.upsert(points))
-
-    @staticmethod
-    async def _vector_call(operation: str, call: Awaitable[None]) -> None:
-        try:
-            await call
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise BackendError("vector", operation, f"{type(exc).__name__}: {exc}", original=exc) from exc
-
-    async def _generate_titles(self, saved: list[Message]) -> None:
-        assert self.config.generate_title is not None
-        by_thread: dict[str, list[Message]] = {}
-        for message in saved:
-            by_thread.setdefault(message.thread_id, []).append(message)
-        for thread_id, new in by_thread.items():
-            if not any(m.role == "user" for m in new):
-                continue
-            thread = await self.storage.get_thread(thread_id)
-            if thread is None or thread.title:
-                continue
-            try:
-                title = await self.config.generate_title(thread, new)
-            except Exception:
-                # A failing hook must not undo or fail a save that succeeded.
-                log.exception("generate_title failed for thread %r", thread_id)
-                continue
-            await self.storage.update_thread(thread_id, title=check_text(title, "generate_title result"))
+        return await self._vectors.reindex(thread_id, resource_id)
 
     # ------------------------------------------------------------------ recall
 
@@ -838,21 +666,7 @@ class Memory:
             ValidationError: neither or both of ``thread_id``/``resource_id``;
                 Memory has no vector store.
         """
-        if (thread_id is None) == (resource_id is None):
-            raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
-        if self.vector is None or self.embedder is None:
-            raise ValidationError("vector", "Memory has no vector store to check")
-        if thread_id is not None:
-            check_id(thread_id, "thread_id")
-            listing = await self.storage.list_messages(thread_id, per_page=False)
-            indexed = await self.vector.count(thread_id=thread_id)
-        else:
-            assert resource_id is not None
-            check_id(resource_id, "resource_id")
-            listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
-            indexed = await self.vector.count(resource_id=resource_id)
-        embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
-        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed)
+        return await self._vectors.status(thread_id, resource_id)
 
     @traced("search_memory")
     async def read_working_memory(
@@ -963,34 +777,3 @@ def _built(build: Callable[..., _Built], name: str, url: str, options: Mapping[s
     except ValidationError as exc:
         field = name if exc.field == "url" else f"{name} {exc.field}"
         raise ValidationError(field, exc.reason, exc.rule) from None
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStatus:
-    """What :meth:`Memory.check_index` found for one thread or resource.
-
-    Attributes:
-        thread_id: the thread checked, or None.
-        resource_id: the resource checked, or None.
-        stored: messages in storage.
-        embeddable: stored messages with text (empty text gets no vector, R-VEC).
-        indexed: what the vector store counts for the scope (``count()``).
-    """
-
-    thread_id: str | None
-    resource_id: str | None
-    stored: int
-    embeddable: int
-    indexed: int
-
-    @property
-    def behind(self) -> bool:
-        """True when messages with text have no vectors: run :attr:`repair`."""
-        return self.indexed < self.embeddable
-
-    @property
-    def repair(self) -> str:
-        """The call that rebuilds this scope's vectors."""
-        if self.thread_id is not None:
-            return f"await memory.reindex(thread_id={self.thread_id!r})"
-        return f"await memory.reindex(resource_id={self.resource_id!r})"
