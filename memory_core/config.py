@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memory_core.errors import ValidationError
 from memory_core.models import Message, Thread
@@ -27,7 +27,7 @@ from memory_core.validation import (
 from memory_core.working_memory import WorkingMemory, check_scope
 from memory_core.workmem import Scope
 
-__all__ = ["MemoryConfig", "SemanticRecall", "TitleGenerator", "resolve"]
+__all__ = ["MemoryConfig", "RecallSettings", "SemanticRecall", "TitleGenerator", "recall_settings", "resolve"]
 
 TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
@@ -151,7 +151,7 @@ class MemoryConfig:
     def semantic(self) -> SemanticRecall | None:
         """The effective semantic-recall settings, or None when off."""
         if self.semantic_recall is True:
-            return SemanticRecall()
+            return _DEFAULT_SEMANTIC
         return self.semantic_recall or None
 
 
@@ -169,6 +169,10 @@ def _message_range(value: Any) -> int | tuple[int, int]:
         before = check_non_negative_int(value[0], f"{field}.before", "R-RECALL")
         return before, check_non_negative_int(value[1], f"{field}.after", "R-RECALL")
     return check_non_negative_int(value, field, "R-RECALL")
+
+
+_DEFAULT_SEMANTIC = SemanticRecall()
+"""What ``semantic_recall=True`` means (built once: it is immutable)."""
 
 
 def resolve(config: MemoryConfig, thread_config: MemoryConfig | Mapping[str, Any] | None) -> MemoryConfig:
@@ -195,3 +199,26 @@ def resolve(config: MemoryConfig, thread_config: MemoryConfig | Mapping[str, Any
         overrides[name] = value
     # MemoryConfig checks (and converts mappings of) every field it is given.
     return replace(config, **overrides)
+
+
+class RecallSettings(NamedTuple):
+    """What one recall runs under (:func:`recall_settings`)."""
+
+    last_messages: int
+    """The default history page size (0 when ``last_messages`` is False)."""
+    semantic: SemanticRecall | None
+    """Semantic-recall settings, or None when off."""
+    window: tuple[int, int]
+    """``(before, after)`` around each hit (``(0, 0)`` when off)."""
+
+
+def recall_settings(config: MemoryConfig, thread_config: MemoryConfig | Mapping[str, Any] | None) -> RecallSettings:
+    """The settings of one recall under ``config`` overridden by
+    ``thread_config`` (as :func:`resolve`).
+
+    Raises:
+        ValidationError: as :func:`resolve`.
+    """
+    effective = resolve(config, thread_config)
+    last, semantic = effective.last_messages, effective.semantic()
+    return RecallSettings(0 if last is False else last, semantic, (0, 0) if semantic is None else semantic.window())

@@ -157,6 +157,7 @@ class Memory:
         self.embedder = embedder
         self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
+        self._recaller = Recaller(storage, vector, embedder, self.token_counter)
 
     @classmethod
     async def open(
@@ -631,13 +632,17 @@ class Memory:
                 :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
                 characters, included); ``vector_search_string`` while semantic
                 recall is off, or on (through ``thread_config``) without a vector
-                store; resource scope without a resource. All before any I/O.
+                store; resource scope without a resource: all before any I/O.
+                A bad ``filter``, ``page``, ``per_page``, ``order_by`` or
+                ``cursor`` is refused by the storage read, before it reads:
+                with a search (not ``exclude_recent``) that read follows the
+                vector search. Never after a write (recall writes nothing).
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
-        recaller = Recaller(self.storage, self.vector, self.embedder, self.token_counter)
-        return await recaller.recall(
-            self._config(thread_config),
+        return await self._recaller.recall(
+            self.config,
+            thread_config,
             thread_id,
             resource_id,
             vector_search_string,

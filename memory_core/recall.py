@@ -14,11 +14,11 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from memory_core.builders import builder
-from memory_core.config import MemoryConfig, SemanticRecall
+from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
 from memory_core.embedders import Embedder
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
 from memory_core.models import (
@@ -34,7 +34,7 @@ from memory_core.models import (
 )
 from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
 from memory_core.tokens import TokenCounter, newest_within
-from memory_core.validation import MAX_TOP_K, check_id, check_includes, check_non_negative_int, check_search_text
+from memory_core.validation import MAX_TOP_K, check_recall
 from memory_core.vector import VectorStore
 
 __all__ = ["Recaller", "compose"]
@@ -45,6 +45,7 @@ log = logging.getLogger("memory_core")
 # frozen dataclass __init__'s object.__setattr__ per field (positional, in field order).
 _new_request = builder(MessagePageRequest)
 _new_result = builder(RecallResult)
+_new_include = builder(Include)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class Recaller:
     async def recall(
         self,
         config: MemoryConfig,
+        thread_config: MemoryConfig | Mapping[str, Any] | None,
         thread_id: str,
         resource_id: str | None,
         vector_search_string: str | None,
@@ -78,27 +80,15 @@ class Recaller:
         max_tokens: int | None,
         total: bool,
     ) -> RecallResult:
-        """One recall under ``config`` (the call's effective config); the
+        """One recall under ``config`` overridden by ``thread_config``; the
         arguments, result and errors are
         :meth:`~memory_core.memory.Memory.recall`'s."""
-        check_id(thread_id, "thread_id")
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        semantic = config.semantic()
-        if vector_search_string is not None:
-            check_search_text(vector_search_string)
-            if semantic is None:
-                raise ValidationError(
-                    "vector_search_string",
-                    "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
-                    "or pass no vector_search_string",
-                    "R-RECALL",
-                )
-        if max_tokens is not None:
-            max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
-        includes = check_includes(include)
+        last_messages, semantic, (before, after) = recall_settings(config, thread_config)
+        includes, max_tokens = check_recall(
+            thread_id, resource_id, vector_search_string, semantic is not None, max_tokens, include
+        )
         if per_page is None:
-            per_page = 0 if config.last_messages is False else config.last_messages
+            per_page = last_messages
         text = vector_search_string if semantic is not None and vector_search_string else ""
         if text.strip() and self.vector is None:
             raise ValidationError(
@@ -106,14 +96,13 @@ class Recaller:
             )
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
-        wide = [Include(i.id, _wider(i.with_previous), _wider(i.with_next)) for i in includes]
+        wide = [_new_include(i.id, _wider(i.with_previous), _wider(i.with_next), i.thread_id) for i in includes]
         # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest, total
         listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True, total)
         if semantic is None or not text.strip():
             parts = await self.storage.message_parts(listing, threads=(thread_id,))
             _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             return compose(parts, includes, parts.windows, [], [], (0, 0), max_tokens, [], self.token_counter)
-        before, after = semantic.window()
         warnings: list[str] = []
         if semantic.exclude_recent:
             # The hits must lie outside the page: read the page, rank, read the hits' windows.
@@ -124,7 +113,7 @@ class Recaller:
             found, searched = await self.rank(text, semantic, thread_id, owner, extra)
             hits = [hit for hit in found if hit not in recent][: semantic.top_k]
             hit_windows = await self.storage.include_windows(
-                [Include(hit, _wider(before), _wider(after)) for hit in hits], resource_id
+                [_new_include(hit, _wider(before), _wider(after), None) for hit in hits], resource_id
             )
             include_windows = parts.windows
         else:
@@ -133,9 +122,21 @@ class Recaller:
             if owner is None and semantic.scope == "resource":
                 owner = _owner(await self.storage.get_thread(thread_id), thread_id, None, semantic)
             hits, searched = await self.rank(text, semantic, thread_id, owner, 0)
-            hit_includes = [Include(hit, _wider(before), _wider(after)) for hit in hits]
+            hit_includes = [_new_include(hit, _wider(before), _wider(after), None) for hit in hits]
             parts = await self.storage.message_parts(
-                replace(listing, include=wide + hit_includes), threads=(thread_id,)
+                _new_request(
+                    (thread_id,),
+                    resource_id,
+                    wide + hit_includes,
+                    filter,
+                    page,
+                    per_page,
+                    order_by,
+                    cursor,
+                    True,
+                    total,
+                ),
+                threads=(thread_id,),
             )
             owner = _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             include_windows, hit_windows = parts.windows[: len(wide)], parts.windows[len(wide) :]

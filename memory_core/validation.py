@@ -51,6 +51,7 @@ __all__ = [
     "check_includes",
     "check_json_object",
     "check_json_value",
+    "check_recall",
     "check_record_size",
     "check_message",
     "check_message_filter",
@@ -685,6 +686,40 @@ def check_turns(turns: Any, thread_id: str, resource_id: str | None) -> list[dic
             item["resource_id"] = resource_id
         batch.append(item)
     return batch
+
+
+def check_recall(
+    thread_id: Any, resource_id: Any, search: Any, semantic_on: bool, max_tokens: Any, include: Any
+) -> tuple[list[Include], int | None]:
+    """The arguments of one ``Memory.recall`` that are the core's to check
+    (the history page's own, filter to cursor, are checked by the storage
+    read): ids (R-ID), the search text, the token budget and the includes.
+
+    Args:
+        semantic_on: whether the call's config has semantic recall on (a
+            ``search`` is refused when it is off).
+
+    Returns:
+        ``(includes, max_tokens)`` checked.
+
+    Raises:
+        ValidationError: the first bad argument, named.
+    """
+    check_id(thread_id, "thread_id")
+    if resource_id is not None:
+        check_id(resource_id, "resource_id")
+    if search is not None:
+        check_search_text(search)
+        if not semantic_on:
+            raise ValidationError(
+                "vector_search_string",
+                "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
+                "or pass no vector_search_string",
+                "R-RECALL",
+            )
+    if max_tokens is not None:
+        max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
+    return check_includes(include), max_tokens
 
 
 COMMON_OPTIONS = ("clock", "namespace")

@@ -67,6 +67,7 @@ class Trace:
         transitions: ``(caller module, callee module)`` for each call that
             entered a library module from another one, in order.
         reentries: transitions into a module entered before.
+        reentries_from: those re-entries by the module that made them.
     """
 
     calls: int = 0
@@ -74,6 +75,7 @@ class Trace:
     modules: set[str] = field(default_factory=set)
     transitions: list[tuple[str, str]] = field(default_factory=list)
     reentries: int = 0
+    reentries_from: Counter[str] = field(default_factory=Counter)
     _started: set[FrameType] = field(default_factory=set)
     _entered: set[str] = field(default_factory=set)
 
@@ -96,6 +98,7 @@ class Trace:
             self.transitions.append((origin, module))
             if module in self._entered:
                 self.reentries += 1
+                self.reentries_from[origin] += 1
         self._entered.add(module)
 
 
@@ -155,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {origin} -> {module}")
         for name, count in sorted(trace.functions.items()):
             print(f"  {count:4d}  {name}")
+        for origin, count in trace.reentries_from.most_common():
+            print(f"  re-entries made by {origin}: {count}")
     print(
         f"calls {trace.calls}  functions {len(trace.functions)}  modules {len(trace.modules)}  "
         f"re-entries {trace.reentries}  check_id {trace.functions[_CHECK_ID]}"
