@@ -43,9 +43,49 @@ log = logging.getLogger("memory_core")
 
 # recall builds these once per call from checked values: builders skip the
 # frozen dataclass __init__'s object.__setattr__ per field (positional, in field order).
-_new_request = builder(MessagePageRequest)
-_new_result = builder(RecallResult)
-_new_include = builder(Include)
+
+
+def _request(
+    thread_ids: Sequence[str] | None,
+    resource_id: str | None,
+    include: Sequence[Include | Mapping[str, Any]] | None,
+    filter: MessageFilter | Mapping[str, Any] | None,
+    page: int,
+    per_page: PerPage,
+    order_by: OrderBy | Mapping[str, Any] | None,
+    cursor: str | None,
+    newest: bool,
+    total: bool,
+    /,
+) -> MessagePageRequest:
+    raise NotImplementedError  # a declaration: builder() reads its signature
+
+
+def _result(
+    messages: list[Message],
+    total: int | None,
+    page: int,
+    per_page: PerPage,
+    has_more: bool,
+    next_cursor: str | None,
+    semantic_hits: list[str],
+    sources: list[RecallSource],
+    gaps: list[tuple[str, str]],
+    warnings: list[str],
+    tokens: int | None,
+    dropped: int,
+    /,
+) -> RecallResult:
+    raise NotImplementedError  # a declaration: builder() reads its signature
+
+
+def _include(id: str, with_previous: int, with_next: int, thread_id: str | None, /) -> Include:
+    raise NotImplementedError  # a declaration: builder() reads its signature
+
+
+_new_request = builder(MessagePageRequest, _request)
+_new_result = builder(RecallResult, _result)
+_new_include = builder(Include, _include)
 
 
 @dataclass(frozen=True, slots=True)
