@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 
+from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
 from memory_core.embedders import Embedder
 from memory_core.errors import BackendError, ValidationError
 from memory_core.models import Message, Page
 from memory_core.retention import PruneBatch
 from memory_core.storage import Storage
-from memory_core.validation import check_one_scope
 from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
 
 __all__ = ["IndexStatus", "VectorIndex"]

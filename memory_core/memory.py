@@ -19,7 +19,16 @@ from typing import Any, Self, TypeVar
 
 from memory_core import threads
 from memory_core import working_memory as wm
-from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
+from memory_core.arguments import (
+    check_config,
+    check_embedder,
+    check_message_list,
+    check_pairing,
+    check_storage,
+    check_turns,
+    check_urls,
+    check_vector_store,
+)
 from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
 from memory_core.embedders import Embedder, default_embedder
 from memory_core.errors import ValidationError
@@ -51,7 +60,6 @@ from memory_core.validation import (
     check_bool,
     check_id,
     check_message,
-    check_turns,
 )
 from memory_core.vector import VectorStore
 from memory_core.working_memory import APPEND_ATTEMPTS, WorkingMemory
@@ -135,22 +143,8 @@ class Memory:
         vector = check_vector_store(vector)
         embedder = check_embedder(embedder)
         check_pairing(storage, vector, allow_volatile_vectors=allow_volatile_vectors)
-        if config is not None and not isinstance(config, MemoryConfig):
-            raise ValidationError("config", f"must be a MemoryConfig, got {type(config).__name__}")
-        if config is None:
-            config = MemoryConfig(semantic_recall=vector is not None)
-        self.config = config
-        if vector is None:
-            if embedder is not None:
-                raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
-            if self.config.semantic() is not None:
-                raise ValidationError(
-                    "config.semantic_recall",
-                    "semantic recall is on but Memory has no vector store: pass "
-                    "vector=await memory_core.connect_vector(url), or turn semantic_recall off",
-                    "R-RECALL",
-                )
-        elif embedder is None:
+        self.config = check_config(config, vector, embedder)
+        if vector is not None and embedder is None:
             embedder = default_embedder()
         self.storage = storage
         self.vector = vector
@@ -221,13 +215,7 @@ class Memory:
         from memory_core.embedders import get_embedder
         from memory_core.registry import build_storage, build_vector
 
-        for name, url in (("storage", storage), ("vector", vector)):
-            if not isinstance(url, str) and (name == "storage" or url is not None):
-                raise ValidationError(
-                    name,
-                    f"Memory.open takes a URL (str), got {type(url).__name__}; "
-                    f"for a {name} object already built use Memory(storage, vector, ...)",
-                )
+        check_urls(storage, vector)
         if isinstance(embedder, str):
             embedder = get_embedder(embedder)
         built_storage = _built(build_storage, "storage", storage, storage_options)
@@ -460,9 +448,7 @@ class Memory:
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
         """
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-            raise ValidationError("messages", "must be a list of Message or mappings")
-        return await self._save(messages, "messages", persist_system)
+        return await self._save(check_message_list(messages), "messages", persist_system)
 
     async def _save(
         self, messages: Sequence[Message | Mapping[str, Any]], label: str, persist_system: bool

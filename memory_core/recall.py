@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from memory_core.arguments import check_recall
 from memory_core.builders import builder
 from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
 from memory_core.embedders import Embedder
@@ -34,7 +35,7 @@ from memory_core.models import (
 )
 from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
 from memory_core.tokens import TokenCounter, newest_within
-from memory_core.validation import MAX_TOP_K, check_recall
+from memory_core.validation import MAX_TOP_K
 from memory_core.vector import VectorStore
 
 __all__ = ["Recaller", "compose"]
@@ -125,15 +126,17 @@ class Recaller:
         :meth:`~memory_core.memory.Memory.recall`'s."""
         last_messages, semantic, (before, after) = recall_settings(config, thread_config)
         includes, max_tokens = check_recall(
-            thread_id, resource_id, vector_search_string, semantic is not None, max_tokens, include
+            thread_id,
+            resource_id,
+            vector_search_string,
+            semantic is not None,
+            self.vector is not None,
+            max_tokens,
+            include,
         )
         if per_page is None:
             per_page = last_messages
         text = vector_search_string if semantic is not None and vector_search_string else ""
-        if text.strip() and self.vector is None:
-            raise ValidationError(
-                "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
-            )
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
         wide = [_new_include(i.id, _wider(i.with_previous), _wider(i.with_next), i.thread_id) for i in includes]

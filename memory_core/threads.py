@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from memory_core.arguments import check_metadata_arg
 from memory_core.config import TitleGenerator
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import DateRange, Message, MessageFilter, MessagePageRequest, Thread
@@ -25,7 +26,6 @@ from memory_core.validation import (
     check_date_range,
     check_id,
     check_message,
-    check_metadata_arg,
     check_non_negative_int,
     check_text,
     coerce_model,

@@ -51,14 +51,11 @@ __all__ = [
     "check_includes",
     "check_json_object",
     "check_json_value",
-    "check_recall",
     "check_record_size",
     "check_message",
     "check_message_filter",
-    "check_metadata_arg",
     "check_meta_filter",
     "check_non_negative_int",
-    "check_one_scope",
     "check_option_names",
     "check_order",
     "check_page",
@@ -69,7 +66,6 @@ __all__ = [
     "check_thread",
     "check_thread_filter",
     "check_thread_order",
-    "check_turns",
     "coerce_model",
     "message_size",
     "unknown_option",
@@ -631,95 +627,6 @@ def check_id_list(value: Any, field: str) -> list[str]:
     if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
-
-
-def check_one_scope(thread_id: Any, resource_id: Any, field: str) -> None:
-    """Exactly one of ``thread_id`` and ``resource_id``, and it a valid id
-    (R-ID); ``field`` names the operation in the error when both or
-    neither are given."""
-    if (thread_id is None) == (resource_id is None):
-        raise ValidationError(field, "give exactly one of thread_id or resource_id")
-    if thread_id is not None:
-        check_id(thread_id, "thread_id")
-    else:
-        check_id(resource_id, "resource_id")
-
-
-def check_metadata_arg(value: Any, field: str) -> dict[str, Any]:
-    """An optional metadata argument as a checked JSON object (None -> {})."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
-    return check_json_object(dict(value), field)
-
-
-_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
-
-
-def check_turns(turns: Any, thread_id: str, resource_id: str | None) -> list[dict[str, Any]]:
-    """Turns (``(role, content)`` pairs or mappings of a message's fields
-    without ``thread_id``) as message mappings of ``thread_id`` (and
-    ``resource_id`` when given); each message's own fields are checked when
-    it is saved.
-
-    Raises:
-        ValidationError: ``turns`` is not a list; a turn is neither a pair nor
-            a mapping, or has an unknown key (field ``turns[<index>]``).
-    """
-    if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
-        raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
-    batch: list[dict[str, Any]] = []
-    for index, turn in enumerate(turns):
-        field = f"turns[{index}]"
-        if isinstance(turn, Mapping):
-            unknown = sorted(map(str, set(turn) - _TURN_KEYS))
-            if unknown:
-                raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
-            item = dict(turn)
-        elif isinstance(turn, tuple | list) and len(turn) == 2:
-            item = {"role": turn[0], "content": turn[1]}
-        else:
-            raise ValidationError(field, "must be a (role, content) pair or a mapping")
-        item["thread_id"] = thread_id
-        if resource_id is not None:
-            item["resource_id"] = resource_id
-        batch.append(item)
-    return batch
-
-
-def check_recall(
-    thread_id: Any, resource_id: Any, search: Any, semantic_on: bool, max_tokens: Any, include: Any
-) -> tuple[list[Include], int | None]:
-    """The arguments of one ``Memory.recall`` that are the core's to check
-    (the history page's own, filter to cursor, are checked by the storage
-    read): ids (R-ID), the search text, the token budget and the includes.
-
-    Args:
-        semantic_on: whether the call's config has semantic recall on (a
-            ``search`` is refused when it is off).
-
-    Returns:
-        ``(includes, max_tokens)`` checked.
-
-    Raises:
-        ValidationError: the first bad argument, named.
-    """
-    check_id(thread_id, "thread_id")
-    if resource_id is not None:
-        check_id(resource_id, "resource_id")
-    if search is not None:
-        check_search_text(search)
-        if not semantic_on:
-            raise ValidationError(
-                "vector_search_string",
-                "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
-                "or pass no vector_search_string",
-                "R-RECALL",
-            )
-    if max_tokens is not None:
-        max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
-    return check_includes(include), max_tokens
 
 
 COMMON_OPTIONS = ("clock", "namespace")

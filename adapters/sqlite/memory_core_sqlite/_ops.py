@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
@@ -143,21 +143,21 @@ class ResourceRow(NamedTuple):
     updated_at: int
 
 
-# The decoders take a driver row typed as its shape (rows of a plan carry
-# more columns after) and unpack it by name: no NamedTuple is built, so a
-# row costs what a tuple unpack costs.
+# The decoders unpack a driver row by name through its typed shape (rows of a
+# plan carry more columns after): no NamedTuple is built, so a row costs
+# what a tuple unpack costs.
 
 
-def _thread(row: ThreadRow) -> Thread:
-    id, resource_id, title, metadata, created_us, updated_us, last_us = row[:7]
+def _thread(row: Sequence[Any]) -> Thread:
+    id, resource_id, title, metadata, created_us, updated_us, last_us = cast(ThreadRow, row[:7])
     last = None if last_us is None else StoredTime(last_us)
     return build_thread(
         id, resource_id, title, codec.loads(metadata), StoredTime(created_us), StoredTime(updated_us), last
     )
 
 
-def _message(row: MessageRow) -> Message:
-    id, thread_id, resource_id, role, type, content, metadata, created_us, seq = row[:9]
+def _message(row: Sequence[Any]) -> Message:
+    id, thread_id, resource_id, role, type, content, metadata, created_us, seq = cast(MessageRow, row[:9])
     return build_message(
         id,
         thread_id,
@@ -171,8 +171,8 @@ def _message(row: MessageRow) -> Message:
     )
 
 
-def _resource(row: ResourceRow) -> Resource:
-    id, working_memory, metadata, created_us, updated_us = row[:5]
+def _resource(row: Sequence[Any]) -> Resource:
+    id, working_memory, metadata, created_us, updated_us = cast(ResourceRow, row[:5])
     return build_resource(id, working_memory, codec.loads(metadata), StoredTime(created_us), StoredTime(updated_us))
 
 
