@@ -15,7 +15,11 @@ vector_search_string=...)`` with :func:`sys.setprofile` and prints:
 - ``re-entries``: calls that enter a library module from another library
   module although the trace had entered that module before (``memory`` ->
   ``validation`` -> back -> ``validation`` again counts one). A recall that
-  goes down through the layers and back re-enters nothing.
+  goes down through the layers and back re-enters nothing;
+- ``re-visits``: the same, but the calls one function makes into one
+  module count as one visit (a loop calling a helper module per row, or a
+  function calling three checks of one module, visits it once): the layers a
+  call goes back into, not how often it calls them.
 
 With ``--verbose`` each module transition is listed in order.
 
@@ -68,6 +72,9 @@ class Trace:
             entered a library module from another one, in order.
         reentries: transitions into a module entered before.
         reentries_from: those re-entries by the module that made them.
+        revisits: re-entries from a function that had not called into that
+            module before (see the module docstring).
+        revisits_from: those re-visits by the module that made them.
     """
 
     calls: int = 0
@@ -76,6 +83,9 @@ class Trace:
     transitions: list[tuple[str, str]] = field(default_factory=list)
     reentries: int = 0
     reentries_from: Counter[str] = field(default_factory=Counter)
+    revisits: int = 0
+    revisits_from: Counter[str] = field(default_factory=Counter)
+    _visits: set[tuple[FrameType, str]] = field(default_factory=set)
     _started: set[FrameType] = field(default_factory=set)
     _entered: set[str] = field(default_factory=set)
 
@@ -99,6 +109,11 @@ class Trace:
             if module in self._entered:
                 self.reentries += 1
                 self.reentries_from[origin] += 1
+                if caller is not None and (caller, module) not in self._visits:
+                    self.revisits += 1
+                    self.revisits_from[origin] += 1
+            if caller is not None:
+                self._visits.add((caller, module))
         self._entered.add(module)
 
 
@@ -159,10 +174,10 @@ def main(argv: list[str] | None = None) -> None:
         for name, count in sorted(trace.functions.items()):
             print(f"  {count:4d}  {name}")
         for origin, count in trace.reentries_from.most_common():
-            print(f"  re-entries made by {origin}: {count}")
+            print(f"  re-entries made by {origin}: {count} ({trace.revisits_from[origin]} re-visits)")
     print(
         f"calls {trace.calls}  functions {len(trace.functions)}  modules {len(trace.modules)}  "
-        f"re-entries {trace.reentries}  check_id {trace.functions[_CHECK_ID]}"
+        f"re-entries {trace.reentries}  re-visits {trace.revisits}  check_id {trace.functions[_CHECK_ID]}"
     )
 
 
