@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from memory_core.capabilities import Capability, declared_capabilities
+from memory_core.config import MemoryConfig
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
 from memory_core.models import Include, Message
@@ -41,7 +42,6 @@ from memory_core.validation import (
 from memory_core.vector import VectorStore
 
 if TYPE_CHECKING:
-    from memory_core.config import MemoryConfig
     from memory_core.memory import Memory
 
 __all__ = [
@@ -267,8 +267,6 @@ def check_config(config: Any, vector: VectorStore | None, embedder: Embedder | N
             store, an embedder (field ``embedder``) or semantic recall on
             (field ``config.semantic_recall``).
     """
-    from memory_core.config import MemoryConfig
-
     if config is None:
         return check_config(MemoryConfig(semantic_recall=vector is not None), vector, embedder)
     if not isinstance(config, MemoryConfig):
