@@ -27,12 +27,18 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to
   vectors);
-- composition: :mod:`~memory_core.memory` (:class:`Memory`: recall, working
-  memory; ``Memory.open(url, vector=url)``), :mod:`~memory_core.arguments`
+- composition: :mod:`~memory_core.memory` (the :class:`Memory` facade;
+  ``Memory.open(url, vector=url)``), :mod:`~memory_core.config`
+  (:class:`MemoryConfig`, :class:`SemanticRecall`), :mod:`~memory_core.recall`
+  (recall composition), :mod:`~memory_core.working_memory` (working memory:
+  settings, reads, writes), :mod:`~memory_core.threads` (create, clone,
+  titles), :mod:`~memory_core.indexing` (the vector index kept in step with
+  storage), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),
   :mod:`~memory_core.chat` (agent message shapes),
-  :mod:`~memory_core.workmem` (working memory versions and checked writes),
+  :mod:`~memory_core.workmem` (working memory versions and the storage's
+  checked writes),
   :mod:`~memory_core.retention` (prune, R-PRUNE),
   :mod:`~memory_core.transfer` (export, import, copy),
   :mod:`~memory_core.telemetry` (OpenTelemetry spans),

@@ -1,5 +1,12 @@
-"""The objects handed to :class:`~memory_core.Memory` and to the agent
-framework seams, checked at construction, before any I/O.
+"""The arguments of :class:`~memory_core.Memory` and of its calls, and the
+objects handed to the agent framework seams, checked before any I/O.
+
+Constructors: :func:`check_storage`, :func:`check_vector_store`,
+:func:`check_embedder`, :func:`check_config`, :func:`check_urls`. Calls (the
+checks of Memory's own arguments, each run once per call; the values inside,
+ids, messages, filters, are :mod:`memory_core.validation`'s):
+:func:`check_recall`, :func:`check_turns`, :func:`check_message_list`,
+:func:`check_one_scope`, :func:`check_metadata_arg`.
 
 ``Memory(storage, vector, embedder)`` takes objects; a URL or an embedder
 name in their place would otherwise be accepted and fail at the first call,
@@ -16,23 +23,41 @@ caller says otherwise (:func:`check_pairing`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from memory_core.capabilities import Capability, declared_capabilities
+from memory_core.config import MemoryConfig
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
+from memory_core.models import Include, Message
 from memory_core.storage import Storage
+from memory_core.validation import (
+    check_id,
+    check_includes,
+    check_json_object,
+    check_non_negative_int,
+    check_search_text,
+    coerce_model,
+)
 from memory_core.vector import VectorStore
 
 if TYPE_CHECKING:
     from memory_core.memory import Memory
 
 __all__ = [
+    "check_turns",
+    "check_metadata_arg",
+    "check_one_scope",
+    "check_message_list",
+    "check_recall",
+    "check_config",
     "check_embedder",
     "check_memory",
     "check_pairing",
     "check_persistent",
     "check_storage",
+    "check_urls",
     "check_vector_store",
     "persistent_storage",
 ]
@@ -232,3 +257,173 @@ def check_pairing(storage: Storage, vector: VectorStore | None, *, allow_volatil
             "(the index would be empty then); or pass allow_volatile_vectors=True"
         ),
     )
+
+
+def check_config(config: Any, vector: VectorStore | None, embedder: Embedder | None) -> MemoryConfig:
+    """The config of a ``Memory(storage, vector, embedder, config)``: ``config``
+    itself, or (None) semantic recall on exactly when there is a vector store.
+
+    Raises:
+        ValidationError: ``config`` neither a MemoryConfig nor a mapping of
+            its fields, or a key or value of the mapping wrong (field
+            ``config.<key>``, an unknown key naming the field meant); without a vector
+            store, an embedder (field ``embedder``) or semantic recall on
+            (field ``config.semantic_recall``).
+    """
+    if config is None:
+        return check_config(MemoryConfig(semantic_recall=vector is not None), vector, embedder)
+    checked = _memory_config(config)
+    if vector is None:
+        if embedder is not None:
+            raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
+        if checked.semantic() is not None:
+            raise ValidationError(
+                "config.semantic_recall",
+                "semantic recall is on but Memory has no vector store: pass "
+                "vector=await memory_core.connect_vector(url), or turn semantic_recall off",
+                "R-RECALL",
+            )
+    return checked
+
+
+def _memory_config(value: Any) -> MemoryConfig:
+    """The ``config`` argument as a MemoryConfig: one given as it is; a
+    mapping (Mastra's camelCase names too) checked field by field, its errors
+    named from ``config`` (``config.semantic_recall.top_k``)."""
+    try:
+        return coerce_model(value, MemoryConfig, "config")
+    except ValidationError as exc:
+        if exc.field == "config" or exc.field.startswith("config."):
+            raise
+        raise ValidationError(f"config.{exc.field}", exc.reason, exc.rule) from None
+
+
+def check_urls(storage: Any, vector: Any) -> None:
+    """The URLs of ``Memory.open(storage, vector)``: a str, and a str or None.
+
+    Raises:
+        ValidationError: a store object or anything else where a URL goes
+            (field ``storage`` or ``vector``), naming the fix.
+    """
+    for name, url in (("storage", storage), ("vector", vector)):
+        if not isinstance(url, str) and (name == "storage" or url is not None):
+            raise ValidationError(
+                name,
+                f"Memory.open takes a URL (str), got {type(url).__name__}; "
+                f"for a {name} object already built use Memory(storage, vector, ...)",
+            )
+
+
+def check_recall(
+    thread_id: Any,
+    resource_id: Any,
+    search: Any,
+    semantic_on: bool,
+    has_vectors: bool,
+    max_tokens: Any,
+    include: Any,
+) -> tuple[list[Include], int | None]:
+    """The arguments of one ``Memory.recall`` that are the core's to check
+    (the history page's own, filter to cursor, are checked by the storage
+    read): ids (R-ID), the search text, the token budget and the includes.
+
+    Args:
+        semantic_on: whether the call's config has semantic recall on (a
+            ``search`` is refused when it is off).
+        has_vectors: whether the Memory has a vector store (a non-blank
+            ``search`` with semantic recall on needs one).
+
+    Returns:
+        ``(includes, max_tokens)`` checked.
+
+    Raises:
+        ValidationError: the first bad argument, named.
+    """
+    check_id(thread_id, "thread_id")
+    if resource_id is not None:
+        check_id(resource_id, "resource_id")
+    if search is not None:
+        check_search_text(search)
+        if not semantic_on:
+            raise ValidationError(
+                "vector_search_string",
+                "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
+                "or pass no vector_search_string",
+                "R-RECALL",
+            )
+    if max_tokens is not None:
+        max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
+    includes = check_includes(include)
+    if semantic_on and not has_vectors and search is not None and search.strip():
+        raise ValidationError(
+            "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
+        )
+    return includes, max_tokens
+
+
+def check_message_list(value: Any) -> Sequence[Message | Mapping[str, Any]]:
+    """``value`` if it is a list (sequence) of messages or mappings; each
+    message is checked when it is saved.
+
+    Raises:
+        ValidationError: a str, a mapping or anything not a sequence
+            (field ``messages``).
+    """
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise ValidationError("messages", "must be a list of Message or mappings")
+    return cast(Sequence[Message | Mapping[str, Any]], value)
+
+
+def check_one_scope(thread_id: Any, resource_id: Any, field: str) -> None:
+    """Exactly one of ``thread_id`` and ``resource_id``, and it a valid id
+    (R-ID); ``field`` names the operation in the error when both or
+    neither are given."""
+    if (thread_id is None) == (resource_id is None):
+        raise ValidationError(field, "give exactly one of thread_id or resource_id")
+    if thread_id is not None:
+        check_id(thread_id, "thread_id")
+    else:
+        check_id(resource_id, "resource_id")
+
+
+def check_metadata_arg(value: Any, field: str) -> dict[str, Any]:
+    """An optional metadata argument as a checked JSON object (None -> {})."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
+    return check_json_object(dict(value), field)
+
+
+_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
+
+
+def check_turns(turns: Any, thread_id: str, resource_id: str | None) -> list[dict[str, Any]]:
+    """Turns (``(role, content)`` pairs or mappings of a message's fields
+    without ``thread_id``) as message mappings of ``thread_id`` (and
+    ``resource_id`` when given); each message's own fields are checked when
+    it is saved.
+
+    Raises:
+        ValidationError: ``turns`` is not a list; a turn is neither a pair nor
+            a mapping, or has an unknown key (field ``turns[<index>]``).
+    """
+    if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
+        raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
+    batch: list[dict[str, Any]] = []
+    for index, turn in enumerate(turns):
+        field = f"turns[{index}]"
+        if isinstance(turn, Mapping):
+            unknown = sorted(map(str, set(turn) - _TURN_KEYS))
+            if unknown:
+                raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
+            item = dict(turn)
+        elif isinstance(turn, tuple | list) and len(turn) == 2:
+            item = {"role": turn[0], "content": turn[1]}
+        else:
+            raise ValidationError(field, "must be a (role, content) pair or a mapping")
+        item["thread_id"] = thread_id
+        if resource_id is not None:
+            item["resource_id"] = resource_id
+        batch.append(item)
+    return batch

@@ -4,71 +4,66 @@
 with an optional vector store and embedder for semantic recall (R-RECALL,
 R-VEC).
 It follows the public Mastra memory API (``recall()``, ``listThreads()``),
-with snake_case names.
+with snake_case names. The facade checks and routes; the work lives in one
+module per concern: settings in :mod:`~memory_core.config`, recall
+composition in :mod:`~memory_core.recall`, working memory in
+:mod:`~memory_core.working_memory`.
 """
 
 from __future__ import annotations
 
-import itertools
-import json
 import logging
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Self, TypeVar
 
-from memory_core import codec
-from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
-from memory_core.builders import builder
-from memory_core.clock import to_us
-from memory_core.embedders import Embedder, default_embedder, dimension_mismatch
-from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core import threads
+from memory_core import working_memory as wm
+from memory_core.arguments import (
+    check_config,
+    check_embedder,
+    check_message_list,
+    check_pairing,
+    check_storage,
+    check_turns,
+    check_urls,
+    check_vector_store,
+)
+from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
+from memory_core.embedders import Embedder, default_embedder
+from memory_core.errors import ValidationError
 from memory_core.ids import new_message_id
+from memory_core.indexing import IndexStatus, VectorIndex
 from memory_core.models import (
     DateRange,
     Include,
     Message,
     MessageFilter,
-    MessagePageRequest,
     OrderBy,
     Page,
     PerPage,
     RecallResult,
-    RecallSource,
     ResourceErasure,
     Thread,
     ThreadFilter,
     WorkingMemoryState,
 )
 from memory_core.query import NOT_GIVEN
-from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
-from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
+from memory_core.recall import Recaller
+from memory_core.retention import PruneReport, RetentionPolicy
+from memory_core.storage import Storage
 from memory_core.telemetry import traced
-from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
+from memory_core.threads import MAX_CLONE_ID_LENGTH
+from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter
 from memory_core.validation import (
-    MAX_ID_LENGTH,
-    MAX_PER_PAGE,
-    MAX_TOP_K,
     CheckedMessages,
     check_bool,
-    check_date_range,
     check_id,
-    check_includes,
-    check_json_object,
-    check_json_value,
     check_message,
-    check_min_score,
-    check_non_negative_int,
-    check_per_page,
-    check_search_text,
-    check_text,
-    coerce_model,
-    config_field,
-    unknown_field,
 )
-from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
-from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
+from memory_core.vector import VectorStore
+from memory_core.working_memory import APPEND_ATTEMPTS, WorkingMemory
+from memory_core.workmem import working_memory_version
 
 __all__ = [
     "APPEND_ATTEMPTS",
@@ -83,233 +78,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("memory_core")
-
-TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
-"""``async (thread, new_messages) -> title``: called once a thread with an
-empty title receives its first user message."""
-
-MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
-"""The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
-named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
-
-APPEND_ATTEMPTS = 100
-"""Compare-and-set rounds :meth:`Memory.append_working_memory` tries before
-giving up with a ConflictError: each round one of the racing writers wins, so
-100 concurrent appends to one working memory all land."""
-
-_SCOPES = ("resource", "thread")
-# recall builds these once per call from checked values: builders skip the
-# frozen dataclass __init__'s object.__setattr__ per field (positional, in field order).
-_new_request: Callable[..., MessagePageRequest] = builder(MessagePageRequest)
-_new_result: Callable[..., RecallResult] = builder(RecallResult)
-_RANGE_KEYS = frozenset({"before", "after"})
-_TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
-
-
-@dataclass(frozen=True, slots=True)
-class SemanticRecall:
-    """Semantic recall settings (R-RECALL step 4).
-
-    Attributes:
-        top_k: vector hits to fetch, 1 to
-            :data:`~memory_core.validation.MAX_TOP_K` (1000). Default 4.
-        message_range: messages of context around each hit (ints from 0 to
-            2**63-1): an int for both sides, ``(before, after)`` (a list is
-            accepted too) or Mastra's ``{"before": n, "after": m}`` (a missing
-            side is 0; other keys are an error). Stored as an int or a tuple.
-            Default 2.
-        scope: ``"resource"`` searches every thread of the resource (needs a
-            ``resource_id``); ``"thread"`` only the current thread.
-        exclude_recent: when True, the ``top_k`` hits are the best messages
-            outside the recall's history page (the search asks for ``top_k``
-            plus the page's size, capped at ``MAX_TOP_K``, and drops hits in
-            the page), so no slot is spent on a message the prompt already
-            has. Default False: Mastra's behaviour (R-RECALL step 4), where a
-            hit may be a recent message.
-        min_score: a relevance floor: hits whose cosine similarity to the
-            query (-1 to 1; the score of the message's best chunk, as
-            :class:`~memory_core.vector.VectorHit` carries it) is below it
-            are dropped, so an unrelated query returns fewer than ``top_k``
-            hits, or none. None (the default): no floor, always ``top_k``
-            hits when the scope holds that many (Mastra's behaviour). The
-            agent-framework tools use the floor measured on LoCoMo for their
-            Memory's embedder (:func:`~memory_core.embedders.relevance_floor`).
-            Scores depend on the embedder: a floor chosen for one means
-            little for another.
-
-    Raises:
-        ValidationError: a field of the wrong type or out of range (at
-            construction, field ``semantic_recall.<name>``).
-    """
-
-    top_k: int = 4
-    message_range: int | tuple[int, int] = 2
-    scope: Scope = "resource"
-    exclude_recent: bool = False
-    min_score: float | None = None
-
-    def __post_init__(self) -> None:
-        top_k = self.top_k
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise ValidationError(
-                "semantic_recall.top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL"
-            )
-        object.__setattr__(self, "top_k", int(top_k))  # an IntEnum becomes a plain int
-        object.__setattr__(self, "message_range", _message_range(self.message_range))
-        _check_scope(self.scope, "semantic_recall.scope")
-        check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
-        object.__setattr__(self, "min_score", check_min_score(self.min_score, "semantic_recall.min_score"))
-
-    def window(self) -> tuple[int, int]:
-        """``(before, after)`` message counts around each hit."""
-        if isinstance(self.message_range, tuple):
-            return self.message_range
-        return self.message_range, self.message_range
-
-
-@dataclass(frozen=True, slots=True)
-class WorkingMemory:
-    """Working memory settings.
-
-    Attributes:
-        enabled: whether :meth:`Memory.get_working_memory` and updates are on.
-        scope: ``"resource"`` keeps it in ``Resource.working_memory``;
-            ``"thread"`` in ``thread.metadata["working_memory"]``.
-        template: returned while nothing has been stored (Markdown text).
-        schema: a JSON Schema (Draft 2020-12, a dict); when set, working memory
-            is JSON text that must validate against it. The schema itself is
-            checked against the meta-schema here; a ``$ref`` that cannot be
-            resolved is reported when an update is validated.
-
-    Raises:
-        ValidationError: a field of the wrong type, an unknown scope or an
-            invalid schema (at construction, field ``working_memory.<name>``).
-    """
-
-    enabled: bool = False
-    scope: Scope = "resource"
-    template: str | None = None
-    schema: dict[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        check_bool(self.enabled, "working_memory.enabled")
-        _check_scope(self.scope, "working_memory.scope")
-        if self.template is not None:
-            check_text(self.template, "working_memory.template")
-        if self.schema is not None:
-            schema = self.schema
-            if isinstance(schema, Mapping):
-                schema = dict(schema)
-            check_json_object(schema, "working_memory.schema")
-            from jsonschema import Draft202012Validator
-            from jsonschema.exceptions import SchemaError
-
-            try:
-                Draft202012Validator.check_schema(schema)
-            except SchemaError as exc:
-                raise ValidationError("working_memory.schema", f"not a valid JSON Schema: {exc.message}") from None
-            object.__setattr__(self, "schema", schema)
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryConfig:
-    """Memory behaviour (R-RECALL, R-VEC); per-call ``thread_config`` overrides it.
-
-    Attributes:
-        last_messages: default history page size for :meth:`Memory.recall`
-            (an int from 0 to :data:`~memory_core.validation.MAX_PER_PAGE`,
-            as R-PAGE), or ``False`` for no history page. Default 10.
-        semantic_recall: ``False`` (off), ``True`` (defaults),
-            :class:`SemanticRecall`, or a mapping of its fields (``topK``,
-            ``messageRange`` accepted).
-        working_memory: :class:`WorkingMemory` settings, or a mapping of its
-            fields.
-        generate_title: optional :data:`TitleGenerator` hook (a callable).
-
-    Raises:
-        ValidationError: a field of the wrong type or out of range (at
-            construction), naming the field.
-    """
-
-    last_messages: int | Literal[False] = 10
-    semantic_recall: SemanticRecall | bool = False
-    working_memory: WorkingMemory = field(default_factory=WorkingMemory)
-    generate_title: TitleGenerator | None = None
-
-    def __post_init__(self) -> None:
-        if self.last_messages is not False:
-            check_per_page(self.last_messages, "last_messages")
-        semantic: Any = self.semantic_recall
-        if isinstance(semantic, Mapping):
-            semantic = coerce_model(semantic, SemanticRecall, "semantic_recall")
-        elif not isinstance(semantic, bool | SemanticRecall):
-            raise ValidationError(
-                "semantic_recall", f"must be a bool, a SemanticRecall or a mapping, got {type(semantic).__name__}"
-            )
-        object.__setattr__(self, "semantic_recall", semantic)
-        wm: Any = self.working_memory
-        if isinstance(wm, Mapping):
-            wm = coerce_model(wm, WorkingMemory, "working_memory")
-        elif not isinstance(wm, WorkingMemory):
-            raise ValidationError("working_memory", f"must be a WorkingMemory or a mapping, got {type(wm).__name__}")
-        object.__setattr__(self, "working_memory", wm)
-        if self.generate_title is not None and not callable(self.generate_title):
-            raise ValidationError("generate_title", "must be an async callable (thread, messages) -> str, or None")
-
-    def semantic(self) -> SemanticRecall | None:
-        """The effective semantic-recall settings, or None when off."""
-        if self.semantic_recall is True:
-            return SemanticRecall()
-        return self.semantic_recall or None
-
-
-def _memory_config(value: Any) -> MemoryConfig:
-    """The ``config`` argument as a MemoryConfig: one given as it is; a
-    mapping checked field by field, its errors named from ``config``
-    (``config.semantic_recall.top_k``)."""
-    try:
-        return coerce_model(value, MemoryConfig, "config")
-    except ValidationError as exc:
-        if exc.field == "config" or exc.field.startswith("config."):
-            raise
-        raise ValidationError(f"config.{exc.field}", exc.reason, exc.rule) from None
-
-
-def _check_scope(value: Any, field: str) -> None:
-    if not isinstance(value, str) or value not in _SCOPES:
-        raise ValidationError(field, f"must be 'resource' or 'thread', got {value!r}")
-
-
-def _message_range(value: Any) -> int | tuple[int, int]:
-    """``message_range`` as an int or ``(before, after)``; see SemanticRecall."""
-    field = "semantic_recall.message_range"
-    if isinstance(value, Mapping):
-        unknown = sorted(map(str, set(value) - _RANGE_KEYS))
-        if unknown:
-            raise ValidationError(f"{field}.{unknown[0]}", "unknown key; use 'before' and 'after'", "R-RECALL")
-        value = (value.get("before", 0), value.get("after", 0))
-    if isinstance(value, tuple | list):
-        if len(value) != 2:
-            raise ValidationError(field, f"must be (before, after), got {len(value)} items", "R-RECALL")
-        before = check_non_negative_int(value[0], f"{field}.before", "R-RECALL")
-        return before, check_non_negative_int(value[1], f"{field}.after", "R-RECALL")
-    return check_non_negative_int(value, field, "R-RECALL")
-
-
-def _metadata_arg(value: Any, field: str) -> dict[str, Any]:
-    """An optional metadata argument as a checked JSON object (None -> {})."""
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(field, f"must be a dict (JSON object), got {type(value).__name__}", "R-JSON")
-    return check_json_object(dict(value), field)
-
-
-def _wider(side: int) -> int:
-    """A window side read one message wider (to tell touching runs from
-    gaps), at most :data:`~memory_core.storage.WINDOW_SIDE_MAX`: a side of
-    2**63 - 1 is valid, and one more is not an int64."""
-    return min(side + 1, WINDOW_SIDE_MAX)
 
 
 class Memory:
@@ -380,28 +148,15 @@ class Memory:
         vector = check_vector_store(vector)
         embedder = check_embedder(embedder)
         check_pairing(storage, vector, allow_volatile_vectors=allow_volatile_vectors)
-        if config is not None:
-            config = _memory_config(config)
-        if config is None:
-            config = MemoryConfig(semantic_recall=vector is not None)
-        self.config = config
-        if vector is None:
-            if embedder is not None:
-                raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
-            if self.config.semantic() is not None:
-                raise ValidationError(
-                    "config.semantic_recall",
-                    "semantic recall is on but Memory has no vector store: pass "
-                    "vector=await memory_core.connect_vector(url), or turn semantic_recall off",
-                    "R-RECALL",
-                )
-        elif embedder is None:
+        self.config = check_config(config, vector, embedder)
+        if vector is not None and embedder is None:
             embedder = default_embedder()
         self.storage = storage
         self.vector = vector
         self.embedder = embedder
         self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
+        self._recaller = Recaller(storage, vector, embedder, self.token_counter)
 
     @classmethod
     async def open(
@@ -465,13 +220,7 @@ class Memory:
         from memory_core.embedders import get_embedder
         from memory_core.registry import build_storage, build_vector
 
-        for name, url in (("storage", storage), ("vector", vector)):
-            if not isinstance(url, str) and (name == "storage" or url is not None):
-                raise ValidationError(
-                    name,
-                    f"Memory.open takes a URL (str), got {type(url).__name__}; "
-                    f"for a {name} object already built use Memory(storage, vector, ...)",
-                )
+        check_urls(storage, vector)
         if isinstance(embedder, str):
             embedder = get_embedder(embedder)
         built_storage = _built(build_storage, "storage", storage, storage_options)
@@ -509,22 +258,13 @@ class Memory:
             if self.vector is not None:
                 await self.vector.close()
 
+    @property
+    def _vectors(self) -> VectorIndex:
+        """The vector index over this Memory's stores (a no-op without vectors)."""
+        return VectorIndex(self.storage, self.vector, self.embedder)
+
     def _config(self, thread_config: MemoryConfig | Mapping[str, Any] | None) -> MemoryConfig:
-        if thread_config is None:
-            return self.config
-        if isinstance(thread_config, MemoryConfig):
-            return thread_config  # validated when it was built
-        if not isinstance(thread_config, Mapping):
-            raise ValidationError("thread_config", "must be a MemoryConfig or a mapping of its fields")
-        names = {f.name for f in fields(MemoryConfig)}
-        overrides: dict[str, Any] = {}
-        for key, value in thread_config.items():
-            name = config_field(key)
-            if name not in names:
-                raise unknown_field(f"thread_config.{key}", key, names, "MemoryConfig")
-            overrides[name] = value
-        # MemoryConfig checks (and converts mappings of) every field it is given.
-        return replace(self.config, **overrides)
+        return resolve(self.config, thread_config)
 
     # ------------------------------------------------------------------ threads
 
@@ -557,13 +297,7 @@ class Memory:
             ConflictError: ``thread_id`` exists (``replace=False``), or
                 belongs to another resource.
         """
-        check_id(resource_id, "resource_id")
-        new_id = str(uuid.uuid4()) if thread_id is None else check_id(thread_id, "thread_id")
-        check_bool(replace, "replace")
-        thread = Thread(new_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        if replace:
-            return await self.storage.save_thread(thread)
-        return await self.storage.insert_thread(thread)
+        return await threads.create(self.storage, resource_id, thread_id, title, metadata, replace)
 
     @traced("create_memory")
     async def get_or_create_thread(
@@ -586,20 +320,7 @@ class Memory:
             ValidationError: bad id, title or metadata.
             OwnershipError: the thread belongs to another resource.
         """
-        check_id(resource_id, "resource_id")
-        check_id(thread_id, "thread_id")
-        thread = Thread(thread_id, resource_id, check_text(title, "title"), _metadata_arg(metadata, "metadata"))
-        for _ in range(2):
-            found = await self.storage.get_thread(thread_id)
-            if found is not None:
-                if found.resource_id != resource_id:
-                    raise OwnershipError(f"thread {thread_id!r} belongs to another resource")
-                return found, False
-            try:
-                return await self.storage.insert_thread(thread), True
-            except ConflictError:
-                continue  # created meanwhile (or deleted again): read it
-        raise ConflictError(f"thread {thread_id!r} is being created and deleted concurrently")
+        return await threads.get_or_create(self.storage, resource_id, thread_id, title, metadata)
 
     async def get_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
         """See :meth:`BaseStorage.get_thread`."""
@@ -633,9 +354,7 @@ class Memory:
             BackendError: a store failed (call again to finish).
         """
         erased = await self.storage.delete_resource(resource_id)
-        if self.vector is not None:
-            for thread_id in erased.thread_ids:
-                await self._vector_call("delete_resource", self.vector.delete_thread(thread_id))
+        await self._vectors.drop_threads("delete_resource", erased.thread_ids)
         return erased
 
     @traced("delete_memory")
@@ -654,15 +373,8 @@ class Memory:
             ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
             BackendError: a store failed (run again to finish).
         """
-        hook = None if self.vector is None else self._drop_vectors
+        hook = None if self.vector is None else self._vectors.drop_batch
         return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
-
-    async def _drop_vectors(self, batch: PruneBatch) -> None:
-        assert self.vector is not None
-        if batch.message_ids is None:
-            await self._vector_call("prune", self.vector.delete_thread(batch.thread_id))
-        else:
-            await self._vector_call("prune", self.vector.delete_messages(list(batch.message_ids)))
 
     async def list_threads(
         self,
@@ -707,57 +419,10 @@ class Memory:
             ConflictError: a thread ``new_id`` already exists (a clone never
                 overwrites).
         """
-        check_id(source_id, "source_id")
-        if new_id is None:
-            new_id = str(uuid.uuid4())
-        else:
-            check_id(new_id, "new_id")
-            if len(new_id) > MAX_CLONE_ID_LENGTH:
-                raise ValidationError(
-                    "new_id",
-                    f"must be at most {MAX_CLONE_ID_LENGTH} characters: copies are named '<new_id>:<32 hex>' "
-                    f"and ids are at most {MAX_ID_LENGTH}",
-                    "R-ID",
-                )
-            if new_id == source_id:
-                raise ValidationError("new_id", "must differ from source_id", "R-ID")
-        if title is not None:
-            check_text(title, "title")
-        extra = _metadata_arg(metadata, "metadata")
-        if message_limit is not None:
-            message_limit = check_non_negative_int(message_limit, "message_limit")
-        check_date_range(date_range, "date_range")
-        source = await self.storage.get_thread(source_id)
-        if source is None:
-            raise NotFoundError(f"thread {source_id!r} does not exist")
-        flt = (
-            None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
+        thread, copies = await threads.clone(
+            self.storage, source_id, new_id, title, metadata, message_limit, date_range
         )
-        if message_limit is None or message_limit > MAX_PER_PAGE:  # more than any page: all of them
-            page = await self.storage.list_messages(source_id, filter=flt, per_page=False)
-            originals = page.items
-        else:
-            page = await self.storage.page_messages(
-                MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
-            )
-            originals = page.items
-        clone = Thread(
-            new_id,
-            source.resource_id,
-            (f"Clone of {source.title}" if source.title else "") if title is None else title,
-            {**source.metadata, **extra, "cloned_from": source_id},
-        )
-        copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
-        # A longer id can push a copy over R-SIZE: check every copy before the
-        # thread is written, so a failure leaves no half-made clone behind.
-        for original, copy in zip(originals, copies, strict=True):
-            try:
-                check_message(copy, "copy")
-            except ValidationError as exc:
-                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-        thread = await self.storage.insert_thread(clone)  # atomic: a racing clone or create loses
-        saved = await self.save_messages(copies)
-        return thread, saved
+        return thread, await self.save_messages(copies)
 
     # ------------------------------------------------------------------ messages
 
@@ -788,9 +453,7 @@ class Memory:
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
         """
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-            raise ValidationError("messages", "must be a list of Message or mappings")
-        return await self._save(messages, "messages", persist_system)
+        return await self._save(check_message_list(messages), "messages", persist_system)
 
     async def _save(
         self, messages: Sequence[Message | Mapping[str, Any]], label: str, persist_system: bool
@@ -807,9 +470,9 @@ class Memory:
             if persist_system or message.role != "system":
                 batch.append(message)
         saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
-        await self._index(saved)
+        await self._vectors.index(saved)
         if self.config.generate_title is not None and saved:
-            await self._generate_titles(saved)
+            await threads.generate_titles(self.storage, self.config.generate_title, saved)
         return saved
 
     @traced("update_memory")
@@ -842,24 +505,7 @@ class Memory:
             NotFoundError: no such thread. OwnershipError: another resource's thread.
         """
         check_id(thread_id, "thread_id")
-        if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
-            raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
-        batch: list[dict[str, Any]] = []
-        for index, turn in enumerate(turns):
-            field = f"turns[{index}]"
-            if isinstance(turn, Mapping):
-                unknown = sorted(map(str, set(turn) - _TURN_KEYS))
-                if unknown:
-                    raise ValidationError(f"{field}.{unknown[0]}", "unknown key of a turn")
-                item = dict(turn)
-            elif isinstance(turn, tuple | list) and len(turn) == 2:
-                item = {"role": turn[0], "content": turn[1]}
-            else:
-                raise ValidationError(field, "must be a (role, content) pair or a mapping")
-            item["thread_id"] = thread_id
-            if resource_id is not None:
-                item["resource_id"] = resource_id
-            batch.append(item)
+        batch = check_turns(turns, thread_id, resource_id)
         return await self._save(batch, "turns", persist_system)
 
     @traced("update_memory")
@@ -872,7 +518,7 @@ class Memory:
             for u in updates
             if isinstance(u, Mapping) and ("content" in u or "thread_id" in u or "threadId" in u)
         }
-        await self._index([m for m in updated if m.id in touched])
+        await self._vectors.index([m for m in updated if m.id in touched])
         return updated
 
     @traced("delete_memory")
@@ -880,8 +526,7 @@ class Memory:
         """Delete messages and their vectors (unknown ids ignored); returns
         how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
         removed = await self.storage.delete_messages(ids)
-        if self.vector is not None and ids:
-            await self._vector_call("delete_messages", self.vector.delete_messages(list(ids)))
+        await self._vectors.drop_messages("delete_messages", ids)
         return removed
 
     async def get_messages(self, ids: Sequence[str]) -> list[Message]:
@@ -915,69 +560,7 @@ class Memory:
             ValidationError: neither or both of ``thread_id``/``resource_id``,
                 or a bad id (before any I/O).
         """
-        if (thread_id is None) == (resource_id is None):
-            raise ValidationError("reindex", "give exactly one of thread_id or resource_id")
-        if thread_id is not None:
-            check_id(thread_id, "thread_id")
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        if thread_id is not None:
-            page = await self.storage.list_messages(thread_id, per_page=False)
-            if self.vector is not None:
-                await self._vector_call("reindex", self.vector.delete_thread(thread_id))
-        else:
-            assert resource_id is not None
-            page = await self.storage.list_messages_by_resource(resource_id, per_page=False)
-        await self._index(page.items)
-        return len(page.items)
-
-    async def _index(self, messages: list[Message]) -> None:
-        if self.vector is None or self.embedder is None or not messages:
-            return
-        chunks: list[tuple[Message, int, str]] = []
-        for message in messages:
-            for number, text in enumerate(chunk_text(message_text(message), self.embedder.max_input_chars)):
-                chunks.append((message, number, text))
-        # Replace, not merge: a shorter text must not leave stale chunks behind.
-        await self._vector_call("save_messages", self.vector.delete_messages([m.id for m in messages]))
-        if not chunks:
-            return
-        vectors = await self.embedder.embed([text for _, _, text in chunks])
-        points = []
-        for (message, number, _), vec in zip(chunks, vectors, strict=True):
-            assert message.created_at is not None and message.resource_id is not None
-            points.append(
-                VectorPoint(message.id, number, vec, message.thread_id, message.resource_id, to_us(message.created_at))
-            )
-        await self._vector_call("save_messages", self.vector.upsert(points))
-
-    @staticmethod
-    async def _vector_call(operation: str, call: Awaitable[None]) -> None:
-        try:
-            await call
-        except BackendError:
-            raise
-        except Exception as exc:
-            raise BackendError("vector", operation, f"{type(exc).__name__}: {exc}", original=exc) from exc
-
-    async def _generate_titles(self, saved: list[Message]) -> None:
-        assert self.config.generate_title is not None
-        by_thread: dict[str, list[Message]] = {}
-        for message in saved:
-            by_thread.setdefault(message.thread_id, []).append(message)
-        for thread_id, new in by_thread.items():
-            if not any(m.role == "user" for m in new):
-                continue
-            thread = await self.storage.get_thread(thread_id)
-            if thread is None or thread.title:
-                continue
-            try:
-                title = await self.config.generate_title(thread, new)
-            except Exception:
-                # A failing hook must not undo or fail a save that succeeded.
-                log.exception("generate_title failed for thread %r", thread_id)
-                continue
-            await self.storage.update_thread(thread_id, title=check_text(title, "generate_title result"))
+        return await self._vectors.reindex(thread_id, resource_id)
 
     # ------------------------------------------------------------------ recall
 
@@ -1021,9 +604,7 @@ class Memory:
 
         When the search finds nothing (before the floor) while storage holds
         messages in its scope, the vector index is empty or behind: ``warnings`` says so and
-        names the repair (:meth:`reindex`); the same is logged. When the
-        index holds only vectors of another dimension (built by another
-        embedder), the warning says that instead, naming both embedders.
+        names the repair (:meth:`reindex`); the same is logged.
 
         Args:
             max_tokens: a token budget (int >= 0), or None (default) for none.
@@ -1042,174 +623,29 @@ class Memory:
                 :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
                 characters, included); ``vector_search_string`` while semantic
                 recall is off, or on (through ``thread_config``) without a vector
-                store; resource scope without a resource. All before any I/O.
+                store; resource scope without a resource: all before any I/O.
+                A bad ``filter``, ``page``, ``per_page``, ``order_by`` or
+                ``cursor`` is refused by the storage read, before it reads:
+                with a search (not ``exclude_recent``) that read follows the
+                vector search. Never after a write (recall writes nothing).
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
-        config = self._config(thread_config)
-        check_id(thread_id, "thread_id")
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        semantic = config.semantic()
-        if vector_search_string is not None:
-            check_search_text(vector_search_string)
-            if semantic is None:
-                raise ValidationError(
-                    "vector_search_string",
-                    "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
-                    "or pass no vector_search_string",
-                    "R-RECALL",
-                )
-        if max_tokens is not None:
-            max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
-        includes = check_includes(include)
-        if per_page is None:
-            per_page = 0 if config.last_messages is False else config.last_messages
-        searching = semantic is not None and bool(vector_search_string and vector_search_string.strip())
-        if searching and self.vector is None:
-            raise ValidationError(
-                "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
-            )
-        # Windows are read one message wider on each side: the extra neighbour
-        # tells whether two runs of the result touch (no gap) and is cut off again.
-        wide = [Include(i.id, _wider(i.with_previous), _wider(i.with_next)) for i in includes]
-        # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest, total
-        listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True, total)
-        hits: list[str] = []
-        hit_windows: list[list[Message]] = []
-        warnings: list[str] = []
-        if not searching:
-            parts = await self.storage.message_parts(listing, threads=(thread_id,))
-            self._recall_owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
-        else:
-            assert semantic is not None and vector_search_string is not None
-            before, after = semantic.window()
-            if semantic.exclude_recent:
-                parts = await self.storage.message_parts(listing, threads=(thread_id,))
-                owner = self._recall_owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
-                recent = {m.id for m in parts.main}
-                extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
-                found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, extra)
-                hits = [hit for hit in found if hit not in recent][: semantic.top_k]
-                hit_windows = await self.storage.include_windows(
-                    [Include(hit, _wider(before), _wider(after)) for hit in hits], resource_id
-                )
-            else:
-                thread = await self.storage.get_thread(thread_id)
-                owner = self._recall_owner(thread, thread_id, resource_id, semantic)
-                found, searched = await self._semantic_hits(vector_search_string, semantic, thread_id, owner, 0)
-                hits = found
-                hit_includes = [Include(hit, _wider(before), _wider(after)) for hit in hits]
-                parts = await self.storage.message_parts(replace(listing, include=wide + hit_includes))
-                hit_windows = parts.windows[len(wide) :]
-            if not searched:  # nothing in the index at all (not: everything under the floor)
-                warnings += await self._index_warnings(semantic, thread_id, owner)
-        return self._compose(
-            parts, includes, parts.windows[: len(wide)], hits, hit_windows, semantic, max_tokens, warnings
+        return await self._recaller.recall(
+            self.config,
+            thread_config,
+            thread_id,
+            resource_id,
+            vector_search_string,
+            per_page,
+            page,
+            include,
+            filter,
+            order_by,
+            cursor,
+            max_tokens,
+            total,
         )
-
-    def _compose(
-        self,
-        parts: MessageParts,
-        includes: list[Include],
-        include_windows: list[list[Message]],
-        hits: list[str],
-        hit_windows: list[list[Message]],
-        semantic: SemanticRecall | None,
-        max_tokens: int | None,
-        warnings: list[str],
-    ) -> RecallResult:
-        """Merge the history page and the windows, mark sources, apply the
-        token budget and find the gaps (R-SOURCE, R-BUDGET)."""
-        adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
-        query = parts.query
-        unfiltered = query.created_from_us is None and query.created_to_us is None and not query.metadata
-        if unfiltered and (includes or hits or max_tokens is not None):
-            # Unfiltered: the page is a run of its thread, read in the query's order.
-            ids = [m.id for m in (reversed(parts.main) if query.descending else parts.main)]
-            adjacent.update(itertools.pairwise(ids))
-        before, after = semantic.window() if semantic is not None else (0, 0)
-        shown_includes = [
-            _cut(w, i.id, i.with_previous, i.with_next, adjacent)
-            for i, w in zip(includes, include_windows, strict=True)
-        ]
-        shown_hits = [_cut(w, hit, before, after, adjacent) for hit, w in zip(hits, hit_windows, strict=True)]
-        merged = parts.merge(shown_includes + shown_hits)
-        messages = merged.items
-        tokens: int | None = None
-        dropped = 0
-        if max_tokens is not None:
-            kept, tokens = newest_within(sorted(messages, key=order_key), max_tokens, self.token_counter)
-            dropped = len(messages) - len(kept)
-            messages = [m for m in messages if m.id in kept]
-        semantic_ids = set(hits)
-        included = {m.id for window in shown_includes for m in window}
-        sources: list[RecallSource]
-        if not semantic_ids and not included:  # nothing merged in: every message is the history page's
-            sources = ["recent"] * len(messages)
-        else:
-            recent = {m.id for m in parts.main}
-            sources = []
-            for message in messages:
-                if message.id in recent:
-                    sources.append("recent")
-                elif message.id in semantic_ids:
-                    sources.append("semantic")
-                elif message.id in included:
-                    sources.append("include")
-                else:
-                    sources.append("context")
-        gaps: list[tuple[str, str]]
-        if unfiltered and not includes and not hits and not dropped:
-            gaps = []  # the page alone: one run of one thread, every neighbour adjacent
-        else:
-            gaps = [
-                (a.id, b.id)
-                for a, b in itertools.pairwise(messages)
-                if a.thread_id != b.thread_id or ((a.id, b.id) not in adjacent and (b.id, a.id) not in adjacent)
-            ]
-        for warning in warnings:
-            log.warning("%s", warning)
-        return _new_result(
-            messages,
-            merged.total,
-            merged.page,
-            merged.per_page,
-            merged.has_more,
-            merged.next_cursor,
-            hits,
-            sources,
-            gaps,
-            warnings,
-            tokens,
-            dropped,
-        )
-
-    async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
-        """A warning when the search found nothing but storage holds messages
-        in its scope (a vector index built by an embedder of another
-        dimension, or empty or behind)."""
-        if self.vector is not None and self.embedder is not None:
-            mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
-            if mismatch is not None:
-                return [mismatch]
-        if semantic.scope == "thread":
-            stored, scope = (
-                (await self.storage.list_messages(thread_id, per_page=0)).counted_total,
-                f"thread {thread_id!r}",
-            )
-            repair = f"reindex(thread_id={thread_id!r})"
-        else:
-            assert owner is not None
-            stored = (await self.storage.list_messages_by_resource(owner, per_page=0)).counted_total
-            scope, repair = f"resource {owner!r}", f"reindex(resource_id={owner!r})"
-        if not stored:
-            return []
-        return [
-            f"the vector index has no vectors for {scope} while storage holds {stored} messages there: "
-            f"it is empty or behind its storage (an in-memory vector store after a restart?); "
-            f"repair with await memory.{repair}"
-        ]
 
     async def check_index(self, *, thread_id: str | None = None, resource_id: str | None = None) -> IndexStatus:
         """Compare the vector index with storage for one thread or one resource.
@@ -1224,68 +660,9 @@ class Memory:
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;
-                Memory has no vector store; field ``embedder``: the index
-                holds vectors of other dimensions only (built by another
-                embedder), the message naming both embedders and the fix
-                (:func:`~memory_core.embedders.dimension_mismatch`).
+                Memory has no vector store.
         """
-        if (thread_id is None) == (resource_id is None):
-            raise ValidationError("check_index", "give exactly one of thread_id or resource_id")
-        if self.vector is None or self.embedder is None:
-            raise ValidationError("vector", "Memory has no vector store to check")
-        if thread_id is not None:
-            check_id(thread_id, "thread_id")
-        else:
-            check_id(resource_id, "resource_id")
-        mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
-        if mismatch is not None:
-            raise ValidationError("embedder", mismatch)
-        if thread_id is not None:
-            listing = await self.storage.list_messages(thread_id, per_page=False)
-            indexed = await self.vector.count(thread_id=thread_id)
-        else:
-            assert resource_id is not None
-            listing = await self.storage.list_messages_by_resource(resource_id, per_page=False)
-            indexed = await self.vector.count(resource_id=resource_id)
-        embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
-        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed)
-
-    @staticmethod
-    def _recall_owner(
-        thread: Thread | None, thread_id: str, resource_id: str | None, semantic: SemanticRecall | None
-    ) -> str | None:
-        """R-RECALL step 1: the resource recall runs under (None if unknown).
-
-        Raises:
-            NotFoundError: no thread, and semantic recall is not resource-scoped.
-            OwnershipError: the thread belongs to another resource.
-        """
-        if thread is None:
-            if semantic is None or semantic.scope != "resource":
-                raise NotFoundError(f"thread {thread_id!r} does not exist")
-        elif resource_id is not None and thread.resource_id != resource_id:
-            raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
-        return resource_id if resource_id is not None else (thread.resource_id if thread else None)
-
-    async def _semantic_hits(
-        self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
-    ) -> tuple[list[str], bool]:
-        """The ids of the ``top_k + extra`` nearest messages in the scope,
-        best first, those under ``semantic.min_score`` left out; and whether
-        the index held anything in the scope at all."""
-        assert self.vector is not None and self.embedder is not None
-        if semantic.scope == "resource" and resource_id is None:
-            raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
-        query = await self.embedder.embed([text])
-        k = semantic.top_k + extra
-        if semantic.scope == "thread":
-            found = await self.vector.search(query[0], k, thread_id=thread_id)
-        else:
-            found = await self.vector.search(query[0], k, resource_id=resource_id)
-        floor = semantic.min_score
-        return [hit.message_id for hit in found if floor is None or hit.score >= floor], bool(found)
-
-    # ------------------------------------------------------------------ working memory
+        return await self._vectors.status(thread_id, resource_id)
 
     @traced("search_memory")
     async def read_working_memory(
@@ -1311,11 +688,8 @@ class Memory:
             NotFoundError: ``thread_id`` names no thread.
             OwnershipError: the thread belongs to another resource.
         """
-        config = self._config(thread_config).working_memory
-        _, _, value = await self._memory_state(thread_id, resource_id, config)
-        if value is None:
-            return WorkingMemoryState(config.template, False, None)
-        return WorkingMemoryState(value, True, working_memory_version(value))
+        settings = self._config(thread_config).working_memory
+        return await wm.read(self.storage, settings, thread_id, resource_id)
 
     async def get_working_memory(
         self,
@@ -1359,24 +733,8 @@ class Memory:
             ConflictError: ``if_version`` given and the stored version differs
                 (nothing written).
         """
-        config = self._config(thread_config).working_memory
-        if isinstance(working_memory, Mapping):
-            text = codec.dumps(check_json_object(dict(working_memory), "working_memory"))
-        elif isinstance(working_memory, str):
-            text = check_text(working_memory, "working_memory")
-        else:
-            raise ValidationError("working_memory", f"must be a str or a dict, got {type(working_memory).__name__}")
-        if config.schema is not None:
-            _validate_schema(text, config.schema)
-        if if_version is not NOT_GIVEN and if_version is not None:
-            check_version(if_version)
-        self._memory_target(thread_id, resource_id, config)
-        # One conditional write: the storage checks the thread, its owner and
-        # the version with the write (typed errors as a read would give them).
-        await self.storage.write_working_memory(
-            text, scope=config.scope, thread_id=thread_id, resource_id=resource_id, if_version=if_version
-        )
-        return text
+        settings = self._config(thread_config).working_memory
+        return await wm.update(self.storage, settings, thread_id, working_memory, resource_id, if_version)
 
     @traced("update_memory")
     async def append_working_memory(
@@ -1400,69 +758,8 @@ class Memory:
             NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
             ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
         """
-        config = self._config(thread_config).working_memory
-        check_text(text, "text")
-        check_text(separator, "separator")
-        if config.schema is not None:
-            raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
-        scope, key, current = await self._memory_state(thread_id, resource_id, config)
-        for _ in range(APPEND_ATTEMPTS):
-            value = text if current is None else current + separator + text
-            if await self._swap_memory(scope, key, current, value):
-                return value
-            current = await self._stored_memory(scope, key)
-        raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
-
-    async def _memory_state(
-        self, thread_id: str | None, resource_id: str | None, config: WorkingMemory
-    ) -> tuple[Scope, str, str | None]:
-        """Where the working memory lives (``("thread", thread id)`` or
-        ``("resource", resource id)``) and its stored value; validates, then
-        reads once (the thread, with its owner's record for resource scope)."""
-        self._memory_target(thread_id, resource_id, config)
-        if thread_id is None:
-            assert resource_id is not None
-            return "resource", resource_id, await self._stored_memory("resource", resource_id)
-        if config.scope == "thread":
-            thread = _owned(await self.storage.get_thread(thread_id), thread_id, resource_id)
-            return "thread", thread.id, thread_memory(thread)
-        found, owner = await self.storage.get_thread_with_owner(thread_id)
-        thread = _owned(found, thread_id, resource_id)
-        return "resource", thread.resource_id, None if owner is None else owner.working_memory
-
-    @staticmethod
-    def _memory_target(thread_id: str | None, resource_id: str | None, config: WorkingMemory) -> None:
-        """Validate a working-memory call (enabled; ids; the ids its scope
-        needs) before any I/O."""
-        if not config.enabled:
-            raise ValidationError(
-                "working_memory.enabled",
-                "working memory is off (the default): turn it on with "
-                'MemoryConfig(working_memory={"enabled": True}) or the call\'s thread_config',
-            )
-        if thread_id is not None:
-            check_id(thread_id, "thread_id")
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        if thread_id is None:
-            if config.scope == "thread":
-                raise ValidationError("thread_id", "working memory with thread scope needs a thread_id")
-            if resource_id is None:
-                raise ValidationError("resource_id", "give a thread_id or a resource_id")
-
-    async def _stored_memory(self, scope: Scope, key: str) -> str | None:
-        if scope == "thread":
-            thread = await self.storage.get_thread(key)
-            if thread is None:
-                raise NotFoundError(f"thread {key!r} does not exist")
-            return thread_memory(thread)
-        resource = await self.storage.get_resource(key)
-        return None if resource is None else resource.working_memory
-
-    async def _swap_memory(self, scope: Scope, key: str, expected: str | None, value: str) -> bool:
-        if scope == "thread":
-            return await self.storage.swap_thread_working_memory(key, expected, value)
-        return await self.storage.swap_working_memory(key, expected, value)
+        settings = self._config(thread_config).working_memory
+        return await wm.append(self.storage, settings, thread_id, text, resource_id, separator)
 
 
 _Built = TypeVar("_Built")
@@ -1476,83 +773,3 @@ def _built(build: Callable[..., _Built], name: str, url: str, options: Mapping[s
     except ValidationError as exc:
         field = name if exc.field == "url" else f"{name} {exc.field}"
         raise ValidationError(field, exc.reason, exc.rule) from None
-
-
-def _owned(thread: Thread | None, thread_id: str, resource_id: str | None) -> Thread:
-    """The thread, checked to exist and (with ``resource_id``) to be that resource's."""
-    if thread is None:
-        raise NotFoundError(f"thread {thread_id!r} does not exist")
-    if resource_id is not None and thread.resource_id != resource_id:
-        raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
-    return thread
-
-
-def _cut(window: list[Message], center: str, before: int, after: int, adjacent: set[tuple[str, str]]) -> list[Message]:
-    """The asked part of a window read one wider on each side: up to
-    ``before`` messages before ``center`` and ``after`` after it. Records every
-    neighbouring pair of the whole window in ``adjacent``."""
-    ids = [m.id for m in window]
-    adjacent.update(itertools.pairwise(ids))
-    if center not in ids:
-        return []
-    index = ids.index(center)
-    return window[max(0, index - before) : index + after + 1]
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStatus:
-    """What :meth:`Memory.check_index` found for one thread or resource.
-
-    Attributes:
-        thread_id: the thread checked, or None.
-        resource_id: the resource checked, or None.
-        stored: messages in storage.
-        embeddable: stored messages with text (empty text gets no vector, R-VEC).
-        indexed: what the vector store counts for the scope (``count()``).
-    """
-
-    thread_id: str | None
-    resource_id: str | None
-    stored: int
-    embeddable: int
-    indexed: int
-
-    @property
-    def behind(self) -> bool:
-        """True when messages with text have no vectors: run :attr:`repair`."""
-        return self.indexed < self.embeddable
-
-    @property
-    def repair(self) -> str:
-        """The call that rebuilds this scope's vectors."""
-        if self.thread_id is not None:
-            return f"await memory.reindex(thread_id={self.thread_id!r})"
-        return f"await memory.reindex(resource_id={self.resource_id!r})"
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON (R-JSON)")
-
-
-def _validate_schema(text: str, schema: dict[str, Any]) -> None:
-    from jsonschema import Draft202012Validator
-
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except ValueError as exc:
-        raise ValidationError("working_memory", f"must be JSON when a schema is set: {exc}", "R-JSON") from None
-    except RecursionError:
-        raise ValidationError("working_memory", "JSON nested too deeply", "R-JSON") from None
-    try:
-        check_json_value(value, "working_memory")
-    except RecursionError:
-        raise ValidationError("working_memory", "JSON nested too deeply", "R-JSON") from None
-    try:
-        error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
-    except Exception as exc:
-        # The value is plain JSON, so a failure here is the schema's own (an
-        # unresolvable $ref, say): report it as such, not as a raw jsonschema error.
-        raise ValidationError("working_memory.schema", f"cannot be applied: {type(exc).__name__}: {exc}") from None
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-        raise ValidationError("working_memory", f"does not match the schema at {where}: {error.message}")

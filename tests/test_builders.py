@@ -43,7 +43,7 @@ def test_built_records_stay_frozen() -> None:
 
 def test_builder_takes_every_field_positionally_and_nothing_else() -> None:
     with pytest.raises(TypeError):
-        build_message("m1", "t1", "user", "hi")  # no defaults: every field is given
+        build_message("m1", "t1", "user", "hi")  # type: ignore[call-arg]  # no defaults: mypy and the call refuse it
 
 
 def test_builder_refuses_classes_it_cannot_build() -> None:
@@ -62,6 +62,26 @@ def test_builder_refuses_classes_it_cannot_build() -> None:
         builder(NoSlots)
     with pytest.raises(TypeError, match="__post_init__"):
         builder(Checked)
+
+
+def test_a_builder_signature_must_name_the_fields_in_order() -> None:
+    """A declaration that drifts from the dataclass (a field renamed, two
+    swapped) fails at import, not at a call the type checker passed."""
+
+    @dataclass(frozen=True, slots=True)
+    class Pair:
+        a: int
+        b: str
+
+    def swapped(b: str, a: int, /) -> Pair:
+        raise NotImplementedError
+
+    def matching(a: int, b: str, /) -> Pair:
+        raise NotImplementedError
+
+    with pytest.raises(TypeError, match="not its fields"):
+        builder(Pair, swapped)
+    assert builder(Pair, matching)(1, "x") == Pair(1, "x")
 
 
 def test_stored_times_read_as_the_datetimes_they_hold() -> None:

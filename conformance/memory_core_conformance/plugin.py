@@ -4,7 +4,9 @@ It loads wherever the package is installed, so it stays inert: it registers
 the suite's markers (so ``--strict-markers`` works downstream) and the
 Hypothesis profiles ``memory-core-<name>`` (without loading any), adds the
 option ``--memory-core-url`` (the deployment :mod:`memory_core_conformance.live`
-checks), and adds to
+checks), names the Hypothesis profile in pytest's header (and stops the run
+at once, naming the valid ones, when ``MEMORY_CORE_HYPOTHESIS_PROFILE``
+names none), and adds to
 the report of a *failing* suite test (marker ``conformance``) a "conformance
 rule" section stating the rules it checks. At the end of a run in which suite
 tests were skipped for an undeclared capability, or probed one, it adds a
@@ -23,7 +25,7 @@ import pytest
 
 from memory_core_conformance.processes import ENV_VAR as TWO_PROCESS_ENV
 from memory_core_conformance.processes import OPTION as TWO_PROCESS_OPTION
-from memory_core_conformance.profiles import register_hypothesis_profiles
+from memory_core_conformance.profiles import ENV_VAR, active_profile, register_hypothesis_profiles
 from memory_core_conformance.rules import explain
 from memory_core_conformance.undeclared import TITLE, CapabilityTally
 
@@ -33,6 +35,7 @@ __all__ = [
     "URL_OPTION",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_report_header",
     "pytest_runtest_makereport",
     "pytest_terminal_summary",
 ]
@@ -73,10 +76,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the markers and the Hypothesis profiles."""
+    """Register the markers and the Hypothesis profiles; check the profile
+    the environment names.
+
+    Raises:
+        pytest.UsageError: ``MEMORY_CORE_HYPOTHESIS_PROFILE`` names no
+            profile (the message lists the valid ones): the run stops before
+            collecting, once, instead of failing every property test.
+    """
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
     register_hypothesis_profiles()
+    try:
+        active_profile()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The header line naming the conformance profile this run uses (a test
+    class's ``conformance_profile`` fixture may pick another for itself)."""
+    profile = active_profile()
+    return f"memory-core conformance: profile {profile.name!r} ({ENV_VAR}): {profile.describe()}"
 
 
 @pytest.hookimpl(wrapper=True)

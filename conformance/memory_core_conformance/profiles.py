@@ -51,6 +51,7 @@ __all__ = [
     "PROFILES",
     "ConformanceProfile",
     "active_profile",
+    "profile_table",
     "register_hypothesis_profiles",
     "shrink_time_limit",
 ]
@@ -116,6 +117,15 @@ class ConformanceProfile:
             print_blob=not self.derandomize,
         )
 
+    def describe(self) -> str:
+        """One line of what the profile runs (pytest's header prints it)."""
+        shrink = f"shrinking capped at {self.shrink_seconds} s" if self.shrink else "no shrinking"
+        return (
+            f"{self.property_examples} examples per property, {self.stateful_runs} state-machine runs "
+            f"of up to {self.stateful_steps} steps, {self.repeats} repeats of the concurrency cases, "
+            f"{'derandomised' if self.derandomize else 'random'}, {shrink}"
+        )
+
     def stateful_settings(self) -> settings:
         """Hypothesis settings for the state machine (runs and steps)."""
         return settings(
@@ -151,6 +161,23 @@ def active_profile() -> ConformanceProfile:
         return PROFILES[name]
     except KeyError:
         raise ValueError(f"{ENV_VAR}={name!r} is not a profile; choose one of {sorted(PROFILES)}") from None
+
+
+def profile_table() -> str:
+    """The Markdown table of :data:`PROFILES` that conformance/README.md
+    carries (its test compares the two)."""
+    lines = [
+        "| profile | examples per property | state-machine runs | steps per run | concurrency repeats "
+        "| derandomised | shrink cap |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in PROFILES.values():
+        shrink = f"{p.shrink_seconds} s" if p.shrink else "no shrinking"
+        lines.append(
+            f"| `{p.name}` | {p.property_examples} | {p.stateful_runs} | {p.stateful_steps} | {p.repeats} "
+            f"| {'yes' if p.derandomize else 'no'} | {shrink} |"
+        )
+    return "\n".join(lines)
 
 
 def register_hypothesis_profiles() -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 import asyncpg
 from memory_core import codec
@@ -28,7 +28,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
 from memory_core.loops import LoopLocal, close_everywhere
-from memory_core.models import Message, Resource, Thread
+from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key, pause_before_retry
@@ -86,33 +86,73 @@ def is_transient(exc: Exception) -> bool:
     return state.startswith(_RETRYABLE_STATES) or isinstance(exc, asyncpg.exceptions.InterfaceError | OSError)
 
 
+class ThreadRow(NamedTuple):
+    """A ``threads`` row as :data:`_sql.THREAD_COLUMNS` selects it (JSON
+    columns as text); a plan row holds one from a column offset on."""
+
+    id: str
+    resource_id: str
+    title: str
+    metadata: str
+    created_at: datetime
+    updated_at: datetime
+    last_message_at: datetime | None
+
+
+class MessageRow(NamedTuple):
+    """A ``messages`` row as :data:`_sql.MESSAGE_COLUMNS` selects it."""
+
+    id: str
+    thread_id: str
+    resource_id: str
+    role: Role
+    type: str
+    content: str
+    metadata: str
+    created_at: datetime
+    seq: int
+
+
+class ResourceRow(NamedTuple):
+    """A ``resources`` row as :data:`_sql.RESOURCE_COLUMNS` selects it."""
+
+    id: str
+    working_memory: str | None
+    metadata: str
+    created_at: datetime
+    updated_at: datetime
+
+
+# The decoders unpack a row by name through its typed shape (a slice of the
+# record, no NamedTuple built: a row costs what a tuple unpack costs).
+
+
 def _thread(row: Any, offset: int = 0) -> Thread:
-    o = offset
-    return build_thread(
-        row[o], row[o + 1], codec.loads(row[o + 2]), codec.loads(row[o + 3]), row[o + 4], row[o + 5], row[o + 6]
-    )
+    id, resource_id, title, metadata, created_at, updated_at, last = cast(ThreadRow, row[offset : offset + 7])
+    return build_thread(id, resource_id, codec.loads(title), codec.loads(metadata), created_at, updated_at, last)
 
 
 def _message(row: Any, offset: int = 0) -> Message:
-    o = offset
-    # columns: id, thread_id, resource_id, role, type, content, metadata, created_at, seq
+    id, thread_id, resource_id, role, type, content, metadata, created_at, seq = cast(
+        MessageRow, row[offset : offset + 9]
+    )
     return build_message(
-        row[o],
-        row[o + 1],
-        row[o + 3],
-        codec.loads(row[o + 5]),
-        row[o + 2],
-        codec.loads(row[o + 4]),
-        codec.loads(row[o + 6]),
-        row[o + 7],
-        row[o + 8],
+        id,
+        thread_id,
+        role,
+        codec.loads(content),
+        resource_id,
+        codec.loads(type),
+        codec.loads(metadata),
+        created_at,
+        seq,
     )
 
 
 def _resource(row: Any, offset: int = 0) -> Resource:
-    o = offset
-    memory = None if row[o + 1] is None else codec.loads(row[o + 1])
-    return build_resource(row[o], memory, codec.loads(row[o + 2]), row[o + 3], row[o + 4])
+    id, working_memory, metadata, created_at, updated_at = cast(ResourceRow, row[offset : offset + 5])
+    memory = None if working_memory is None else codec.loads(working_memory)
+    return build_resource(id, memory, codec.loads(metadata), created_at, updated_at)
 
 
 def _search_text(message: Message) -> str:

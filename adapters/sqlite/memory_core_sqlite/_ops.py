@@ -14,13 +14,13 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
 from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError, ValidationError
-from memory_core.models import Message, Resource, Thread
+from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import PatchDecision, SaveDecision, order_key
@@ -106,20 +106,74 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+class ThreadRow(NamedTuple):
+    """A ``threads`` row as :data:`_sql.THREAD_COLUMNS` selects it (times in
+    microseconds; JSON columns as text). Plan rows carry more columns after."""
+
+    id: str
+    resource_id: str
+    title: str
+    metadata: str
+    created_at: int
+    updated_at: int
+    last_message_at: int | None
+
+
+class MessageRow(NamedTuple):
+    """A ``messages`` row as :data:`_sql.MESSAGE_COLUMNS` selects it."""
+
+    id: str
+    thread_id: str
+    resource_id: str
+    role: Role
+    type: str
+    content: str
+    metadata: str
+    created_at: int
+    seq: int
+
+
+class ResourceRow(NamedTuple):
+    """A ``resources`` row as :data:`_sql.RESOURCE_COLUMNS` selects it."""
+
+    id: str
+    working_memory: str | None
+    metadata: str
+    created_at: int
+    updated_at: int
+
+
+# The decoders unpack a driver row by name through its typed shape (rows of a
+# plan carry more columns after): no NamedTuple is built, so a row costs
+# what a tuple unpack costs.
+
+
 def _thread(row: Sequence[Any]) -> Thread:
-    last = None if row[6] is None else StoredTime(row[6])
-    return build_thread(row[0], row[1], row[2], codec.loads(row[3]), StoredTime(row[4]), StoredTime(row[5]), last)
+    id, resource_id, title, metadata, created_us, updated_us, last_us = cast(ThreadRow, row[:7])
+    last = None if last_us is None else StoredTime(last_us)
+    return build_thread(
+        id, resource_id, title, codec.loads(metadata), StoredTime(created_us), StoredTime(updated_us), last
+    )
 
 
 def _message(row: Sequence[Any]) -> Message:
-    # columns: id, thread_id, resource_id, role, type, content, metadata, created_at, seq
+    id, thread_id, resource_id, role, type, content, metadata, created_us, seq = cast(MessageRow, row[:9])
     return build_message(
-        row[0], row[1], row[3], codec.loads(row[5]), row[2], row[4], codec.loads(row[6]), StoredTime(row[7]), row[8]
+        id,
+        thread_id,
+        role,
+        codec.loads(content),
+        resource_id,
+        type,
+        codec.loads(metadata),
+        StoredTime(created_us),
+        seq,
     )
 
 
 def _resource(row: Sequence[Any]) -> Resource:
-    return build_resource(row[0], row[1], codec.loads(row[2]), StoredTime(row[3]), StoredTime(row[4]))
+    id, working_memory, metadata, created_us, updated_us = cast(ResourceRow, row[:5])
+    return build_resource(id, working_memory, codec.loads(metadata), StoredTime(created_us), StoredTime(updated_us))
 
 
 def _bump(conn: sqlite3.Connection, thread_ids: Iterable[str], now_us: int) -> None:

@@ -1,0 +1,178 @@
+"""The vector index kept in step with storage (R-VEC).
+
+:class:`VectorIndex` embeds saved messages into the vector store (one point
+per chunk of a message's text, replacing the message's old points), drops
+the points of deleted messages and threads, rebuilds a thread's or a
+resource's points (:meth:`VectorIndex.reindex`) and compares the index with
+storage (:meth:`VectorIndex.status`). A vector store's failure becomes a
+:class:`~memory_core.errors.BackendError` naming the operation, after the
+storage write it follows has happened: :meth:`VectorIndex.reindex` repairs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+
+from memory_core.arguments import check_one_scope
+from memory_core.clock import to_us
+from memory_core.embedders import Embedder, dimension_mismatch
+from memory_core.errors import BackendError, ValidationError
+from memory_core.models import Message, Page
+from memory_core.retention import PruneBatch
+from memory_core.storage import Storage
+from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
+
+__all__ = ["IndexStatus", "VectorIndex"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What :meth:`~memory_core.memory.Memory.check_index` found for one
+    thread or resource.
+
+    Attributes:
+        thread_id: the thread checked, or None.
+        resource_id: the resource checked, or None.
+        stored: messages in storage.
+        embeddable: stored messages with text (empty text gets no vector, R-VEC).
+        indexed: what the vector store counts for the scope (``count()``).
+    """
+
+    thread_id: str | None
+    resource_id: str | None
+    stored: int
+    embeddable: int
+    indexed: int
+
+    @property
+    def behind(self) -> bool:
+        """True when messages with text have no vectors: run :attr:`repair`."""
+        return self.indexed < self.embeddable
+
+    @property
+    def repair(self) -> str:
+        """The call that rebuilds this scope's vectors."""
+        if self.thread_id is not None:
+            return f"await memory.reindex(thread_id={self.thread_id!r})"
+        return f"await memory.reindex(resource_id={self.resource_id!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class VectorIndex:
+    """The vectors of one storage's messages; without a vector store (or
+    embedder) every write here does nothing.
+
+    Attributes:
+        storage: where the messages are.
+        vector: the vector store, or None.
+        embedder: turns message text into vectors (None exactly when
+            ``vector`` is).
+    """
+
+    storage: Storage
+    vector: VectorStore | None
+    embedder: Embedder | None
+
+    async def index(self, messages: Sequence[Message]) -> None:
+        """Replace the points of ``messages`` (stored ones: ``created_at`` and
+        ``resource_id`` set) with their text's chunks, embedded.
+
+        Raises:
+            BackendError: the embedder or vector store failed.
+        """
+        if self.vector is None or self.embedder is None or not messages:
+            return
+        chunks: list[tuple[Message, int, str]] = []
+        for message in messages:
+            for number, text in enumerate(chunk_text(message_text(message), self.embedder.max_input_chars)):
+                chunks.append((message, number, text))
+        # Replace, not merge: a shorter text must not leave stale chunks behind.
+        await _vector_call("save_messages", self.vector.delete_messages([m.id for m in messages]))
+        if not chunks:
+            return
+        vectors = await self.embedder.embed([text for _, _, text in chunks])
+        points = []
+        for (message, number, _), vec in zip(chunks, vectors, strict=True):
+            created_at, resource_id = message.created_at, message.resource_id
+            if created_at is None or resource_id is None:
+                raise ValidationError("messages", f"message {message.id!r} is not a stored message (no created_at)")
+            points.append(VectorPoint(message.id, number, vec, message.thread_id, resource_id, to_us(created_at)))
+        await _vector_call("save_messages", self.vector.upsert(points))
+
+    async def drop_threads(self, operation: str, thread_ids: Sequence[str]) -> None:
+        """Delete every point of these threads (``operation`` names the
+        caller in a BackendError)."""
+        if self.vector is not None:
+            for thread_id in thread_ids:
+                await _vector_call(operation, self.vector.delete_thread(thread_id))
+
+    async def drop_messages(self, operation: str, ids: Sequence[str]) -> None:
+        """Delete every point of these messages (``operation`` as for
+        :meth:`drop_threads`)."""
+        if self.vector is not None and ids:
+            await _vector_call(operation, self.vector.delete_messages(list(ids)))
+
+    async def drop_batch(self, batch: PruneBatch) -> None:
+        """The prune hook: drop one batch's points before its rows go."""
+        if batch.message_ids is None:
+            await self.drop_threads("prune", (batch.thread_id,))
+        else:
+            await self.drop_messages("prune", batch.message_ids)
+
+    async def reindex(self, thread_id: str | None, resource_id: str | None) -> int:
+        """Re-embed every message of one thread or one resource (exactly one
+        given), replacing their points; returns the messages indexed.
+
+        Raises:
+            ValidationError: neither or both ids, or a bad one (before any I/O).
+            BackendError: a store failed.
+        """
+        check_one_scope(thread_id, resource_id, "reindex")
+        page = await self._scope(thread_id, resource_id)
+        if thread_id is not None:
+            await self.drop_threads("reindex", (thread_id,))
+        await self.index(page.items)
+        return len(page.items)
+
+    async def status(self, thread_id: str | None, resource_id: str | None) -> IndexStatus:
+        """Compare the index with storage for one thread or one resource
+        (reads every message of the scope: a diagnostic).
+
+        Raises:
+            ValidationError: neither or both ids, a bad one, or no vector store;
+                field ``embedder``: the index holds vectors of other
+                dimensions only (built by another embedder), the message
+                naming both embedders and the fix
+                (:func:`~memory_core.embedders.dimension_mismatch`).
+        """
+        check_one_scope(thread_id, resource_id, "check_index")
+        if self.vector is None or self.embedder is None:
+            raise ValidationError("vector", "Memory has no vector store to check")
+        mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+        if mismatch is not None:
+            raise ValidationError("embedder", mismatch)
+        listing = await self._scope(thread_id, resource_id)
+        if thread_id is not None:
+            indexed = await self.vector.count(thread_id=thread_id)
+        else:
+            indexed = await self.vector.count(resource_id=resource_id)
+        embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
+        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed)
+
+    async def _scope(self, thread_id: str | None, resource_id: str | None) -> Page[Message]:
+        if thread_id is not None:
+            return await self.storage.list_messages(thread_id, per_page=False)
+        if resource_id is None:  # check_one_scope refused this; narrows the type
+            raise ValidationError("resource_id", "give exactly one of thread_id or resource_id")
+        return await self.storage.list_messages_by_resource(resource_id, per_page=False)
+
+
+async def _vector_call(operation: str, call: Awaitable[None]) -> None:
+    """Await a vector-store call, its failure a BackendError naming ``operation``."""
+    try:
+        await call
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError("vector", operation, f"{type(exc).__name__}: {exc}", original=exc) from exc
