@@ -25,6 +25,10 @@ Where each part lives:
 - index plans: :mod:`~memory_core_conformance.query_shapes` (the queries an
   adapter's EXPLAIN tests render) and :mod:`~memory_core_conformance.plans`
   (a long thread's read plans and the verdict on their query plans);
+- cancellation: :mod:`~memory_core_conformance.cancellation` (every write
+  cancelled at each await point and at seeded random ones: all or nothing);
+- two OS processes: :mod:`~memory_core_conformance.processes` (a second
+  store in a child process for the races and the state-machine variant);
 - a live deployment: ``memory-core check URL``
   (:mod:`~memory_core_conformance.cli`, :mod:`~memory_core_conformance.check`,
   :mod:`~memory_core_conformance.live`, the per-rule table
