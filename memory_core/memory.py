@@ -43,6 +43,7 @@ from memory_core.models import (
 )
 from memory_core.query import NOT_GIVEN
 from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
+from memory_core.retry import RetryPolicy
 from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
@@ -69,7 +70,7 @@ from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_tex
 from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
 
 __all__ = [
-    "APPEND_ATTEMPTS",
+    "APPENDS",
     "MAX_CLONE_ID_LENGTH",
     "IndexStatus",
     "Memory",
@@ -90,10 +91,10 @@ MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
 """The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
 named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
 
-APPEND_ATTEMPTS = 100
+APPENDS = RetryPolicy(attempts=100)
 """Compare-and-set rounds :meth:`Memory.append_working_memory` tries before
-giving up with a ConflictError: each round one of the racing writers wins, so
-100 concurrent appends to one working memory all land."""
+giving up with a ConflictError (100, no pause): each round one of the racing
+writers wins, so 100 concurrent appends to one working memory all land."""
 
 _SCOPES = ("resource", "thread")
 # recall builds these once per call from checked values: builders skip the
@@ -1363,14 +1364,14 @@ class Memory:
         """Append ``text`` to the working memory atomically (``separator``
         between the old value and ``text``; nothing stored: ``text`` alone).
         Concurrent appends all land: each is a compare-and-set, retried until
-        it wins (at most :data:`APPEND_ATTEMPTS` rounds). Returns the new
+        it wins (at most :data:`APPENDS` rounds). Returns the new
         stored value.
 
         Raises:
             ValidationError: not enabled; a schema is set (JSON cannot be
                 appended to); ``text``/``separator`` not str; bad ids.
             NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
-            ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
+            ConflictError: still losing after :data:`APPENDS` rounds.
         """
         config = self._config(thread_config).working_memory
         check_text(text, "text")
@@ -1378,12 +1379,12 @@ class Memory:
         if config.schema is not None:
             raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
         scope, key, current = await self._memory_state(thread_id, resource_id, config)
-        for _ in range(APPEND_ATTEMPTS):
+        for _ in APPENDS.tries():
             value = text if current is None else current + separator + text
             if await self._swap_memory(scope, key, current, value):
                 return value
             current = await self._stored_memory(scope, key)
-        raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
+        raise ConflictError(f"working memory append lost {APPENDS.attempts} races in a row")
 
     async def _memory_state(
         self, thread_id: str | None, resource_id: str | None, config: WorkingMemory

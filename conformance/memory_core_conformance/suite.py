@@ -28,6 +28,7 @@ from memory_core_conformance.cases import (
     CapabilityCases,
     ChunkCases,
     ConcurrencyCases,
+    FaultCases,
     FilterRules,
     OpeningCases,
     OperationCases,
@@ -52,6 +53,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     ChunkCases,
     CapabilityCases,
     ConcurrencyCases,
+    FaultCases,
     BugCases,
     RetentionRules,
     ActivityRules,
@@ -77,6 +79,9 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         unopenable_storage_factory: optional. Returns ``factory(clock=None)
             -> BaseStorage`` on a target that cannot be opened (its ``open``
             raises); without it the failed-open case is skipped.
+        resource_counter: optional. Returns ``async () -> int``, the
+            server-side resources (connections, clients, open files) this
+            process holds on the target; without it the leak case is skipped.
         conformance_profile: optional. A profile name (see
             :mod:`memory_core_conformance.profiles`) this class runs with
             instead of ``MEMORY_CORE_HYPOTHESIS_PROFILE``; default None (the
