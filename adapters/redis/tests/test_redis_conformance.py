@@ -68,7 +68,7 @@ class TestRedisConformance(StorageConformance):
                 return await clients(redis_target)
             first = Redis.from_url(redis_target.replace("redis+cluster", "redis", 1))
             try:
-                nodes = (await first.execute_command("CLUSTER", "NODES")).decode()
+                nodes = (await first.execute_command("CLUSTER", "NODES")).decode()  # type: ignore[no-untyped-call]
             finally:
                 await first.aclose()
             addresses = [line.split()[1].split("@")[0] for line in nodes.splitlines() if line.strip()]
