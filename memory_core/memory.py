@@ -62,11 +62,11 @@ from memory_core.validation import (
     check_message,
 )
 from memory_core.vector import VectorStore
-from memory_core.working_memory import APPEND_ATTEMPTS, WorkingMemory
+from memory_core.working_memory import APPENDS, WorkingMemory
 from memory_core.workmem import working_memory_version
 
 __all__ = [
-    "APPEND_ATTEMPTS",
+    "APPENDS",
     "MAX_CLONE_ID_LENGTH",
     "IndexStatus",
     "Memory",
@@ -749,14 +749,14 @@ class Memory:
         """Append ``text`` to the working memory atomically (``separator``
         between the old value and ``text``; nothing stored: ``text`` alone).
         Concurrent appends all land: each is a compare-and-set, retried until
-        it wins (at most :data:`APPEND_ATTEMPTS` rounds). Returns the new
+        it wins (at most :data:`APPENDS` rounds). Returns the new
         stored value.
 
         Raises:
             ValidationError: not enabled; a schema is set (JSON cannot be
                 appended to); ``text``/``separator`` not str; bad ids.
             NotFoundError / OwnershipError: as for :meth:`read_working_memory`.
-            ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
+            ConflictError: still losing after :data:`APPENDS` rounds.
         """
         settings = self._config(thread_config).working_memory
         return await wm.append(self.storage, settings, thread_id, text, resource_id, separator)

@@ -16,7 +16,6 @@ its whole contract; the conformance suite checks the composed behaviour.
 from __future__ import annotations
 
 import asyncio
-import random
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -56,6 +55,7 @@ from memory_core.models import (
 from memory_core.plan import ReadParts, ReadPlan, Window
 from memory_core.query import NOT_GIVEN, MessageKey, MessagePatch, MessageQuery, ThreadQuery
 from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, apply_policy
+from memory_core.retry import STALE_WRITES, FaultPoint, Faults
 from memory_core.telemetry import traced
 from memory_core.validation import (
     MAX_MESSAGE_BYTES,
@@ -89,7 +89,6 @@ __all__ = [
     "message_key",
     "no_store",
     "order_key",
-    "pause_before_retry",
 ]
 
 T = TypeVar("T")
@@ -109,22 +108,7 @@ target, a result over R-SIZE) or returns the patches of the stored ids, in
 the order to apply them (``[]``: nothing to write)."""
 
 MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
-# Optimistic writes: read, check, then write with those reads re-verified
-# inside the write's transaction; StaleStateError (a concurrent writer got in
-# between) means read and check again, after a random pause that doubles per
-# attempt (full jitter, capped), so writers that keep colliding spread out.
-WRITE_ATTEMPTS = 8
-RETRY_PAUSE_S = 0.001
-RETRY_PAUSE_MAX_S = 0.05
 _PATCH_FIELDS = {"id", "role", "type", "content", "metadata", "thread_id", "threadId"}
-
-
-async def pause_before_retry(attempt: int) -> None:
-    """Sleep a random 0 to ``min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**attempt)``
-    seconds (exponential backoff with full jitter) before retrying a write
-    that collided with another, ``attempt`` (>= 1) being the attempts made:
-    writers that keep colliding spread out instead of meeting again."""
-    await asyncio.sleep(random.uniform(0, min(RETRY_PAUSE_MAX_S, RETRY_PAUSE_S * 2**attempt)))
 
 
 def message_key(message: Message) -> MessageKey:
@@ -285,6 +269,9 @@ class BaseStorage(ABC):
     """Every batch or chunk size the adapter splits work at (ids per script
     call, rows per statement ...): the conformance suite runs saves, deletes,
     erasures and listings at one below, at and one above each."""
+    fault_points: ClassVar[frozenset[FaultPoint]] = frozenset()
+    """The recovery paths a test can trigger through ``faults``
+    (:class:`memory_core.retry.Faults`); the conformance suite arms each."""
     loop_bound: ClassVar[bool] = False
     """Whether the adapter's connections belong to the event loop that made
     them (asyncpg, redis-py, PyMongo's async client). Then ``_open`` runs in
@@ -302,6 +289,8 @@ class BaseStorage(ABC):
         self._open_locks: LoopLocal[asyncio.Lock] = LoopLocal()
         self._loops_open: LoopLocal[bool] = LoopLocal()
         self._first_open = OnceAcrossLoops()
+        self.faults = Faults(self.fault_points)
+        """Test hook: arm this store's ``fault_points`` (:mod:`memory_core.retry`)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -437,19 +426,16 @@ class BaseStorage(ABC):
 
     async def _optimistic(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt`` (read, check, write) again while its write finds the
-        reads stale (:class:`StaleStateError`), at most ``WRITE_ATTEMPTS`` (8)
-        times, pausing a random 0 to ``min(50 ms, 1 ms * 2**attempt)`` between
-        attempts (full jitter: colliding writers spread out)."""
+        reads stale (:class:`StaleStateError`), under
+        :data:`memory_core.retry.STALE_WRITES` (8 attempts, full-jitter pauses
+        of at most 50 ms)."""
         await self._ready()
-        for tried in range(1, WRITE_ATTEMPTS + 1):
-            try:
-                with self._guard(operation):
-                    return await attempt()
-            except StaleStateError:
-                if tried == WRITE_ATTEMPTS:
-                    raise
-            await pause_before_retry(tried)
-        raise AssertionError("unreachable")
+
+        async def guarded() -> T:
+            with self._guard(operation):
+                return await attempt()
+
+        return await STALE_WRITES.run(guarded, lambda exc: isinstance(exc, StaleStateError))
 
     # ------------------------------------------------------------------ threads
 
@@ -631,7 +617,7 @@ class BaseStorage(ABC):
             ConflictError: an existing id is saved under another resource.
             StaleStateError: (a ConflictError) concurrent writers changed
                 these messages or threads under every attempt (rare: see
-                ``WRITE_ATTEMPTS``); retrying later is safe.
+                ``memory_core.retry.STALE_WRITES``); retrying later is safe.
         """
         if type(messages) is CheckedMessages:  # each one checked by the caller (Memory) a moment ago
             batch = {message.id: message for message in messages}

@@ -22,16 +22,17 @@ from memory_core import codec
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import Thread, WorkingMemoryState
 from memory_core.query import NOT_GIVEN
+from memory_core.retry import RetryPolicy
 from memory_core.storage import Storage
 from memory_core.validation import check_bool, check_id, check_json_object, check_json_value, check_text
 from memory_core.workmem import Scope, check_version, thread_memory, working_memory_version
 
-__all__ = ["APPEND_ATTEMPTS", "SCOPES", "WorkingMemory", "append", "check_scope", "read", "update"]
+__all__ = ["APPENDS", "SCOPES", "WorkingMemory", "append", "check_scope", "read", "update"]
 
-APPEND_ATTEMPTS = 100
+APPENDS = RetryPolicy(attempts=100)
 """Compare-and-set rounds :func:`append` tries before giving up with a
-ConflictError: each round one of the racing writers wins, so 100 concurrent
-appends to one working memory all land."""
+ConflictError (100, no pause): each round one of the racing writers wins, so
+100 concurrent appends to one working memory all land."""
 
 SCOPES: tuple[Scope, ...] = ("resource", "thread")
 """Where a working memory (or a semantic search) may be scoped."""
@@ -160,25 +161,25 @@ async def append(
 ) -> str:
     """Append ``text`` (after ``separator``; nothing stored: ``text`` alone)
     by compare-and-set, retried until it wins (at most
-    :data:`APPEND_ATTEMPTS` rounds); returns the new stored value.
+    :data:`APPENDS` rounds); returns the new stored value.
 
     Raises:
         ValidationError: off; a schema is set; ``text``/``separator`` not
             str; bad ids. Before any I/O.
         NotFoundError / OwnershipError: as :func:`read`.
-        ConflictError: still losing after :data:`APPEND_ATTEMPTS` rounds.
+        ConflictError: still losing after :data:`APPENDS` rounds.
     """
     check_text(text, "text")
     check_text(separator, "separator")
     if settings.schema is not None:
         raise ValidationError("working_memory.schema", "a schema is set: working memory is JSON, use update")
     scope, key, current = await _state(storage, settings, thread_id, resource_id)
-    for _ in range(APPEND_ATTEMPTS):
+    for _ in APPENDS.tries():
         value = text if current is None else current + separator + text
         if await _swap(storage, scope, key, current, value):
             return value
         current = await _stored(storage, scope, key)
-    raise ConflictError(f"working memory append lost {APPEND_ATTEMPTS} races in a row")
+    raise ConflictError(f"working memory append lost {APPENDS.attempts} races in a row")
 
 
 async def _state(

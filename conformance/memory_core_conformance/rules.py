@@ -3,7 +3,7 @@
 Tests are named after the rule they check, and the name decides the rule:
 ``test_r_page_*`` checks R-PAGE (a name may cite several rules, e.g.
 ``test_r_page_and_r_sort_*``), ``test_c07_*`` the bug case C07,
-``test_ops_*`` OPS, ``test_lifecycle_*`` LIFECYCLE, ``test_cap_<capability>_*``
+``test_ops_*`` OPS, ``test_lifecycle_*`` LIFECYCLE, ``test_faults_*`` FAULTS, ``test_cap_<capability>_*``
 the optional capability, ``test_stateful_*`` MODEL (see :func:`rules_of`).
 
 :data:`RULES` states every rule in one or two sentences. A failing suite test
@@ -248,7 +248,16 @@ _RULE_LIST = [
         "(or a close before any open) raises AdapterClosedError. An open that fails raises a BackendError naming "
         "the backend and 'open' (or a ValidationError naming the field), every time it is tried, and leaves "
         "nothing half-open: close works and a good store opens next. A store works from any event loop and "
-        "thread, several at once (asyncio.run per call; threads each running a loop), never hanging.",
+        "thread, several at once (asyncio.run per call; threads each running a loop), never hanging. Open/close "
+        "cycles with a cancelled call each leave no server connection, open file or task behind.",
+    ),
+    Rule(
+        "FAULTS",
+        "recovery paths on demand",
+        "Every fault point the adapter declares (a write whose reads went stale, a transaction the server rolled "
+        "back, a connection lost mid-call) is absorbed when it fires twice in a row (answers equal the "
+        "reference's), gives up with a typed error after a bounded number of attempts when it never ends, and a "
+        "lost connection is a retryable BackendError after which the store works.",
     ),
     Rule(
         "MODEL",
@@ -382,6 +391,7 @@ _CAPABILITY = re.compile(rf"^test_cap_({_CAPABILITY_WORDS})_")
 _PREFIXES = {
     "test_ops_": "OPS",
     "test_lifecycle_": "LIFECYCLE",
+    "test_faults_": "FAULTS",
     "test_stateful_": "MODEL",
     "test_vector_store_": "VECTOR-STORE",
 }

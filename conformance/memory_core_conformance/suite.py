@@ -28,6 +28,7 @@ from memory_core_conformance.cases import (
     CapabilityCases,
     ChunkCases,
     ConcurrencyCases,
+    FaultCases,
     FilterRules,
     OpeningCases,
     OperationCases,
@@ -54,6 +55,7 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
     ChunkCases,
     CapabilityCases,
     ConcurrencyCases,
+    FaultCases,
     BugCases,
     RetentionRules,
     ActivityRules,
@@ -83,6 +85,9 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
             StoreAddress``, a picklable recipe for a second instance on
             ``store``'s namespace; runs the two-process cases
             (:mod:`memory_core_conformance.processes`).
+        resource_counter: optional. Returns ``async () -> int``, the
+            server-side resources (connections, clients, open files) this
+            process holds on the target; without it the leak case is skipped.
         conformance_profile: optional. A profile name (see
             :mod:`memory_core_conformance.profiles`) this class runs with
             instead of ``MEMORY_CORE_HYPOTHESIS_PROFILE``; default None (the

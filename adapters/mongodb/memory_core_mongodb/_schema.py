@@ -10,12 +10,13 @@ races are retried.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from pymongo import ASCENDING, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import OperationFailure
+
+from memory_core.retry import RetryPolicy
 
 __all__ = [
     "COUNTER_ID",
@@ -103,7 +104,9 @@ _RACE_CODES = frozenset(
         11000,  # DuplicateKey on the catalog when two creators collide
     }
 )
-_ATTEMPTS = 5
+_RACED_BUILDS = RetryPolicy(attempts=5, pause_s=0.025, max_pause_s=0.25)
+"""Index builds tried again (after a pause) while a concurrent creator of the
+same collection or index finishes."""
 
 
 async def _create_collection(db: AsyncDatabase[dict[str, Any]], name: str) -> None:
@@ -115,14 +118,10 @@ async def _create_collection(db: AsyncDatabase[dict[str, Any]], name: str) -> No
 
 
 async def _create_indexes(db: AsyncDatabase[dict[str, Any]], name: str, indexes: list[IndexModel]) -> None:
-    for attempt in range(_ATTEMPTS):
-        try:
-            await db[name].create_indexes(indexes)
-            return
-        except OperationFailure as exc:
-            if exc.code not in _RACE_CODES or attempt == _ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.05 * (attempt + 1))
+    async def build() -> None:
+        await db[name].create_indexes(indexes)
+
+    await _RACED_BUILDS.run(build, lambda exc: isinstance(exc, OperationFailure) and exc.code in _RACE_CODES)
 
 
 async def ensure_schema(db: AsyncDatabase[dict[str, Any]]) -> None:

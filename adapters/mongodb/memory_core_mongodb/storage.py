@@ -31,6 +31,7 @@ from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.retry import RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.validation import check_option_names
 from memory_core.workmem import MemoryDecision, MemoryWrite
@@ -102,8 +103,9 @@ T = TypeVar("T")
 
 _URI_OPTIONS = frozenset(pymongo_common.URI_OPTIONS_VALIDATOR_MAP)
 """PyMongo's URI options, lower-cased (it reads them case-insensitively)."""
-_UPSERT_ATTEMPTS = 5
-"""Upserts of a resource record tried while a racing delete hides the result."""
+_RACED_UPSERTS = RetryPolicy(attempts=5)
+"""Upserts tried again at once while a racing upsert or delete hides the
+result (the sequence counter's first upsert, a resource record)."""
 
 CLIENT_BULK_WRITE_WIRE = 25
 """The wire version of MongoDB 8.0, whose ``bulkWrite`` command writes to
@@ -397,7 +399,7 @@ class MongoStorage(BaseStorage):
         transaction (no write conflicts; numbers of an aborted batch are
         skipped, which keeps the order)."""
         counters = self._collection(COUNTERS)
-        for attempt in range(5):
+        for tried in _RACED_UPSERTS.tries():
             try:
                 doc = await counters.find_one_and_update(
                     {"_id": COUNTER_ID},
@@ -406,14 +408,14 @@ class MongoStorage(BaseStorage):
                     return_document=ReturnDocument.AFTER,
                 )
             except DuplicateKeyError:  # two first upserts raced (servers before 4.2)
-                if attempt == 4:
+                if tried == _RACED_UPSERTS.attempts:
                     raise
                 continue
             # Racing first upserts can also come back empty on some servers
             # (seen on secantusdb); the counter exists by then, so ask again.
             if doc is not None:
                 return int(doc["value"]) - count + 1
-        raise RuntimeError("the sequence counter could not be incremented")
+        raise StaleStateError(f"the sequence counter came back empty {_RACED_UPSERTS.attempts} times")
 
     async def _aggregate(self, command: Aggregate, session: Session = None) -> list[Doc]:
         """Run one :class:`~memory_core_mongodb._plan.Aggregate`; all its documents
@@ -949,7 +951,7 @@ class MongoStorage(BaseStorage):
         }
         if working_memory is not NOT_GIVEN:
             changes["working_memory"] = {"$literal": working_memory}
-        for _ in range(_UPSERT_ATTEMPTS):
+        for _ in _RACED_UPSERTS.tries():
             doc = await self._resources.find_one_and_update(
                 {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
             )
@@ -957,7 +959,7 @@ class MongoStorage(BaseStorage):
             # (seen on secantusdb); the upsert creates it again.
             if doc is not None:
                 return resource_from_doc(doc)
-        raise StaleStateError(f"resource {resource_id!r} was deleted while updating, {_UPSERT_ATTEMPTS} times")
+        raise StaleStateError(f"resource {resource_id!r} was deleted while updating, {_RACED_UPSERTS.attempts} times")
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         changes: Doc = {

@@ -9,10 +9,12 @@ from functools import partial
 import anyio
 import pytest
 from memory_core_conformance import StorageConformance, run_storage_machine
+from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 from memory_core_conformance.profiles import PROFILES
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb.testing import unique_namespace
+from pymongo import AsyncMongoClient
 
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
@@ -44,6 +46,22 @@ class TestMongoConformance(StorageConformance):
             )
 
         return factory
+
+    @pytest.fixture
+    def resource_counter(self, mongodb_url: str) -> ResourceCounter:
+        """Open connections on the server (``serverStatus``'s
+        ``connections.current``), read by a client of its own each time (so
+        its own connections add the same number to every count)."""
+
+        async def count() -> int:
+            client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(mongodb_url)
+            try:
+                status = await client.admin.command("serverStatus")
+                return int(status["connections"]["current"])
+            finally:
+                await client.close()
+
+        return count
 
     @pytest.fixture
     def storage_reopener(self) -> Callable[..., BaseStorage]:

@@ -31,7 +31,8 @@ from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key, pause_before_retry
+from memory_core.retry import COMPARE_AND_SET, ROLLED_BACK, FaultPoint, RetryPolicy
+from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key
 from memory_core.vector import message_text
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
@@ -57,9 +58,10 @@ STALE = "MC409"
 _STALE_STATES = frozenset({STALE, "23503"})  # 23503: a thread vanished under an insert (foreign key)
 _RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
 _MAX_AT = from_us(TIME_MAX_US)
-_CAS_ATTEMPTS = 50
-_DEADLOCK_ATTEMPTS = 10  # 24 concurrent batches of [a, b] beside [b, a] once lost 5 in a row
+_ONCE = RetryPolicy(attempts=1)
 _ROLLED_BACK_STATES = frozenset({"40P01", "40001"})  # deadlock victim, serialization failure
+_FAULT_STATES = ((FaultPoint.STALE_WRITE, STALE), (FaultPoint.ROLLED_BACK, "40P01"))
+_RAISE_STATE = "DO $$BEGIN RAISE EXCEPTION 'memory-core fault injection' USING ERRCODE = '{}'; END$$"
 _BUMP = _sql.bump_sql("$2", "$3")
 _UPSERT_THREAD = (
     "INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at)"
@@ -68,6 +70,12 @@ _UPSERT_THREAD = (
     " updated_at = excluded.updated_at WHERE threads.resource_id = excluded.resource_id"
 )
 """Insert or wholly replace a thread; an id stored under another resource is left alone."""
+
+
+def _rolled_back(exc: Exception) -> bool:
+    """Whether PostgreSQL rolled the failed transaction back whole (deadlock
+    victim, serialization failure): then it can run again."""
+    return isinstance(exc, asyncpg.PostgresError) and exc.sqlstate in _ROLLED_BACK_STATES
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -184,6 +192,7 @@ class PostgresStorage(BaseStorage):
     backend_name = "postgresql"
     loop_bound = True
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    fault_points = frozenset(FaultPoint)
 
     def __init__(
         self,
@@ -270,22 +279,36 @@ class PostgresStorage(BaseStorage):
         """Run a write; the schema's stale-state errors become StaleStateError.
         A write PostgreSQL chose as a deadlock's victim (40P01) or could not
         serialize (40001) was rolled back whole, so ``call`` (one statement,
-        or a whole transaction) runs again, at most :data:`_DEADLOCK_ATTEMPTS`
-        times after a random pause (:func:`~memory_core.storage.pause_before_retry`;
-        PostgreSQL manual, "Deadlocks": retry the aborted transaction);
-        ``retry`` False inside a caller's transaction, which must start over
-        whole."""
-        attempts = _DEADLOCK_ATTEMPTS if retry else 1
-        for tried in range(1, attempts + 1):
+        or a whole transaction) runs again under
+        :data:`memory_core.retry.ROLLED_BACK` (10 attempts, full-jitter
+        pauses; PostgreSQL manual, "Deadlocks": retry the aborted
+        transaction); ``retry`` False inside a caller's transaction, which
+        must start over whole.
+
+        Every write passes the store's fault points first (a test hook,
+        :mod:`memory_core.retry`): an armed ``stale_write`` or
+        ``rolled_back`` makes the server raise MC409 or 40P01, an armed
+        ``connection_lost`` makes the server end the pooled connection's
+        session, each then handled as the real one is."""
+
+        async def once() -> T:
             try:
+                await self._fire_faults()
                 return await call()
             except asyncpg.PostgresError as exc:
                 if exc.sqlstate in _STALE_STATES:
                     raise StaleStateError(str(exc)) from exc
-                if exc.sqlstate not in _ROLLED_BACK_STATES or tried == attempts:
-                    raise
-            await pause_before_retry(tried)
-        raise AssertionError("unreachable")
+                raise
+
+        return await (ROLLED_BACK if retry else _ONCE).run(once, _rolled_back)
+
+    async def _fire_faults(self) -> None:
+        """Produce each armed fault of ``fault_points`` as the server's own error."""
+        for point, state in _FAULT_STATES:
+            if self.faults.take(point):
+                await self.pool.execute(_RAISE_STATE.format(state))
+        if self.faults.take(FaultPoint.CONNECTION_LOST):
+            await self.pool.execute("SELECT pg_terminate_backend(pg_backend_pid())")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -419,7 +442,7 @@ class PostgresStorage(BaseStorage):
         when refused, None when missing. A compare-and-set on ``xmin``, retried
         while the row keeps changing (the merge cannot run in SQL: see the
         module docstring)."""
-        for _ in range(_CAS_ATTEMPTS):
+        for _ in COMPARE_AND_SET.tries():
             old = await self.pool.fetchrow("SELECT metadata, xmin FROM threads WHERE id = $1", thread_id)
             if old is None:
                 return None
@@ -764,7 +787,7 @@ class PostgresStorage(BaseStorage):
         now = from_us(now_us)
         keep = working_memory is NOT_GIVEN
         memory = None if keep or working_memory is None else codec.dumps(working_memory)
-        for _ in range(_CAS_ATTEMPTS):
+        for _ in COMPARE_AND_SET.tries():
             old = None
             if metadata is not None:
                 old = await self.pool.fetchrow(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import asyncpg
 import pytest
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
 from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_postgres import PostgresStorage
@@ -55,3 +57,22 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(f"postgresql://postgres@127.0.0.1:{free_port()}/test", clock=clock)
 
         return factory
+
+    @pytest.fixture
+    def resource_counter(self, pg_target: str) -> ResourceCounter:
+        """Client connections to the target's database (``pg_stat_activity``),
+        the counting connection left out."""
+
+        async def count() -> int:
+            conn = await asyncpg.connect(pg_target)
+            try:
+                return int(
+                    await conn.fetchval(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+                    )
+                )
+            finally:
+                await conn.close()
+
+        return count

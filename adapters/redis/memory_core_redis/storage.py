@@ -34,15 +34,8 @@ from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.storage import (
-    WRITE_ATTEMPTS,
-    BaseStorage,
-    PatchDecision,
-    SaveDecision,
-    no_store,
-    order_key,
-    pause_before_retry,
-)
+from memory_core.retry import STALE_WRITES, RetryPolicy
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from memory_core.validation import check_option_names
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
@@ -602,7 +595,7 @@ class RedisStorage(BaseStorage):
         Raises:
             StaleStateError: an id is held by another resource (see :meth:`_claimed`).
         """
-        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args)))
+        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args), claim_args))
 
     @staticmethod
     def _claim_args(
@@ -624,9 +617,13 @@ class RedisStorage(BaseStorage):
             *touched,
         ]
 
-    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]]) -> list[Any]:
-        """Run ``call`` (a script whose reply starts as claim.lua's) until it
-        is "ok"; its reply.
+    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]], claim_args: list[Any]) -> list[Any]:
+        """Run ``call`` (a script whose reply starts as claim.lua's, claiming
+        with ``claim_args``) until it is "ok"; its reply.
+
+        Each repeat follows the release of one dead reservation, so the call
+        runs at most once per id claimed plus once (a :class:`RetryPolicy`
+        of that many attempts, no pause).
 
         Raises:
             StaleStateError: an id is held by another resource (the core
@@ -634,7 +631,9 @@ class RedisStorage(BaseStorage):
                 the id (a write that died) is rolled back and the call
                 repeated, so a dead write never blocks an id.
         """
-        while True:
+        threads = int(claim_args[2])
+        policy = RetryPolicy(attempts=threads + int(claim_args[3 + 2 * threads]) + 1)
+        for _ in policy.tries():
             reply = await call()
             if reply[0] == "ok":
                 return reply
@@ -643,6 +642,7 @@ class RedisStorage(BaseStorage):
                 # never name the other tenant's resource
                 what = "thread" if kind == "t" else "message"
                 raise StaleStateError(f"{what} {item!r} belongs to another resource")
+        raise StaleStateError(f"ids kept being reserved by dead writes {policy.attempts} times")
 
     async def _solo_write(
         self, write: str, claim_args: list[Any], groups: Iterable[tuple[str, list[Any]]]
@@ -668,7 +668,7 @@ class RedisStorage(BaseStorage):
         args.append(len(listed))
         for rid, step in listed:
             args += (self._slot(rid) if rid else "", rid, len(step), *step)
-        return await self._claimed(lambda: self._run("solo", self._keys.store, args))
+        return await self._claimed(lambda: self._run("solo", self._keys.store, args), claim_args)
 
     async def _solo_thread(self, write: str, thread_id: str, args: list[Any]) -> tuple[str | None, Any]:
         """``(resource id, step reply)`` of thread write ``write`` (patch or
@@ -1180,7 +1180,7 @@ class RedisStorage(BaseStorage):
         exactly one counts it)."""
         if not self._solo:
             taken: set[str] = set()
-            for tried in range(1, WRITE_ATTEMPTS + 1):
+            for tried in STALE_WRITES.tries():
                 found = await self._get_messages([mid for mid in ids if mid not in taken])
                 if not found:
                     return len(taken)
@@ -1189,7 +1189,7 @@ class RedisStorage(BaseStorage):
                 taken.update(deleted)
                 if stale is None:
                     return len(taken)
-                await pause_before_retry(tried)  # the core's retry policy, for the stale slot's part
+                await STALE_WRITES.pause(tried)  # the core's retry policy, for the stale slot's part
             raise StaleStateError(f"message {stale!r} kept moving while deleting")
         reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
         # The script names the threads from the slots themselves: never stale.

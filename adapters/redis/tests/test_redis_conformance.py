@@ -12,7 +12,9 @@ import pytest
 from memory_core.clock import Clock
 from memory_core.testing import free_port
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
+from redis.asyncio import Redis
 
 from memory_core_redis import RedisStorage
 
@@ -57,3 +59,29 @@ class TestRedisConformance(StorageConformance):
             return RedisStorage.from_url(dead, clock=clock, namespace=f"conf-{uuid.uuid4().hex}")
 
         return factory
+
+    @pytest.fixture
+    def resource_counter(self, redis_target: str) -> ResourceCounter:
+        """Client connections on every server of the target (``CLIENT LIST``
+        on each node of a cluster), the counting connections left out."""
+        cluster = redis_target.startswith("redis+cluster")
+
+        async def clients(url: str) -> int:
+            client = Redis.from_url(url)
+            try:
+                return len(await client.client_list()) - 1
+            finally:
+                await client.aclose()
+
+        async def count() -> int:
+            if not cluster:
+                return await clients(redis_target)
+            first = Redis.from_url(redis_target.replace("redis+cluster", "redis", 1))
+            try:
+                nodes = (await first.execute_command("CLUSTER", "NODES")).decode()  # type: ignore[no-untyped-call]
+            finally:
+                await first.aclose()
+            addresses = [line.split()[1].split("@")[0] for line in nodes.splitlines() if line.strip()]
+            return sum([await clients(f"redis://{address}") for address in addresses])
+
+        return count

@@ -507,3 +507,34 @@ async def test_scripts_load_again_after_the_server_forgets_them(make_store: Make
         await store.save_messages([{"id": "again", "thread_id": "t1", "role": "user", "content": "x"}])
         assert (await store.list_messages("t1", per_page=0)).total == 6
         await store.destroy()
+
+
+async def test_every_key_a_store_writes_carries_its_prefix(redis_target: str) -> None:
+    """The key prefix shows on the server: every key a store writes (threads,
+    messages, records, its store slot) contains it, and destroy removes
+    exactly those keys."""
+    prefix = f"pfx-{uuid.uuid4().hex[:12]}"
+    url = redis_target.replace("redis+cluster", "redis", 1)
+    client: aioredis.Redis | RedisCluster = (
+        RedisCluster.from_url(url, decode_responses=True)
+        if redis_target.startswith("redis+cluster")
+        else aioredis.Redis.from_url(url, decode_responses=True)
+    )
+
+    async def keys() -> set[str]:
+        found: set[str] = set()
+        async for key in client.scan_iter(match=f"*{prefix}*", count=1000):
+            found.add(key)
+        return found
+
+    store = RedisStorage.from_url(redis_target, namespace=prefix)
+    try:
+        await seed(store)
+        await store.update_resource("r1", working_memory="notes")
+        written = await keys()
+        assert len(written) >= 5, written
+        assert all("{" + prefix in key for key in written), written
+        await store.destroy()
+        assert await keys() == set()
+    finally:
+        await client.aclose()

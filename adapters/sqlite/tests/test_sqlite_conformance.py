@@ -6,6 +6,7 @@ in the test's temporary folder); the suite opens and destroys it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from itertools import count
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
 from memory_core_conformance import StorageConformance
+from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_sqlite import SQLiteStorage
@@ -64,3 +66,21 @@ class TestSQLiteConformance(StorageConformance):
             return SQLiteStorage(path, clock=clock)
 
         return factory
+
+    @pytest.fixture
+    def resource_counter(self, tmp_path: Path) -> ResourceCounter:
+        """This process's open files in the test's folder (the databases,
+        their WAL and shared-memory files), read from ``/proc/self/fd``."""
+        if not Path("/proc/self/fd").is_dir():
+            pytest.skip("no /proc/self/fd to count open files with")
+
+        async def count() -> int:
+            opened = 0
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    opened += os.readlink(f"/proc/self/fd/{fd}").startswith(str(tmp_path))
+                except OSError:  # closed since the listing
+                    continue
+            return opened
+
+        return count

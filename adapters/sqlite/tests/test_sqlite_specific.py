@@ -246,3 +246,18 @@ def test_an_in_memory_database_declares_no_persistence(tmp_path: Path) -> None:
     assert declared_capabilities(SQLiteStorage(":memory:")) == frozenset()
     on_disk = declared_capabilities(SQLiteStorage(tmp_path / "x.db"))
     assert on_disk == {Capability.PERSISTENT, Capability.SHARED_NAMESPACE}
+
+
+@pytest.mark.anyio
+async def test_wal_mode_is_set_in_the_file(tmp_path: Path) -> None:
+    """WAL is a setting of the database file: another connection, not the
+    store's own report, reads it there (and the -wal file exists)."""
+    store = SQLiteStorage(tmp_path / "w.db")
+    await store.open()
+    try:
+        await store.save_thread(Thread("t1", "r1"))
+        with sqlite3.connect(tmp_path / "w.db") as other:
+            assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert (tmp_path / "w.db-wal").exists()
+    finally:
+        await store.close()

@@ -5,6 +5,7 @@ from memory_core_conformance.cases.activity import ActivityRules
 from memory_core_conformance.cases.bug_cases import BugCases
 from memory_core_conformance.cases.capabilities import CapabilityCases
 from memory_core_conformance.cases.concurrency import ConcurrencyCases
+from memory_core_conformance.cases.faults import FaultCases
 from memory_core_conformance.cases.filtering import FilterRules
 from memory_core_conformance.cases.opening import OpeningCases
 from memory_core_conformance.cases.operations import ChunkCases, OperationCases
@@ -24,6 +25,7 @@ __all__ = [
     "CapabilityCases",
     "ChunkCases",
     "ConcurrencyCases",
+    "FaultCases",
     "FilterRules",
     "OpeningCases",
     "OperationCases",

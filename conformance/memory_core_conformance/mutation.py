@@ -1,0 +1,257 @@
+"""Mutation testing of an adapter against the shared suite alone (not CI).
+
+Samples mutants of an adapter's modules with Cosmic Ray (each mutant is one
+plausible bug: an operator, a comparison, a constant, a removed statement)
+and runs a test command (the adapter's conformance module) against each. A
+mutant the tests pass with *survived*: the suite cannot tell that adapter
+from the reference. Run it from a repository root::
+
+    pip install 'memory-core-conformance[mutation]'
+    python -m memory_core_conformance.mutation \\
+        adapters/postgres/memory_core_postgres/storage.py \\
+        --tests adapters/postgres/tests/test_postgres_conformance.py \\
+        --sample 40 --seed 28 --confirm 3
+
+It works on a scratch copy of the root (the files in place are never
+mutated), draws ``--sample`` mutants with ``--seed`` (the same seed and
+sources give the same sample), runs the tests once per mutant with
+``pytest -x`` (the first failure kills it), then runs every killed mutant
+again until it has run ``--confirm`` times, so a kill that depends on
+timing shows as ``killed 2/3``. It prints one line per mutant (survivors
+with their diff) and the kill rate, and writes the same as JSON with
+``--json``. Decide by reading each survivor's diff whether it is
+equivalent (no behaviour can tell it apart: a log message, a cache size)
+before counting it against the suite.
+
+Exit code: 0 when it ran (whatever the kill rate), 2 when Cosmic Ray is not
+installed or a step of it failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+__all__ = ["MutantResult", "main", "run"]
+
+_IGNORED = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "*.sqlite"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MutantResult:
+    """One sampled mutant and what the tests did to it.
+
+    Attributes:
+        job_id: Cosmic Ray's id of the mutant.
+        module: the mutated file, relative to the root.
+        line: the mutated line (1-based).
+        operator: Cosmic Ray's operator name.
+        occurrence: which occurrence of the operator in the file.
+        outcome: ``killed``, ``survived``, ``timeout`` or ``incompetent`` (the
+            mutant does not import, or the run crashed).
+        kills: of ``runs`` runs, how many failed the tests.
+        runs: how many times the tests ran against it.
+        diff: the mutation as a unified diff.
+    """
+
+    job_id: str
+    module: str
+    line: int
+    operator: str
+    occurrence: int
+    outcome: str
+    kills: int
+    runs: int
+    diff: str
+
+
+def _python_path(root: Path) -> str:
+    """The copy's root, each adapter folder, conformance and benchmarks."""
+    parts = [root, *sorted(p for p in (root / "adapters").glob("*") if p.is_dir())]
+    parts += [root / "conformance", root / "benchmarks"]
+    return os.pathsep.join(str(p) for p in parts if p.is_dir())
+
+
+def _test_command(tests: Sequence[str], select: str | None) -> str:
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+    if select:
+        command += ["-k", select]
+    return shlex.join(command)
+
+
+def _cosmic(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "cosmic_ray.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"cosmic-ray {args[0]} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def run(
+    root: Path,
+    modules: Sequence[str],
+    tests: Sequence[str],
+    *,
+    sample: int = 40,
+    seed: int = 28,
+    confirm: int = 3,
+    timeout_s: float = 600.0,
+    select: str | None = None,
+    operators: Sequence[str] = (),
+) -> list[MutantResult]:
+    """Sample mutants of ``modules`` and run ``tests`` against each.
+
+    Args:
+        root: the repository root (copied to a scratch folder first).
+        modules: the files to mutate, relative to ``root``.
+        tests: pytest arguments naming the tests (relative to ``root``).
+        sample: how many mutants to draw (all when fewer exist).
+        seed: the random seed of the draw.
+        confirm: how many runs a killed mutant gets in all (>= 1).
+        timeout_s: seconds one test run may take before the mutant counts
+            as ``timeout``.
+        select: a pytest ``-k`` expression, or None for every test.
+        operators: Cosmic Ray operator name prefixes to keep (empty: all).
+
+    Returns:
+        One :class:`MutantResult` per sampled mutant, in job order.
+
+    Raises:
+        RuntimeError: a Cosmic Ray step failed.
+    """
+    from attrs import evolve
+    from cosmic_ray.mutating import mutate_and_test
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+    with tempfile.TemporaryDirectory(prefix="mc-mutation-") as scratch:
+        copy = Path(scratch) / "root"
+        shutil.copytree(root, copy, ignore=_IGNORED)
+        env = {**os.environ, "PYTHONPATH": _python_path(copy)}
+        os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the confirming runs' tests inherit it
+        command = _test_command(tests, select)
+        config = Path(scratch) / "cosmic-ray.toml"
+        config.write_text(
+            "[cosmic-ray]\n"
+            f"module-path = {json.dumps(list(modules))}\n"
+            f"timeout = {float(timeout_s)}\n"
+            "excluded-modules = []\n"
+            f"test-command = {json.dumps(command)}\n"
+            "[cosmic-ray.distributor]\n"
+            'name = "local"\n'
+        )
+        session = Path(scratch) / "session.sqlite"
+        _cosmic(["init", str(config), str(session)], copy, env)
+        with use_db(str(session), WorkDB.Mode.open) as db:
+            items = [
+                item
+                for item in db.work_items
+                if not operators or any(m.operator_name.startswith(tuple(operators)) for m in item.mutations)
+            ]
+            chosen = {item.job_id for item in random.Random(seed).sample(items, min(sample, len(items)))}
+            skipped = [item.job_id for item in db.work_items if item.job_id not in chosen]
+            db.set_multiple_results(skipped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+        _cosmic(["exec", str(config), str(session)], copy, env)
+        results: list[MutantResult] = []
+        with use_db(str(session), WorkDB.Mode.open) as db:
+            outcomes = dict(db.results)
+            for item in db.work_items:
+                if item.job_id not in chosen:
+                    continue
+                mutation = item.mutations[0]
+                result = outcomes[item.job_id]
+                if result.test_outcome == TestOutcome.KILLED:
+                    outcome = "timeout" if result.output == "timeout" else "killed"
+                elif result.test_outcome == TestOutcome.SURVIVED:
+                    outcome = "survived"
+                else:
+                    outcome = "incompetent"
+                kills, runs = int(outcome in ("killed", "timeout")), 1
+                if outcome == "killed":
+                    spec = evolve(mutation, module_path=copy / mutation.module_path)
+                    for _ in range(confirm - 1):
+                        again = mutate_and_test([spec], command, timeout_s)
+                        kills += again.test_outcome == TestOutcome.KILLED
+                        runs += 1
+                results.append(
+                    MutantResult(
+                        job_id=item.job_id,
+                        module=str(mutation.module_path),
+                        line=mutation.start_pos[0],
+                        operator=mutation.operator_name,
+                        occurrence=mutation.occurrence,
+                        outcome=outcome,
+                        kills=kills,
+                        runs=runs,
+                        diff=result.diff or "",
+                    )
+                )
+        return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line (see the module docstring); the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m memory_core_conformance.mutation", description=__doc__)
+    parser.add_argument("modules", nargs="+", help="files to mutate, relative to --root")
+    parser.add_argument("--tests", action="append", required=True, help="pytest path(s) of the tests to run")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: here)")
+    parser.add_argument("--sample", type=int, default=40, help="mutants to draw (default 40)")
+    parser.add_argument("--seed", type=int, default=28, help="seed of the draw (default 28)")
+    parser.add_argument("--confirm", type=int, default=3, help="runs per killed mutant (default 3)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per test run (default 600)")
+    parser.add_argument("-k", dest="select", default=None, help="pytest -k expression")
+    parser.add_argument("--operator", action="append", default=[], help="operator name prefix to keep")
+    parser.add_argument("--json", type=Path, default=None, help="write the results here as JSON")
+    args = parser.parse_args(argv)
+    try:
+        import cosmic_ray  # noqa: F401
+    except ImportError:
+        print("Cosmic Ray is not installed: pip install 'memory-core-conformance[mutation]'", file=sys.stderr)
+        return 2
+    try:
+        results = run(
+            args.root,
+            args.modules,
+            args.tests,
+            sample=args.sample,
+            seed=args.seed,
+            confirm=max(1, args.confirm),
+            timeout_s=args.timeout,
+            select=args.select,
+            operators=args.operator,
+        )
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    for r in results:
+        print(f"{r.outcome:<11} {r.kills}/{r.runs}  {r.module}:{r.line}  {r.operator} #{r.occurrence}")
+        if r.outcome == "survived":
+            print("    " + r.diff.strip().replace("\n", "\n    "))
+    judged = [r for r in results if r.outcome in ("killed", "survived", "timeout")]
+    killed = [r for r in judged if r.outcome != "survived"]
+    steady = [r for r in killed if r.kills == r.runs]
+    print(
+        f"sampled {len(results)} (seed {args.seed}); killed {len(killed)}/{len(judged)}"
+        f" ({100 * len(killed) / max(1, len(judged)):.0f}%), every run {len(steady)}/{len(killed)};"
+        f" incompetent {len(results) - len(judged)}"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
