@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
-from memory_core import codec
+from memory_core import codec, lineage
 from memory_core.arguments import check_embedder, check_pairing, check_storage, check_vector_store
 from memory_core.builders import builder
 from memory_core.clock import to_us
@@ -47,12 +47,9 @@ from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_ke
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter, newest_within
 from memory_core.validation import (
-    MAX_ID_LENGTH,
-    MAX_PER_PAGE,
     MAX_TOP_K,
     CheckedMessages,
     check_bool,
-    check_date_range,
     check_id,
     check_includes,
     check_json_object,
@@ -70,7 +67,6 @@ from memory_core.workmem import Scope, check_version, thread_memory, working_mem
 
 __all__ = [
     "APPEND_ATTEMPTS",
-    "MAX_CLONE_ID_LENGTH",
     "IndexStatus",
     "Memory",
     "MemoryConfig",
@@ -85,10 +81,6 @@ log = logging.getLogger("memory_core")
 TitleGenerator = Callable[[Thread, list[Message]], Awaitable[str]]
 """``async (thread, new_messages) -> title``: called once a thread with an
 empty title receives its first user message."""
-
-MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
-"""The longest ``new_id`` :meth:`Memory.clone_thread` accepts (223): copies are
-named ``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
 
 APPEND_ATTEMPTS = 100
 """Compare-and-set rounds :meth:`Memory.append_working_memory` tries before
@@ -668,83 +660,102 @@ class Memory:
         source_id: str,
         new_id: str | None = None,
         *,
+        resource_id: str | None = None,
+        source_resource_id: str | None = None,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        message_ids: Sequence[str] | None = None,
         message_limit: int | None = None,
         date_range: DateRange | Mapping[str, Any] | None = None,
-    ) -> tuple[Thread, list[Message]]:
-        """Copy a thread and its messages under new ids.
-
-        Copies keep ``created_at`` and order and are named ``<new_id>:<32 hex
-        digits>``. ``new_id`` defaults to a new UUID4; given, it must be a new
-        thread id of at most :data:`MAX_CLONE_ID_LENGTH` (223) characters, so
-        every copy's id fits R-ID. ``message_limit`` keeps only the newest N;
-        ``date_range`` only messages inside it. The clone's metadata is the
-        source's, updated with ``metadata``, plus ``cloned_from`` naming the
-        source; its title is ``title`` (a str) when given, else ``"Clone of
-        <source title>"`` (Mastra's ``cloneThread``; ``""`` for an untitled
-        source). Every input and every
-        copy is checked before anything is written. Returns ``(thread,
-        messages)``.
+    ) -> lineage.Clone:
+        """Copy a thread (or a selection of its messages) into a new thread
+        and embed the copies: see :func:`memory_core.lineage.clone_thread`
+        (options, ownership, lineage, errors). Returns a
+        :class:`~memory_core.lineage.Clone` (unpacks as ``thread, messages``).
 
         Raises:
-            ValidationError: bad ids (``new_id`` too long for its copies' ids,
-                or equal to ``source_id``), title, metadata, limit or range.
-            NotFoundError: no source thread.
-            ConflictError: a thread ``new_id`` already exists (a clone never
-                overwrites).
+            BackendError: the vector write failed after the copy was saved
+                (repair with :meth:`reindex`); else as the function.
         """
-        check_id(source_id, "source_id")
-        if new_id is None:
-            new_id = str(uuid.uuid4())
-        else:
-            check_id(new_id, "new_id")
-            if len(new_id) > MAX_CLONE_ID_LENGTH:
-                raise ValidationError(
-                    "new_id",
-                    f"must be at most {MAX_CLONE_ID_LENGTH} characters: copies are named '<new_id>:<32 hex>' "
-                    f"and ids are at most {MAX_ID_LENGTH}",
-                    "R-ID",
-                )
-            if new_id == source_id:
-                raise ValidationError("new_id", "must differ from source_id", "R-ID")
-        if title is not None:
-            check_text(title, "title")
-        extra = _metadata_arg(metadata, "metadata")
-        if message_limit is not None:
-            message_limit = check_non_negative_int(message_limit, "message_limit")
-        check_date_range(date_range, "date_range")
-        source = await self.storage.get_thread(source_id)
-        if source is None:
-            raise NotFoundError(f"thread {source_id!r} does not exist")
-        flt = (
-            None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
-        )
-        if message_limit is None or message_limit > MAX_PER_PAGE:  # more than any page: all of them
-            page = await self.storage.list_messages(source_id, filter=flt, per_page=False)
-            originals = page.items
-        else:
-            page = await self.storage.page_messages(
-                MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
-            )
-            originals = page.items
-        clone = Thread(
+        made = await lineage.clone_thread(
+            self.storage,
+            source_id,
             new_id,
-            source.resource_id,
-            (f"Clone of {source.title}" if source.title else "") if title is None else title,
-            {**source.metadata, **extra, "cloned_from": source_id},
+            resource_id=resource_id,
+            source_resource_id=source_resource_id,
+            title=title,
+            metadata=metadata,
+            message_ids=message_ids,
+            date_range=date_range,
+            message_limit=message_limit,
         )
-        copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
-        # A longer id can push a copy over R-SIZE: check every copy before the
-        # thread is written, so a failure leaves no half-made clone behind.
-        for original, copy in zip(originals, copies, strict=True):
-            try:
-                check_message(copy, "copy")
-            except ValidationError as exc:
-                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-        thread = await self.storage.insert_thread(clone)  # atomic: a racing clone or create loses
-        saved = await self.save_messages(copies)
-        return thread, saved
+        await self._index(made.messages)
+        return made
+
+    @traced("create_memory")
+    async def branch_thread(
+        self,
+        thread_id: str,
+        at_message_id: str,
+        new_id: str | None = None,
+        *,
+        resource_id: str | None = None,
+        source_resource_id: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> lineage.Clone:
+        """A new thread holding ``thread_id``'s messages up to and including
+        ``at_message_id``, with the copies embedded: see
+        :func:`memory_core.lineage.branch_thread`.
+
+        Raises:
+            BackendError: the vector write failed after the copy was saved
+                (repair with :meth:`reindex`); else as the function.
+        """
+        made = await lineage.branch_thread(
+            self.storage,
+            thread_id,
+            at_message_id,
+            new_id,
+            resource_id=resource_id,
+            source_resource_id=source_resource_id,
+            title=title,
+            metadata=metadata,
+        )
+        await self._index(made.messages)
+        return made
+
+    async def get_lineage(self, thread_id: str, resource_id: str | None = None) -> lineage.Lineage | None:
+        """See :func:`memory_core.lineage.get_lineage` (Mastra's ``getCloneMetadata``)."""
+        return await lineage.get_lineage(self.storage, thread_id, resource_id)
+
+    async def is_clone(self, thread_id: str, resource_id: str | None = None) -> bool:
+        """Whether the thread has a lineage record (Mastra's ``isClone``);
+        False for a missing thread or another resource's."""
+        return await lineage.get_lineage(self.storage, thread_id, resource_id) is not None
+
+    async def source_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
+        """See :func:`memory_core.lineage.source_thread` (Mastra's ``getSourceThread``)."""
+        return await lineage.source_thread(self.storage, thread_id, resource_id)
+
+    async def list_clones(
+        self,
+        thread_id: str,
+        resource_id: str,
+        *,
+        page: int = 0,
+        per_page: PerPage = 100,
+        order_by: OrderBy | Mapping[str, Any] | None = None,
+        cursor: str | None = None,
+    ) -> Page[Thread]:
+        """See :func:`memory_core.lineage.list_clones` (Mastra's ``listClones``)."""
+        return await lineage.list_clones(
+            self.storage, thread_id, resource_id, page=page, per_page=per_page, order_by=order_by, cursor=cursor
+        )
+
+    async def clone_history(self, thread_id: str, resource_id: str | None = None) -> list[Thread]:
+        """See :func:`memory_core.lineage.clone_history` (Mastra's ``getCloneHistory``)."""
+        return await lineage.clone_history(self.storage, thread_id, resource_id)
 
     # ------------------------------------------------------------------ messages
 

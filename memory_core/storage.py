@@ -25,6 +25,7 @@ from operator import attrgetter
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
+from memory_core import lineage
 from memory_core.builders import build_message, builder
 from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
@@ -1260,7 +1261,9 @@ class BaseStorage(ABC):
         thread and message ids can all be used again, by any resource. An
         unknown id is no error (an empty :class:`ResourceErasure`).
 
-        Not a single transaction on every backend, but resumable: a call that
+        Threads of other resources cloned from this one's lose their lineage
+        (:func:`memory_core.lineage.forget_resource`). Not a single
+        transaction on every backend, but resumable: a call that
         fails half-way leaves a state that a repeated call erases to
         completion. Vectors are removed by :meth:`memory_core.Memory.delete_resource`.
 
@@ -1275,6 +1278,7 @@ class BaseStorage(ABC):
         await self._ready()
         with self._guard("delete_resource"):
             thread_ids, messages, existed = await self._delete_resource(resource_id)
+        await lineage.forget_resource(self, resource_id)  # clones elsewhere stop naming it (R-LINEAGE)
         return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
 
     @traced("delete_memory")

@@ -196,8 +196,14 @@ async def test_generate_title_runs_once_and_failures_do_not_fail_saves(memory: M
 
 async def test_clone_thread_copies_messages_in_order(memory: Memory) -> None:
     await _thread_with_messages(memory, 6)
+    originals_last = (await memory.list_messages("t1", per_page=False)).items[-1].id
     thread, copies = await memory.clone_thread("t1", "t1-copy", title="copy", metadata={"k": 1})
-    assert thread.title == "copy" and thread.metadata == {"k": 1, "cloned_from": "t1"}
+    assert thread.title == "copy" and thread.metadata == {
+        "k": 1,
+        "cloned_from": "t1",
+        "cloned_from_resource": "r1",
+        "cloned_last_message_id": originals_last,
+    }
     listed = await memory.list_messages("t1-copy", per_page=False)
     originals = await memory.list_messages("t1", per_page=False)
     assert [m.created_at for m in listed.items] == [m.created_at for m in originals.items]
