@@ -6,6 +6,7 @@ from memory_core_conformance.cases.bug_cases import BugCases
 from memory_core_conformance.cases.capabilities import CapabilityCases
 from memory_core_conformance.cases.concurrency import ConcurrencyCases
 from memory_core_conformance.cases.filtering import FilterRules
+from memory_core_conformance.cases.lineage import LineageRules
 from memory_core_conformance.cases.opening import OpeningCases
 from memory_core_conformance.cases.operations import ChunkCases, OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
@@ -24,6 +25,7 @@ __all__ = [
     "ChunkCases",
     "ConcurrencyCases",
     "FilterRules",
+    "LineageRules",
     "OpeningCases",
     "OperationCases",
     "OrderingRules",
