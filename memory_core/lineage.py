@@ -37,28 +37,37 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memory_core.clock import to_us
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
-from memory_core.models import DateRange, Message, MessageFilter, OrderBy, Page, PerPage, Thread, ThreadFilter
+from memory_core.models import (
+    DateRange,
+    Message,
+    MessageFilter,
+    MessagePageRequest,
+    OrderBy,
+    Page,
+    PerPage,
+    Thread,
+    ThreadFilter,
+)
 from memory_core.validation import (
     check_date_range,
     check_id,
     check_id_list,
     check_json_object,
-    check_message,
     check_non_negative_int,
     check_text,
     coerce_model,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from memory_core.storage import Storage
 
 __all__ = [
     "LINEAGE_KEYS",
     "Clone",
+    "CopyPlan",
     "Lineage",
     "branch_thread",
     "clone_history",
@@ -107,21 +116,76 @@ class Lineage:
 class Clone:
     """What :func:`clone_thread` and :func:`branch_thread` made.
 
+    The copy runs inside the backend, so no message body comes back: read
+    the copies with ``list_messages(clone.thread.id, ...)`` when needed.
+
     Attributes:
         thread: the new thread, as stored.
-        messages: its copied messages, as stored, in R-ORDER.
-        message_ids: source message id -> copy id, one entry per copy.
-
-    Unpacks as ``thread, messages`` (the shape ``clone_thread`` returned
-    before the id mapping existed).
+        message_ids: source message id -> copy id, one entry per copy, in
+            R-ORDER (the copies' order in the new thread).
     """
 
     thread: Thread
-    messages: list[Message]
     message_ids: dict[str, str]
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.thread, self.messages))
+
+@dataclass(frozen=True, slots=True)
+class CopyPlan:
+    """One copy for :meth:`BaseStorage.copy_thread
+    <memory_core.storage.BaseStorage.copy_thread>`: which source messages,
+    into which new thread, under which ids. Checked by the core.
+
+    The selection, in R-ORDER ``(created_at, sequence)`` ASC: the messages of
+    ``source_id`` whose id is in ``message_ids`` (None: any), whose
+    ``created_at`` lies in ``[created_from_us, created_to_us]`` (µs,
+    inclusive; None: open) and whose key is at most ``until`` (None: no
+    cut); then only the newest ``newest`` of those (None: all).
+
+    Attributes:
+        source_id: the source thread.
+        thread: the new thread, times resolved, ``last_message_at`` None.
+        message_ids: restrict to these source message ids, or None.
+        created_from_us / created_to_us: inclusive bounds on ``created_at``.
+        until: ``(created_at µs, sequence)`` of the last message to copy, or
+            None.
+        newest: keep only the newest N selected (N >= 0), or None.
+        new_ids: ids for the copies: the k-th selected message's copy gets
+            ``new_ids[k]``; at least as many as the selection (extra unused).
+    """
+
+    source_id: str
+    thread: Thread
+    message_ids: tuple[str, ...] | None
+    created_from_us: int | None
+    created_to_us: int | None
+    until: tuple[int, int] | None
+    newest: int | None
+    new_ids: tuple[str, ...]
+
+    def select(self, ordered: Sequence[Message]) -> list[Message]:
+        """The selection from the source's messages already bounded by the
+        date range, in R-ORDER: the reference for every adapter."""
+        chosen = [m for m in ordered if self._keeps(m)]
+        if self.newest is not None:
+            chosen = chosen[max(0, len(chosen) - self.newest) :] if self.newest else []
+        return chosen
+
+    def copies(self, originals: Sequence[Message]) -> list[Message]:
+        """The new messages for ``originals`` (the selection), ready for
+        ``_save_messages``: new ids, the new thread and owner, no sequence."""
+        thread_id, owner = self.thread.id, self.thread.resource_id
+        return [
+            replace(m, id=new, thread_id=thread_id, resource_id=owner, sequence=None)
+            for m, new in zip(originals, self.new_ids, strict=False)
+        ]
+
+    def _keeps(self, message: Message) -> bool:
+        if self.message_ids is not None and message.id not in self.message_ids:
+            return False
+        if self.until is None:
+            return True
+        created = message.created_at
+        return created is not None and (to_us(created), message.sequence or 0) <= self.until
 
 
 def lineage_of(thread: Thread) -> Lineage | None:
@@ -198,18 +262,24 @@ async def clone_thread(
         ConflictError: a thread ``new_id`` exists (a clone never overwrites).
     """
     checked = _Request.check(source_id, new_id, resource_id, source_resource_id, title, metadata)
-    ids = None if message_ids is None else set(check_id_list(message_ids, "message_ids"))
+    ids = None if message_ids is None else tuple(dict.fromkeys(check_id_list(message_ids, "message_ids")))
     if message_limit is not None:
         message_limit = check_non_negative_int(message_limit, "message_limit")
-    check_date_range(date_range, "date_range")
-    flt = None if date_range is None else MessageFilter(coerce_model(date_range, DateRange, "date_range"))
+    lo, hi = check_date_range(date_range, "date_range")
     source = await checked.source(storage)
-    originals = (await storage.list_messages(source_id, filter=flt, per_page=False)).items
-    if ids is not None:
-        originals = [m for m in originals if m.id in ids]
+    if ids is None:  # the newest match and the number of matches, in one read
+        flt = None if date_range is None else MessageFilter(coerce_model(date_range, DateRange, "date_range"))
+        request = MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=1, newest=True)
+        page = await storage.page_messages(request)
+        last, matches = (page.items[-1] if page.items else None), page.counted_total
+    else:  # the listed messages of the source inside the range (R-ORDER)
+        listed = [m for m in await storage.get_messages(ids) if m.thread_id == source_id and _inside(m, lo, hi)]
+        last, matches = (listed[-1] if listed else None), len(listed)
     if message_limit is not None:
-        originals = originals[max(0, len(originals) - message_limit) :] if message_limit else []
-    return await checked.write(storage, source, originals, "Clone of")
+        matches = min(matches, message_limit)
+    return await checked.copy(
+        storage, source, CopySelection(ids, lo, hi, last if matches else None, message_limit, matches), "Clone of"
+    )
 
 
 async def branch_thread(
@@ -244,10 +314,10 @@ async def branch_thread(
     found = await storage.get_messages([at_message_id])
     if not found or found[0].thread_id != thread_id:
         raise NotFoundError(f"message {at_message_id!r} is not in thread {thread_id!r}")
-    until = MessageFilter(DateRange(end=found[0].created_at))
-    upto = (await storage.list_messages(thread_id, filter=until, per_page=False)).items
-    cut = next(i for i, m in enumerate(upto) if m.id == at_message_id)
-    return await checked.write(storage, source, upto[: cut + 1], "Branch of")
+    until = MessageFilter(DateRange(end=found[0].created_at))  # a bound on how many: ties after it count too
+    request = MessagePageRequest(thread_ids=(thread_id,), filter=until, per_page=0)
+    matches = (await storage.page_messages(request)).counted_total
+    return await checked.copy(storage, source, CopySelection(None, None, None, found[0], None, matches), "Branch of")
 
 
 async def get_lineage(storage: Storage, thread_id: str, resource_id: str | None = None) -> Lineage | None:
@@ -407,30 +477,53 @@ class _Request:
             )
         return source
 
-    async def write(self, storage: Storage, source: Thread, originals: list[Message], prefix: str) -> Clone:
-        """Check every copy, then write the thread and its copies; a failed
-        message write removes the half-made thread before re-raising."""
-        owner = self.resource_id or source.resource_id
-        pairs = {m.id: new_message_id() for m in originals}
-        copies = [
-            replace(m, id=pairs[m.id], thread_id=self.new_id, resource_id=owner, sequence=None) for m in originals
-        ]
-        for original, copy in zip(originals, copies, strict=True):
-            try:  # a longer resource id can push a copy over R-SIZE
-                check_message(copy, "copy")
-            except ValidationError as exc:
-                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
+    async def copy(self, storage: Storage, source: Thread, selection: CopySelection, prefix: str) -> Clone:
+        """Write the new thread and its copies in one :meth:`copy_thread
+        <memory_core.storage.BaseStorage.copy_thread>` call."""
+        last = selection.last
         lineage = {
             SOURCE: source.id,
             SOURCE_RESOURCE: source.resource_id,
-            LAST_MESSAGE: originals[-1].id if originals else None,
+            LAST_MESSAGE: None if last is None else last.id,
         }
         title = self.title if self.title is not None else (f"{prefix} {source.title}" if source.title else "")
+        owner = self.resource_id or source.resource_id
         new = Thread(self.new_id, owner, title, {**source.metadata, **self.metadata, **lineage})
-        thread = await storage.insert_thread(new)  # atomic: a racing clone or create loses
-        try:
-            saved = await storage.save_messages(copies) if copies else []
-        except BaseException:
-            await storage.delete_thread(self.new_id)
-            raise
-        return Clone(thread, saved, pairs)
+        plan = CopyPlan(
+            source.id,
+            new,
+            selection.message_ids,
+            selection.created_from_us,
+            selection.created_to_us,
+            None if last is None else (to_us(_created(last)), last.sequence or 0),
+            selection.newest,
+            tuple(new_message_id() for _ in range(selection.bound if last is not None else 0)),
+        )
+        thread, copied = await storage.copy_thread(plan)
+        return Clone(thread, dict(zip(copied, plan.new_ids, strict=False)))
+
+
+@dataclass(frozen=True, slots=True)
+class CopySelection:
+    """What a clone or branch copies, as the core resolved it: the options,
+    the last source message the copy will hold (None: nothing to copy) and
+    an upper bound on how many it copies."""
+
+    message_ids: tuple[str, ...] | None
+    created_from_us: int | None
+    created_to_us: int | None
+    last: Message | None
+    newest: int | None
+    bound: int
+
+
+def _created(message: Message) -> datetime:
+    if message.created_at is None:  # stored messages always carry it
+        raise ValidationError("message.created_at", "a stored message has a created_at", "R-TIME")
+    return message.created_at
+
+
+def _inside(message: Message, lo: int | None, hi: int | None) -> bool:
+    """Whether a stored message's ``created_at`` lies in the inclusive µs bounds."""
+    us = to_us(_created(message))
+    return (lo is None or us >= lo) and (hi is None or us <= hi)

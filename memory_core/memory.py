@@ -671,7 +671,7 @@ class Memory:
         """Copy a thread (or a selection of its messages) into a new thread
         and embed the copies: see :func:`memory_core.lineage.clone_thread`
         (options, ownership, lineage, errors). Returns a
-        :class:`~memory_core.lineage.Clone` (unpacks as ``thread, messages``).
+        :class:`~memory_core.lineage.Clone`: the thread and the id mapping.
 
         Raises:
             BackendError: the vector write failed after the copy was saved
@@ -689,7 +689,7 @@ class Memory:
             date_range=date_range,
             message_limit=message_limit,
         )
-        await self._index(made.messages)
+        await self._index_copies(made)
         return made
 
     @traced("create_memory")
@@ -722,8 +722,14 @@ class Memory:
             title=title,
             metadata=metadata,
         )
-        await self._index(made.messages)
+        await self._index_copies(made)
         return made
+
+    async def _index_copies(self, made: lineage.Clone) -> None:
+        """Embed a clone's copies (re-embedded, under their new ids and
+        resource) when there is a vector store."""
+        if self.vector is not None and made.message_ids:
+            await self._index((await self.storage.list_messages(made.thread.id, per_page=False)).items)
 
     async def get_lineage(self, thread_id: str, resource_id: str | None = None) -> lineage.Lineage | None:
         """See :func:`memory_core.lineage.get_lineage` (Mastra's ``getCloneMetadata``)."""

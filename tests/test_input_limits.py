@@ -108,9 +108,9 @@ async def test_clone_thread_never_overwrites_a_thread(memory: Memory) -> None:
 
 async def test_clone_thread_longest_new_id_is_any_id(memory: Memory) -> None:
     new_id = "n" * 256  # copies get UUIDv7 ids, so the thread id has the whole of R-ID
-    thread, copies = await memory.clone_thread("t1", new_id)
-    assert thread.id == new_id
-    assert [len(m.id) for m in copies] == [36] * 5
+    made = await memory.clone_thread("t1", new_id)
+    assert made.thread.id == new_id
+    assert [len(m) for m in made.message_ids.values()] == [36] * 5
     assert [m.content for m in (await memory.list_messages(new_id, per_page=False)).items] == [
         f"hello {i}" for i in range(5)
     ]
