@@ -37,9 +37,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memory_core import codec
 from memory_core.clock import to_us
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
-from memory_core.ids import new_message_id
+from memory_core.ids import new_message_id, new_message_ids
 from memory_core.models import (
     DateRange,
     Message,
@@ -52,6 +53,7 @@ from memory_core.models import (
     ThreadFilter,
 )
 from memory_core.validation import (
+    MAX_MESSAGE_BYTES,
     check_date_range,
     check_id,
     check_id_list,
@@ -151,6 +153,11 @@ class CopyPlan:
         newest: keep only the newest N selected (N >= 0), or None.
         new_ids: ids for the copies: the k-th selected message's copy gets
             ``new_ids[k]``; at least as many as the selection (extra unused).
+        size_limit: R-SIZE for the copies: a selected message whose JSON
+            ``role`` + ``type`` + ``content`` + ``metadata`` (UTF-8 bytes, as
+            :func:`memory_core.codec.dumps` writes them) exceed this makes a
+            copy over 15 MiB: raise ``ValidationError("copy of message
+            '<id>'", ..., "R-SIZE")`` and write nothing.
     """
 
     source_id: str
@@ -161,6 +168,7 @@ class CopyPlan:
     until: tuple[int, int] | None
     newest: int | None
     new_ids: tuple[str, ...]
+    size_limit: int
 
     def select(self, ordered: Sequence[Message]) -> list[Message]:
         """The selection from the source's messages already bounded by the
@@ -497,7 +505,8 @@ class _Request:
             selection.created_to_us,
             None if last is None else (to_us(_created(last)), last.sequence or 0),
             selection.newest,
-            tuple(new_message_id() for _ in range(selection.bound if last is not None else 0)),
+            tuple(new_message_ids(selection.bound if last is not None else 0)),
+            _size_limit(new),
         )
         thread, copied = await storage.copy_thread(plan)
         return Clone(thread, dict(zip(copied, plan.new_ids, strict=False)))
@@ -527,3 +536,13 @@ def _inside(message: Message, lo: int | None, hi: int | None) -> bool:
     """Whether a stored message's ``created_at`` lies in the inclusive µs bounds."""
     us = to_us(_created(message))
     return (lo is None or us >= lo) and (hi is None or us <= hi)
+
+
+def _size_limit(thread: Thread) -> int:
+    """:attr:`CopyPlan.size_limit` for copies into ``thread``: R-SIZE minus
+    what a copy's serialisation adds around its role, type, content and
+    metadata (a 36-character id, the thread and resource ids, keys)."""
+    frame = {"id": "0" * 36, "thread_id": thread.id, "resource_id": thread.resource_id}
+    frame.update(role="", type="", content="", metadata="")
+    empty = 4 * len(codec.dumps("").encode("utf-8"))  # the four values' own empty JSON
+    return MAX_MESSAGE_BYTES - (len(codec.dumps(frame).encode("utf-8")) - empty + 40)
