@@ -177,13 +177,13 @@ _COPY_SELECTION = f"""SELECT id, k FROM (
         ORDER BY created_at DESC, seq DESC LIMIT ?7
     )
 ) WHERE k < ?8 ORDER BY k"""
-_COPY_OVERSIZE = f"""SELECT m.id FROM ({_COPY_SELECTION}) AS s JOIN messages AS m ON m.id = s.id
+_COPY_OVERSIZE = """SELECT m.id FROM copy_sel AS s JOIN messages AS m ON m.id = s.src
 WHERE length(CAST(json_quote(m.role) AS BLOB)) + length(CAST(json_quote(m.type) AS BLOB))
-    + length(CAST(m.content AS BLOB)) + length(CAST(m.metadata AS BLOB)) > ?9 LIMIT 1"""
-# The copy: the selection's k-th row under new_ids[k], the next sequences in order.
-_COPY_INSERT = f"""INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, created_at)
-SELECT n.id, ?9 + s.k, ?10, ?11, m.role, m.type, m.content, m.metadata, m.created_at
-FROM ({_COPY_SELECTION}) AS s JOIN copy_ids AS n ON n.k = s.k JOIN messages AS m ON m.id = s.id"""
+    + length(CAST(m.content AS BLOB)) + length(CAST(m.metadata AS BLOB)) > ? LIMIT 1"""
+# The copy: the selection's k-th row under the k-th new id, the next sequences in order.
+_COPY_INSERT = """INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, created_at)
+SELECT n.id, ? + s.k, ?, ?, m.role, m.type, m.content, m.metadata, m.created_at
+FROM copy_sel AS s JOIN copy_ids AS n ON n.k = s.k JOIN messages AS m ON m.id = s.src"""
 
 
 def copy_thread(conn: sqlite3.Connection, plan: CopyPlan, now_us: int) -> list[str]:
@@ -203,21 +203,30 @@ def copy_thread(conn: sqlite3.Connection, plan: CopyPlan, now_us: int) -> list[s
             -1 if plan.newest is None else plan.newest,
             len(plan.new_ids),
         )
-        copied = [row[0] for row in conn.execute(_COPY_SELECTION, selection)]
-        if not copied:
-            return []
-        over = conn.execute(_COPY_OVERSIZE, (*selection, plan.size_limit)).fetchone()
-        if over is not None:
-            raise ValidationError(f"copy of message {over[0]!r}", "would serialise over the 15 MiB limit", "R-SIZE")
-        (last,) = conn.execute(
-            "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value", (len(copied),)
-        ).fetchone()
-        owner = plan.thread.resource_id
-        # the new ids by position, in a keyed temp table (json_each has no index to join on)
+        # the selection once, and the new ids, by position in keyed temp tables
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS copy_sel (k INTEGER PRIMARY KEY, src TEXT NOT NULL)")
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS copy_ids (k INTEGER PRIMARY KEY, id TEXT NOT NULL)")
-        conn.execute("INSERT INTO copy_ids (k, id) SELECT key, value FROM json_each(?)", (_sql.id_list(plan.new_ids),))
-        conn.execute(_COPY_INSERT, (*selection, int(last) - len(copied) + 1, plan.thread.id, owner))
-        conn.execute("DELETE FROM copy_ids")
+        try:
+            conn.execute(f"INSERT INTO copy_sel (k, src) SELECT k, id FROM ({_COPY_SELECTION})", selection)
+            copied = [row[0] for row in conn.execute("SELECT src FROM copy_sel ORDER BY k")]
+            if not copied:
+                return []
+            over = conn.execute(_COPY_OVERSIZE, (plan.size_limit,)).fetchone()
+            if over is not None:
+                reason = "would serialise over the 15 MiB limit"
+                raise ValidationError(f"copy of message {over[0]!r}", reason, "R-SIZE")
+            (last,) = conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value",
+                (len(copied),),
+            ).fetchone()
+            owner = plan.thread.resource_id
+            conn.execute(
+                "INSERT INTO copy_ids (k, id) SELECT key, value FROM json_each(?)", (_sql.id_list(plan.new_ids),)
+            )
+            conn.execute(_COPY_INSERT, (int(last) - len(copied) + 1, plan.thread.id, owner))
+        finally:
+            conn.execute("DELETE FROM copy_sel")
+            conn.execute("DELETE FROM copy_ids")
         deltas = Deltas()
         deltas.add(plan.thread.id, owner, len(copied))
         apply(conn, deltas)
