@@ -78,6 +78,7 @@ __all__ = [
     "get_lineage",
     "lineage_of",
     "list_clones",
+    "size_limit",
     "source_thread",
 ]
 
@@ -506,7 +507,7 @@ class _Request:
             None if last is None else (to_us(_created(last)), last.sequence or 0),
             selection.newest,
             tuple(new_message_ids(selection.bound if last is not None else 0)),
-            _size_limit(new),
+            size_limit(new),
         )
         thread, copied = await storage.copy_thread(plan)
         return Clone(thread, dict(zip(copied, plan.new_ids, strict=False)))
@@ -538,7 +539,7 @@ def _inside(message: Message, lo: int | None, hi: int | None) -> bool:
     return (lo is None or us >= lo) and (hi is None or us <= hi)
 
 
-def _size_limit(thread: Thread) -> int:
+def size_limit(thread: Thread) -> int:
     """:attr:`CopyPlan.size_limit` for copies into ``thread``: R-SIZE minus
     what a copy's serialisation adds around its role, type, content and
     metadata (a 36-character id, the thread and resource ids, keys)."""

@@ -37,7 +37,7 @@ from typing import Any
 from memory_core import connect, lineage
 from memory_core.ids import new_message_ids
 from memory_core.models import Message, Thread
-from memory_core.storage import BaseStorage
+from memory_core.storage import Storage
 
 from memory_core_bench.servers import bench_servers
 
@@ -58,7 +58,7 @@ _PUBLIC = (
 class _Counted:
     """Counts the public storage calls made through it (the rest pass on)."""
 
-    def __init__(self, store: BaseStorage) -> None:
+    def __init__(self, store: Storage) -> None:
         self.store = store
         self.calls = 0
 
@@ -85,7 +85,7 @@ async def _baseline(store: Any, source: str, target: str) -> None:
         await store.save_messages(copies[start : start + _BATCH])
 
 
-async def _timed(store: BaseStorage, run: Callable[[Any, str], Awaitable[Any]], repeat: int) -> tuple[float, int]:
+async def _timed(store: Storage, run: Callable[[Any, str], Awaitable[Any]], repeat: int) -> tuple[float, int]:
     times, calls = [], 0
     for i in range(repeat):
         counted = _Counted(store)
