@@ -24,6 +24,7 @@ from operator import attrgetter
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
+from memory_core import lineage
 from memory_core.builders import build_message, builder
 from memory_core.clock import Clock, system_clock, to_us
 from memory_core.cursor import decode_cursor, encode_cursor, fingerprint
@@ -36,6 +37,7 @@ from memory_core.errors import (
     StaleStateError,
     ValidationError,
 )
+from memory_core.lineage import CopyPlan
 from memory_core.loops import LoopLocal, OnceAcrossLoops
 from memory_core.models import (
     ROLES,
@@ -165,6 +167,7 @@ class Storage(Protocol):
     async def get_thread_with_owner(self, thread_id: str) -> tuple[Thread | None, Resource | None]: ...
     async def save_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
     async def insert_thread(self, thread: Thread | Mapping[str, Any]) -> Thread: ...
+    async def copy_thread(self, plan: CopyPlan) -> tuple[Thread, list[str]]: ...
     async def update_thread(
         self, thread_id: str, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> Thread: ...
@@ -515,6 +518,31 @@ class BaseStorage(ABC):
             except StaleStateError:
                 raise ConflictError(f"thread {stored.id!r} already exists") from None
         return stored
+
+    @traced("create_memory")
+    async def copy_thread(self, plan: CopyPlan) -> tuple[Thread, list[str]]:
+        """Create ``plan.thread`` holding copies of the source messages the
+        plan selects (:class:`~memory_core.lineage.CopyPlan`), all or nothing:
+        the storage half of :func:`memory_core.lineage.clone_thread`, which
+        builds and checks the plan.
+
+        Returns:
+            ``(thread, copied)``: the new thread as stored and the ids of the
+            source messages copied, in R-ORDER (the k-th got
+            ``plan.new_ids[k]``).
+
+        Raises:
+            ValidationError: a bad thread (R-ID, R-JSON, R-TIME, R-SIZE).
+            ConflictError: a thread with the new id exists (nothing written).
+        """
+        stored = self._thread_to_store(plan.thread)
+        await self._ready()
+        with self._guard("copy_thread"):
+            try:
+                copied = await self._copy_thread(replace(plan, thread=stored), to_us(self.clock.now()))
+            except StaleStateError:
+                raise ConflictError(f"thread {stored.id!r} already exists") from None
+        return stored, copied
 
     def _thread_to_store(self, thread: Thread | Mapping[str, Any]) -> Thread:
         """The validated thread with its times resolved (None: now)."""
@@ -1258,7 +1286,9 @@ class BaseStorage(ABC):
         thread and message ids can all be used again, by any resource. An
         unknown id is no error (an empty :class:`ResourceErasure`).
 
-        Not a single transaction on every backend, but resumable: a call that
+        Threads of other resources cloned from this one's lose their lineage
+        (:func:`memory_core.lineage.forget_resource`). Not a single
+        transaction on every backend, but resumable: a call that
         fails half-way leaves a state that a repeated call erases to
         completion. Vectors are removed by :meth:`memory_core.Memory.delete_resource`.
 
@@ -1273,6 +1303,7 @@ class BaseStorage(ABC):
         await self._ready()
         with self._guard("delete_resource"):
             thread_ids, messages, existed = await self._delete_resource(resource_id)
+        await lineage.forget_resource(self, resource_id)  # clones elsewhere stop naming it (R-LINEAGE)
         return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)
 
     @traced("delete_memory")
@@ -1627,6 +1658,39 @@ class BaseStorage(ABC):
             _bounded_gather([self._get_thread(thread_id) for thread_id in thread_ids]), self._get_messages(message_ids)
         )
         return {t.id: t for t in threads if t is not None}, messages
+
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str]:
+        """Insert ``plan.thread`` (create-if-absent: an existing id raises
+        :class:`~memory_core.errors.StaleStateError`, nothing written) and a
+        copy of each message :meth:`CopyPlan.select
+        <memory_core.lineage.CopyPlan.select>` picks, the k-th as
+        ``plan.copies`` makes it (id ``new_ids[k]``, the new thread and its
+        resource, created_at and the rest kept, the next store-wide
+        sequences in order), keeping the new thread's and resource's
+        counters; at most ``len(new_ids)`` copies. Returns the copied source
+        ids in R-ORDER.
+
+        Composite: the default composes the primitives (a read of the
+        selection, then an insert and a save, the thread removed again if
+        the save fails). Override it to copy inside the backend in one
+        statement or script, all or nothing, without message bodies leaving
+        the server."""
+        query = MessageQuery((plan.source_id,), None, plan.created_from_us, plan.created_to_us)
+        originals = plan.select(await self._list_messages(query))[: len(plan.new_ids)]
+        copies = plan.copies(originals)
+        for original, copy in zip(originals, copies, strict=True):
+            try:  # longer ids or resource id can push a copy over R-SIZE
+                check_message(copy, "copy")
+            except ValidationError as exc:
+                raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
+        await self._insert_thread(plan.thread)
+        try:
+            if originals:
+                await self._save_messages(copies, [plan.thread.id], now_us)
+        except BaseException:
+            await self._delete_thread(plan.thread.id)
+            raise
+        return [m.id for m in originals]
 
     @abstractmethod
     async def _get_resource(self, resource_id: str) -> Resource | None:

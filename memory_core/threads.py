@@ -1,8 +1,8 @@
-"""Thread operations composed from storage primitives: create, get-or-create,
-clone, and the ``generate_title`` hook.
+"""Thread operations composed from storage primitives: create, get-or-create
+and the ``generate_title`` hook (clones and branches: :mod:`memory_core.lineage`).
 
 :class:`~memory_core.memory.Memory` documents each (its ``create_thread``,
-``get_or_create_thread``, ``clone_thread``); the functions here check their
+``get_or_create_thread``); the functions here check their
 inputs before any I/O and raise the same typed errors.
 """
 
@@ -10,34 +10,22 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from memory_core.arguments import check_metadata_arg
 from memory_core.config import TitleGenerator
-from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
-from memory_core.models import DateRange, Message, MessageFilter, MessagePageRequest, Thread
+from memory_core.errors import ConflictError, OwnershipError
+from memory_core.models import Message, Thread
 from memory_core.storage import Storage
 from memory_core.validation import (
-    MAX_ID_LENGTH,
-    MAX_PER_PAGE,
     check_bool,
-    check_date_range,
     check_id,
-    check_message,
-    check_non_negative_int,
     check_text,
-    coerce_model,
 )
 
-__all__ = ["MAX_CLONE_ID_LENGTH", "clone", "create", "generate_titles", "get_or_create"]
+__all__ = ["create", "generate_titles", "get_or_create"]
 
 log = logging.getLogger("memory_core")
-
-MAX_CLONE_ID_LENGTH = MAX_ID_LENGTH - 33
-"""The longest ``new_id`` :func:`clone` accepts (223): copies are named
-``<new_id>:<32 hex digits>`` and must fit R-ID's 256 characters."""
 
 
 async def create(
@@ -83,74 +71,6 @@ async def get_or_create(
         except ConflictError:
             continue  # created meanwhile (or deleted again): read it
     raise ConflictError(f"thread {thread_id!r} is being created and deleted concurrently")
-
-
-async def clone(
-    storage: Storage,
-    source_id: str,
-    new_id: str | None,
-    title: str | None,
-    metadata: Mapping[str, Any] | None,
-    message_limit: int | None,
-    date_range: DateRange | Mapping[str, Any] | None,
-) -> tuple[Thread, list[Message]]:
-    """Insert the clone of ``source_id`` and return it with the copies of its
-    messages, checked and not yet saved (the caller saves them, so they are
-    indexed like any save). The rules are ``Memory.clone_thread``'s.
-
-    Raises:
-        ValidationError: bad ids, title, metadata, limit or range; a copy
-            over R-SIZE. Before any write.
-        NotFoundError: no source thread.
-        ConflictError: a thread ``new_id`` already exists.
-    """
-    check_id(source_id, "source_id")
-    if new_id is None:
-        new_id = str(uuid.uuid4())
-    else:
-        check_id(new_id, "new_id")
-        if len(new_id) > MAX_CLONE_ID_LENGTH:
-            raise ValidationError(
-                "new_id",
-                f"must be at most {MAX_CLONE_ID_LENGTH} characters: copies are named '<new_id>:<32 hex>' "
-                f"and ids are at most {MAX_ID_LENGTH}",
-                "R-ID",
-            )
-        if new_id == source_id:
-            raise ValidationError("new_id", "must differ from source_id", "R-ID")
-    if title is not None:
-        check_text(title, "title")
-    extra = check_metadata_arg(metadata, "metadata")
-    if message_limit is not None:
-        message_limit = check_non_negative_int(message_limit, "message_limit")
-    check_date_range(date_range, "date_range")
-    source = await storage.get_thread(source_id)
-    if source is None:
-        raise NotFoundError(f"thread {source_id!r} does not exist")
-    flt = None if date_range is None else MessageFilter(date_range=coerce_model(date_range, DateRange, "date_range"))
-    if message_limit is None or message_limit > MAX_PER_PAGE:  # more than any page: all of them
-        page = await storage.list_messages(source_id, filter=flt, per_page=False)
-        originals = page.items
-    else:
-        page = await storage.page_messages(
-            MessagePageRequest(thread_ids=(source_id,), filter=flt, per_page=message_limit, newest=True)
-        )
-        originals = page.items
-    clone = Thread(
-        new_id,
-        source.resource_id,
-        (f"Clone of {source.title}" if source.title else "") if title is None else title,
-        {**source.metadata, **extra, "cloned_from": source_id},
-    )
-    copies = [replace(m, id=f"{new_id}:{uuid.uuid4().hex}", thread_id=new_id, sequence=None) for m in originals]
-    # A longer id can push a copy over R-SIZE: check every copy before the
-    # thread is written, so a failure leaves no half-made clone behind.
-    for original, copy in zip(originals, copies, strict=True):
-        try:
-            check_message(copy, "copy")
-        except ValidationError as exc:
-            raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-    return await storage.insert_thread(clone), copies  # atomic: a racing clone or create loses
 
 
 async def generate_titles(storage: Storage, generate_title: TitleGenerator, saved: list[Message]) -> None:

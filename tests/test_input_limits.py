@@ -27,7 +27,6 @@ from memory_core import (
 )
 from memory_core.clock import TIME_MAX, TIME_MAX_US, TIME_MIN_US
 from memory_core.cursor import MAX_CURSOR_CHARS, encode_cursor
-from memory_core.memory import MAX_CLONE_ID_LENGTH
 from memory_core.validation import MAX_MESSAGE_BYTES, MAX_PER_PAGE, MAX_SEARCH_CHARS, MAX_TOP_K, message_size
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +79,6 @@ def real_cursor_fingerprint(cursor: str) -> str:
 @pytest.mark.parametrize(
     ("options", "field"),
     [
-        ({"new_id": "x" * (MAX_CLONE_ID_LENGTH + 1)}, "new_id"),
         ({"new_id": "x" * 257}, "new_id"),
         ({"new_id": ""}, "new_id"),
         ({"new_id": "t1"}, "new_id"),
@@ -90,6 +88,10 @@ def real_cursor_fingerprint(cursor: str) -> str:
         ({"new_id": "c", "metadata": "k=v"}, "metadata"),
         ({"new_id": "c", "metadata": {"k": float("nan")}}, "metadata['k']"),
         ({"new_id": "c", "message_limit": -1}, "message_limit"),
+        ({"new_id": "c", "metadata": {"cloned_from": "x"}}, "metadata"),
+        ({"new_id": "c", "message_ids": "m1"}, "message_ids"),
+        ({"new_id": "c", "resource_id": ""}, "resource_id"),
+        ({"new_id": "c", "date_range": {"start": "nope"}}, "date_range.start"),
     ],
 )
 async def test_clone_thread_rejects_bad_input_before_writing(
@@ -104,22 +106,23 @@ async def test_clone_thread_never_overwrites_a_thread(memory: Memory) -> None:
     await rejected(memory, memory.clone_thread("t1", "t2"), "", ConflictError)  # another resource's thread
 
 
-async def test_clone_thread_longest_new_id_fits_every_copy(memory: Memory) -> None:
-    new_id = "n" * MAX_CLONE_ID_LENGTH
-    thread, copies = await memory.clone_thread("t1", new_id)
-    assert thread.id == new_id
-    assert [len(m.id) for m in copies] == [256] * 5
+async def test_clone_thread_longest_new_id_is_any_id(memory: Memory) -> None:
+    new_id = "n" * 256  # copies get UUIDv7 ids, so the thread id has the whole of R-ID
+    made = await memory.clone_thread("t1", new_id)
+    assert made.thread.id == new_id
+    assert [len(m) for m in made.message_ids.values()] == [36] * 5
     assert [m.content for m in (await memory.list_messages(new_id, per_page=False)).items] == [
         f"hello {i}" for i in range(5)
     ]
 
 
 async def test_clone_thread_copy_over_r_size_writes_nothing(memory: Memory) -> None:
-    # Near 15 MiB, the copy's longer id and thread id push it over R-SIZE.
+    # Near 15 MiB, the copy's longer ids and resource id push it over R-SIZE.
     probe = Message("big", "t1", "user", "")
     body = "a" * (MAX_MESSAGE_BYTES - message_size(probe) - 10)
     await memory.save_messages([Message("big", "t1", "user", body)])
-    await rejected(memory, memory.clone_thread("t1", "n" * MAX_CLONE_ID_LENGTH), "copy of message 'big'")
+    into = memory.clone_thread("t1", "n" * 256, resource_id="r" * 256, source_resource_id="r1")
+    await rejected(memory, into, "copy of message 'big'")
 
 
 @pytest.mark.parametrize(

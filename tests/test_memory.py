@@ -196,22 +196,34 @@ async def test_generate_title_runs_once_and_failures_do_not_fail_saves(memory: M
 
 async def test_clone_thread_copies_messages_in_order(memory: Memory) -> None:
     await _thread_with_messages(memory, 6)
-    thread, copies = await memory.clone_thread("t1", "t1-copy", title="copy", metadata={"k": 1})
-    assert thread.title == "copy" and thread.metadata == {"k": 1, "cloned_from": "t1"}
+    originals_last = (await memory.list_messages("t1", per_page=False)).items[-1].id
+    made = await memory.clone_thread("t1", "t1-copy", title="copy", metadata={"k": 1})
+    thread = made.thread
+    assert thread.title == "copy" and thread.metadata == {
+        "k": 1,
+        "cloned_from": "t1",
+        "cloned_from_resource": "r1",
+        "cloned_last_message_id": originals_last,
+    }
     listed = await memory.list_messages("t1-copy", per_page=False)
     originals = await memory.list_messages("t1", per_page=False)
     assert [m.created_at for m in listed.items] == [m.created_at for m in originals.items]
     assert [m.content for m in listed.items] == [m.content for m in originals.items]
     assert not set(_ids(listed.items)) & set(_ids(originals.items))
-    assert len(copies) == 6
-    _, newest = await memory.clone_thread("t1", "t1-newest", message_limit=2)
-    assert [m.content for m in newest] == ["m05 text", "m06 text"]
-    _, every = await memory.clone_thread("t1", "t1-every", message_limit=2**63 - 1)  # beyond any page size
-    assert len(every) == 6
-    _, dated = await memory.clone_thread(
+    assert list(made.message_ids) == _ids(originals.items)
+    assert list(made.message_ids.values()) == _ids(listed.items)
+
+    async def contents(thread_id: str) -> list[Any]:
+        return [m.content for m in (await memory.list_messages(thread_id, per_page=False)).items]
+
+    await memory.clone_thread("t1", "t1-newest", message_limit=2)
+    assert await contents("t1-newest") == ["m05 text", "m06 text"]
+    every = await memory.clone_thread("t1", "t1-every", message_limit=2**63 - 1)  # beyond any page size
+    assert len(every.message_ids) == 6
+    await memory.clone_thread(
         "t1", "t1-dated", date_range={"start": T0 + timedelta(seconds=2), "end": T0 + timedelta(seconds=3)}
     )
-    assert [m.content for m in dated] == ["m02 text", "m03 text"]
+    assert await contents("t1-dated") == ["m02 text", "m03 text"]
     with pytest.raises(NotFoundError):
         await memory.clone_thread("nope")
 

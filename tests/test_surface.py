@@ -134,8 +134,8 @@ async def test_create_thread_is_explicit_and_get_or_create_reuses(memory: Memory
 
 async def test_clone_title_defaults_to_clone_of(memory: Memory) -> None:
     await memory.create_thread("u1", thread_id="t1", title="trip")
-    clone, _ = await memory.clone_thread("t1")
-    named, _ = await memory.clone_thread("t1", title="mine")
+    clone = (await memory.clone_thread("t1")).thread
+    named = (await memory.clone_thread("t1", title="mine")).thread
     assert (clone.title, named.title) == ("Clone of trip", "mine")
 
 

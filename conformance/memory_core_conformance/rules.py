@@ -169,6 +169,16 @@ _RULE_LIST = [
         "refuses a bad policy before any I/O.",
     ),
     Rule(
+        "R-LINEAGE",
+        "clones, branches and their lineage",
+        "clone_thread copies a thread's messages (all, or by id list, date range and newest N) and branch_thread "
+        "those up to and including one message, into a new thread (this or another resource, the source's owner "
+        "named) with created_at and order kept and new UUIDv7 ids mapped; the copy records cloned_from, "
+        "cloned_from_resource and cloned_last_message_id. Lineage calls never reveal another resource's thread, a "
+        "deleted source leaves readable clones, erasing a resource nulls lineage naming it, and a bad call "
+        "writes nothing.",
+    ),
+    Rule(
         "R-WM",
         "working memory compare-and-set",
         "swap_working_memory / swap_thread_working_memory write only over the expected value (None: nothing "

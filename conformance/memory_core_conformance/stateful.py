@@ -36,8 +36,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from memory_core.clock import ManualClock
+from memory_core.clock import ManualClock, to_us
 from memory_core.errors import AdapterClosedError
+from memory_core.lineage import CopyPlan, size_limit
 from memory_core.memory import Memory
 from memory_core.models import IdPage, Include, Message, MessageFilter, OrderBy, Page, Resource, Thread, ThreadFilter
 from memory_core.query import NOT_GIVEN
@@ -271,6 +272,7 @@ class StorageStateMachine(RuleBasedStateMachine):
             self._portal_cm.__exit__(None, None, None)
             raise
         self.walks: list[_Walk] = []
+        self.copies = 0
         # Recall is composed in the core over storage reads: a Memory over each store.
         self.memories = (Memory(adapter, owns_stores=False), Memory(self.reference, owns_stores=False))
 
@@ -547,6 +549,46 @@ class StorageStateMachine(RuleBasedStateMachine):
         kwargs = {"per_page": per_page}
         actual, expected = self._both("list_resource_ids", **kwargs)
         self._remember("list_resource_ids", kwargs, actual, expected)
+
+    @rule(
+        source=_busy_thread_ids,
+        into=_thread_ids,
+        resource_id=st.none() | _resource_ids,
+        picked=st.none() | st.lists(_message_ids, max_size=4),
+        bounds=st.tuples(st.none() | _TIMES, st.none() | _TIMES),
+        until=st.none() | _message_ids,
+        newest=st.none() | st.integers(0, 4),
+        ids=st.integers(0, 8),
+    )
+    def copy_thread(
+        self,
+        source: str,
+        into: str,
+        resource_id: str | None,
+        picked: list[str] | None,
+        bounds: tuple[datetime | None, datetime | None],
+        until: str | None,
+        newest: int | None,
+        ids: int,
+    ) -> None:
+        """A clone or branch (R-LINEAGE) through the copy primitive, with every
+        option: message ids, a date range, a cut at a message (a branch),
+        the newest N, another resource, and too few new ids (the copy holds
+        the first ones); an existing target id is a ConflictError on both."""
+        assert self.adapter is not None
+        found = self.portal.call(self.reference.get_thread, source)
+        owner = resource_id or (found.resource_id if found is not None else "r1")
+        self.copies += 1
+        new = Thread(into, owner, "copy", {"cloned_from": source})
+        keys: list[tuple[int, int] | None] = []
+        for store in (self.adapter, self.reference):
+            cut = [m for m in self.portal.call(store.get_messages, [until] if until else []) if m.thread_id == source]
+            keys.append((to_us(cut[0].created_at), cut[0].sequence or 0) if cut and cut[0].created_at else None)
+        lo, hi = (None if t is None else to_us(t) for t in bounds)
+        new_ids = tuple(f"copy{self.copies}-{k}" for k in range(ids))
+        chosen = None if picked is None else tuple(picked)
+        plans = [CopyPlan(source, new, chosen, lo, hi, key, newest, new_ids, size_limit(new)) for key in keys]
+        self._both("copy_thread", _PerStore((plans[0], plans[1])))
 
     @rule(resource_id=_resource_ids)
     def delete_resource(self, resource_id: str) -> None:

@@ -18,8 +18,9 @@ from typing import Any, NamedTuple, cast
 
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
-from memory_core.clock import TIME_MAX_US, bump_us, from_us, to_us
+from memory_core.clock import TIME_MAX_US, TIME_MIN_US, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError, ValidationError
+from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
@@ -222,6 +223,72 @@ def insert_thread(conn: sqlite3.Connection, thread: Thread) -> None:
     with transaction(conn):
         if conn.execute(_INSERT_THREAD + " ON CONFLICT (id) DO NOTHING", _thread_row(thread)).rowcount != 1:
             raise StaleStateError(f"thread {thread.id!r} exists")
+
+
+SEQ_MAX = 2**63 - 1
+_COPY_SELECTION = f"""SELECT id, k FROM (
+    SELECT id, ROW_NUMBER() OVER (ORDER BY created_at, seq) - 1 AS k FROM (
+        SELECT id, created_at, seq FROM messages
+        WHERE thread_id = ?1 AND created_at >= ?2 AND created_at <= ?3 AND (created_at, seq) <= (?4, ?5)
+            AND (?6 IS NULL OR id {_sql.BY_IDS.replace("?", "?6")})
+        ORDER BY created_at DESC, seq DESC LIMIT ?7
+    )
+) WHERE k < ?8 ORDER BY k"""
+_COPY_OVERSIZE = """SELECT m.id FROM copy_sel AS s JOIN messages AS m ON m.id = s.src
+WHERE length(CAST(json_quote(m.role) AS BLOB)) + length(CAST(json_quote(m.type) AS BLOB))
+    + length(CAST(m.content AS BLOB)) + length(CAST(m.metadata AS BLOB)) > ? LIMIT 1"""
+# The copy: the selection's k-th row under the k-th new id, the next sequences in order.
+_COPY_INSERT = """INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, created_at)
+SELECT n.id, ? + s.k, ?, ?, m.role, m.type, m.content, m.metadata, m.created_at
+FROM copy_sel AS s JOIN copy_ids AS n ON n.k = s.k JOIN messages AS m ON m.id = s.src"""
+
+
+def copy_thread(conn: sqlite3.Connection, plan: CopyPlan, now_us: int) -> list[str]:
+    """Insert the plan's thread and copy its selection inside the database
+    (INSERT ... SELECT: no body leaves SQLite), one transaction; returns
+    the copied source ids in order. StaleStateError if the thread exists."""
+    with transaction(conn):
+        if conn.execute(_INSERT_THREAD + " ON CONFLICT (id) DO NOTHING", _thread_row(plan.thread)).rowcount != 1:
+            raise StaleStateError(f"thread {plan.thread.id!r} exists")
+        until = plan.until or (TIME_MAX_US, SEQ_MAX)
+        selection = (
+            plan.source_id,
+            TIME_MIN_US if plan.created_from_us is None else plan.created_from_us,
+            TIME_MAX_US if plan.created_to_us is None else plan.created_to_us,
+            *until,
+            None if plan.message_ids is None else _sql.id_list(plan.message_ids),
+            -1 if plan.newest is None else plan.newest,
+            len(plan.new_ids),
+        )
+        # the selection once, and the new ids, by position in keyed temp tables
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS copy_sel (k INTEGER PRIMARY KEY, src TEXT NOT NULL)")
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS copy_ids (k INTEGER PRIMARY KEY, id TEXT NOT NULL)")
+        try:
+            conn.execute(f"INSERT INTO copy_sel (k, src) SELECT k, id FROM ({_COPY_SELECTION})", selection)
+            copied = [row[0] for row in conn.execute("SELECT src FROM copy_sel ORDER BY k")]
+            if not copied:
+                return []
+            over = conn.execute(_COPY_OVERSIZE, (plan.size_limit,)).fetchone()
+            if over is not None:
+                reason = "would serialise over the 15 MiB limit"
+                raise ValidationError(f"copy of message {over[0]!r}", reason, "R-SIZE")
+            (last,) = conn.execute(
+                "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value",
+                (len(copied),),
+            ).fetchone()
+            owner = plan.thread.resource_id
+            conn.execute(
+                "INSERT INTO copy_ids (k, id) SELECT key, value FROM json_each(?)", (_sql.id_list(plan.new_ids),)
+            )
+            conn.execute(_COPY_INSERT, (int(last) - len(copied) + 1, plan.thread.id, owner))
+        finally:
+            conn.execute("DELETE FROM copy_sel")
+            conn.execute("DELETE FROM copy_ids")
+        deltas = Deltas()
+        deltas.add(plan.thread.id, owner, len(copied))
+        apply(conn, deltas)
+        _bump(conn, [plan.thread.id], now_us)
+        return copied
 
 
 def patch_thread(

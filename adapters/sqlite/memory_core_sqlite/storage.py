@@ -24,6 +24,7 @@ import aiosqlite
 from memory_core.capabilities import Capability
 from memory_core.clock import Clock, to_us
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
+from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
@@ -311,6 +312,9 @@ class SQLiteStorage(BaseStorage):
 
     async def _insert_thread(self, thread: Thread) -> None:
         await self._run(_ops.insert_thread, thread)
+
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str]:
+        return await self._run(_ops.copy_thread, plan, now_us)
 
     async def _save_thread_checked(self, thread: Thread) -> Thread | None:
         return await self._run(_ops.save_thread_checked, thread)

@@ -7,6 +7,7 @@ from memory_core_conformance.cases.capabilities import CapabilityCases
 from memory_core_conformance.cases.concurrency import ConcurrencyCases
 from memory_core_conformance.cases.faults import FaultCases
 from memory_core_conformance.cases.filtering import FilterRules
+from memory_core_conformance.cases.lineage import LineageRules
 from memory_core_conformance.cases.opening import OpeningCases
 from memory_core_conformance.cases.operations import ChunkCases, OperationCases
 from memory_core_conformance.cases.ordering import OrderingRules
@@ -27,6 +28,7 @@ __all__ = [
     "ConcurrencyCases",
     "FaultCases",
     "FilterRules",
+    "LineageRules",
     "OpeningCases",
     "OperationCases",
     "OrderingRules",
