@@ -450,14 +450,16 @@ async def test_a_standalone_write_over_two_resources_found_stale_writes_neither(
         await store.update_messages([{"id": b1.id, "thread_id": "t3"}])  # after the "read"
         t1_before = await store.get_thread("t1")
         fresh = Message("fresh", "t1", "user", "new", "r1", created_at=T0)
-        with pytest.raises(StaleStateError):
-            if write == "save":
+        if write == "save":
+            with pytest.raises(StaleStateError):
                 await store._save_messages([fresh, b1], ["t1", "t2"], 0)
-            elif write == "patch":
-                patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
-                await store._patch_messages(patches, ["t1", "t2"], 0)
-            else:
-                await store._delete_messages([a1.id, b1.id], ["t1", "t2"], 0)
+        elif write == "patch":
+            patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
+            with pytest.raises(StaleStateError):
+                await store._write_patches(patches, ["t1", "t2"], 0)
+        else:
+            deleted, stale = await store._delete_in_slots([a1.id, b1.id], ["t1", "t2"], 0)
+            assert (deleted, stale) == ([], b1.id)
         assert await store.get_messages([a1.id, "fresh"]) == [a1]
         assert await store.get_thread("t1") == t1_before  # not bumped
         # the new id was never reserved: another resource may take it
