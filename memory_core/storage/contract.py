@@ -100,8 +100,8 @@ class AdapterContract(ABC):
         - ``messages`` (a :class:`~memory_core.query.MessageQuery`): when
           ``query.count``, the count of its filter (no offset, limit or
           after) in ``message_total``; its window in ``messages``: ordered by
-          :func:`~memory_core.query.MessageQuery.key` (created_at µs,
-          sequence) in its direction, strictly after ``query.after`` if set,
+          (created_at µs, sequence) in its direction (R-ORDER), strictly
+          after ``query.after`` if set,
           skipping ``offset``, at most ``limit`` (None = all; 0 = none).
         - ``thread_page`` (a :class:`~memory_core.query.ThreadQuery`): count
           and window as ``messages``, ordered by ``query.key`` (order field
