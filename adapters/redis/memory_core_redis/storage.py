@@ -992,7 +992,7 @@ class RedisStorage(BaseStorage):
             wanted, fresh = stale, True
         return found
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+    async def _write_saves(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         groups: dict[str, list[Any]] = defaultdict(list)
         sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
@@ -1067,12 +1067,12 @@ class RedisStorage(BaseStorage):
         if guess is not None:
             try:
                 records, bump = decide({tid: Thread(tid, rid) for tid, rid in guess.items()}, [])
-                return records, await self._save_messages(records, bump, now_us)
+                return records, await self._write_saves(records, bump, now_us)
             except (NotFoundError, OwnershipError, ConflictError):  # StaleStateError too
                 pass  # refused on a guess, not on facts: decide again on what is stored
         threads, stored = await compose_read_state(self, thread_ids, message_ids)
         records, bump = decide(threads, stored)
-        return records, await self._save_messages(records, bump, now_us)
+        return records, await self._write_saves(records, bump, now_us)
 
     def _guessed_owners(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> dict[str, str] | None:
         """Thread id -> cached resource of each thread, when a save may skip

@@ -265,7 +265,7 @@ async def test_id_held_by_another_resource_is_a_conflict_and_writes_nothing(make
         msg = Message("t1-m0", "t2", "user", "x", "r2", created_at=T0)
         new = Message("fresh", "t2", "user", "y", "r2", created_at=T0)
         with pytest.raises(ConflictError):
-            await store._save_messages([new, msg], ["t2"], 0)
+            await store._write_saves([new, msg], ["t2"], 0)
         assert await store.get_messages(["fresh"]) == []
         assert [m.thread_id for m in await store.get_messages(["t1-m0"])] == ["t1"]
         await store.destroy()
@@ -277,7 +277,7 @@ async def test_message_into_a_vanished_thread_is_stale_and_leaves_no_orphan(make
         await seed(store, n=1)
         msg = Message("orphan", "gone", "user", "x", "r1", created_at=T0)
         with pytest.raises(StaleStateError):  # the core re-reads and raises NotFoundError
-            await store._save_messages([msg], ["gone"], 0)
+            await store._write_saves([msg], ["gone"], 0)
         await store.save_thread({"id": "gone", "resource_id": "r1"})
         assert (await store.list_messages("gone")).total == 0
         assert (await store.list_messages_by_resource("r1")).total == 1
@@ -452,7 +452,7 @@ async def test_a_standalone_write_over_two_resources_found_stale_writes_neither(
         fresh = Message("fresh", "t1", "user", "new", "r1", created_at=T0)
         if write == "save":
             with pytest.raises(StaleStateError):
-                await store._save_messages([fresh, b1], ["t1", "t2"], 0)
+                await store._write_saves([fresh, b1], ["t1", "t2"], 0)
         elif write == "patch":
             patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
             with pytest.raises(StaleStateError):
