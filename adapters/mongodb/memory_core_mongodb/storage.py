@@ -679,12 +679,6 @@ class MongoStorage(BaseStorage):
                 start = end
         return deleted
 
-    @staticmethod
-    async def _fields(collection: AsyncCollection[Doc], ids: Any, name: str, session: Session) -> dict[str, str]:
-        """_id -> the field ``name`` of the stored documents among ``ids``."""
-        found = collection.find({"_id": {"$in": list(ids)}}, {name: 1}, session=session)
-        return {doc["_id"]: doc[name] async for doc in found}
-
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
     ) -> list[Message]:
