@@ -16,10 +16,21 @@ from dataclasses import dataclass, field
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import MessageQuery, ThreadQuery
 
-__all__ = ["ReadParts", "ReadPlan", "Window"]
+__all__ = ["ReadParts", "ReadPlan", "ResourceIdQuery", "Window"]
 
 Window = tuple[str, int, int]
 """An include window: ``(message id, before, after)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceIdQuery:
+    """A page of resource ids (R-RESOURCES): the ids that have a resource
+    record or own at least one thread, each once, ascending by exact
+    comparison (code point order: UTF-8 byte order), strictly greater than
+    ``after`` if set, at most ``limit`` (None = all)."""
+
+    after: str | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +46,9 @@ class ReadPlan:
             limit or after) and its window (none when ``limit`` is 0).
         thread_page: a thread page: count and window, as ``messages``.
         windows: include windows, ``(message id, before, after)`` each.
+        message_ids: messages to fetch by id (``get_messages``; the state a
+            write's checks read, with ``threads``).
+        resource_ids: a page of resource ids (``list_resource_ids``).
     """
 
     threads: tuple[str, ...] = ()
@@ -43,6 +57,8 @@ class ReadPlan:
     messages: MessageQuery | None = None
     thread_page: ThreadQuery | None = None
     windows: tuple[Window, ...] = ()
+    message_ids: tuple[str, ...] = ()
+    resource_ids: ResourceIdQuery | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +75,9 @@ class ReadParts:
         thread_items: ``plan.thread_page``'s window, in the query's order.
         windows: one list per ``plan.windows`` entry, R-ORDER ascending
             (``[]`` for an unknown id).
+        found_messages: the stored messages among ``plan.message_ids``, any
+            order, ``sequence`` filled.
+        resource_ids: ``plan.resource_ids``' page of ids, ascending.
     """
 
     threads: dict[str, Thread] = field(default_factory=dict)
@@ -68,3 +87,5 @@ class ReadParts:
     thread_total: int = 0
     thread_items: list[Thread] = field(default_factory=list)
     windows: list[list[Message]] = field(default_factory=list)
+    found_messages: list[Message] = field(default_factory=list)
+    resource_ids: list[str] = field(default_factory=list)

@@ -1,7 +1,8 @@
 """The reference store (``memory://``): the contract in plain Python, in memory.
 
 Every primitive is the most direct reading of its contract in
-:class:`~memory_core.storage.BaseStorage`, using the reference predicates of
+:class:`~memory_core.storage.composed.ComposedStorage` (which composes the
+adapter contract from them), using the reference predicates of
 :mod:`memory_core.query`. The conformance suite compares every adapter with
 this store. It is also a real, fast store for tests and single-process use
 (data lives as long as the object; instances never share data).
@@ -19,16 +20,16 @@ from memory_core.clock import Clock, bump_us, from_us, to_us
 from memory_core.errors import StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
-from memory_core.storage import BaseStorage, message_key, order_key
+from memory_core.storage import ComposedStorage, message_key, order_key
 
 __all__ = ["InMemoryStorage"]
 
 
-class InMemoryStorage(BaseStorage):
+class InMemoryStorage(ComposedStorage):
     """The reference store. URL: ``memory://`` (each connect is a new store).
 
     Args:
-        clock: injectable clock (see :class:`BaseStorage`).
+        clock: injectable clock (see :class:`~memory_core.storage.BaseStorage`).
     """
 
     backend_name = "memory"

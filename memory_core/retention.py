@@ -43,17 +43,36 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from memory_core.clock import TIME_MIN
 from memory_core.errors import ValidationError
-from memory_core.models import DateRange, MessageFilter, OrderBy, ThreadFilter
+from memory_core.models import DateRange, Message, MessageFilter, OrderBy, Page, PerPage, Thread, ThreadFilter
 from memory_core.validation import check_bool, check_datetime, check_id
 
-if TYPE_CHECKING:
-    from memory_core.storage import Storage
+__all__ = ["MAX_BATCH", "PruneBatch", "PruneHook", "PruneReport", "Prunable", "RetentionPolicy", "apply_policy"]
 
-__all__ = ["MAX_BATCH", "PruneBatch", "PruneHook", "PruneReport", "RetentionPolicy", "apply_policy"]
+
+class Prunable(Protocol):
+    """The public storage calls :func:`apply_policy` composes (every
+    :class:`~memory_core.storage.Storage` has them): declared here so
+    retention does not import the storage package that calls it."""
+
+    async def list_threads(
+        self,
+        filter: ThreadFilter | None = ...,
+        page: int = ...,
+        per_page: PerPage = ...,
+        *,
+        order_by: OrderBy,
+        cursor: str | None,
+    ) -> Page[Thread]: ...
+    async def list_messages(
+        self, thread_id: str, *, filter: MessageFilter | None = ..., per_page: PerPage = ..., cursor: str | None = ...
+    ) -> Page[Message]: ...
+    async def delete_messages(self, ids: list[str]) -> int: ...
+    async def delete_thread(self, thread_id: str) -> None: ...
+
 
 PruneTarget = Literal["messages", "threads"]
 MAX_BATCH = 10_000
@@ -164,7 +183,7 @@ class PruneReport:
 
 
 async def apply_policy(
-    storage: Storage,
+    storage: Prunable,
     policy: RetentionPolicy,
     now: datetime,
     *,
@@ -227,7 +246,7 @@ async def apply_policy(
 
 
 async def _prune_messages(
-    storage: Storage, thread_id: str, cutoff: datetime, batch: int, dry_run: bool, hook: PruneHook | None
+    storage: Prunable, thread_id: str, cutoff: datetime, batch: int, dry_run: bool, hook: PruneHook | None
 ) -> int:
     """Delete (or count) the messages of one thread created before ``cutoff``."""
     older = MessageFilter(date_range=DateRange(end=cutoff, end_exclusive=True))

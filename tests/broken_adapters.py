@@ -20,7 +20,7 @@ from memory_core.clock import to_us
 from memory_core.models import Message, MessagePageRequest, Page, Resource, Thread
 from memory_core.query import MessageQuery, MetaCondition, ThreadQuery, meta_kind
 from memory_core.reference import InMemoryStorage
-from memory_core.storage import BaseStorage, message_key
+from memory_core.storage import message_key
 
 __all__ = ["BROKEN"]
 
@@ -342,11 +342,13 @@ class DeleteCountsLastChunkStorage(InMemoryStorage):
 
 
 class ThreadOwnersOnlyStorage(InMemoryStorage):
-    """A third-party adapter without a native resource listing: the base
-    class's default, which finds resources through their threads only
-    (records without threads are missed, R-RESOURCES)."""
+    """A resource listing that finds resources through their threads only
+    (the pre-contract-tier default: records without threads are missed,
+    R-RESOURCES)."""
 
-    _list_resource_ids = BaseStorage._list_resource_ids
+    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+        owners = {thread.resource_id for thread in await self._list_threads(ThreadQuery(None))}
+        return _window(sorted(rid for rid in owners if after is None or rid > after), 0, limit)
 
 
 class ListingKeepsErasedStorage(InMemoryStorage):

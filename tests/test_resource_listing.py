@@ -1,6 +1,6 @@
 """The core's part of the resource listing (R-RESOURCES): inputs refused
-before any I/O, and the default primitive a third-party adapter inherits
-(thread owners only)."""
+before any I/O, and no default primitive to inherit (one that saw thread
+owners only missed every record without a thread)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memory_core import IdPage, InMemoryStorage, Thread, ValidationError
-from memory_core.storage import BaseStorage
+from memory_core import InMemoryStorage, ValidationError
+from memory_core.storage import ComposedStorage
 
 pytestmark = pytest.mark.anyio
 
@@ -19,12 +19,6 @@ class _NoIO(InMemoryStorage):
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
         raise AssertionError("the primitive ran")
-
-
-class _Inherited(InMemoryStorage):
-    """An adapter that does not implement the listing primitive."""
-
-    _list_resource_ids = BaseStorage._list_resource_ids
 
 
 @pytest.mark.parametrize(
@@ -49,12 +43,7 @@ async def test_bad_input_is_refused_before_any_io(kwargs: dict[str, Any], field:
         await store.list_resource_ids(**kwargs)
 
 
-async def test_the_default_lists_thread_owners_and_misses_records_without_threads() -> None:
-    async with _Inherited() as store:
-        await store.update_resource("record-only", working_memory="wm")
-        for index, rid in enumerate(["c", "a", "b", "a"]):
-            await store.save_thread(Thread(f"t{index}", rid))
-        assert (await store.list_resource_ids()).items == ["a", "b", "c"]
-        first = await store.list_resource_ids(per_page=2)
-        assert first.items == ["a", "b"] and first.has_more
-        assert await store.list_resource_ids(cursor=first.next_cursor) == IdPage(["c"], 100, False, None)
+def test_the_listing_primitive_has_no_default() -> None:
+    """A composed adapter must write it: the plan read answers resource ids
+    from it, and a default could not see records without threads."""
+    assert "_list_resource_ids" in ComposedStorage.__abstractmethods__

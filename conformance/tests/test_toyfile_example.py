@@ -13,7 +13,7 @@ from memory_core_conformance.examples.toyfile_conformance import TestToyFileConf
 
 from memory_core.errors import BackendError, ValidationError
 from memory_core.models import Thread
-from memory_core.storage import BaseStorage
+from memory_core.storage import BaseStorage, ComposedStorage
 
 __all__ = ["TestToyFileConformance"]
 
@@ -26,7 +26,7 @@ def test_toyfile_rejects_namespaces_that_are_not_file_names(tmp_path: Path, name
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("url", ["memory://", "toyfile://", "toyfile:"])
+@pytest.mark.parametrize("url", ["memory://", "toyfile://", "toyfile:", "toyfile:///", "toyfile://host/folder"])
 def test_toyfile_rejects_other_urls(url: str) -> None:
     with pytest.raises(ValidationError) as raised:
         ToyFileStorage.from_url(url)
@@ -35,8 +35,9 @@ def test_toyfile_rejects_other_urls(url: str) -> None:
 
 @pytest.mark.anyio
 async def test_toyfile_keeps_a_namespace_in_one_file_until_destroyed(tmp_path: Path) -> None:
-    first = ToyFileStorage.from_url(f"toyfile://{tmp_path}/data", namespace="n1")
+    first = ToyFileStorage.from_url(f"toyfile:///{tmp_path}/data", namespace="n1")  # four slashes: absolute
     assert first.path == tmp_path / "data" / "n1.pickle" and not first.path.exists()
+    assert ToyFileStorage.from_url("toyfile:///relative/data").folder == Path("relative/data")  # three: relative
     async with first:
         await first.save_thread(Thread("t1", "r1"))
     assert [p.name for p in (tmp_path / "data").iterdir()] == ["n1.pickle"]
@@ -50,7 +51,8 @@ async def test_toyfile_keeps_a_namespace_in_one_file_until_destroyed(tmp_path: P
 
 def test_toyfile_implements_only_the_simple_primitives() -> None:
     """The suite's green run on the toy is the proof that a minimal adapter
-    works: every composite primitive is BaseStorage's default."""
+    works: every contract method it does not write is composed by
+    ComposedStorage (the working-memory write is BaseStorage's default)."""
     for name in (
         "_read",
         "_read_state",
@@ -58,10 +60,10 @@ def test_toyfile_implements_only_the_simple_primitives() -> None:
         "_save_thread_checked",
         "_delete_found",
         "_patch_checked",
-        "_write_memory",
         "_delete_resource",
     ):
-        assert getattr(ToyFileStorage, name) is getattr(BaseStorage, name), name
+        assert getattr(ToyFileStorage, name) is getattr(ComposedStorage, name), name
+    assert ToyFileStorage._write_memory is BaseStorage._write_memory
 
 
 @pytest.mark.anyio

@@ -26,9 +26,8 @@ _OLDEST_FIRST = OrderBy("created_at", "ASC")
 async def resource_ids(storage: Storage, page_size: int = PAGE_SIZE) -> list[str]:
     """Every resource the store holds (a record, threads or both), in
     resource-id order: :meth:`~memory_core.storage.BaseStorage.list_resource_ids`
-    walked by cursor, ``page_size`` ids per call. A third-party adapter
-    without a native listing answers it from its threads only (see
-    ``BaseStorage._list_resource_ids``)."""
+    walked by cursor, ``page_size`` ids per call (every adapter answers it
+    from its records and its threads: R-RESOURCES)."""
     found: list[str] = []
     cursor: str | None = None
     while True:

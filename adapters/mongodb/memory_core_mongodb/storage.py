@@ -29,10 +29,11 @@ from memory_core.clock import TIME_MAX_US, Clock, from_us, to_us
 from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
-from memory_core.plan import ReadParts, ReadPlan
-from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
+from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.storage.composed import erase_threads
 from memory_core.validation import check_option_names
 from memory_core.workmem import MemoryDecision, MemoryWrite
 from memory_core_mongodb._counters import (
@@ -62,22 +63,12 @@ from memory_core_mongodb._layout import (
 )
 from memory_core_mongodb._plan import (
     Aggregate,
-    counter_aggregate,
     doomed_aggregate,
     doomed_parts,
-    message_total,
     read_aggregate,
     read_parts,
     state_aggregate,
     state_parts,
-)
-from memory_core_mongodb._query import (
-    MESSAGE_ORDER_ASC,
-    Plan,
-    message_count_plan,
-    message_list_plan,
-    thread_count_plan,
-    thread_list_plan,
 )
 from memory_core_mongodb._schema import (
     COUNTER_ID,
@@ -430,37 +421,7 @@ class MongoStorage(BaseStorage):
         cursor = await self._collection(command.collection).aggregate(command.pipeline, session=session, **options)
         return [doc async for doc in cursor]
 
-    async def _find(self, collection: AsyncCollection[Doc], plan: Plan, offset: int, limit: int | None) -> list[Doc]:
-        cursor = collection.find(plan.filter).sort(plan.sort).hint(plan.hint)
-        if offset:
-            cursor = cursor.skip(offset)
-        if limit is not None:
-            if limit == 0:
-                return []
-            cursor = cursor.limit(limit)
-        # Streamed in driver batches (each at most 16 MiB): never truncated.
-        return [doc async for doc in cursor]
-
     # ------------------------------------------------------------------ threads
-
-    async def _get_thread(self, thread_id: str) -> Thread | None:
-        doc = await self._threads.find_one({"_id": thread_id})
-        return None if doc is None else thread_from_doc(doc)
-
-    async def _put_thread(self, thread: Thread) -> None:
-        # resource_id in the filter (the shard key): an id held by another
-        # resource makes the upsert's insert collide on _id.
-        # A replace keeps the thread's last_message_at fields (its messages stay).
-        fields = thread_doc(thread)
-        del fields["_id"]
-        try:
-            await self._threads.update_one(
-                {"_id": thread.id, "resource_id": thread.resource_id},
-                {"$set": fields, "$setOnInsert": new_thread_fields()},
-                upsert=True,
-            )
-        except DuplicateKeyError as exc:
-            raise StaleStateError(f"thread {thread.id!r} is stored under another resource") from exc
 
     async def _save_thread_checked(self, thread: Thread) -> Thread | None:
         """One ``findAndModify``: :meth:`_put_thread`'s upsert, returning the
@@ -534,27 +495,19 @@ class MongoStorage(BaseStorage):
             await self._collection(RESOURCE_COUNTS).bulk_write(ops, ordered=True, session=session)
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        """The core's erasure (every thread through :meth:`_delete_thread`, each
-        taking its messages off the resource's counter, then the record), then
-        the resource's counter, which is 0 by then (see
+        """Resumable: every thread through :meth:`_delete_thread` (each taking
+        its messages off the resource's counter;
+        :func:`~memory_core.storage.composed.erase_threads`), then the
+        record, then the resource's counter, which is 0 by then (see
         :func:`~memory_core_mongodb._counters.erase_resource_count`)."""
-        erased = await super()._delete_resource(resource_id)
+        found = self._threads.find({"resource_id": resource_id}, {"_id": 1})
+        thread_ids = [doc["_id"] async for doc in found]
+        messages = await erase_threads(thread_ids, self._delete_thread)
+        existed = (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
         await erase_resource_count(self._here().db, resource_id)
-        return erased
-
-    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
-        docs = await self._find(self._threads, thread_list_plan(query), query.offset, query.limit)
-        return [thread_from_doc(doc) for doc in docs]
-
-    async def _count_threads(self, query: ThreadQuery) -> int:
-        plan = thread_count_plan(query)
-        return await self._threads.count_documents(plan.filter, hint=plan.hint)
+        return thread_ids, messages or 0, existed
 
     # ------------------------------------------------------------------ messages
-
-    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
-        unique = list(dict.fromkeys(ids))
-        return [message_from_doc(doc) async for doc in self._messages.find({"_id": {"$in": unique}})]
 
     async def _bump_threads(
         self,
@@ -595,31 +548,6 @@ class MongoStorage(BaseStorage):
                 changes[MESSAGE_COUNT] = thread_count_expr(deltas.of_thread(thread_id))
             ops.append(UpdateOne(key, [{"$set": changes}]))
         await self._threads.bulk_write(ops, ordered=True, session=session)
-
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-        thread_ids = list(dict.fromkeys(m.thread_id for m in messages))
-        message_ids = [m.id for m in messages]
-
-        async def work(session: Session) -> list[int]:
-            # Re-verify the core's reads (inside the transaction when there is
-            # one; without, this narrows the race to the writes below).
-            (threads, stored), first = await asyncio.gather(
-                self._state(thread_ids, message_ids, session), self._allocate(len(messages))
-            )
-            found = {m.id: m for m in stored}
-            for m in messages:
-                thread = threads.get(m.thread_id)
-                old = found.get(m.id)
-                if (
-                    thread is None
-                    or thread.resource_id != m.resource_id
-                    or (m.sequence is None) != (old is None)
-                    or (old is not None and old.resource_id != m.resource_id)
-                ):
-                    raise StaleStateError(f"message {m.id!r} or thread {m.thread_id!r} changed")
-            return await self._write_saves(messages, bump, stored, first, now_us, session)
-
-        return await self._atomic(work)
 
     async def _save_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
@@ -753,30 +681,6 @@ class MongoStorage(BaseStorage):
                 start = end
         return deleted
 
-    @staticmethod
-    async def _fields(collection: AsyncCollection[Doc], ids: Any, name: str, session: Session) -> dict[str, str]:
-        """_id -> the field ``name`` of the stored documents among ``ids``."""
-        found = collection.find({"_id": {"$in": list(ids)}}, {name: 1}, session=session)
-        return {doc["_id"]: doc[name] async for doc in found}
-
-    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-        writes = _patch_writes(patches)
-        moves = {p.id: p.thread_id for p in patches if p.thread_id is not None}
-
-        async def work(session: Session) -> None:
-            deltas = CountDeltas()
-            if moves:
-                owners = await self._fields(self._threads, set(moves.values()), "resource_id", session)
-                stored = await self._messages.find({"_id": {"$in": list(moves)}}, session=session).to_list()
-                if any(owners.get(moves[doc["_id"]]) != doc["resource_id"] for doc in stored):
-                    raise StaleStateError("the target thread of a move changed")
-                deltas = _move_deltas(moves, {doc["_id"]: doc["thread_id"] for doc in stored})
-            if writes:
-                await self._messages.bulk_write(writes, ordered=True, session=session)
-            await self._bump_threads(bump, now_us, {}, session, deltas)
-
-        await self._atomic(work)
-
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
     ) -> list[Message]:
@@ -803,21 +707,6 @@ class MongoStorage(BaseStorage):
             await self._bump_threads(bump, now_us, {}, session, deltas)
             existing = {m.id: m for m in stored}
             return [copy.deepcopy(p.apply(existing[p.id])) for p in patches]
-
-        return await self._atomic(work)
-
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        async def work(session: Session) -> int:
-            # What the delete will take, for the counters (exact in a transaction).
-            wanted = {"_id": {"$in": list(ids)}}
-            found = self._messages.find(wanted, {"thread_id": 1, "resource_id": 1}, session=session)
-            deltas = CountDeltas()
-            async for doc in found:
-                deltas.add(doc["thread_id"], doc["resource_id"], -1)
-            result = await self._messages.bulk_write([DeleteMany({"_id": {"$in": list(ids)}})], session=session)
-            await self._bump_threads(bump, now_us, {}, session, deltas)
-            await self._adjust_resources(deltas.changed_resources(), session)
-            return result.deleted_count
 
         return await self._atomic(work)
 
@@ -856,62 +745,29 @@ class MongoStorage(BaseStorage):
 
         return await self._atomic(work)
 
-    async def _list_messages(self, query: MessageQuery) -> list[Message]:
-        docs = await self._find(self._messages, message_list_plan(query), query.offset, query.limit)
-        return [message_from_doc(doc) for doc in docs]
-
-    async def _count_messages(self, query: MessageQuery) -> int:
-        """A filtered count counts the matches; an unfiltered one reads the
-        counters (:func:`~memory_core_mongodb._plan.counter_aggregate`)."""
-        counted = counter_aggregate(query)
-        if counted is not None:
-            return message_total(await self._aggregate(counted))
-        plan = message_count_plan(query)
-        return await self._messages.count_documents(plan.filter, hint=plan.hint)
-
-    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
-        target = await self._messages.find_one({"_id": message_id})
-        if target is None:
-            return []
-        scope = {"thread_id": target["thread_id"], "resource_id": target["resource_id"]}
-        at, seq = target["created_at"], target["seq"]
-
-        async def side(limit: int, descending: bool) -> list[Doc]:
-            if limit <= 0:
-                return []
-            if descending:
-                found = {**scope, "created_at": {"$lte": at}, "$nor": [{"created_at": at, "seq": {"$gte": seq}}]}
-                order = [(field, -1) for field, _ in MESSAGE_ORDER_ASC]
-            else:
-                found = {**scope, "created_at": {"$gte": at}, "$nor": [{"created_at": at, "seq": {"$lte": seq}}]}
-                order = MESSAGE_ORDER_ASC
-            return await self._find(self._messages, Plan(found, MESSAGES_THREAD_ORDER, order), 0, limit)
-
-        previous, following = await asyncio.gather(side(before, True), side(after, False))
-        docs = [*reversed(previous), target, *following]
-        return [message_from_doc(doc) for doc in docs]
-
     # ------------------------------------------------------------------ composite reads (one command each)
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
-        """The whole plan in one ``aggregate`` (:mod:`memory_core_mongodb._plan`)."""
+        """The whole plan in one ``aggregate`` (:mod:`memory_core_mongodb._plan`);
+        messages by id and resource ids, which the core asks for alone, in
+        one ``find`` and :meth:`_resource_ids`."""
+        if plan.message_ids or plan.resource_ids is not None:
+            found: list[Message] = []
+            if plan.message_ids:
+                wanted = {"_id": {"$in": list(dict.fromkeys(plan.message_ids))}}
+                found = [message_from_doc(doc) async for doc in self._messages.find(wanted)]
+            ids = [] if plan.resource_ids is None else await self._resource_ids(plan.resource_ids)
+            return ReadParts(found_messages=found, resource_ids=ids)
         command = read_aggregate(plan)
         if command is None:
             return ReadParts()
         return read_parts(plan, await self._aggregate(command))
 
-    async def _read_state(
-        self, thread_ids: Sequence[str], message_ids: Sequence[str]
-    ) -> tuple[dict[str, Thread], list[Message]]:
-        return await self._state(thread_ids, message_ids, None)
-
     # ------------------------------------------------------------------ resources
 
-    async def _get_resource(self, resource_id: str) -> Resource | None:
-        doc = await self._resources.find_one({"_id": resource_id})
-        return None if doc is None else resource_from_doc(doc)
-
-    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
+    async def _resource_ids(self, query: ResourceIdQuery) -> list[str]:
+        """A page of resource ids (see :class:`~memory_core.plan.ResourceIdQuery`)."""
+        after, limit = query.after, query.limit
         if limit == 0:
             return []
         # Strings without a collation compare by UTF-8 bytes: code point order.
@@ -1009,9 +865,6 @@ class MongoStorage(BaseStorage):
             if await self._threads.find_one_and_update(key, [{"$set": changes}], {"_id": 1}) is not None:
                 return
         await super()._write_memory(write, decide, now_us)
-
-    async def _delete_resource_record(self, resource_id: str) -> bool:
-        return (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
 
 
 def _save_deltas(messages: Sequence[Message], stored: Sequence[Message]) -> CountDeltas:

@@ -15,7 +15,7 @@ from memory_core_mongodb.testing import unique_namespace
 from pymongo import AsyncMongoClient
 
 from memory_core.clock import ManualClock, to_us
-from memory_core.errors import ConflictError, StaleStateError
+from memory_core.errors import ConflictError
 from memory_core.models import Message, MessageFilter, Thread, ThreadFilter
 
 pytestmark = pytest.mark.anyio
@@ -187,12 +187,13 @@ async def test_concurrent_stores_get_distinct_sequences(store_factory: StoreFact
 
 
 @pytest.mark.parametrize("transactions", [True, False], ids=["transactions", "ordered-plan"])
-async def test_ids_taken_behind_the_cores_back_make_the_batch_stale_and_write_nothing(
+async def test_ids_taken_behind_the_cores_back_fail_the_batch_and_write_nothing(
     store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]], transactions: bool
 ) -> None:
-    """The primitive re-verifies the core's reads before writing: a message id
-    taken by another resource after the core's read is a StaleStateError and
-    nothing is written (the core then re-reads and raises ConflictError)."""
+    """A message id another resource holds, written behind the core's back,
+    fails the save's checks (read with the write: in its transaction, or
+    just before the ordered plan) with ConflictError, and nothing is
+    written."""
     store = store_factory(ManualClock(T0), transactions=transactions)
     await store.open()
     if transactions and not store.transactions:
@@ -217,13 +218,11 @@ async def test_ids_taken_behind_the_cores_back_make_the_batch_stale_and_write_no
         replace(old, content="changed"),
         Message("clash", "t1", "user", "boom", resource_id="r1", created_at=T0 + timedelta(seconds=2)),
     ]
-    with pytest.raises(StaleStateError):
-        await store._save_messages(batch, ["t1"], to_us(T0) + 5_000_000)
+    with pytest.raises(ConflictError):
+        await store.save_messages(batch)
     assert await store.get_messages(["new1"]) == []
     assert [m.content for m in await store.get_messages(["old"])] == ["before"]
     assert await store.get_thread("t1") == before
-    with pytest.raises(ConflictError):
-        await store.save_messages(batch)
     await store.destroy()
 
 

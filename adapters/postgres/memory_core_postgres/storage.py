@@ -30,9 +30,9 @@ from memory_core.errors import AdapterClosedError, StaleStateError, ValidationEr
 from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
-from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import COMPARE_AND_SET, ROLLED_BACK, FaultPoint, RetryPolicy
-from memory_core.storage import BaseStorage, PatchDecision, no_store, order_key
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from memory_core.vector import message_text
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
@@ -369,10 +369,6 @@ class PostgresStorage(BaseStorage):
 
     # ------------------------------------------------------------------ threads
 
-    async def _get_thread(self, thread_id: str) -> Thread | None:
-        row = await self.pool.fetchrow(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = $1", thread_id)
-        return None if row is None else _thread(row)
-
     @staticmethod
     def _thread_args(thread: Thread) -> tuple[Any, ...]:
         return (
@@ -384,11 +380,6 @@ class PostgresStorage(BaseStorage):
             thread.created_at,
             thread.updated_at,
         )
-
-    async def _put_thread(self, thread: Thread) -> None:
-        status = await self.pool.execute(_UPSERT_THREAD, *self._thread_args(thread))
-        if status != "INSERT 0 1":
-            raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
 
     async def _save_thread_checked(self, thread: Thread) -> Thread | None:
         # One statement: the upsert (a no-op for an id of another resource)
@@ -481,21 +472,24 @@ class PostgresStorage(BaseStorage):
         # off its resource's. A deadlock with a racing write is retried (_write).
         return int(await self._write(lambda: self.pool.fetchval("SELECT delete_thread($1)", thread_id)))
 
-    # The simple read primitives are answered by the one-statement read plan.
-
-    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
-        return (await self._read(ReadPlan(thread_page=query))).thread_items
-
-    async def _count_threads(self, query: ThreadQuery) -> int:
-        return (await self._read(ReadPlan(thread_page=replace(query, limit=0)))).thread_total
-
     # ------------------------------------------------------------------ messages
 
-    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
-        rows = await self.pool.fetch(f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::text[])", ids)
-        return [_message(row) for row in rows]
+    async def _save_checked(
+        self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
+    ) -> tuple[list[Message], list[int]]:
+        """Two statements: the state (:meth:`_state`, one snapshot),
+        ``decide`` in Python, then :meth:`_write_saves`, whose
+        ``save_messages`` re-verifies the read (MC409 -> StaleStateError:
+        the core retries)."""
+        threads, stored, _ = await self._state(thread_ids, message_ids)
+        records, bump = decide(threads, stored)
+        return records, await self._write_saves(records, bump, now_us)
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+    async def _write_saves(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        """One ``save_messages`` call: verify what was read (each record's
+        thread under its resource; new ids absent, known ids under the same
+        resource, in a thread to bump; else MC409), upsert the records with
+        new ids taking the next sequences, bump; returns the sequences."""
         owners = {m.thread_id: m.resource_id for m in messages}
         args = (
             [m.id for m in messages],
@@ -523,12 +517,6 @@ class PostgresStorage(BaseStorage):
         )
         sequences = await self._write(lambda: self.pool.fetchval(sql, *args))
         return [int(seq) for seq in sequences]
-
-    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-        rows = await self.pool.fetch(
-            f"SELECT {_sql.MESSAGE_COLUMNS}, xmin FROM messages WHERE id = ANY($1::text[])", [p.id for p in patches]
-        )
-        await self._write_patches(patches, {row[0]: (_message(row), row[9]) for row in rows}, bump, now_us)
 
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
@@ -583,9 +571,7 @@ class PostgresStorage(BaseStorage):
         patches, bump = decide(targets, stored)
         if not patches:
             return []
-        return await self._write_patches(
-            patches, {m.id: (m, versions[m.id]) for m in stored}, bump, now_us, verified=True, db=db
-        )
+        return await self._write_patches(patches, {m.id: (m, versions[m.id]) for m in stored}, bump, now_us, db)
 
     async def _write_patches(
         self,
@@ -593,23 +579,16 @@ class PostgresStorage(BaseStorage):
         stored: dict[str, tuple[Message, int]],
         bump: Sequence[str],
         now_us: int,
-        *,
-        verified: bool = False,
-        db: Any = None,
+        db: Any,
     ) -> list[Message]:
-        """Apply ``patches`` to the stored messages (``id -> (message, xmin)``)
-        with one ``patch_messages`` call on ``db`` (default the pool); returns
-        the patched messages as written. An id missing from ``stored`` is
-        skipped (it vanished); ``verified``: every patch's id is in ``stored``."""
-        db = self.pool if db is None else db
+        """Apply ``patches`` (``decide``'s, so of stored ids only) to the
+        stored messages (``id -> (message, xmin)``) with one
+        ``patch_messages`` call on ``db`` (the pool, or a connection in a
+        transaction); returns the patched messages as written."""
         new: list[Message] = []
         versions: list[int] = []
         owners: dict[str, str] = {}
         for patch in patches:
-            if patch.id not in stored:
-                if verified:
-                    raise StaleStateError(f"message {patch.id!r} vanished under its row lock")
-                continue  # vanished meanwhile: skipped
             old, version = stored[patch.id]
             if patch.thread_id is not None:
                 if old.resource_id is None:
@@ -658,11 +637,6 @@ class PostgresStorage(BaseStorage):
             for m, c, d in zip(new, contents, metadatas, strict=True)
         ]
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        # The threads bumped are those of the rows deleted, read inside the
-        # statement (never stale; last_message_at is computed when read).
-        return await self._delete_found(ids, now_us)
-
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
         # One call of the schema's delete_messages: the threads bumped and
         # counted down are those of the rows it deleted; a racing delete of the
@@ -677,19 +651,12 @@ class PostgresStorage(BaseStorage):
         )
         return int(removed)
 
-    async def _list_messages(self, query: MessageQuery) -> list[Message]:
-        return (await self._read(ReadPlan(messages=replace(query, count=False)))).messages
-
-    async def _count_messages(self, query: MessageQuery) -> int:
-        # Unfiltered: the counters (see _sql.page_messages); never a count of the thread.
-        return (await self._read(ReadPlan(messages=replace(query, limit=0, count=True)))).message_total
-
-    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
-        return (await self._read(ReadPlan(windows=((message_id, before, after),)))).windows[0]
-
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """The whole plan in one statement (:func:`_sql.read_plan`): one round
-        trip, one snapshot."""
+        trip, one snapshot. Messages by id and resource ids, which the core
+        asks for alone, are one statement each."""
+        if plan.message_ids or plan.resource_ids is not None:
+            return await self._read_by_id(plan)
         sql, params = _sql.read_plan(plan)
         if not sql:
             return ReadParts()
@@ -722,17 +689,24 @@ class PostgresStorage(BaseStorage):
             window.sort(key=order_key)
         return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
 
-    async def _read_state(
-        self, thread_ids: Sequence[str], message_ids: Sequence[str]
-    ) -> tuple[dict[str, Thread], list[Message]]:
-        threads, messages, _ = await self._state(thread_ids, message_ids)
-        return threads, messages
+    async def _read_by_id(self, plan: ReadPlan) -> ReadParts:
+        """``plan.message_ids`` and ``plan.resource_ids`` (one statement each)."""
+        found: list[Message] = []
+        ids: list[str] = []
+        if plan.message_ids:
+            sql = f"SELECT {_sql.MESSAGE_COLUMNS} FROM messages WHERE id = ANY($1::text[])"
+            found = [_message(row) for row in await self.pool.fetch(sql, list(plan.message_ids))]
+        if plan.resource_ids is not None:
+            sql, params = _sql.resource_ids(plan.resource_ids.after, plan.resource_ids.limit)
+            ids = [row[0] for row in await self.pool.fetch(sql, *params)]
+        return ReadParts(found_messages=found, resource_ids=ids)
 
     async def _state(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], db: Any = None
     ) -> tuple[dict[str, Thread], list[Message], dict[str, int]]:
-        """:meth:`_read_state` in one statement on ``db`` (default the pool),
-        with each message's ``xmin``."""
+        """The threads (by id) and the messages found among these ids, for a
+        write's checks, in one statement on ``db`` (default the pool), with
+        each message's ``xmin``."""
         sql, params = _sql.read_state(list(thread_ids), list(message_ids))
         threads: dict[str, Thread] = {}
         messages: list[Message] = []
@@ -760,14 +734,6 @@ class PostgresStorage(BaseStorage):
         return threads, messages, versions
 
     # ------------------------------------------------------------------ resources
-
-    async def _get_resource(self, resource_id: str) -> Resource | None:
-        row = await self.pool.fetchrow(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = $1", resource_id)
-        return None if row is None else _resource(row)
-
-    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
-        sql, params = _sql.resource_ids(after, limit)
-        return [row[0] for row in await self.pool.fetch(sql, *params)]
 
     async def _put_resource(self, resource: Resource) -> None:
         await self.pool.execute(
@@ -869,9 +835,6 @@ class PostgresStorage(BaseStorage):
             return None
         decide(None if row[0] is None else Thread(write.thread_id, row[0]), None)
         raise StaleStateError(f"thread {write.thread_id!r} changed while writing its working memory")
-
-    async def _delete_resource_record(self, resource_id: str) -> bool:
-        return bool(await self.pool.execute("DELETE FROM resources WHERE id = $1", resource_id) == "DELETE 1")
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
         # One call of the schema's delete_resource, so one transaction: the

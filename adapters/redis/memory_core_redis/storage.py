@@ -36,6 +36,7 @@ from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.retry import STALE_WRITES, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
+from memory_core.storage.composed import compose_read, compose_read_state, erase_threads
 from memory_core.validation import check_option_names
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
@@ -779,9 +780,6 @@ class RedisStorage(BaseStorage):
 
         return await self._on_thread(thread_id, read)
 
-    async def _put_thread(self, thread: Thread) -> None:
-        await self._write_thread(thread, "any")
-
     async def _save_thread_checked(self, thread: Thread) -> Thread | None:
         """:meth:`_put_thread` without the core's read first: the claim checks
         the owner (a conflict writes nothing; mode "any" raises
@@ -994,7 +992,7 @@ class RedisStorage(BaseStorage):
             wanted, fresh = stale, True
         return found
 
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+    async def _write_saves(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
         groups: dict[str, list[Any]] = defaultdict(list)
         sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
@@ -1062,16 +1060,19 @@ class RedisStorage(BaseStorage):
         verifies it (each thread in that resource's slot, each message id
         new there and held by no other resource: else it writes nothing and
         reports it). A guess ``decide`` refuses, or the write finds wrong,
-        costs the core's read and a second decision, as on a cluster (the
-        core's default: read, decide, write)."""
+        costs a read and a second decision, as on a cluster (read with
+        :func:`~memory_core.storage.composed.compose_read_state`, decide,
+        then the same write, which verifies the read)."""
         guess = self._guessed_owners(thread_ids, message_ids)
         if guess is not None:
             try:
                 records, bump = decide({tid: Thread(tid, rid) for tid, rid in guess.items()}, [])
-                return records, await self._save_messages(records, bump, now_us)
+                return records, await self._write_saves(records, bump, now_us)
             except (NotFoundError, OwnershipError, ConflictError):  # StaleStateError too
                 pass  # refused on a guess, not on facts: decide again on what is stored
-        return await super()._save_checked(thread_ids, message_ids, decide, now_us)
+        threads, stored = await compose_read_state(self, thread_ids, message_ids)
+        records, bump = decide(threads, stored)
+        return records, await self._write_saves(records, bump, now_us)
 
     def _guessed_owners(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> dict[str, str] | None:
         """Thread id -> cached resource of each thread, when a save may skip
@@ -1086,18 +1087,16 @@ class RedisStorage(BaseStorage):
             owners[tid] = rid
         return owners if len(set(owners.values())) == 1 else None
 
-    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-        await self._write_patches(patches, bump, now_us)
-
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
     ) -> list[Message]:
-        """The core's read and ``decide``, then one write that returns the
+        """A read (:func:`~memory_core.storage.composed.compose_read_state`)
+        and ``decide``, then one write that returns the
         records it wrote (no read after). The checks stay in Python: R-SIZE
         of a merged message is counted on the text Python's encoder writes,
         and a move target missing from the message's slot may be missing or
         another resource's (two errors), so the read comes first."""
-        targets, stored = await self._read_state(thread_ids, message_ids)
+        targets, stored = await compose_read_state(self, thread_ids, message_ids)
         patches, bump = decide(targets, stored)
         return await self._write_patches(patches, bump, now_us) if patches else []
 
@@ -1135,12 +1134,6 @@ class RedisStorage(BaseStorage):
         if stale is not None:
             raise StaleStateError(f"{stale} changed while updating")
         return written
-
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        deleted, stale = await self._delete_in_slots(ids, bump, now_us)
-        if stale is not None:
-            raise StaleStateError(f"message {stale!r} moved while deleting")
-        return len(deleted)
 
     async def _delete_in_slots(
         self, ids: Sequence[str], bump: Sequence[str], now_us: int
@@ -1265,14 +1258,15 @@ class RedisStorage(BaseStorage):
     async def _read(self, plan: ReadPlan) -> ReadParts:
         """One ``read`` script when the whole plan lives in one resource's
         slot (named by the plan or known from cached locations); otherwise,
-        or when an id was not in that slot, the core's default composition
-        (which locates ids through the directory)."""
+        or when an id was not in that slot, the plan composed from this
+        adapter's simple reads (:func:`~memory_core.storage.composed.compose_read`,
+        which locate ids through the directory)."""
         rid = self._plan_slot(plan)
         if rid is not None:
             parts = await self._read_slot(rid, plan)
             if parts is not None:
                 return parts
-        return await super()._read(plan)
+        return await compose_read(self, plan)
 
     def _plan_slot(self, plan: ReadPlan) -> str | None:
         """The one resource whose slot holds everything ``plan`` names, or None."""
@@ -1448,15 +1442,18 @@ class RedisStorage(BaseStorage):
         """On a standalone server one atomic :meth:`_solo_write` call (every
         thread of the resource deleted as :meth:`_delete_thread` does, then
         its record, its slot's tombstones and its listing entry); on a
-        cluster the core's resumable composition of per-thread deletes, then
-        the tombstones (erase.lua) and, once the slot holds nothing, the
+        cluster a resumable erasure: every thread through
+        :meth:`_delete_thread` (:func:`~memory_core.storage.composed.erase_threads`),
+        the record, then the tombstones (erase.lua) and, once the slot holds nothing, the
         listing entry (unlist.lua). Either way no key name or value keeps the
         resource id or its thread ids (issue 25)."""
         if not self._solo:
-            erased = await super()._delete_resource(resource_id)
+            thread_ids = [thread.id for thread in await self._list_threads(ThreadQuery(resource_id))]
+            messages = await erase_threads(thread_ids, self._delete_thread)
+            existed = await self._delete_resource_record(resource_id)
             if await self._run("erase", self._slot(resource_id), []):  # 1: the slot holds nothing
                 await self._run("unlist", self._keys.store, [resource_id])
-            return erased
+            return thread_ids, messages or 0, existed
         reply = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
         thread_ids, messages, existed = reply[5][0]
         for tid in thread_ids:
@@ -1464,6 +1461,7 @@ class RedisStorage(BaseStorage):
         return list(thread_ids), int(messages), bool(existed)
 
     async def _delete_resource_record(self, resource_id: str) -> bool:
+        """Delete the resource's record only; True if it existed."""
         async with self._calls:
             deleted: int = await self._client.delete(self._slot(resource_id) + "r")
         return deleted > 0

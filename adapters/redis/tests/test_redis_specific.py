@@ -265,7 +265,7 @@ async def test_id_held_by_another_resource_is_a_conflict_and_writes_nothing(make
         msg = Message("t1-m0", "t2", "user", "x", "r2", created_at=T0)
         new = Message("fresh", "t2", "user", "y", "r2", created_at=T0)
         with pytest.raises(ConflictError):
-            await store._save_messages([new, msg], ["t2"], 0)
+            await store._write_saves([new, msg], ["t2"], 0)
         assert await store.get_messages(["fresh"]) == []
         assert [m.thread_id for m in await store.get_messages(["t1-m0"])] == ["t1"]
         await store.destroy()
@@ -277,7 +277,7 @@ async def test_message_into_a_vanished_thread_is_stale_and_leaves_no_orphan(make
         await seed(store, n=1)
         msg = Message("orphan", "gone", "user", "x", "r1", created_at=T0)
         with pytest.raises(StaleStateError):  # the core re-reads and raises NotFoundError
-            await store._save_messages([msg], ["gone"], 0)
+            await store._write_saves([msg], ["gone"], 0)
         await store.save_thread({"id": "gone", "resource_id": "r1"})
         assert (await store.list_messages("gone")).total == 0
         assert (await store.list_messages_by_resource("r1")).total == 1
@@ -450,14 +450,16 @@ async def test_a_standalone_write_over_two_resources_found_stale_writes_neither(
         await store.update_messages([{"id": b1.id, "thread_id": "t3"}])  # after the "read"
         t1_before = await store.get_thread("t1")
         fresh = Message("fresh", "t1", "user", "new", "r1", created_at=T0)
-        with pytest.raises(StaleStateError):
-            if write == "save":
-                await store._save_messages([fresh, b1], ["t1", "t2"], 0)
-            elif write == "patch":
-                patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
-                await store._patch_messages(patches, ["t1", "t2"], 0)
-            else:
-                await store._delete_messages([a1.id, b1.id], ["t1", "t2"], 0)
+        if write == "save":
+            with pytest.raises(StaleStateError):
+                await store._write_saves([fresh, b1], ["t1", "t2"], 0)
+        elif write == "patch":
+            patches = [MessagePatch(a1.id, metadata={"x": 1}), MessagePatch(b1.id, metadata={"x": 1})]
+            with pytest.raises(StaleStateError):
+                await store._write_patches(patches, ["t1", "t2"], 0)
+        else:
+            deleted, stale = await store._delete_in_slots([a1.id, b1.id], ["t1", "t2"], 0)
+            assert (deleted, stale) == ([], b1.id)
         assert await store.get_messages([a1.id, "fresh"]) == [a1]
         assert await store.get_thread("t1") == t1_before  # not bumped
         # the new id was never reserved: another resource may take it

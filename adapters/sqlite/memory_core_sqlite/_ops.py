@@ -23,7 +23,7 @@ from memory_core.errors import StaleStateError, ValidationError
 from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
-from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, ThreadQuery
+from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.storage import PatchDecision, SaveDecision, order_key
 from memory_core.workmem import MemoryDecision, MemoryWrite, thread_memory
 
@@ -31,34 +31,23 @@ from memory_core_sqlite import _sql
 from memory_core_sqlite._counters import Deltas, apply
 
 __all__ = [
-    "count_messages",
-    "count_threads",
     "delete_found",
-    "delete_messages",
     "delete_resource",
-    "delete_resource_record",
     "delete_thread",
     "get_messages",
-    "get_resource",
     "list_resource_ids",
     "get_thread",
     "insert_thread",
-    "list_messages",
-    "list_threads",
-    "message_window",
     "patch_checked",
-    "patch_messages",
     "patch_resource",
     "patch_resource_in",
     "patch_thread",
     "patch_thread_in",
     "put_resource",
-    "put_thread",
     "read",
     "read_state",
     "save_checked",
     "save_thread_checked",
-    "save_messages",
     "snapshot",
     "swap_resource_memory",
     "swap_thread_memory",
@@ -199,13 +188,6 @@ def _thread_row(thread: Thread) -> tuple[Any, ...]:
     return (thread.id, thread.resource_id, thread.title, codec.dumps(thread.metadata), created, updated)
 
 
-def put_thread(conn: sqlite3.Connection, thread: Thread) -> None:
-    """Insert or wholly replace a thread (its messages stay)."""
-    with transaction(conn):
-        if conn.execute(_UPSERT_THREAD, _thread_row(thread)).rowcount != 1:
-            raise StaleStateError(f"thread {thread.id!r} is stored under another resource")
-
-
 def save_thread_checked(conn: sqlite3.Connection, thread: Thread) -> Thread | None:
     """Insert or wholly replace a thread unless its id is stored under another
     resource (then write nothing and return None), in one transaction;
@@ -335,18 +317,6 @@ def delete_thread(conn: sqlite3.Connection, thread_id: str) -> int:
     return deleted
 
 
-def list_threads(conn: sqlite3.Connection, query: ThreadQuery) -> list[Thread]:
-    """The window of threads for ``query``."""
-    sql, params = _sql.list_threads(query)
-    return [_thread(row) for row in conn.execute(sql, params)]
-
-
-def count_threads(conn: sqlite3.Connection, query: ThreadQuery) -> int:
-    """How many threads match ``query``'s filter."""
-    sql, params = _sql.count_threads(query)
-    return int(conn.execute(sql, params).fetchone()[0])
-
-
 # ---------------------------------------------------------------------- messages
 
 
@@ -360,27 +330,6 @@ def _owners(conn: sqlite3.Connection, table: str, ids: Iterable[str]) -> dict[st
     """id -> resource_id of the stored rows among ``ids``."""
     sql = f"SELECT id, resource_id FROM {table} WHERE id {_sql.BY_IDS}"
     return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
-
-
-def save_messages(conn: sqlite3.Connection, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-    """Upsert a batch in one transaction; returns the stored sequences.
-
-    The core's reads are verified first (StaleStateError, nothing written):
-    threads under the messages' resources, new ids absent, known ids under
-    the same resource. New ids take the next values of the store-wide counter
-    in list order; existing ids keep seq, created_at and resource_id. Then
-    bump the threads."""
-    with transaction(conn):
-        threads = _owners(conn, "threads", {m.thread_id for m in messages})
-        stored = _owners(conn, "messages", (m.id for m in messages))
-        for message in messages:
-            if threads.get(message.thread_id) != message.resource_id:
-                raise StaleStateError(f"thread {message.thread_id!r} changed")
-            if (message.sequence is None) != (message.id not in stored) or stored.get(
-                message.id, message.resource_id
-            ) != message.resource_id:
-                raise StaleStateError(f"message {message.id!r} changed")
-        return _write_messages(conn, messages, bump, now_us)
 
 
 def save_checked(
@@ -452,13 +401,6 @@ def _homes(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
     return dict(conn.execute(sql, (_sql.id_list(ids),)).fetchall())
 
 
-def patch_messages(conn: sqlite3.Connection, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-    """Apply each patch (the reference :meth:`MessagePatch.apply`) to the row
-    read inside the same transaction; skip ids that vanished; bump."""
-    with transaction(conn):
-        _write_patches(conn, patches, bump, now_us)
-
-
 def patch_checked(
     conn: sqlite3.Connection,
     thread_ids: Sequence[str],
@@ -518,15 +460,6 @@ def _write_patches(
     return written
 
 
-def delete_messages(conn: sqlite3.Connection, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-    """Delete these messages, count them out and bump their threads, in one
-    transaction; returns how many rows this transaction removed."""
-    with transaction(conn):
-        removed = _delete_counted(conn, ids)
-        _bump(conn, bump, now_us)
-    return len(removed)
-
-
 def delete_found(conn: sqlite3.Connection, ids: Sequence[str], now_us: int) -> int:
     """Delete the stored messages among ``ids`` and bump the threads they
     were in, in one transaction; returns how many rows it removed."""
@@ -545,27 +478,6 @@ def _delete_counted(conn: sqlite3.Connection, ids: Sequence[str]) -> list[tuple[
     deltas.removed(removed)
     apply(conn, deltas)
     return removed
-
-
-def list_messages(conn: sqlite3.Connection, query: MessageQuery) -> list[Message]:
-    """The window of messages for ``query``."""
-    sql, params = _sql.list_messages(query)
-    return [_message(row) for row in conn.execute(sql, params)]
-
-
-def count_messages(conn: sqlite3.Connection, query: MessageQuery) -> int:
-    """How many messages match ``query``'s filter."""
-    sql, params = _sql.count_messages(query)
-    return int(conn.execute(sql, params).fetchone()[0])
-
-
-def message_window(conn: sqlite3.Connection, message_id: str, before: int, after: int) -> list[Message]:
-    """The message plus up to ``before``/``after`` neighbours in its thread,
-    R-ORDER ascending (one statement, one snapshot)."""
-    sql, params = _sql.message_window(message_id, before, after)
-    found = [_message(row) for row in conn.execute(sql, params)]
-    found.sort(key=order_key)
-    return found
 
 
 # ---------------------------------------------------------------------- composite reads
@@ -598,10 +510,14 @@ def read_state(
 
 
 def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
-    """Every part of ``plan`` from one snapshot, in this one job: one compound
-    statement (see :func:`_sql.read_plan`), or several in a read transaction."""
+    """Every part of ``plan`` in this one job: one compound statement (see
+    :func:`_sql.read_plan`), or several in a read transaction (one
+    snapshot); messages by id and resource ids, which the core asks for
+    alone, one statement each."""
     statements = _sql.read_plan(plan)
-    if len(statements) == 1:
+    if not statements:  # a plan of messages by id or of resource ids alone (the core never mixes those in)
+        rows: list[Any] = []
+    elif len(statements) == 1:
         rows = conn.execute(*statements[0]).fetchall()  # one statement: one snapshot
     else:
         with snapshot(conn):
@@ -630,16 +546,14 @@ def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
             windows[tag - _sql.WINDOW].append(_message(row))
     for window in windows:
         window.sort(key=order_key)
-    return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows)
+    found = get_messages(conn, plan.message_ids) if plan.message_ids else []
+    rids = (
+        [] if plan.resource_ids is None else list_resource_ids(conn, plan.resource_ids.after, plan.resource_ids.limit)
+    )
+    return ReadParts(threads, resources, message_total, messages, thread_total, thread_items, windows, found, rids)
 
 
 # ---------------------------------------------------------------------- resources
-
-
-def get_resource(conn: sqlite3.Connection, resource_id: str) -> Resource | None:
-    """The stored resource or None."""
-    row = conn.execute(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
-    return None if row is None else _resource(row)
 
 
 def list_resource_ids(conn: sqlite3.Connection, after: str | None, limit: int | None) -> list[str]:
@@ -691,12 +605,6 @@ def patch_resource_in(
     new = (resource_id, memory, encoded, row[3], updated_us)
     conn.execute(_UPSERT_RESOURCE, new)
     return _resource(new)
-
-
-def delete_resource_record(conn: sqlite3.Connection, resource_id: str) -> bool:
-    """Delete the resource row only; whether it existed."""
-    with transaction(conn):
-        return bool(conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1)
 
 
 def delete_resource(conn: sqlite3.Connection, resource_id: str) -> tuple[list[str], int, bool]:

@@ -27,7 +27,6 @@ from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Thread
 from memory_core.plan import ReadParts, ReadPlan
-from memory_core.query import MessagePatch, MessageQuery, ThreadQuery
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.validation import ensure_folder, option_bool
 from memory_core.workmem import MemoryDecision, MemoryWrite
@@ -304,12 +303,6 @@ class SQLiteStorage(BaseStorage):
 
     # ------------------------------------------------------------------ threads
 
-    async def _get_thread(self, thread_id: str) -> Thread | None:
-        return await self._run(_ops.get_thread, thread_id)
-
-    async def _put_thread(self, thread: Thread) -> None:
-        await self._run(_ops.put_thread, thread)
-
     async def _insert_thread(self, thread: Thread) -> None:
         await self._run(_ops.insert_thread, thread)
 
@@ -327,68 +320,30 @@ class SQLiteStorage(BaseStorage):
     async def _delete_thread(self, thread_id: str) -> int:
         return await self._run(_ops.delete_thread, thread_id)
 
-    async def _list_threads(self, query: ThreadQuery) -> list[Thread]:
-        return await self._run(_ops.list_threads, query)
-
-    async def _count_threads(self, query: ThreadQuery) -> int:
-        return await self._run(_ops.count_threads, query)
-
     # ------------------------------------------------------------------ messages
-
-    async def _get_messages(self, ids: Sequence[str]) -> list[Message]:
-        return await self._run(_ops.get_messages, ids)
-
-    async def _save_messages(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
-        return await self._run(_ops.save_messages, messages, bump, now_us)
 
     async def _save_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
     ) -> tuple[list[Message], list[int]]:
         return await self._run(_ops.save_checked, thread_ids, message_ids, decide, now_us)
 
-    async def _patch_messages(self, patches: Sequence[MessagePatch], bump: Sequence[str], now_us: int) -> None:
-        await self._run(_ops.patch_messages, patches, bump, now_us)
-
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
     ) -> list[Message]:
         return await self._run(_ops.patch_checked, thread_ids, message_ids, decide, now_us)
 
-    async def _delete_messages(self, ids: Sequence[str], bump: Sequence[str], now_us: int) -> int:
-        return await self._run(_ops.delete_messages, ids, bump, now_us)
-
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
         return await self._run(_ops.delete_found, ids, now_us)
 
-    async def _list_messages(self, query: MessageQuery) -> list[Message]:
-        return await self._run(_ops.list_messages, query)
-
-    async def _count_messages(self, query: MessageQuery) -> int:
-        return await self._run(_ops.count_messages, query)
-
-    async def _message_window(self, message_id: str, before: int, after: int) -> list[Message]:
-        return await self._run(_ops.message_window, message_id, before, after)
-
     # ------------------------------------------------------------------ composite reads (one hop each)
-
-    async def _read_state(
-        self, thread_ids: Sequence[str], message_ids: Sequence[str]
-    ) -> tuple[dict[str, Thread], list[Message]]:
-        return await self._run(_ops.read_state, thread_ids, message_ids)
 
     async def _read(self, plan: ReadPlan) -> ReadParts:
         return await self._run(_ops.read, plan)
 
     # ------------------------------------------------------------------ resources
 
-    async def _get_resource(self, resource_id: str) -> Resource | None:
-        return await self._run(_ops.get_resource, resource_id)
-
     async def _put_resource(self, resource: Resource) -> None:
         await self._run(_ops.put_resource, resource)
-
-    async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
-        return await self._run(_ops.list_resource_ids, after, limit)
 
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
@@ -403,9 +358,6 @@ class SQLiteStorage(BaseStorage):
 
     async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
         await self._run(_ops.write_memory, write, decide, now_us)
-
-    async def _delete_resource_record(self, resource_id: str) -> bool:
-        return await self._run(_ops.delete_resource_record, resource_id)
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
         return await self._run(_ops.delete_resource, resource_id)

@@ -125,7 +125,7 @@ async def test_memory_save_is_one_job_checked_once(
         checked.append(field)
         return check_message(value, field, by_id=by_id)
 
-    monkeypatch.setattr("memory_core.storage.check_message", counted)
+    monkeypatch.setattr("memory_core.storage.writes.check_message", counted)
     saved = await mem.save_messages([Message("one", "t1", "user", "hi")])
     assert [m.id for m in saved] == ["one"] and saved[0].sequence == 61
     assert counter.take() == 1 and checked == []

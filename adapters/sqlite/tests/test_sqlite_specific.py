@@ -14,8 +14,7 @@ import anyio
 import pytest
 from memory_core import BackendError, Message, Thread
 from memory_core.capabilities import Capability, declared_capabilities
-from memory_core.clock import to_us
-from memory_core.errors import StaleStateError
+from memory_core.errors import NotFoundError
 
 from memory_core_sqlite import SQLiteStorage
 
@@ -99,8 +98,8 @@ async def test_a_failing_batch_writes_nothing(tmp_path: Path) -> None:
         await store.save_thread(Thread("t1", "r1", created_at=T0, updated_at=T0))
         good = Message("ok", "t1", "user", "fine", "r1", created_at=T0)
         orphan = Message("orphan", "no-such-thread", "user", "x", "r1", created_at=T0)
-        with pytest.raises(StaleStateError):  # the primitive re-verifies, below the core's checks
-            await store._save_messages([good, orphan], ["t1"], to_us(T0) + 5)
+        with pytest.raises(NotFoundError):  # checked inside the write's transaction
+            await store.save_messages([good, orphan])
         assert await store.get_messages(["ok", "orphan"]) == []
         thread = await store.get_thread("t1")
         assert thread is not None and thread.updated_at == T0  # the bump was rolled back too
@@ -119,9 +118,9 @@ async def test_deleted_thread_cannot_gain_ghost_messages(tmp_path: Path) -> None
     try:
         await first.save_thread(Thread("t1", "r1"))
         await second.delete_thread("t1")
-        # A writer that checked the thread before it was deleted.
-        with pytest.raises(StaleStateError):
-            await first._save_messages([Message("m1", "t1", "user", "x", "r1", created_at=T0)], ["t1"], 0)
+        # A second connection's writer: its checks run inside its own write transaction.
+        with pytest.raises(NotFoundError):
+            await first.save_messages([Message("m1", "t1", "user", "x", "r1", created_at=T0)])
         await first.save_thread(Thread("t1", "r1"))
         assert (await second.list_messages("t1")).total == 0
     finally:

@@ -5,9 +5,10 @@ and ``clock``, a constructor that does no I/O, ``_open`` / ``_close`` /
 ``_destroy``, a ``preflight`` that checks its file without creating it, and
 its optional capabilities declared as data. Its data handling is borrowed
 from :class:`~memory_core.reference.InMemoryStorage` (a real adapter
-implements every primitive for its backend), which implements only the
-simple primitives: every read plan, checked save and erasure runs through
-:class:`~memory_core.storage.BaseStorage`'s defaults. The whole state is
+implements every primitive for its backend), a
+:class:`~memory_core.storage.ComposedStorage`: it writes only the simple
+primitives, and every read plan, checked save and erasure is composed from
+them. The whole state is
 read from ``<folder>/<namespace>.pickle`` on open and written back on close.
 So a second instance sees the first one's data once that one is closed
 (``Capability.PERSISTENT``), but two open instances do not share writes (no
@@ -36,8 +37,10 @@ _NAMESPACE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}")
 
 
 class ToyFileStorage(InMemoryStorage):
-    """The reference store, kept in one file per namespace. URL:
-    ``toyfile:///absolute/folder``.
+    """The reference store, kept in one file per namespace. URL (the path
+    convention of ``sqlite://``): ``toyfile:////absolute/folder`` (four
+    slashes: the empty host, then an absolute path) or
+    ``toyfile:///relative/folder`` (relative to the working directory).
 
     Args:
         folder: the directory holding the namespaces' files (created on the
@@ -65,16 +68,21 @@ class ToyFileStorage(InMemoryStorage):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> ToyFileStorage:
-        """Build from ``toyfile:///absolute/folder`` (no I/O). Options:
-        ``namespace`` and ``clock``, as for the constructor.
+        """Build from ``toyfile:////absolute/folder`` or
+        ``toyfile:///relative/folder`` (no I/O): what follows the empty host's
+        ``/`` is the path, as in ``sqlite://`` URLs. Options: ``namespace``
+        and ``clock``, as for the constructor.
 
         Raises:
-            ValidationError: another scheme, or no folder in the URL.
+            ValidationError: another scheme, a host part, or no folder in the URL.
         """
         parts = urlsplit(url)
-        if parts.scheme != "toyfile" or not parts.path:
-            raise ValidationError("url", f"must look like toyfile:///absolute/folder, got {url!r}")
-        return cls(unquote(parts.path), **options)
+        folder = parts.path[1:]
+        if parts.scheme != "toyfile" or parts.netloc or not folder:
+            raise ValidationError(
+                "url", f"must look like toyfile:////absolute/folder or toyfile:///relative/folder, got {url!r}"
+            )
+        return cls(unquote(folder), **options)
 
     async def preflight(self, *, must_exist: bool = False) -> None:
         """Check, creating nothing, that this namespace can be opened: an

@@ -1,0 +1,216 @@
+"""Lifecycle and guard: opening once across threads and loops, closing,
+destroying, preflight, and the retry loop of optimistic writes.
+
+:class:`Lifecycle` is the base of every concern mixin of
+:class:`~memory_core.storage.BaseStorage`; it adds to the adapter contract
+(:class:`~memory_core.storage.contract.AdapterContract`) what each public
+call runs first (``_ready``) and around its primitive (``_guard``:
+driver errors become typed :class:`~memory_core.errors.BackendError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable
+from types import TracebackType
+from typing import Self, TypeVar
+
+from memory_core.clock import Clock, system_clock
+from memory_core.errors import AdapterClosedError, BackendGuard, StaleStateError, ValidationError
+from memory_core.loops import LoopLocal, OnceAcrossLoops
+from memory_core.retry import STALE_WRITES, Faults
+from memory_core.storage.contract import AdapterContract
+
+__all__ = ["Lifecycle", "no_store"]
+
+T = TypeVar("T")
+
+
+def no_store(field: str, where: str, missing: str) -> ValidationError:
+    """The refusal of :meth:`BaseStorage.preflight` with ``must_exist`` when
+    the place a URL names can be reached but holds no memory-core store (a
+    misspelt database, schema or prefix; another application's data): one
+    wording for every adapter, so the CLI's red line reads alike everywhere.
+
+    Args:
+        field: the URL part that names the place (``"url"``, ``"schema"``,
+            ``"database"``, ``"prefix"``): :attr:`ValidationError.field`.
+        where: the place as the user spelt it (shown with ``repr``).
+        missing: what memory-core's own data would have there and is absent
+            (``"no schema_version table"``), shown in parentheses.
+
+    Returns:
+        ``ValidationError(field, "'<where>' holds no memory-core store (<missing>)")``,
+        for the caller to raise: a command that reads or deletes data must
+        stop before ``open`` creates an empty store in its place.
+    """
+    return ValidationError(field, f"{where!r} holds no memory-core store ({missing})")
+
+
+class Lifecycle(AdapterContract):
+    """Open, close, destroy and the guard every public call runs in (the
+    first layer of :class:`~memory_core.storage.BaseStorage`; its class
+    docstring tells the threading and event-loop rules).
+
+    Args:
+        clock: where "now" comes from (R-CLOCK, R-BUMP); defaults to the
+            process-wide system clock. Tests inject a
+            :class:`~memory_core.clock.ManualClock`.
+    """
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else system_clock
+        self._opened = False
+        self._closed = False
+        self._open_locks: LoopLocal[asyncio.Lock] = LoopLocal()
+        self._loops_open: LoopLocal[bool] = LoopLocal()
+        self._first_open = OnceAcrossLoops()
+        self.faults = Faults(self.fault_points)
+        """Test hook: arm this store's ``fault_points`` (:mod:`memory_core.retry`)."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Connect and create the schema (idempotent, safe to call twice, from
+        any thread and event loop: see the class docstring).
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: the backend could not be reached (``operation``
+                ``"open"``); nothing is remembered, the next call tries again.
+            ValidationError: a setting the backend refuses (the field named).
+        """
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} storage is closed")
+        if self._open_here():
+            return
+        lock = self._open_locks.get()
+        if lock is None:  # no await since get(): no other task of this loop can race here
+            lock = asyncio.Lock()
+            self._open_locks.set(lock)
+        async with lock:
+            if not self._opened:
+                await self._open_first()
+            if not self._open_here():  # a loop-bound store opened in another loop: connect in this one
+                with BackendGuard(self, "open"):
+                    await self._open()
+                self._loops_open.set(True)
+
+    def _open_here(self) -> bool:
+        """Whether the store is open for the running loop."""
+        return self._opened and (not self.loop_bound or self._loops_open.get() is not None)
+
+    async def _open_first(self) -> None:
+        """Run the store's first ``_open`` exactly once across threads and
+        loops (:class:`~memory_core.loops.OnceAcrossLoops`): the others wait
+        for its outcome without blocking their loops, and try themselves when
+        it failed."""
+
+        async def first() -> None:
+            with BackendGuard(self, "open"):
+                await self._open()
+            if self.loop_bound:
+                self._loops_open.set(True)
+            self._opened = True
+
+        await self._first_open.run("open", lambda: self._opened, first)
+
+    async def close(self) -> None:
+        """Release connections this store created (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._opened:
+            with BackendGuard(self, "close"):
+                await self._close()
+
+    async def destroy(self) -> None:
+        """Delete everything this store holds (its file, database or key
+        namespace), then close. For tests and ``memory-core check``; the store
+        cannot be used afterwards."""
+        await self._ready()
+        with BackendGuard(self, "destroy"):
+            await self._destroy()
+        await self.close()
+
+    async def preflight(self, *, must_exist: bool = False) -> None:
+        """Check, creating and writing nothing, that the store this instance
+        names can be opened as it is (``memory-core check`` runs it before
+        the suite, whose stores live in fresh namespaces beside the named one;
+        the commands that move or prune data run it before any I/O).
+
+        Args:
+            must_exist: the store must already be there (a command that reads
+                or deletes existing data: ``export``, ``copy``'s source,
+                ``prune``): what the URL names must already hold a
+                memory-core store, checked by reading only, so a misspelt
+                name fails instead of ``open`` creating an empty store there
+                (and an empty export succeeding). Without it (a destination,
+                ``memory-core check``) a missing store passes: ``open``
+                creates it.
+
+        The default checks nothing (``memory://`` lives in its instance).
+        Every persistent adapter overrides it: a file store's folder must
+        exist and an existing file must be one of its databases; with
+        ``must_exist`` each adapter looks for its own schema marker and
+        raises :func:`no_store` when it is absent.
+
+        Raises:
+            ValidationError: the store cannot be where the URL says (e.g. a
+                missing folder), or with ``must_exist`` it is not there
+                (a missing file; :func:`no_store`: no memory-core store).
+            BackendError: what is there cannot be opened (e.g. a file that is
+                not a database), with the message ``open`` would give.
+        """
+
+    @property
+    def store_identity(self) -> Hashable:
+        """What names this store's data, computed without I/O: two stores with
+        equal identities read and write the same data, so
+        :func:`memory_core.identity.check_distinct` (``copy``) refuses them.
+
+        The default is this instance alone (``(backend_name, "instance",
+        id(self))``): right for a store whose data lives in its instance
+        (``memory://``), and never wrong for one that does not say more. An
+        adapter whose data outlives the instance overrides it with where the
+        data is (a resolved file path; a server address, database and
+        namespace), spelled one way per store (:mod:`memory_core.identity`).
+        """
+        return (self.backend_name, "instance", id(self))
+
+    async def _ready(self) -> None:
+        if self._closed:
+            raise AdapterClosedError(f"{self.backend_name} storage is closed")
+        if not self._open_here():
+            await self.open()
+
+    def is_retryable(self, exc: Exception) -> bool:
+        """Whether a driver exception is transient (adapters override)."""
+        return isinstance(exc, ConnectionError | TimeoutError)
+
+    def _guard(self, operation: str) -> BackendGuard:
+        return BackendGuard(self, operation)
+
+    async def _optimistic(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run ``attempt`` (read, check, write) again while its write finds the
+        reads stale (:class:`StaleStateError`), under
+        :data:`memory_core.retry.STALE_WRITES` (8 attempts, full-jitter pauses
+        of at most 50 ms)."""
+        await self._ready()
+
+        async def guarded() -> T:
+            with self._guard(operation):
+                return await attempt()
+
+        return await STALE_WRITES.run(guarded, lambda exc: isinstance(exc, StaleStateError))
+
+    # ------------------------------------------------------------------ threads
