@@ -31,8 +31,8 @@ Where each part lives (one responsibility per module):
   ``Memory.open(url, vector=url)``), :mod:`~memory_core.config`
   (:class:`MemoryConfig`, :class:`SemanticRecall`), :mod:`~memory_core.recall`
   (recall composition), :mod:`~memory_core.working_memory` (working memory:
-  settings, reads, writes), :mod:`~memory_core.threads` (create, clone,
-  titles), :mod:`~memory_core.indexing` (the vector index kept in step with
+  settings, reads, writes), :mod:`~memory_core.threads` (create,
+  titles), :mod:`~memory_core.lineage` (clones, branches and their lineage), :mod:`~memory_core.indexing` (the vector index kept in step with
   storage), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),
@@ -40,6 +40,7 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.workmem` (working memory versions and the storage's
   checked writes),
   :mod:`~memory_core.retention` (prune, R-PRUNE),
+  :mod:`~memory_core.retry` (the one retry policy and the test fault points),
   :mod:`~memory_core.transfer` (export, import, copy),
   :mod:`~memory_core.telemetry` (OpenTelemetry spans),
   :mod:`~memory_core.integrations` (agent frameworks);

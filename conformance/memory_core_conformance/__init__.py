@@ -27,6 +27,8 @@ Where each part lives:
   (a long thread's read plans and the verdict on their query plans);
 - cancellation: :mod:`~memory_core_conformance.cancellation` (every write
   cancelled at each await point and at seeded random ones: all or nothing);
+- mutation testing: :mod:`~memory_core_conformance.mutation` (Cosmic Ray
+  mutants of an adapter, sampled with a seed, run against the suite; not CI);
 - two OS processes: :mod:`~memory_core_conformance.processes` (a second
   store in a child process for the races and the state-machine variant);
 - a live deployment: ``memory-core check URL``
