@@ -24,6 +24,7 @@ from memory_core.builders import builder
 from memory_core.clock import to_us
 from memory_core.embedders import Embedder, default_embedder
 from memory_core.errors import BackendError, ConflictError, NotFoundError, OwnershipError, ValidationError
+from memory_core.hybrid import SEARCH_MODES, SearchMode, search_ids
 from memory_core.ids import new_message_id
 from memory_core.models import (
     DateRange,
@@ -133,7 +134,19 @@ class SemanticRecall:
             agent-framework tools use the floor measured on LoCoMo for their
             Memory's embedder (:func:`~memory_core.embedders.relevance_floor`).
             Scores depend on the embedder: a floor chosen for one means
-            little for another.
+            little for another. In ``"hybrid"`` mode it filters the vector
+            ranking before fusion.
+        mode: how hits are ranked (issue 23; :mod:`memory_core.hybrid`):
+            ``"vector"`` (the default, as before: cosine similarity of the
+            embeddings), ``"lexical"`` (BM25 over the scope's message text,
+            :mod:`memory_core.lexical`) or ``"hybrid"`` (both, fused by
+            weighted reciprocal rank fusion, Cormack et al. 2009). Hits of
+            every mode are marked ``"semantic"`` in ``sources``. Only
+            ``"lexical"`` works without a vector store and embedder.
+        vector_weight / lexical_weight: the fusion weights of the two
+            rankings in ``"hybrid"`` mode (finite floats >= 0, not both 0).
+            Defaults 1.0 and 1.0 (chosen on half of LoCoMo; see
+            ``benchmarks/README.md``).
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
@@ -145,6 +158,9 @@ class SemanticRecall:
     scope: Scope = "resource"
     exclude_recent: bool = False
     min_score: float | None = None
+    mode: SearchMode = "vector"
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
 
     def __post_init__(self) -> None:
         top_k = self.top_k
@@ -157,6 +173,15 @@ class SemanticRecall:
         _check_scope(self.scope, "semantic_recall.scope")
         check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "semantic_recall.min_score"))
+        if self.mode not in SEARCH_MODES:
+            raise ValidationError("semantic_recall.mode", f"must be one of {SEARCH_MODES}, got {self.mode!r}")
+        for name in ("vector_weight", "lexical_weight"):
+            weight = getattr(self, name)
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+                raise ValidationError(f"semantic_recall.{name}", f"must be a finite number >= 0, got {weight!r}")
+            object.__setattr__(self, name, float(weight))
+        if self.vector_weight == self.lexical_weight == 0:
+            raise ValidationError("semantic_recall.lexical_weight", "vector_weight and lexical_weight are both 0")
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""
@@ -369,7 +394,8 @@ class Memory:
         if vector is None:
             if embedder is not None:
                 raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
-            if self.config.semantic() is not None:
+            semantic = self.config.semantic()
+            if semantic is not None and semantic.mode != "lexical":
                 raise ValidationError(
                     "config.semantic_recall",
                     "semantic recall is on but Memory has no vector store: pass "
@@ -1051,7 +1077,7 @@ class Memory:
         if per_page is None:
             per_page = 0 if config.last_messages is False else config.last_messages
         searching = semantic is not None and bool(vector_search_string and vector_search_string.strip())
-        if searching and self.vector is None:
+        if searching and self.vector is None and semantic is not None and semantic.mode != "lexical":
             raise ValidationError(
                 "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
             )
@@ -1242,20 +1268,23 @@ class Memory:
     async def _semantic_hits(
         self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
     ) -> tuple[list[str], bool]:
-        """The ids of the ``top_k + extra`` nearest messages in the scope,
-        best first, those under ``semantic.min_score`` left out; and whether
-        the index held anything in the scope at all."""
-        assert self.vector is not None and self.embedder is not None
+        """The ids of the ``top_k + extra`` best messages in the scope under
+        ``semantic.mode`` (:func:`memory_core.hybrid.search_ids`), best first;
+        and whether the index held anything in the scope at all."""
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
-        query = await self.embedder.embed([text])
-        k = semantic.top_k + extra
-        if semantic.scope == "thread":
-            found = await self.vector.search(query[0], k, thread_id=thread_id)
-        else:
-            found = await self.vector.search(query[0], k, resource_id=resource_id)
-        floor = semantic.min_score
-        return [hit.message_id for hit in found if floor is None or hit.score >= floor], bool(found)
+        return await search_ids(
+            self.storage,
+            self.vector,
+            self.embedder,
+            text,
+            semantic.top_k + extra,
+            mode=semantic.mode,
+            thread_id=thread_id if semantic.scope == "thread" else None,
+            resource_id=resource_id,
+            min_score=semantic.min_score,
+            weights=(semantic.vector_weight, semantic.lexical_weight),
+        )
 
     # ------------------------------------------------------------------ working memory
 
