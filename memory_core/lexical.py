@@ -26,10 +26,11 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 from memory_core.errors import ValidationError
 
-__all__ = ["BM25_B", "BM25_K1", "STOP_WORDS", "bm25_rank", "s_stem", "tokenize"]
+__all__ = ["BM25_B", "BM25_K1", "DOCUMENT_CACHE", "STOP_WORDS", "bm25_rank", "s_stem", "tokenize"]
 
 BM25_K1 = 1.2
 """BM25 term-frequency saturation (Robertson & Zaragoza 2009, section 3.4.3)."""
@@ -198,6 +199,18 @@ def tokenize(text: str) -> list[str]:
     return [s_stem(word) for word in _WORD.findall(folded) if word not in STOP_WORDS]
 
 
+DOCUMENT_CACHE = 65536
+"""Documents whose term counts are kept between searches (an LRU keyed by the
+text: a pure function of it, so a cached entry is never stale)."""
+
+
+@lru_cache(maxsize=DOCUMENT_CACHE)
+def _document_terms(text: str) -> tuple[int, dict[str, int]]:
+    """``(number of terms, term -> count)`` of one document."""
+    tokens = tokenize(text)
+    return len(tokens), dict(Counter(tokens))
+
+
 def bm25_rank(
     query: str,
     documents: Iterable[tuple[str, str]],
@@ -237,13 +250,13 @@ def bm25_rank(
     size = 0
     total_length = 0
     for message_id, text in documents:
-        tokens = tokenize(text)
+        length, counts = _document_terms(text)
         size += 1
-        total_length += len(tokens)
-        matched = Counter(token for token in tokens if token in terms)
+        total_length += length
+        matched = Counter({term: counts[term] for term in terms if term in counts})
         if matched:
             frequency.update(matched.keys())
-            matches.append((message_id, matched, len(tokens)))
+            matches.append((message_id, matched, length))
     if not matches:
         return []
     mean_length = total_length / size
