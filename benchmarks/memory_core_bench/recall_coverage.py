@@ -74,7 +74,8 @@ async def run_coverage(
             for exclude in ((False, True) if last_messages else (False,))
         ]
         for mode, top_k, message_range, exclude in settings:
-            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude, mode=mode)
+            kind: Any = mode
+            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude, mode=kind)
             config = MemoryConfig(last_messages=last_messages or False, semantic_recall=semantic)
             returned: list[list[str]] = []
             evidence: list[list[str]] = []

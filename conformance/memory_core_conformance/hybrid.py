@@ -12,7 +12,6 @@ alone (no vector store) is also a step of the storage state machine.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import ClassVar
 
 import pytest
@@ -97,8 +96,6 @@ class HybridRecallCases:
         assert moved.semantic_hits == []
         there = await memory.recall("t2", "r1", "pottery clay", thread_config=_config("lexical", "thread"))
         assert there.semantic_hits[0] == "h04"
-        assert isinstance(memory.storage.clock, ManualClock)
-        memory.storage.clock.set(T0 + timedelta(days=1))
         await memory.prune(RetentionPolicy(before=at(5), resource_id="r1"))
         for mode in ("lexical", "hybrid"):
             pruned = await memory.recall("t2", "r1", "Caroline Melanie", thread_config=_config(mode, "resource", 10))
