@@ -145,8 +145,9 @@ class SemanticRecall:
             ``"lexical"`` works without a vector store and embedder.
         vector_weight / lexical_weight: the fusion weights of the two
             rankings in ``"hybrid"`` mode (finite floats >= 0, not both 0).
-            Defaults 1.0 and 1.0 (chosen on half of LoCoMo; see
-            ``benchmarks/README.md``).
+            Defaults 1.0 and 1.0 (plain RRF, Cormack et al. 2009);
+            ``docs/design.md`` ("Hybrid recall") reports the weights half
+            of LoCoMo prefers per embedder.
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
