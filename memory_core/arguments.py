@@ -276,7 +276,8 @@ def check_config(config: Any, vector: VectorStore | None, embedder: Embedder | N
     if vector is None:
         if embedder is not None:
             raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")
-        if checked.semantic() is not None:
+        semantic = checked.semantic()
+        if semantic is not None and semantic.mode != "lexical":
             raise ValidationError(
                 "config.semantic_recall",
                 "semantic recall is on but Memory has no vector store: pass "
@@ -330,8 +331,9 @@ def check_recall(
     Args:
         semantic_on: whether the call's config has semantic recall on (a
             ``search`` is refused when it is off).
-        has_vectors: whether the Memory has a vector store (a non-blank
-            ``search`` with semantic recall on needs one).
+        has_vectors: whether the Memory can rank a search: it has a vector
+            store, or the recall is lexical (a non-blank ``search`` with
+            semantic recall on needs one of them).
 
     Returns:
         ``(includes, max_tokens)`` checked.

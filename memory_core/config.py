@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, NamedTuple
 
 from memory_core.errors import ValidationError
+from memory_core.hybrid import SEARCH_MODES, SearchMode
 from memory_core.models import Message, Thread
 from memory_core.validation import (
     MAX_TOP_K,
@@ -67,7 +68,20 @@ class SemanticRecall:
             agent-framework tools use the floor measured on LoCoMo for their
             Memory's embedder (:func:`~memory_core.embedders.relevance_floor`).
             Scores depend on the embedder: a floor chosen for one means
-            little for another.
+            little for another. In ``"hybrid"`` mode it filters the vector
+            ranking before fusion.
+        mode: how hits are ranked (:mod:`memory_core.hybrid`):
+            ``"vector"`` (the default, as before: cosine similarity of the
+            embeddings), ``"lexical"`` (BM25 over the scope's message text,
+            :mod:`memory_core.lexical`) or ``"hybrid"`` (both, fused by
+            weighted reciprocal rank fusion, Cormack et al. 2009). Hits of
+            every mode are marked ``"semantic"`` in ``sources``. Only
+            ``"lexical"`` works without a vector store and embedder.
+        vector_weight / lexical_weight: the fusion weights of the two
+            rankings in ``"hybrid"`` mode (finite floats >= 0, not both 0).
+            Defaults 1.0 and 1.0 (plain RRF, Cormack et al. 2009);
+            ``docs/design.md`` ("Hybrid recall") reports the weights half
+            of LoCoMo prefers per embedder.
 
     Raises:
         ValidationError: a field of the wrong type or out of range (at
@@ -79,6 +93,9 @@ class SemanticRecall:
     scope: Scope = "resource"
     exclude_recent: bool = False
     min_score: float | None = None
+    mode: SearchMode = "vector"
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
 
     def __post_init__(self) -> None:
         top_k = self.top_k
@@ -91,6 +108,15 @@ class SemanticRecall:
         check_scope(self.scope, "semantic_recall.scope")
         check_bool(self.exclude_recent, "semantic_recall.exclude_recent")
         object.__setattr__(self, "min_score", check_min_score(self.min_score, "semantic_recall.min_score"))
+        if self.mode not in SEARCH_MODES:
+            raise ValidationError("semantic_recall.mode", f"must be one of {SEARCH_MODES}, got {self.mode!r}")
+        for name in ("vector_weight", "lexical_weight"):
+            weight = getattr(self, name)
+            if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 <= weight < float("inf"):
+                raise ValidationError(f"semantic_recall.{name}", f"must be a finite number >= 0, got {weight!r}")
+            object.__setattr__(self, name, float(weight))
+        if self.vector_weight == self.lexical_weight == 0:
+            raise ValidationError("semantic_recall.lexical_weight", "vector_weight and lexical_weight are both 0")
 
     def window(self) -> tuple[int, int]:
         """``(before, after)`` message counts around each hit."""

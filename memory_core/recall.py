@@ -22,6 +22,7 @@ from memory_core.builders import builder
 from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
 from memory_core.embedders import Embedder, dimension_mismatch
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
+from memory_core.hybrid import search_ids
 from memory_core.models import (
     Include,
     Message,
@@ -130,7 +131,7 @@ class Recaller:
             resource_id,
             vector_search_string,
             semantic is not None,
-            self.vector is not None,
+            self.vector is not None or (semantic is not None and semantic.mode == "lexical"),
             max_tokens,
             include,
         )
@@ -200,25 +201,28 @@ class Recaller:
     async def rank(
         self, text: str, semantic: SemanticRecall, thread_id: str, resource_id: str | None, extra: int
     ) -> tuple[list[str], bool]:
-        """The ids of the ``top_k + extra`` messages nearest ``text`` in the
-        scope, best first, those under ``semantic.min_score`` left out; and
-        whether the index held anything in the scope at all.
+        """The ids of the ``top_k + extra`` best messages in the scope under
+        ``semantic.mode`` (:func:`memory_core.hybrid.search_ids`), best first,
+        those under ``semantic.min_score`` left out of the vector ranking;
+        and whether the index held anything in the scope at all.
 
         Raises:
             ValidationError: resource scope without a resource.
         """
-        if self.vector is None or self.embedder is None:  # recall checked this; narrows the types
-            raise ValidationError("vector", "semantic recall needs a vector store and Memory has none", "R-RECALL")
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
-        query = await self.embedder.embed([text])
-        k = semantic.top_k + extra
-        if semantic.scope == "thread":
-            found = await self.vector.search(query[0], k, thread_id=thread_id)
-        else:
-            found = await self.vector.search(query[0], k, resource_id=resource_id)
-        floor = semantic.min_score
-        return [hit.message_id for hit in found if floor is None or hit.score >= floor], bool(found)
+        return await search_ids(
+            self.storage,
+            self.vector,
+            self.embedder,
+            text,
+            semantic.top_k + extra,
+            mode=semantic.mode,
+            thread_id=thread_id if semantic.scope == "thread" else None,
+            resource_id=resource_id,
+            min_score=semantic.min_score,
+            weights=(semantic.vector_weight, semantic.lexical_weight),
+        )
 
     async def _index_warnings(self, semantic: SemanticRecall, thread_id: str, owner: str | None) -> list[str]:
         """A warning when the search found nothing but storage holds messages

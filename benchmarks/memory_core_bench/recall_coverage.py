@@ -44,11 +44,13 @@ async def run_coverage(
     ranges: Sequence[int],
     vector_url: str,
     last_messages: int = 0,
+    modes: Sequence[str] = ("vector",),
 ) -> list[dict[str, Any]]:
     """Load every conversation into ``memory://`` + ``vector_url`` through
     ``Memory`` (so vectors are made exactly as in production), then score the
     coverage of each (top_k, message_range), and with ``last_messages`` > 0
-    each also with ``exclude_recent``. Returns one row per setting."""
+    each also with ``exclude_recent``, under each ``SemanticRecall.mode`` of
+    ``modes``. Returns one row per setting."""
     conversations = load_dir(folder)
     storage = await connect("memory://")
     vectors = await connect_vector(vector_url)
@@ -65,13 +67,15 @@ async def run_coverage(
                 await memory.save_messages(batch)
         load_seconds = time.perf_counter() - started
         settings = [
-            (top_k, message_range, exclude)
+            (mode, top_k, message_range, exclude)
+            for mode in modes
             for top_k in top_ks
             for message_range in ranges
             for exclude in ((False, True) if last_messages else (False,))
         ]
-        for top_k, message_range, exclude in settings:
-            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude)
+        for mode, top_k, message_range, exclude in settings:
+            kind: Any = mode
+            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude, mode=kind)
             config = MemoryConfig(last_messages=last_messages or False, semantic_recall=semantic)
             returned: list[list[str]] = []
             evidence: list[list[str]] = []
@@ -95,6 +99,7 @@ async def run_coverage(
             rows.append(
                 {
                     "embedder": embedder_name,
+                    "mode": mode,
                     "top_k": top_k,
                     "message_range": message_range,
                     "last_messages": last_messages,
@@ -117,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--top-k", action="append", type=int, default=None)
     parser.add_argument("--message-range", action="append", type=int, default=None)
     parser.add_argument("--last-messages", type=int, default=0, help="history page size (0: none)")
+    parser.add_argument("--mode", action="append", default=None, help="vector | lexical | hybrid (repeat)")
     parser.add_argument("--vector", default="qdrant::memory:")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -124,16 +130,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in args.embedder or ["lexical"]:
         rows += asyncio.run(
             run_coverage(
-                args.locomo, name, args.top_k or [5, 10], args.message_range or [0, 2], args.vector, args.last_messages
+                args.locomo,
+                name,
+                args.top_k or [5, 10],
+                args.message_range or [0, 2],
+                args.vector,
+                args.last_messages,
+                args.mode or ["vector"],
             )
         )
     table = Table(title="LoCoMo evidence coverage of whole recall results (resource scope)")
-    columns = ("embedder", "last", "top_k", "message_range", "exclude_recent", "coverage", "messages returned")
+    columns = ("embedder", "mode", "last", "top_k", "message_range", "exclude_recent", "coverage", "messages returned")
     for column in (*columns, "recall ms"):
         table.add_column(column)
     for row in rows:
         table.add_row(
             row["embedder"],
+            row["mode"],
             str(row["last_messages"]),
             str(row["top_k"]),
             str(row["message_range"]),

@@ -37,7 +37,13 @@ import numpy as np
 from memory_core.cli.locomo import LOCOMO_DIR_HELP, load_dir, require_locomo_dir
 from memory_core.embedders import get_embedder
 
-from memory_core_bench.retrieval import _embed, embed_conversations, evidence_recall, exact_search, locomo_questions
+from memory_core_bench.retrieval import (
+    embed_conversations,
+    embed_texts,
+    evidence_recall,
+    exact_search,
+    locomo_questions,
+)
 
 __all__ = ["DEFAULT_FLOORS", "OFF_TOPIC", "main", "run_floors"]
 
@@ -84,7 +90,7 @@ async def run_floors(
     conversations = load_dir(folder)
     questions = locomo_questions(conversations)
     embedded = await embed_conversations(conversations, embedder, cache_dir)
-    question_vectors = await _embed(embedder, [q.question for q in questions], cache_dir)
+    question_vectors = await embed_texts(embedder, [q.question for q in questions], cache_dir)
     off_vectors = await embedder.embed(list(OFF_TOPIC))
     rows_of: dict[str, list[int]] = {}
     for row, case in enumerate(questions):

@@ -61,6 +61,7 @@ __all__ = [
     "agreement",
     "coverage",
     "embed_conversations",
+    "embed_texts",
     "evidence_recall",
     "exact_search",
     "locomo_questions",
@@ -240,7 +241,9 @@ def _cache_save(path: Path | None, vectors: Matrix) -> None:
         np.save(path, vectors)
 
 
-async def _embed(embedder: Embedder, texts: list[str], cache_dir: Path | None) -> Matrix:
+async def embed_texts(embedder: Embedder, texts: list[str], cache_dir: Path | None) -> Matrix:
+    """``embedder.embed(texts)``, shape ``(len(texts), dim)``, kept in
+    ``cache_dir`` (keyed by embedder name and texts) when one is given."""
     path = _cache_path(cache_dir, embedder, texts)
     cached = _cache_load(path)
     if cached is not None:
@@ -275,7 +278,7 @@ async def embed_conversations(
                 chunks.append((message, number, text))
                 texts.append(text)
         plans.append((conversation, chunks))
-    vectors = await _embed(embedder, texts, cache_dir)
+    vectors = await embed_texts(embedder, texts, cache_dir)
     out = []
     start = 0
     for conversation, chunks in plans:
@@ -497,7 +500,7 @@ async def run_retrieval(
             say(f"skip {name}: {exc}")
             continue
         query_vectors: dict[str, Matrix] = {}
-        all_queries = await _embed(embedder, [case.question for case in questions], cache_dir)
+        all_queries = await embed_texts(embedder, [case.question for case in questions], cache_dir)
         offset = 0
         for c in conversations:
             count = len(by_resource.get(c.resource_id, []))

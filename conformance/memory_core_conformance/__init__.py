@@ -20,7 +20,9 @@ Where each part lives:
   cost (:mod:`~memory_core_conformance.undeclared`, with the probes of
   :mod:`~memory_core_conformance.probes`);
 - vector stores: :mod:`~memory_core_conformance.vector` (with Memory and an
-  embedder) and :mod:`~memory_core_conformance.vector_store` (on its own);
+  embedder), :mod:`~memory_core_conformance.vector_store` (on its own) and
+  :mod:`~memory_core_conformance.hybrid` (lexical and hybrid recall on a
+  pairing, R-HYBRID);
 - framework seams: :mod:`~memory_core_conformance.integrations`;
 - index plans: :mod:`~memory_core_conformance.query_shapes` (the queries an
   adapter's EXPLAIN tests render) and :mod:`~memory_core_conformance.plans`

@@ -236,6 +236,14 @@ _RULE_LIST = [
         "when the call returns.",
     ),
     Rule(
+        "R-HYBRID",
+        "lexical and hybrid recall rank like the reference",
+        "SemanticRecall(mode='lexical' | 'hybrid') ranks the scope's stored messages by the core's BM25 "
+        "(memory_core.lexical), fused with the vector ranking by weighted reciprocal rank fusion in hybrid mode: "
+        "every pairing returns the reference pairing's hits, never one of another resource, and never a message "
+        "deleted, rewritten without the words, moved out of the thread, pruned or erased.",
+    ),
+    Rule(
         "VECTOR-STORE",
         "vector store: layout, counts, deletes, search",
         "A vector store keeps one point per (message, chunk) in its namespace's per-dimension collection: "

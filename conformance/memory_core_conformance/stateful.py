@@ -37,6 +37,7 @@ from hypothesis.stateful import (
 )
 
 from memory_core.clock import ManualClock, to_us
+from memory_core.config import MemoryConfig, SemanticRecall
 from memory_core.errors import AdapterClosedError
 from memory_core.lineage import CopyPlan, size_limit
 from memory_core.memory import Memory
@@ -444,6 +445,33 @@ class StorageStateMachine(RuleBasedStateMachine):
             "per_page": per_page,
             "page": page,
             "max_tokens": max_tokens,
+        }
+        call = _Step("recall", (), kwargs, target="memory")
+        note(call)
+        actual, expected = self.portal.call(self._call_both, *self.memories, call)
+        note(_Answer(expected))
+        assert_same(actual, expected, call)
+
+    @rule(
+        thread_id=_busy_thread_ids,
+        resource_id=_resource_ids,
+        query=st.sampled_from(["hi", "héllo", "x y", "b", "hi x"]),
+        scope=st.sampled_from(["thread", "resource"]),
+        top_k=st.integers(1, 3),
+        message_range=st.integers(0, 1),
+    )
+    def lexical_recall(
+        self, thread_id: str, resource_id: str, query: str, scope: str, top_k: int, message_range: int
+    ) -> None:
+        """Memory.recall in lexical mode over both stores (R-HYBRID): the
+        same BM25 hits (ties by id), windows and sources, never a message of
+        another resource or one deleted or pruned by an earlier step."""
+        semantic = SemanticRecall(top_k, message_range, scope, mode="lexical")  # type: ignore[arg-type]
+        kwargs = {
+            "thread_id": thread_id,
+            "resource_id": resource_id,
+            "vector_search_string": query,
+            "thread_config": MemoryConfig(last_messages=False, semantic_recall=semantic),
         }
         call = _Step("recall", (), kwargs, target="memory")
         note(call)

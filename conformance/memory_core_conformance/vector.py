@@ -30,6 +30,7 @@ from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
 from memory_core.vector import VectorStore, chunk_text, message_text
 from memory_core_conformance.harness import T0, StorageFactory, at, message, thread
+from memory_core_conformance.hybrid import HybridRecallCases
 
 __all__ = ["VectorConformance", "VectorFactory"]
 
@@ -41,8 +42,8 @@ def _semantic(top_k: int, scope: str, message_range: int | tuple[int, int] = 0) 
     return MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(top_k, message_range, scope))  # type: ignore[arg-type]
 
 
-class VectorConformance:
-    """Memory + storage + vector store: C15, C16, R-VEC and R-RECALL.
+class VectorConformance(HybridRecallCases):
+    """Memory + storage + vector store: C15, C16, R-VEC, R-RECALL and R-HYBRID.
 
     Fixtures to override: ``storage_factory`` and ``vector_factory`` (both
     required), ``embedder`` (optional).

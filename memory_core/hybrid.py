@@ -1,0 +1,150 @@
+"""The ranking a recall's search returns under ``SemanticRecall.mode`` (issue 23).
+
+- ``"vector"``: the vector store's cosine ranking (R-RECALL step 4, as before);
+- ``"lexical"``: :func:`memory_core.lexical.bm25_rank` over the scope's
+  messages;
+- ``"hybrid"``: both rankings, each :data:`FUSION_DEPTH` deep (or the
+  request's size when larger), fused by weighted reciprocal rank fusion
+  (:func:`reciprocal_rank_fusion`).
+
+Where the lexical ranking comes from: the core reads the scope's messages
+from storage (the thread's, or every thread of the resource) and scores them
+with the one BM25 of :mod:`memory_core.lexical`. There is no second index,
+so nothing can fall out of step: a saved, updated, moved, deleted, erased,
+pruned, imported or cloned message is a lexical candidate exactly when
+storage holds it in the scope, and ownership is storage's. The price is a
+read of the whole scope per search (cost grows with the scope; see
+``benchmarks``' hybrid cost report). The reasons and the native indexes left
+for later are in ``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from memory_core.embedders import Embedder
+from memory_core.errors import ValidationError
+from memory_core.lexical import bm25_rank
+from memory_core.models import Message
+from memory_core.storage import Storage
+from memory_core.vector import VectorStore, message_text
+
+__all__ = ["FUSION_DEPTH", "RRF_K", "SEARCH_MODES", "SearchMode", "reciprocal_rank_fusion", "search_ids"]
+
+SearchMode = Literal["vector", "lexical", "hybrid"]
+SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "lexical", "hybrid")
+
+RRF_K = 60
+"""The rank constant of reciprocal rank fusion (Cormack, Clarke & Büttcher,
+"Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
+Methods", SIGIR 2009, which fixes k = 60)."""
+
+FUSION_DEPTH = 50
+"""How deep each ranking is read before fusion (hybrid mode): the fused list
+can only hold messages that are in the top ``FUSION_DEPTH`` of at least one
+ranking."""
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion (Cormack et al. 2009).
+
+    ``score(d) = sum_i weights[i] / (k + rank_i(d))`` with ranks from 1, over
+    the rankings that hold ``d``.
+
+    Args:
+        rankings: message ids, best first, one list per ranking (ids distinct
+            within a list).
+        weights: one float >= 0 per ranking.
+        k: the rank constant (int >= 1, default :data:`RRF_K`).
+
+    Returns:
+        ``(message_id, fused score)`` for every id of any ranking, by score
+        descending, then id ascending.
+
+    Raises:
+        ValidationError: ``weights`` not one non-negative number per ranking,
+            or a bad ``k``.
+    """
+    if len(weights) != len(rankings):
+        raise ValidationError("weights", f"needs one weight per ranking ({len(rankings)}), got {len(weights)}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValidationError("k", f"must be an int >= 1, got {k!r}")
+    scores: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, message_id in enumerate(ranking, start=1):
+            scores[message_id] = scores.get(message_id, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+async def _scope_messages(storage: Storage, thread_id: str | None, resource_id: str | None) -> list[Message]:
+    if thread_id is not None:
+        return list((await storage.list_messages(thread_id, per_page=False, total=False)).items)
+    if resource_id is None:
+        raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
+    return list((await storage.list_messages_by_resource(resource_id, per_page=False, total=False)).items)
+
+
+async def search_ids(
+    storage: Storage,
+    vector: VectorStore | None,
+    embedder: Embedder | None,
+    text: str,
+    limit: int,
+    *,
+    mode: SearchMode,
+    thread_id: str | None,
+    resource_id: str | None,
+    min_score: float | None,
+    weights: tuple[float, float],
+) -> tuple[list[str], bool]:
+    """The ids of the ``limit`` best messages of one scope for ``text``.
+
+    Args:
+        storage / vector / embedder: the Memory's (lexical mode needs no
+            vector store or embedder).
+        text: the search string.
+        limit: how many ids (int >= 1).
+        mode: see the module notes.
+        thread_id: search this thread (thread scope), or None.
+        resource_id: search this resource (resource scope, when
+            ``thread_id`` is None).
+        min_score: cosine floor applied to the vector ranking (before
+            fusion); the lexical ranking has none (every lexical hit shares
+            at least one term with ``text``).
+        weights: ``(vector, lexical)`` fusion weights (hybrid mode).
+
+    Returns:
+        ``(ids best first, searched)``; ``searched`` is whether the vector
+        index held anything in the scope (always True in lexical mode, which
+        needs no index): False asks the caller to warn about an index that
+        is empty or behind.
+
+    Raises:
+        ValidationError: vector or hybrid mode without a vector store and
+            embedder (field ``vector``).
+    """
+    vector_ids: list[str] = []
+    searched = True
+    if mode != "lexical":
+        if vector is None or embedder is None:
+            raise ValidationError("vector", f"semantic recall in {mode!r} mode needs a vector store and an embedder")
+        query = await embedder.embed([text])
+        depth = limit if mode == "vector" else max(limit, FUSION_DEPTH)
+        if thread_id is not None:
+            found = await vector.search(query[0], depth, thread_id=thread_id)
+        else:
+            found = await vector.search(query[0], depth, resource_id=resource_id)
+        searched = bool(found)
+        vector_ids = [hit.message_id for hit in found if min_score is None or hit.score >= min_score]
+        if mode == "vector":
+            return vector_ids, searched
+    messages = await _scope_messages(storage, thread_id, resource_id)
+    depth = limit if mode == "lexical" else max(limit, FUSION_DEPTH)
+    lexical_ids = [mid for mid, _ in bm25_rank(text, ((m.id, message_text(m)) for m in messages), depth)]
+    if mode == "lexical":
+        return lexical_ids, searched
+    fused = reciprocal_rank_fusion([vector_ids, lexical_ids], weights)
+    return [mid for mid, _ in fused[:limit]], searched

@@ -1,0 +1,93 @@
+"""The core's lexical scorer and rank fusion (issue 23): tokeniser, S-stemmer,
+BM25 against a hand computation, tie-breaking, RRF, and the checks of
+``SemanticRecall``'s new fields."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from memory_core import Memory, MemoryConfig, SemanticRecall
+from memory_core.errors import ValidationError
+from memory_core.hybrid import reciprocal_rank_fusion
+from memory_core.lexical import bm25_rank, s_stem, tokenize
+from memory_core.reference import InMemoryStorage
+
+
+def test_tokenize_folds_drops_stop_words_and_stems() -> None:
+    assert tokenize("The DOGS went to \uff30aris on 7 May, studies & classes; bus_stop") == [
+        "dog",
+        "went",
+        "pari",
+        "7",
+        "may",
+        "study",
+        "classe",
+        "bus",
+        "stop",
+    ]
+    assert tokenize("") == [] and tokenize("the and of") == []
+
+
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [("ponies", "pony"), ("series", "sery"), ("horses", "horse"), ("toes", "toe"), ("cats", "cat"), ("bus", "bus")],
+)
+def test_s_stem_follows_harman(word: str, stem: str) -> None:
+    assert s_stem(word) == stem
+
+
+def test_bm25_matches_a_hand_computation_and_breaks_ties_by_id() -> None:
+    docs = [("b", "red apple"), ("a", "red apple"), ("c", "green pear tree"), ("d", "red red red apple pie")]
+    ranked = bm25_rank("red", docs, 10)
+    mean = (2 + 2 + 3 + 5) / 4
+    idf = math.log(1 + (4 - 3 + 0.5) / (3 + 0.5))
+
+    def score(tf: int, length: int) -> float:
+        return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / mean))
+
+    assert [m for m, _ in ranked] == ["d", "a", "b"]
+    assert ranked[0][1] == pytest.approx(score(3, 5)) and ranked[1][1] == pytest.approx(score(1, 2))
+    assert bm25_rank("red", docs, 1) == ranked[:1] and bm25_rank("the", docs, 3) == []
+    with pytest.raises(ValidationError, match="top_k"):
+        bm25_rank("red", docs, -1)
+    with pytest.raises(ValidationError, match="b"):
+        bm25_rank("red", docs, 1, b=2)
+
+
+def test_rrf_weights_ranks_and_ties() -> None:
+    fused = reciprocal_rank_fusion([["x", "y"], ["y", "z"]], (1.0, 1.0), k=60)
+    assert [m for m, _ in fused] == ["y", "x", "z"]
+    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+    assert [m for m, _ in reciprocal_rank_fusion([["b"], ["a"]], (1.0, 1.0))] == ["a", "b"]
+    assert [m for m, _ in reciprocal_rank_fusion([["b"], ["a"]], (1.0, 2.0))] == ["a", "b"]
+    with pytest.raises(ValidationError, match="weights"):
+        reciprocal_rank_fusion([["a"]], (1.0, 1.0))
+
+
+def test_semantic_recall_checks_mode_and_weights() -> None:
+    assert SemanticRecall(mode="hybrid", lexical_weight=2).lexical_weight == 2.0
+    with pytest.raises(ValidationError, match=r"semantic_recall\.mode"):
+        SemanticRecall(mode="bm25")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"semantic_recall\.vector_weight"):
+        SemanticRecall(vector_weight=-1)
+    with pytest.raises(ValidationError, match=r"semantic_recall\.lexical_weight"):
+        SemanticRecall(vector_weight=0, lexical_weight=0)
+
+
+@pytest.mark.anyio
+async def test_lexical_mode_needs_no_vector_store_and_other_modes_do() -> None:
+    config = MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(2, 0, "thread", mode="lexical"))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        thread = await memory.create_thread(resource_id="r1")
+        await memory.save_messages(
+            [{"thread_id": thread.id, "role": "user", "content": text} for text in ("Rex is my dog", "hello")]
+        )
+        result = await memory.recall(thread.id, "r1", "dog", thread_config=config)
+        assert [m.content for m in result.messages] == ["Rex is my dog"] and result.sources == ["semantic"]
+        hybrid = MemoryConfig(semantic_recall=SemanticRecall(mode="hybrid"))
+        with pytest.raises(ValidationError, match="vector store"):
+            await memory.recall(thread.id, "r1", "dog", thread_config=hybrid)
+    with pytest.raises(ValidationError, match="semantic_recall"):
+        Memory(InMemoryStorage(), config=MemoryConfig(semantic_recall=SemanticRecall(mode="hybrid")))
