@@ -31,7 +31,8 @@ Where each part lives (one responsibility per module):
   ``Memory.open(url, vector=url)``), :mod:`~memory_core.config`
   (:class:`MemoryConfig`, :class:`SemanticRecall`), :mod:`~memory_core.recall`
   (recall composition), :mod:`~memory_core.hybrid` and
-  :mod:`~memory_core.lexical` (lexical and hybrid ranking: BM25, fusion), :mod:`~memory_core.working_memory` (working memory:
+  :mod:`~memory_core.lexical` (lexical and hybrid ranking: BM25, fusion),
+  :mod:`~memory_core.working_memory` (working memory:
   settings, reads, writes), :mod:`~memory_core.threads` (create,
   titles), :mod:`~memory_core.lineage` (clones, branches and their
   lineage), :mod:`~memory_core.indexing` (the vector index kept in step with
