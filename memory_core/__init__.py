@@ -24,6 +24,7 @@ Where each part lives (one responsibility per module):
   one), :mod:`~memory_core.loops` (a connection per event loop, so a store
   works from any thread and loop);
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
+  :mod:`~memory_core.vector_layout` (what is embedded and where, R-VEC),
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to
   vectors);
@@ -35,7 +36,7 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.working_memory` (working memory:
   settings, reads, writes), :mod:`~memory_core.threads` (create,
   titles), :mod:`~memory_core.lineage` (clones, branches and their
-  lineage), :mod:`~memory_core.indexing` (the vector index kept in step with
+  lineage; :mod:`~memory_core.clones` the Memory calls), :mod:`~memory_core.indexing` (the vector index kept in step with
   storage), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memory_core import lineage, threads
+from memory_core import threads
 from memory_core import working_memory as wm
 from memory_core.arguments import (
     check_config,
@@ -29,13 +29,13 @@ from memory_core.arguments import (
     check_urls,
     check_vector_store,
 )
+from memory_core.clones import CloneCalls
 from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
 from memory_core.embedders import Embedder, default_embedder
 from memory_core.errors import ValidationError
 from memory_core.ids import new_message_id
 from memory_core.indexing import IndexStatus, VectorIndex
 from memory_core.models import (
-    DateRange,
     Include,
     Message,
     MessageFilter,
@@ -78,7 +78,7 @@ __all__ = [
 log = logging.getLogger("memory_core")
 
 
-class Memory:
+class Memory(CloneCalls):
     """Conversation memory over one storage and an optional vector store.
 
     From URLs and names in one line: ``memory = await Memory.open(url,
@@ -384,115 +384,6 @@ class Memory:
     ) -> Page[Thread]:
         """See :meth:`BaseStorage.list_threads` (Mastra's ``listThreads``)."""
         return await self.storage.list_threads(filter, page, per_page, order_by, cursor)
-
-    @traced("create_memory")
-    async def clone_thread(
-        self,
-        source_id: str,
-        new_id: str | None = None,
-        *,
-        resource_id: str | None = None,
-        source_resource_id: str | None = None,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        message_ids: Sequence[str] | None = None,
-        message_limit: int | None = None,
-        date_range: DateRange | Mapping[str, Any] | None = None,
-    ) -> lineage.Clone:
-        """Copy a thread (or a selection of its messages) into a new thread
-        and embed the copies: see :func:`memory_core.lineage.clone_thread`
-        (options, ownership, lineage, errors). Returns a
-        :class:`~memory_core.lineage.Clone`: the thread and the id mapping.
-
-        Raises:
-            BackendError: the vector write failed after the copy was saved
-                (repair with :meth:`reindex`); else as the function.
-        """
-        made = await lineage.clone_thread(
-            self.storage,
-            source_id,
-            new_id,
-            resource_id=resource_id,
-            source_resource_id=source_resource_id,
-            title=title,
-            metadata=metadata,
-            message_ids=message_ids,
-            date_range=date_range,
-            message_limit=message_limit,
-        )
-        await self._index_copies(made)
-        return made
-
-    @traced("create_memory")
-    async def branch_thread(
-        self,
-        thread_id: str,
-        at_message_id: str,
-        new_id: str | None = None,
-        *,
-        resource_id: str | None = None,
-        source_resource_id: str | None = None,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> lineage.Clone:
-        """A new thread holding ``thread_id``'s messages up to and including
-        ``at_message_id``, with the copies embedded: see
-        :func:`memory_core.lineage.branch_thread`.
-
-        Raises:
-            BackendError: the vector write failed after the copy was saved
-                (repair with :meth:`reindex`); else as the function.
-        """
-        made = await lineage.branch_thread(
-            self.storage,
-            thread_id,
-            at_message_id,
-            new_id,
-            resource_id=resource_id,
-            source_resource_id=source_resource_id,
-            title=title,
-            metadata=metadata,
-        )
-        await self._index_copies(made)
-        return made
-
-    async def _index_copies(self, made: lineage.Clone) -> None:
-        """Embed a clone's copies (re-embedded, under their new ids and
-        resource) when there is a vector store."""
-        if self.vector is not None and made.message_ids:
-            await self._vectors.index((await self.storage.list_messages(made.thread.id, per_page=False)).items)
-
-    async def get_lineage(self, thread_id: str, resource_id: str | None = None) -> lineage.Lineage | None:
-        """See :func:`memory_core.lineage.get_lineage` (Mastra's ``getCloneMetadata``)."""
-        return await lineage.get_lineage(self.storage, thread_id, resource_id)
-
-    async def is_clone(self, thread_id: str, resource_id: str | None = None) -> bool:
-        """Whether the thread has a lineage record (Mastra's ``isClone``);
-        False for a missing thread or another resource's."""
-        return await lineage.get_lineage(self.storage, thread_id, resource_id) is not None
-
-    async def source_thread(self, thread_id: str, resource_id: str | None = None) -> Thread | None:
-        """See :func:`memory_core.lineage.source_thread` (Mastra's ``getSourceThread``)."""
-        return await lineage.source_thread(self.storage, thread_id, resource_id)
-
-    async def list_clones(
-        self,
-        thread_id: str,
-        resource_id: str,
-        *,
-        page: int = 0,
-        per_page: PerPage = 100,
-        order_by: OrderBy | Mapping[str, Any] | None = None,
-        cursor: str | None = None,
-    ) -> Page[Thread]:
-        """See :func:`memory_core.lineage.list_clones` (Mastra's ``listClones``)."""
-        return await lineage.list_clones(
-            self.storage, thread_id, resource_id, page=page, per_page=per_page, order_by=order_by, cursor=cursor
-        )
-
-    async def clone_history(self, thread_id: str, resource_id: str | None = None) -> list[Thread]:
-        """See :func:`memory_core.lineage.clone_history` (Mastra's ``getCloneHistory``)."""
-        return await lineage.clone_history(self.storage, thread_id, resource_id)
 
     # ------------------------------------------------------------------ messages
 
