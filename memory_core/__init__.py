@@ -36,7 +36,8 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.working_memory` (working memory:
   settings, reads, writes), :mod:`~memory_core.threads` (create,
   titles), :mod:`~memory_core.lineage` (clones, branches and their
-  lineage; :mod:`~memory_core.clones` the Memory calls), :mod:`~memory_core.indexing` (the vector index kept in step with
+  lineage; :mod:`~memory_core.clones` the Memory calls),
+  :mod:`~memory_core.indexing` (the vector index kept in step with
   storage), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),
