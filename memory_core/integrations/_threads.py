@@ -296,7 +296,7 @@ def owner_of(explicit: str | None, context: Any) -> str:
         raise ValidationError(
             "context.resource_id",
             f"is {owner!r} but the seam was built with resource_id={explicit!r}: the construction argument is "
-            "never overridden; build the seam without resource_id to take the owner from each run's context, "
-            "or one per resource",
+            "never overridden; build one seam per resource, or (where the seam allows it, as the OpenAI Agents "
+            "session does) build it without resource_id to take the owner from each run's context",
         )
     return explicit
