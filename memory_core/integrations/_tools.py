@@ -143,9 +143,13 @@ async def recall_texts(
 
 
 async def read_working_memory(memory: Memory, resource_id: str) -> str:
-    """The resource's working memory (``""`` while none is stored)."""
+    """The resource's working memory; while none is stored, the configured
+    template (``memory.config.working_memory.template``, the notes the model
+    is asked to fill in, as Mastra's tool shows it), else ``""``."""
     resource = await memory.storage.get_resource(resource_id)
-    return "" if resource is None or resource.working_memory is None else resource.working_memory
+    if resource is None or resource.working_memory is None:
+        return memory.config.working_memory.template or ""
+    return resource.working_memory
 
 
 def _words(text: str) -> str:

@@ -19,7 +19,7 @@ from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memory_core import InMemoryStorage, Memory, MemoryConfig
-from memory_core.integrations._tools import REFUSED_BLANK, REFUSED_TEMPLATE
+from memory_core.integrations._tools import REFUSED_BLANK, REFUSED_TEMPLATE, read_working_memory
 from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
 from memory_core.integrations.pydantic_ai import MessageHistory
 from memory_core.memory import WorkingMemory
@@ -107,6 +107,15 @@ async def test_pydantic_ai_update_refuses_template_and_blank(notes: str, answer:
         assert await notes_of(memory) == STORED
         await agent.run(json.dumps(STORED + "- Pet: Rex\n"))
         assert await notes_of(memory) == STORED + "- Pet: Rex\n"  # a real update still lands
+
+
+@pytest.mark.anyio
+async def test_reading_shows_the_template_until_notes_are_stored() -> None:
+    """The model sees the template it is asked to fill (and may not send back
+    unfilled) while nothing is stored; then the stored notes."""
+    async with alice_memory() as memory:
+        assert await read_working_memory(memory, "bob") == TEMPLATE
+        assert await read_working_memory(memory, "alice") == STORED
 
 
 @pytest.fixture
