@@ -36,7 +36,7 @@ def test_demo_creates_no_folder(tmp_path: Path) -> None:
         # Fails after the database and vectors folder are made, before use.
         (["--embedder", "bogus"], "unknown embedder 'bogus'"),
         # Fails when the storage opens: the vectors folder was made already.
-        (["--storage", "sqlite:///{tmp}/gone/x.db"], "sqlite open failed"),
+        (["--storage", "sqlite:///{tmp}/gone/x.db"], "is not a folder"),
     ],
 )
 def test_a_failed_demo_leaves_no_file_it_made(args: list[str], says: str, tmp_path: Path) -> None:
