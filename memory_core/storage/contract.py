@@ -162,9 +162,10 @@ class AdapterContract(ABC):
 
     @abstractmethod
     async def _delete_thread(self, thread_id: str) -> int | None:
-        """Delete the thread and every message in it (atomically); return how
-        many messages this call deleted, counted with the delete (0 for an
-        unknown thread), or None from an adapter that does not count."""
+        """Delete the thread and every message in it (atomically; an unknown
+        thread is no error). The return value is informational: how many
+        messages this call deleted, or None from an adapter that does not
+        count (no public call reports it)."""
 
     # ------------------------------------------------------------------ message writes
 
