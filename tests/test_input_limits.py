@@ -272,8 +272,12 @@ async def test_bad_thread_config_fields_are_rejected_in_recall(memory: Memory) -
     ]
     for config, field in cases:
         await rejected(memory, memory.recall("t1", "r1", thread_config=config), field)
+    assert Memory(memory.storage, config={"last_messages": 5}).config.last_messages == 5  # a mapping is checked in
     with pytest.raises(ValidationError) as info:
-        Memory(memory.storage, config={"last_messages": 5})  # type: ignore[arg-type]
+        Memory(memory.storage, config={"last_messagez": 5})
+    assert info.value.field == "config.last_messagez"
+    with pytest.raises(ValidationError) as info:
+        Memory(memory.storage, config=5)  # type: ignore[arg-type]
     assert info.value.field == "config"
 
 
