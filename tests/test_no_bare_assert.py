@@ -23,6 +23,7 @@ CHECKS = {
     "conformance/memory_core_conformance/integrations": "the seams' state machines",
     "conformance/memory_core_conformance/stateful.py": "the storage state machine",
     "conformance/memory_core_conformance/vector.py": "the vector-store cases",
+    "conformance/memory_core_conformance/hybrid.py": "the lexical and hybrid recall cases (R-HYBRID)",
     "conformance/memory_core_conformance/vector_store.py": "the vector-store state machine",
     "conformance/memory_core_conformance/harness.py": "assert_counters, documented to raise AssertionError",
     "conformance/memory_core_conformance/plans.py": "assert_flat, documented to raise AssertionError",

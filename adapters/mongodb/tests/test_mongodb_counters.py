@@ -16,7 +16,7 @@ from memory_core_mongodb._counters import BACKFILL_MARKER
 from memory_core_mongodb._schema import COUNTERS, RESOURCE_COUNTS, THREADS
 from pymongo import AsyncMongoClient
 
-from memory_core import Message, Thread
+from memory_core import Message, OwnershipError, Thread
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +67,8 @@ async def test_totals_are_counter_reads(store: MongoStorage) -> None:
     await store._collection(RESOURCE_COUNTS).update_one({"_id": "r1"}, {"$set": {"messages": 200}})
     assert (await store.list_messages("t1", per_page=1)).total == 100
     assert (await store.list_messages(["t1", "t2"], "r1", per_page=0)).total == 103
-    assert (await store.list_messages(["t1", "t3"], "r1", per_page=0)).total == 100  # t3 is r2's: adds 0
+    with pytest.raises(OwnershipError):  # t3 is r2's: a read of another resource's thread is refused (R-OWN)
+        await store.list_messages(["t1", "t3"], "r1", per_page=0)
     assert (await store.list_messages_by_resource("r1", per_page=2)).total == 200
     assert (await store.list_messages_by_resource("nobody", per_page=2)).total == 0
     filtered = await store.list_messages("t1", filter={"metadata": {"k": 1}}, per_page=1)

@@ -170,8 +170,9 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
     "delete_thread": (lambda s, _: s.delete_thread("t2"), 1, 3),
     "delete_resource (2 threads)": (
         lambda s, _: s.delete_resource("r1"),
-        1,
-        10,  # the thread listing, 3 per thread, the record, the tombstones (erase.lua), the listing (unlist.lua)
+        3,  # the erasure, then the lineage sweep's listing of threads cloned from r1 (lineage.forget_resource)
+        12,  # the thread listing, 3 per thread, the record, the tombstones (erase.lua), the listing (unlist.lua),
+        # then the lineage sweep's listing
     ),
 }
 
