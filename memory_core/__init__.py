@@ -11,6 +11,7 @@ Where each part lives (one responsibility per module):
 - records and errors: :mod:`~memory_core.models` (Thread, Message,
   Resource, filters, pages), :mod:`~memory_core.errors` (the error tree),
   :mod:`~memory_core.validation` (every public input, checked once),
+  :mod:`~memory_core.options` (adapter URL options, a store's folder),
   :mod:`~memory_core.query` (normalised queries for adapters),
   :mod:`~memory_core.cursor`, :mod:`~memory_core.ids`,
   :mod:`~memory_core.clock`, :mod:`~memory_core.codec`,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
@@ -57,7 +56,6 @@ __all__ = [
     "check_message_filter",
     "check_meta_filter",
     "check_non_negative_int",
-    "check_option_names",
     "check_order",
     "check_page",
     "check_per_page",
@@ -69,11 +67,8 @@ __all__ = [
     "check_thread_order",
     "coerce_model",
     "config_field",
-    "ensure_folder",
-    "option_bool",
     "message_size",
     "unknown_field",
-    "unknown_option",
 ]
 
 INT64_MIN = -(2**63)
@@ -655,141 +650,3 @@ def check_id_list(value: Any, field: str) -> list[str]:
     if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
-
-
-COMMON_OPTIONS = ("clock", "namespace")
-"""Keywords every adapter's ``from_url`` takes besides its own options."""
-
-
-def unknown_option(
-    adapter: str, name: str, accepted: Iterable[str], *, driver: Iterable[str] = (), driver_name: str = ""
-) -> ValidationError:
-    """The error for an option ``name`` an adapter does not take: it lists
-    every keyword ``connect`` accepts for that adapter (its own plus
-    :data:`COMMON_OPTIONS`; its driver's options, ``driver``, are only named,
-    they are too many to list) and, for a misspelling, the one meant
-    (``namesapce`` -> "did you mean 'namespace'?", ``prefx`` -> "did you mean
-    'prefix'?"); one of :data:`COMMON_OPTIONS` (only a keyword of
-    ``connect``) found in a URL's query says so.
-
-    Returns (does not raise) the :class:`ValidationError`, field ``option '<name>'``.
-    """
-    if name in COMMON_OPTIONS:  # reached the adapter from a URL's query, where it has no meaning
-        return ValidationError(
-            f"option {name!r}",
-            f"is a keyword of connect() (connect(url, {name}=...)), not a URL option; "
-            f"{adapter} URLs accept {sorted(accepted)}",
-        )
-    known = sorted({*accepted, *COMMON_OPTIONS})
-    close = difflib.get_close_matches(name, [*known, *sorted(driver)], n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    also = f" and {driver_name}'s options" if driver_name else ""
-    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {known}{also}")
-
-
-_NEAR_MISS = 0.8
-"""How alike (difflib ratio) a name passed on to a driver may be to a known
-one before it counts as a misspelling of it (``schem``/``schema`` 0.91;
-``search_path``/``ef_search`` 0.6 stays a server setting)."""
-
-
-def option_bool(value: Any, name: str) -> bool:
-    """A bool option: a bool, or its text from a URL query (``true/false``,
-    ``1/0``, ``yes/no``, ``on/off``, any case).
-
-    Raises:
-        ValidationError: anything else, field ``name``.
-    """
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-    if not isinstance(value, bool):
-        raise ValidationError(name, f"must be a bool (or true/false in a URL), got {value!r}")
-    return value
-
-
-def ensure_folder(folder: str, *, create_dirs: bool, url_example: str) -> list[str]:
-    """The folder a store's file or directory goes in, checked before the
-    store writes anything (blocking: run it in a worker thread).
-
-    A store never makes a missing folder on its own: a misspelt path would
-    otherwise become a new, empty store elsewhere while the real one sits
-    unused (SQLite itself refuses a missing folder). With ``create_dirs``
-    the folder and its missing parents are made.
-
-    Args:
-        folder: the absolute folder path.
-        create_dirs: make the folder (and parents) when missing.
-        url_example: the store's URL with ``?create_dirs=true``, for the fix.
-
-    Returns:
-        The folders made, deepest first (empty when it existed).
-
-    Raises:
-        ValidationError: field ``url``: ``folder`` is missing (and not
-            ``create_dirs``), or is not a folder; the message names the
-            folder and both fixes.
-    """
-    if os.path.isdir(folder):
-        return []
-    if os.path.exists(folder):
-        raise ValidationError("url", f"{folder!r} is not a folder")
-    if not create_dirs:
-        raise ValidationError(
-            "url",
-            f"folder {folder!r} does not exist (a typo in the path?); create it (mkdir -p {folder}) "
-            f"or let the store make it: create_dirs=True, or {url_example}",
-        )
-    made = []
-    missing = folder
-    while missing and not os.path.exists(missing):
-        made.append(missing)
-        parent = os.path.dirname(missing)
-        if parent == missing:
-            break
-        missing = parent
-    os.makedirs(folder, exist_ok=True)
-    return made
-
-
-def check_option_names(
-    adapter: str,
-    names: Iterable[str],
-    accepted: Iterable[str],
-    *,
-    driver: Iterable[str] = (),
-    driver_name: str = "",
-    passed_on: bool = False,
-) -> None:
-    """Refuse, before any I/O and before a driver sees it, an option name
-    (a URL query key or a keyword) that neither the adapter nor its driver
-    takes: every adapter checks its URL options with this, so a typo reads
-    alike everywhere (:func:`unknown_option`: "did you mean ...?").
-
-    Args:
-        adapter: the adapter's name in the message (``"redis"``).
-        names: the option names given.
-        accepted: the adapter's own options.
-        driver: options its driver takes and the adapter passes on (redis-py's
-            keywords, PyMongo's URI options, asyncpg's connection parameters).
-        driver_name: the driver's name in the message (``"redis-py"``).
-        passed_on: True when the driver also takes names no list can hold
-            (PostgreSQL server settings such as ``application_name``): a name
-            is then refused only when it is a near miss of a known one
-            (``schem`` for ``schema``), and the rest go to the driver, which
-            judges them when it connects.
-
-    Raises:
-        ValidationError: the first unknown name (field ``option '<name>'``).
-    """
-    own, theirs = set(accepted), set(driver)
-    for name in names:
-        if name in own or name in theirs:
-            continue
-        near = difflib.get_close_matches(name, [*own, *theirs, *COMMON_OPTIONS], n=1, cutoff=_NEAR_MISS)
-        if passed_on and name not in COMMON_OPTIONS and not near:
-            continue
-        raise unknown_option(adapter, name, own, driver=theirs, driver_name=driver_name)

@@ -1,5 +1,5 @@
 """Every adapter checks its URL options before its driver sees them, with
-one shared rule (:func:`memory_core.validation.check_option_names`): a typo
+one shared rule (:func:`memory_core.options.check_option_names`): a typo
 is a ``ValidationError`` that names the option meant, never a driver's
 ``TypeError`` at connect nor an option silently ignored."""
 

@@ -29,12 +29,12 @@ from memory_core.clock import TIME_MAX_US, Clock, from_us, to_us
 from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
+from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.storage.composed import erase_threads
-from memory_core.validation import check_option_names
 from memory_core.workmem import MemoryDecision, MemoryWrite
 from memory_core_mongodb._counters import (
     CountDeltas,

@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from memory_core.errors import ValidationError
 from memory_core.identity import server_addresses
-from memory_core.validation import check_option_names
+from memory_core.options import check_option_names
 
 __all__ = [
     "DEFAULT_PORT",

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memory_core.errors import ValidationError
-from memory_core.validation import check_option_names
+from memory_core.options import check_option_names
 
 __all__ = ["MEMORY", "STORE_CLASSES", "Settings", "check_bool", "check_positive_int", "parse_url", "resolve_url"]
 

@@ -49,7 +49,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 import anyio.to_thread
 import qdrant_edge as qe
 from memory_core.errors import AdapterClosedError, ValidationError
-from memory_core.validation import ensure_folder, option_bool
+from memory_core.options import ensure_folder, option_bool
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,

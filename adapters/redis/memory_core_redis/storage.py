@@ -32,12 +32,12 @@ from memory_core.errors import (
 )
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
+from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.retry import STALE_WRITES, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from memory_core.storage.composed import compose_read, compose_read_state, erase_threads
-from memory_core.validation import check_option_names
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote
 
 from memory_core.errors import ValidationError
-from memory_core.validation import check_option_names, option_bool
+from memory_core.options import check_option_names, option_bool
 
 __all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
 

@@ -26,9 +26,9 @@ from memory_core.clock import Clock, to_us
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Thread
+from memory_core.options import ensure_folder, option_bool
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
-from memory_core.validation import ensure_folder, option_bool
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
 from memory_core_sqlite import _ops
