@@ -4,8 +4,8 @@ objects handed to the agent framework seams, checked before any I/O.
 Constructors: :func:`check_storage`, :func:`check_vector_store`,
 :func:`check_embedder`, :func:`check_config`, :func:`check_urls`. Calls (the
 checks of Memory's own arguments, each run once per call; the values inside,
-ids, messages, filters, are :mod:`memory_core.validation`'s):
-:func:`check_recall`, :func:`check_turns`, :func:`check_message_list`,
+ids, messages, filters, and the whole of a recall, are :mod:`memory_core.validation`'s):
+:func:`check_turns`, :func:`check_message_list`,
 :func:`check_one_scope`, :func:`check_metadata_arg`.
 
 ``Memory(storage, vector, embedder)`` takes objects; a URL or an embedder
@@ -30,14 +30,11 @@ from memory_core.capabilities import Capability, declared_capabilities
 from memory_core.config import MemoryConfig
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
-from memory_core.models import Include, Message
+from memory_core.models import Message
 from memory_core.storage import Storage
 from memory_core.validation import (
     check_id,
-    check_includes,
     check_json_object,
-    check_non_negative_int,
-    check_search_text,
     coerce_model,
 )
 from memory_core.vector import VectorStore
@@ -50,7 +47,6 @@ __all__ = [
     "check_metadata_arg",
     "check_one_scope",
     "check_message_list",
-    "check_recall",
     "check_config",
     "check_embedder",
     "check_memory",
@@ -313,54 +309,6 @@ def check_urls(storage: Any, vector: Any) -> None:
                 f"Memory.open takes a URL (str), got {type(url).__name__}; "
                 f"for a {name} object already built use Memory(storage, vector, ...)",
             )
-
-
-def check_recall(
-    thread_id: Any,
-    resource_id: Any,
-    search: Any,
-    semantic_on: bool,
-    has_vectors: bool,
-    max_tokens: Any,
-    include: Any,
-) -> tuple[list[Include], int | None]:
-    """The arguments of one ``Memory.recall`` that are the core's to check
-    (the history page's own, filter to cursor, are checked by the storage
-    read): ids (R-ID), the search text, the token budget and the includes.
-
-    Args:
-        semantic_on: whether the call's config has semantic recall on (a
-            ``search`` is refused when it is off).
-        has_vectors: whether the Memory can rank a search: it has a vector
-            store, or the recall is lexical (a non-blank ``search`` with
-            semantic recall on needs one of them).
-
-    Returns:
-        ``(includes, max_tokens)`` checked.
-
-    Raises:
-        ValidationError: the first bad argument, named.
-    """
-    check_id(thread_id, "thread_id")
-    if resource_id is not None:
-        check_id(resource_id, "resource_id")
-    if search is not None:
-        check_search_text(search)
-        if not semantic_on:
-            raise ValidationError(
-                "vector_search_string",
-                "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
-                "or pass no vector_search_string",
-                "R-RECALL",
-            )
-    if max_tokens is not None:
-        max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
-    includes = check_includes(include)
-    if semantic_on and not has_vectors and search is not None and search.strip():
-        raise ValidationError(
-            "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
-        )
-    return includes, max_tokens
 
 
 def check_message_list(value: Any) -> Sequence[Message | Mapping[str, Any]]:

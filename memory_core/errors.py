@@ -9,8 +9,9 @@ zarr uses). Raw driver exceptions never escape: adapters wrap them in
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Protocol
+from typing import ParamSpec, Protocol, TypeVar
 
 __all__ = [
     "AdapterClosedError",
@@ -22,7 +23,11 @@ __all__ = [
     "OwnershipError",
     "StaleStateError",
     "ValidationError",
+    "guarded",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class MemoryCoreError(Exception):
@@ -131,10 +136,38 @@ class BackendGuard:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
             return
-        raise BackendError(
-            self.owner.backend_name,
-            self.operation,
-            f"{type(exc).__name__}: {exc}",
-            retryable=self.owner.is_retryable(exc),
-            original=exc,
-        ) from exc
+        raise _wrapped(self.owner, self.operation, exc) from exc
+
+
+async def guarded(
+    owner: _GuardedBackend, operation: str, primitive: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """``await primitive(*args, **kwargs)`` under :class:`BackendGuard`'s rule,
+    in one call: what a read path that makes a single backend call uses.
+
+    Returns:
+        What ``primitive`` returns.
+
+    Raises:
+        BackendError: ``primitive`` raised an exception that is not a
+            :class:`MemoryCoreError` (named after ``owner.backend_name`` and
+            ``operation``, retryable per ``owner.is_retryable``, the original
+            chained); memory-core errors and non-``Exception`` exceptions
+            (cancellation) pass through unchanged.
+    """
+    try:
+        return await primitive(*args, **kwargs)
+    except MemoryCoreError:
+        raise
+    except Exception as exc:
+        raise _wrapped(owner, operation, exc) from exc
+
+
+def _wrapped(owner: _GuardedBackend, operation: str, exc: Exception) -> BackendError:
+    return BackendError(
+        owner.backend_name,
+        operation,
+        f"{type(exc).__name__}: {exc}",
+        retryable=owner.is_retryable(exc),
+        original=exc,
+    )

@@ -110,7 +110,9 @@ async def search_ids(
         mode: see the module notes.
         thread_id: search this thread (thread scope), or None.
         resource_id: search this resource (resource scope, when
-            ``thread_id`` is None).
+            ``thread_id`` is None). Both ids are checked by the caller
+            (``Memory.recall`` checks its call once): the vector search
+            takes them as they are (``VectorStore.search_checked``).
         min_score: cosine floor applied to the vector ranking (before
             fusion); the lexical ranking has none (every lexical hit shares
             at least one term with ``text``).
@@ -133,10 +135,7 @@ async def search_ids(
             raise ValidationError("vector", f"semantic recall in {mode!r} mode needs a vector store and an embedder")
         query = await embedder.embed([text])
         depth = limit if mode == "vector" else max(limit, FUSION_DEPTH)
-        if thread_id is not None:
-            found = await vector.search(query[0], depth, thread_id=thread_id)
-        else:
-            found = await vector.search(query[0], depth, resource_id=resource_id)
+        found = await vector.search_checked(query[0], depth, thread_id, None if thread_id is not None else resource_id)
         searched = bool(found)
         vector_ids = [hit.message_id for hit in found if min_score is None or hit.score >= min_score]
         if mode == "vector":

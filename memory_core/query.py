@@ -16,10 +16,11 @@ from typing import Any, Literal
 
 from memory_core.clock import to_us
 from memory_core.errors import ValidationError
-from memory_core.models import Message, Thread
+from memory_core.models import Message, PerPage, Thread
 
 __all__ = [
     "MessageKey",
+    "MessagePage",
     "MessagePatch",
     "MessageQuery",
     "MetaCondition",
@@ -92,6 +93,43 @@ class MetaCondition:
 
 def _all_match(conditions: tuple[MetaCondition, ...], metadata: Mapping[str, Any]) -> bool:
     return all(c.matches(metadata) for c in conditions)
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePage:
+    """A message page request once checked
+    (:func:`memory_core.validation.check_message_page`): the typed input of
+    the storage's checked read
+    (:meth:`~memory_core.storage.BaseStorage.read_message_parts`), which
+    checks nothing again.
+
+    Attributes:
+        thread_ids: the threads (checked ids), or None for every thread of
+            ``resource_id``.
+        resource_id: only this resource's messages and windows, or None.
+        created_from_us / created_to_us / metadata: the filter, as in
+            :class:`MessageQuery`.
+        page / per_page / offset: the page bounds (R-PAGE); ``offset`` is
+            ``page * per_page``.
+        descending: the read order (R-ORDER); ``output_descending`` the order
+            of the merged page.
+        cursor: the caller's cursor text, decoded by the read against the
+            query's identity (R-CURSOR), or None.
+        total: whether the caller asked for ``total``.
+    """
+
+    thread_ids: tuple[str, ...] | None
+    resource_id: str | None
+    created_from_us: int | None
+    created_to_us: int | None
+    metadata: tuple[MetaCondition, ...]
+    page: int
+    per_page: PerPage
+    offset: int
+    descending: bool
+    output_descending: bool
+    cursor: str | None
+    total: bool
 
 
 @dataclass(frozen=True, slots=True)

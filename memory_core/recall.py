@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memory_core.arguments import check_recall
 from memory_core.builders import builder
 from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
 from memory_core.embedders import Embedder, dimension_mismatch
@@ -27,7 +26,6 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
-    MessagePageRequest,
     OrderBy,
     PerPage,
     RecallResult,
@@ -36,7 +34,7 @@ from memory_core.models import (
 )
 from memory_core.storage import WINDOW_SIDE_MAX, MessageParts, Storage, order_key
 from memory_core.tokens import TokenCounter, newest_within
-from memory_core.validation import MAX_TOP_K
+from memory_core.validation import MAX_TOP_K, check_recall
 from memory_core.vector import VectorStore
 
 __all__ = ["Recaller", "compose"]
@@ -45,22 +43,6 @@ log = logging.getLogger("memory_core")
 
 # recall builds these once per call from checked values: builders skip the
 # frozen dataclass __init__'s object.__setattr__ per field (positional, in field order).
-
-
-def _request(
-    thread_ids: Sequence[str] | None,
-    resource_id: str | None,
-    include: Sequence[Include | Mapping[str, Any]] | None,
-    filter: MessageFilter | Mapping[str, Any] | None,
-    page: int,
-    per_page: PerPage,
-    order_by: OrderBy | Mapping[str, Any] | None,
-    cursor: str | None,
-    newest: bool,
-    total: bool,
-    /,
-) -> MessagePageRequest:
-    raise NotImplementedError  # a declaration: builder() reads its signature
 
 
 def _result(
@@ -85,7 +67,6 @@ def _include(id: str, with_previous: int, with_next: int, thread_id: str | None,
     raise NotImplementedError  # a declaration: builder() reads its signature
 
 
-_new_request = builder(MessagePageRequest, _request)
 _new_result = builder(RecallResult, _result)
 _new_include = builder(Include, _include)
 
@@ -126,7 +107,9 @@ class Recaller:
         arguments, result and errors are
         :meth:`~memory_core.memory.Memory.recall`'s."""
         last_messages, semantic, (before, after) = recall_settings(config, thread_config)
-        includes, max_tokens = check_recall(
+        if per_page is None:
+            per_page = last_messages
+        includes, max_tokens, history = check_recall(
             thread_id,
             resource_id,
             vector_search_string,
@@ -134,23 +117,21 @@ class Recaller:
             self.vector is not None or (semantic is not None and semantic.mode == "lexical"),
             max_tokens,
             include,
+            (filter, page, per_page, order_by, cursor, total),
         )
-        if per_page is None:
-            per_page = last_messages
         text = vector_search_string if semantic is not None and vector_search_string else ""
         # Windows are read one message wider on each side: the extra neighbour
         # tells whether two runs of the result touch (no gap) and is cut off again.
         wide = [_new_include(i.id, _wider(i.with_previous), _wider(i.with_next), i.thread_id) for i in includes]
-        # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, newest, total
-        listing = _new_request((thread_id,), resource_id, wide, filter, page, per_page, order_by, cursor, True, total)
+        threads = (thread_id,)
         if semantic is None or not text.strip():
-            parts = await self.storage.message_parts(listing, threads=(thread_id,))
+            parts = await self.storage.read_message_parts(history, wide, threads)
             _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             return compose(parts, includes, parts.windows, [], [], (0, 0), max_tokens, [], self.token_counter)
         warnings: list[str] = []
         if semantic.exclude_recent:
             # The hits must lie outside the page: read the page, rank, read the hits' windows.
-            parts = await self.storage.message_parts(listing, threads=(thread_id,))
+            parts = await self.storage.read_message_parts(history, wide, threads)
             owner = _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             recent = {m.id for m in parts.main}
             extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
@@ -167,21 +148,7 @@ class Recaller:
                 owner = _owner(await self.storage.get_thread(thread_id), thread_id, None, semantic)
             hits, searched = await self.rank(text, semantic, thread_id, owner, 0)
             hit_includes = [_new_include(hit, _wider(before), _wider(after), None) for hit in hits]
-            parts = await self.storage.message_parts(
-                _new_request(
-                    (thread_id,),
-                    resource_id,
-                    wide + hit_includes,
-                    filter,
-                    page,
-                    per_page,
-                    order_by,
-                    cursor,
-                    True,
-                    total,
-                ),
-                threads=(thread_id,),
-            )
+            parts = await self.storage.read_message_parts(history, wide + hit_includes, threads)
             owner = _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             include_windows, hit_windows = parts.windows[: len(wide)], parts.windows[len(wide) :]
         if not searched:  # nothing in the index at all (not: everything under the floor)
@@ -282,8 +249,7 @@ def compose(
         _cut(w, i.id, i.with_previous, i.with_next, adjacent) for i, w in zip(includes, include_windows, strict=True)
     ]
     shown_hits = [_cut(w, hit, before, after, adjacent) for hit, w in zip(hits, hit_windows, strict=True)]
-    merged = parts.merge(shown_includes + shown_hits)
-    messages = merged.items
+    messages, has_more = parts.merged(shown_includes + shown_hits)
     tokens: int | None = None
     dropped = 0
     if max_tokens is not None:
@@ -320,11 +286,11 @@ def compose(
         log.warning("%s", warning)
     return _new_result(
         messages,
-        merged.total,
-        merged.page,
-        merged.per_page,
-        merged.has_more,
-        merged.next_cursor,
+        parts.total if parts.wants_total else None,
+        parts.page,
+        parts.per_page,
+        has_more,
+        parts.next_cursor,
         hits,
         sources,
         gaps,

@@ -100,16 +100,16 @@ class InMemoryVectorStore(BaseVectorStore):
             del points[pid]
 
     async def _search(self, name: str, vector: Vector, limit: int, flt: PointFilter) -> list[RawHit]:
-        selected = [(row, payload) for row, payload in self._data[name].values() if flt.matches(payload)]
+        selected = flt.select(self._data[name].values())
         if not selected:
             return []
         scores = np.stack([row for row, _ in selected]) @ vector
         # Best first; equal scores by message id, so answers never depend on insertion order.
         order = sorted(range(len(selected)), key=lambda i: (-float(scores[i]), selected[i][1]["message_id"]))
-        return [flt.hit(selected[i][1], float(scores[i])) for i in order[:limit]]
+        return flt.hits([(selected[i][1], float(scores[i])) for i in order[:limit]])
 
     async def _count(self, name: str, flt: PointFilter) -> int:
-        return sum(1 for _, payload in self._data[name].values() if flt.matches(payload))
+        return len(flt.select(self._data[name].values()))
 
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
-        return {payload["message_id"] for _, payload in self._data[name].values() if flt.matches(payload)}
+        return {payload["message_id"] for _, payload in flt.select(self._data[name].values())}

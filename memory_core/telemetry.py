@@ -131,7 +131,9 @@ def _can_record(tracer: Any) -> bool:
     return not isinstance(tracer, api.NoOpTracer)
 
 
-def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Method[P, R]], _Method[P, R]]:
+def traced(
+    operation: Operation, layer: Layer | None = None, name: str | None = None
+) -> Callable[[_Method[P, R]], _Method[P, R]]:
     """Decorate a public async method of a storage (an object with
     ``backend_name``), a vector store or a Memory (with ``storage``) so each
     call is a span (see the module docstring for names and attributes).
@@ -142,10 +144,12 @@ def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Metho
             (``backend_name``) from Memory. A vector store, which has a
             ``backend_name`` too, says ``"vector"``: its calls inside a storage
             span, or a storage's inside its spans, are spans of their own.
+        name: the span's method name (default: the method's own), for a
+            variant of a public method that answers as that method.
     """
 
     def decorate(method: _Method[P, R]) -> _Method[P, R]:
-        name = method.__name__
+        span_name = name or method.__name__
         parameters = method.__code__.co_varnames[1 : method.__code__.co_argcount + method.__code__.co_kwonlyargcount]
 
         @functools.wraps(method)
@@ -159,10 +163,10 @@ def traced(operation: Operation, layer: Layer | None = None) -> Callable[[_Metho
                 return await method(*args, **kwargs)
             token = _layer.set(own)
             try:
-                with tracer.start_as_current_span(f"{operation} {name}", kind=_client_kind()) as span:
+                with tracer.start_as_current_span(f"{operation} {span_name}", kind=_client_kind()) as span:
                     if span.is_recording():
                         bound = dict(zip(parameters, args[1:], strict=False)) | kwargs
-                        span.set_attributes(_request_attributes(owner, operation, name, bound))
+                        span.set_attributes(_request_attributes(owner, operation, span_name, bound))
                     try:
                         result = await method(*args, **kwargs)
                     except Exception as exc:

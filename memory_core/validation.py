@@ -26,18 +26,20 @@ from memory_core.models import (
     Include,
     Message,
     MessageFilter,
+    MessagePageRequest,
     OrderBy,
     PerPage,
     Resource,
     Thread,
     ThreadFilter,
 )
-from memory_core.query import MetaCondition, MetaKind, ThreadOrderField
+from memory_core.query import MessagePage, MetaCondition, MetaKind, ThreadOrderField
 
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_ID_LENGTH",
+    "MESSAGE_ORDER_DEFAULT",
     "MAX_MESSAGE_BYTES",
     "MAX_PER_PAGE",
     "MAX_SEARCH_CHARS",
@@ -54,6 +56,9 @@ __all__ = [
     "check_record_size",
     "check_message",
     "check_message_filter",
+    "check_message_page",
+    "check_page_request",
+    "check_recall",
     "check_meta_filter",
     "check_non_negative_int",
     "check_order",
@@ -64,6 +69,7 @@ __all__ = [
     "check_text",
     "check_thread",
     "check_thread_filter",
+    "check_thread_ids",
     "check_thread_order",
     "coerce_model",
     "config_field",
@@ -650,3 +656,144 @@ def check_id_list(value: Any, field: str) -> list[str]:
     if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
         raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
+
+
+MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
+"""A message listing's order when ``order_by`` is None (R-ORDER)."""
+
+
+def check_message_page(
+    thread_ids: tuple[str, ...] | None,
+    resource_id: str | None,
+    include: Any,
+    filter: Any,
+    page: Any,
+    per_page: Any,
+    order_by: Any,
+    cursor: Any,
+    total: Any,
+    newest: bool,
+) -> tuple[MessagePage, list[Include]]:
+    """A message page request whose ids are checked, checked (filter, page
+    bounds, includes, ``total``, order: R-DATE, R-META, R-PAGE, R-INCLUDE,
+    R-SORT) into ``(page, includes)``; ``newest`` without ``order_by`` reads
+    the newest first (R-RECALL step 3). The read checks the cursor.
+
+    Raises:
+        ValidationError: the first bad argument, named.
+    """
+    created_from, created_to, conditions = check_message_filter(filter)
+    page, per_page, offset = check_page(page, per_page)
+    includes = check_includes(include)
+    wants_total = check_bool(total, "total")
+    if newest and order_by is None:
+        descending, output_descending = True, False
+    else:
+        _, descending = check_order(order_by, ("created_at",), MESSAGE_ORDER_DEFAULT)
+        output_descending = descending
+    checked = MessagePage(
+        thread_ids,
+        resource_id,
+        created_from,
+        created_to,
+        conditions,
+        page,
+        per_page,
+        offset,
+        descending,
+        output_descending,
+        cursor,
+        wants_total,
+    )
+    return checked, includes
+
+
+def check_page_request(request: Any, threads: Any) -> tuple[MessagePage, list[Include], tuple[str, ...]]:
+    """A :class:`~memory_core.models.MessagePageRequest` and the thread ids
+    to read beside it (``message_parts(threads=...)``), checked:
+    ``(page, includes, threads)``.
+
+    Raises:
+        ValidationError: ``request`` is not a MessagePageRequest; a bad id in
+            ``threads``; ``thread_ids`` empty, a bare str or with a bad id;
+            neither ``thread_ids`` nor ``resource_id``; then as
+            :func:`check_message_page`.
+    """
+    if not isinstance(request, MessagePageRequest):
+        raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
+    fetched = tuple(check_id_list(threads, "threads"))
+    thread_ids = None if request.thread_ids is None else check_thread_ids(request.thread_ids)
+    resource_id = request.resource_id
+    if resource_id is not None:
+        check_id(resource_id, "resource_id")
+    elif thread_ids is None:
+        raise ValidationError("thread_ids", "give thread_ids or resource_id", "R-OWN")
+    page, includes = check_message_page(
+        thread_ids,
+        resource_id,
+        request.include,
+        request.filter,
+        request.page,
+        request.per_page,
+        request.order_by,
+        request.cursor,
+        request.total,
+        request.newest,
+    )
+    return page, includes, fetched
+
+
+def check_thread_ids(value: Any) -> tuple[str, ...]:
+    """A non-empty list of thread ids (R-ID), as a tuple (field ``thread_id``)."""
+    thread_ids = tuple(check_id_list(value, "thread_id"))
+    if not thread_ids:
+        raise ValidationError("thread_id", "must name at least one thread", "R-ID")
+    return thread_ids
+
+
+def check_recall(
+    thread_id: Any,
+    resource_id: Any,
+    search: Any,
+    semantic_on: bool,
+    has_vectors: bool,
+    max_tokens: Any,
+    include: Any,
+    history: tuple[Any, Any, Any, Any, Any, Any],
+) -> tuple[list[Include], int | None, MessagePage]:
+    """Every argument of one ``Memory.recall``, checked once: ids (R-ID),
+    the search text, ``max_tokens`` (R-BUDGET), the includes, then the
+    history page's ``(filter, page, per_page, order_by, cursor, total)``
+    (:func:`check_message_page`). ``semantic_on``: the call's config has
+    semantic recall on; ``has_vectors``: the Memory can rank a search.
+
+    Returns:
+        ``(includes, max_tokens, history page)``.
+
+    Raises:
+        ValidationError: the first bad argument, named.
+    """
+    check_id(thread_id, "thread_id")
+    if resource_id is not None:
+        check_id(resource_id, "resource_id")
+    if search is not None:
+        check_search_text(search)
+        if not semantic_on:
+            raise ValidationError(
+                "vector_search_string",
+                "semantic recall is off: turn it on (MemoryConfig(semantic_recall=True) or thread_config), "
+                "or pass no vector_search_string",
+                "R-RECALL",
+            )
+    if max_tokens is not None:
+        max_tokens = check_non_negative_int(max_tokens, "max_tokens", "R-BUDGET")
+    includes = check_includes(include)
+    if semantic_on and not has_vectors and search is not None and search.strip():
+        raise ValidationError(
+            "thread_config.semantic_recall", "semantic recall needs a vector store and Memory has none", "R-RECALL"
+        )
+    filter, page, per_page, order_by, cursor, total = history
+    checked, _ = check_message_page(
+        (thread_id,), resource_id, None, filter, page, per_page, order_by, cursor, total, True
+    )
+    return includes, max_tokens, checked

@@ -39,13 +39,16 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
-from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
+from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError, guarded
 from memory_core.loops import OnceAcrossLoops
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
 from memory_core.vector_layout import (
+    COLLECTION_PREFIX,
     PAYLOAD_FIELDS,
     POINT_NAMESPACE,
+    PointFilter,
+    RawHit,
     chunk_text,
     collection_name,
     message_text,
@@ -173,68 +176,6 @@ class VectorHit:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class RawHit:
-    """One scored chunk as a backend's ``_search`` returns it (before the base
-    keeps each message's best chunk)."""
-
-    message_id: str
-    thread_id: str
-    resource_id: str
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class PointFilter:
-    """Which points a primitive acts on: all conditions ANDed; empty = all.
-
-    Attributes:
-        message_ids: payload ``message_id`` is one of these (empty: any).
-        thread_id: payload ``thread_id`` equals it (None: any).
-        resource_id: payload ``resource_id`` equals it (None: any).
-    """
-
-    message_ids: tuple[str, ...] = ()
-    thread_id: str | None = None
-    resource_id: str | None = None
-
-    def is_empty(self) -> bool:
-        """True when the filter selects every point (deletes refuse that)."""
-        return not self.message_ids and self.thread_id is None and self.resource_id is None
-
-    def matches(self, payload: dict[str, Any]) -> bool:
-        """Whether a point with this ``payload`` is selected: the reference
-        reading of the filter (a backend translates it to its own query)."""
-        return (
-            (not self.message_ids or payload["message_id"] in self.message_ids)
-            and (self.thread_id is None or payload["thread_id"] == self.thread_id)
-            and (self.resource_id is None or payload["resource_id"] == self.resource_id)
-        )
-
-    def hit_fields(self) -> list[str]:
-        """The payload fields a search under this filter reads to build its
-        hits: ``message_id``, plus ``thread_id`` / ``resource_id`` unless the
-        filter pins them (a backend may skip reading pinned fields)."""
-        fields = ["message_id"]
-        if self.thread_id is None:
-            fields.append("thread_id")
-        if self.resource_id is None:
-            fields.append("resource_id")
-        return fields
-
-    def hit(self, payload: dict[str, Any] | None, score: float) -> RawHit:
-        """The :class:`RawHit` of a point found under this filter, from its
-        payload (holding at least :meth:`hit_fields`) and its score; a pinned
-        id comes from the filter, which matched it exactly."""
-        fields = payload or {}
-        return RawHit(
-            fields["message_id"],
-            fields["thread_id"] if self.thread_id is None else self.thread_id,
-            fields["resource_id"] if self.resource_id is None else self.resource_id,
-            score,
-        )
-
-
 @runtime_checkable
 class VectorStore(Protocol):
     """What :class:`memory_core.Memory` needs from a vector store.
@@ -289,6 +230,11 @@ class VectorStore(Protocol):
     ) -> list[VectorHit]:
         """The ``top_k`` most similar messages (cosine), best first, at most one
         hit per message (its best chunk), filtered by thread and/or resource."""
+
+    async def search_checked(
+        self, vector: Vector, top_k: int, thread_id: str | None, resource_id: str | None
+    ) -> list[VectorHit]:
+        """:meth:`search` with ids the caller has checked (the core's recall)."""
 
     async def count(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
         """How many distinct messages have points under the filter (all when
@@ -361,7 +307,8 @@ class BaseVectorStore(ABC):
         self.overfetch = _positive_int(overfetch, "overfetch")
         self.batch_size = _positive_int(batch_size, "batch_size")
         self._prefix = "" if self.namespace is None else f"{self.namespace}_"
-        self._pattern = re.compile(re.escape(self._prefix) + r"memory_messages_([1-9][0-9]*)")
+        self._collection_prefix = f"{self._prefix}{COLLECTION_PREFIX}"
+        self._pattern = re.compile(re.escape(self._collection_prefix) + r"([1-9][0-9]*)")
         self._known: dict[str, int] = {}
         self._opened = False
         self._closed = False
@@ -469,7 +416,7 @@ class BaseVectorStore(ABC):
         if not any(self.dimension_of(name) is not None for name in names):
             raise ValidationError(
                 "url",
-                f"{self!r} holds no memory-core vectors (no {self._prefix}memory_messages_<dimension> collection)",
+                f"{self!r} holds no memory-core vectors (no {self._collection_prefix}<dimension> collection)",
             )
 
     async def _existing_collections(self) -> Iterable[str]:
@@ -504,7 +451,7 @@ class BaseVectorStore(ABC):
     def collection(self, dimension: int) -> str:
         """The collection of ``dimension``-sized vectors for this store:
         ``memory_messages_<dim>``, prefixed by ``<namespace>_`` when set."""
-        return f"{self._prefix}{collection_name(dimension)}"
+        return f"{self._collection_prefix}{dimension}"
 
     def dimension_of(self, name: str) -> int | None:
         """The dimension of this store's collection ``name``; None when the
@@ -660,28 +607,42 @@ class BaseVectorStore(ABC):
             ValidationError: a bad vector, ``top_k`` or id.
             BackendError: the backend failed.
         """
+        return await self._search_scope(vector, top_k, _scope(resource_id, thread_id))
+
+    @traced("search_memory", "vector", name="search")
+    async def search_checked(
+        self, vector: Vector, top_k: int, thread_id: str | None, resource_id: str | None
+    ) -> list[VectorHit]:
+        """:meth:`search` with ids the caller has checked already (the core's
+        recall checks its whole call once); its span is ``search``'s.
+
+        Raises:
+            ValidationError: a bad vector or ``top_k``.
+            BackendError: the backend failed.
+        """
+        return await self._search_scope(vector, top_k, PointFilter(thread_id=thread_id, resource_id=resource_id))
+
+    async def _search_scope(self, vector: Vector, top_k: int, flt: PointFilter) -> list[VectorHit]:
         query = unit_vector(vector, "vector")
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
             raise ValidationError("top_k", f"must be an int >= 0, got {top_k!r}")
-        flt = _scope(resource_id, thread_id)
         await self._ready()
         if top_k == 0:
             return []
         name = self.collection(query.shape[0])
-        with self._guard("search"):
-            if name not in self._known and self.shares_collections:
-                await self._refresh()
-            if name not in self._known:
-                return []
-            limit = top_k * self.overfetch
-            while True:
-                raw = await self._search(name, query, limit, flt)
-                best: dict[str, RawHit] = {}
-                for hit in raw:  # best first, so the first chunk of a message is its best
-                    best.setdefault(hit.message_id, hit)
-                if len(best) >= top_k or len(raw) < limit:
-                    break
-                limit *= 4
+        if name not in self._known and self.shares_collections:
+            await guarded(self, "search", self._refresh)
+        if name not in self._known:
+            return []
+        limit = top_k * self.overfetch
+        while True:
+            raw = await guarded(self, "search", self._search, name, query, limit, flt)
+            best: dict[str, RawHit] = {}
+            for hit in raw:  # best first, so the first chunk of a message is its best
+                best.setdefault(hit.message_id, hit)
+            if len(best) >= top_k or len(raw) < limit:
+                break
+            limit *= 4
         ranked = sorted(best.values(), key=lambda h: (-h.score, h.message_id))[:top_k]
         return [VectorHit(h.message_id, h.thread_id, h.resource_id, h.score) for h in ranked]
 

@@ -1,26 +1,46 @@
 """The R-VEC layout: what of a message is embedded (:func:`message_text`,
 cut by :func:`chunk_text`) and where its vectors are stored (one collection
 per dimension, :func:`collection_name`; one point per chunk,
-:func:`point_id`; payloads of :data:`PAYLOAD_FIELDS`). Shared by every
+:func:`point_id`; payloads of :data:`PAYLOAD_FIELDS`), and which points a
+vector primitive acts on (:class:`PointFilter`, its hits :class:`RawHit`). Shared by every
 vector store (:mod:`memory_core.vector`) and by the core's indexing."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from memory_core.models import Message
 
-__all__ = ["PAYLOAD_FIELDS", "POINT_NAMESPACE", "chunk_text", "collection_name", "message_text", "point_id"]
+__all__ = [
+    "COLLECTION_PREFIX",
+    "PAYLOAD_FIELDS",
+    "POINT_NAMESPACE",
+    "PointFilter",
+    "RawHit",
+    "chunk_text",
+    "collection_name",
+    "message_text",
+    "point_id",
+]
+
+T = TypeVar("T")
 
 POINT_NAMESPACE = uuid.UUID("6f1c1f4e-4a8e-5d0b-9a44-6d656d6f7279")
 """UUIDv5 namespace of memory-core point ids (fixed forever: changing it
 would orphan every stored point)."""
 
 
+COLLECTION_PREFIX = "memory_messages_"
+"""R-VEC: what every collection's name starts with (after a store's namespace
+prefix), before its dimension."""
+
+
 def collection_name(dimension: int) -> str:
     """R-VEC: ``memory_messages_<dim>``."""
-    return f"memory_messages_{dimension}"
+    return f"{COLLECTION_PREFIX}{dimension}"
 
 
 def point_id(message_id: str, chunk: int) -> str:
@@ -80,3 +100,73 @@ def chunk_text(text: str, max_chars: int) -> list[str]:
 PAYLOAD_FIELDS = ("message_id", "thread_id", "resource_id", "created_at", "chunk")
 """Payload keys of every point (R-VEC): ids (str), ``created_at`` (int µs
 since the epoch, UTC) and ``chunk`` (int, the chunk number)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawHit:
+    """One scored chunk as a backend's ``_search`` returns it (before the base
+    keeps each message's best chunk)."""
+
+    message_id: str
+    thread_id: str
+    resource_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class PointFilter:
+    """Which points a primitive acts on: all conditions ANDed; empty = all.
+
+    Attributes:
+        message_ids: payload ``message_id`` is one of these (empty: any).
+        thread_id: payload ``thread_id`` equals it (None: any).
+        resource_id: payload ``resource_id`` equals it (None: any).
+    """
+
+    message_ids: tuple[str, ...] = ()
+    thread_id: str | None = None
+    resource_id: str | None = None
+
+    def is_empty(self) -> bool:
+        """True when the filter selects every point (deletes refuse that)."""
+        return not self.message_ids and self.thread_id is None and self.resource_id is None
+
+    def matches(self, payload: dict[str, Any]) -> bool:
+        """Whether a point with this ``payload`` is selected: the reference
+        reading of the filter (a backend translates it to its own query)."""
+        return (
+            (not self.message_ids or payload["message_id"] in self.message_ids)
+            and (self.thread_id is None or payload["thread_id"] == self.thread_id)
+            and (self.resource_id is None or payload["resource_id"] == self.resource_id)
+        )
+
+    def hit_fields(self) -> list[str]:
+        """The payload fields a search under this filter reads to build its
+        hits: ``message_id``, plus ``thread_id`` / ``resource_id`` unless the
+        filter pins them (a backend may skip reading pinned fields)."""
+        fields = ["message_id"]
+        if self.thread_id is None:
+            fields.append("thread_id")
+        if self.resource_id is None:
+            fields.append("resource_id")
+        return fields
+
+    def select(self, points: Iterable[tuple[T, dict[str, Any]]]) -> list[tuple[T, dict[str, Any]]]:
+        """The ``(row, payload)`` pairs whose payload :meth:`matches`, in order."""
+        return [(row, payload) for row, payload in points if self.matches(payload)]
+
+    def hits(self, found: Iterable[tuple[dict[str, Any] | None, float]]) -> list[RawHit]:
+        """:meth:`hit` of each ``(payload, score)`` found, in order."""
+        return [self.hit(payload, score) for payload, score in found]
+
+    def hit(self, payload: dict[str, Any] | None, score: float) -> RawHit:
+        """The :class:`RawHit` of a point found under this filter, from its
+        payload (holding at least :meth:`hit_fields`) and its score; a pinned
+        id comes from the filter, which matched it exactly."""
+        fields = payload or {}
+        return RawHit(
+            fields["message_id"],
+            fields["thread_id"] if self.thread_id is None else self.thread_id,
+            fields["resource_id"] if self.resource_id is None else self.resource_id,
+            score,
+        )

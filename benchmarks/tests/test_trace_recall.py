@@ -1,7 +1,7 @@
-"""The traced semantic recall stays top-down on the core's side: the facade
-and the recall composition go back into no layer beyond the telemetry spans
-around the vector search and the storage read and the merge of the read's
-parts, and each id is checked no more often than today."""
+"""The traced semantic recall reads top-down (issue 29): it checks its whole
+call once, builds one plan and composes the answer, going back into no
+module but the telemetry spans of its two reads, the vector store's filter
+and the backend-error guard; each id is checked once."""
 
 from __future__ import annotations
 
@@ -9,14 +9,20 @@ import asyncio
 
 from memory_core_bench.trace_recall import trace_recall
 
-_RECALL_LAYER = ("memory_core.memory", "memory_core.recall", "memory_core.config", "memory_core.arguments")
+_RECALL_LAYER = ("memory_core.memory", "memory_core.recall", "memory_core.config", "memory_core.validation")
 
 
-def test_recall_layer_revisits_nothing_but_spans_and_the_merge() -> None:
+def test_recall_reads_top_down_and_checks_each_id_once() -> None:
     trace = asyncio.run(trace_recall(messages=1))
     assert trace.calls > 0 and "memory_core.recall:Recaller.recall" in trace.functions
     revisits = {module: trace.revisits_from[module] for module in _RECALL_LAYER if trace.revisits_from[module]}
-    # recall -> telemetry (storage read span), compose -> storage (merge); the vector search's span
-    # is opened by memory_core.hybrid, which ranks
-    assert revisits == {"memory_core.recall": 2}, revisits
-    assert trace.functions["memory_core.validation:check_id"] <= 7
+    # recall -> telemetry: the storage read's span (the vector search's is opened by memory_core.hybrid)
+    assert revisits == {"memory_core.recall": 1}, revisits
+    assert dict(trace.reentries_from) == {
+        "memory_core.hybrid": 1,  # the vector search's span
+        "memory_core.recall": 1,  # the storage read's span
+        "memory_core.reference_vector": 2,  # PointFilter.select, PointFilter.hits
+        "memory_core.storage.lifecycle": 1,  # errors.guarded around the storage read (the vector's came first)
+    }, trace.reentries_from
+    assert trace.reentries <= 5
+    assert trace.functions["memory_core.validation:check_id"] == 2  # thread_id and resource_id, once each

@@ -12,7 +12,9 @@ concern:
   loops, close, destroy, preflight, the guard and the optimistic-write
   retry loop;
 - :mod:`~memory_core.storage.paging`: the public reads, paging and cursors
-  (R-PAGE, R-CURSOR, R-INCLUDE), :class:`MessageParts`;
+  (R-PAGE, R-CURSOR, R-INCLUDE);
+- :mod:`~memory_core.storage.parts`: :class:`MessageParts`, a page before
+  its include windows are merged, and the merge;
 - :mod:`~memory_core.storage.decisions`: the pure checks of a save or an
   update (:data:`SaveDecision`, :data:`PatchDecision`);
 - :mod:`~memory_core.storage.writes`: the public writes;
@@ -35,13 +37,8 @@ from memory_core.storage.composed import CONCURRENT_READS, ComposedStorage
 from memory_core.storage.contract import AdapterContract
 from memory_core.storage.decisions import PatchDecision, SaveDecision
 from memory_core.storage.lifecycle import no_store
-from memory_core.storage.paging import (
-    MESSAGE_ORDER_DEFAULT,
-    WINDOW_SIDE_MAX,
-    MessageParts,
-    message_key,
-    order_key,
-)
+from memory_core.storage.paging import MESSAGE_ORDER_DEFAULT, WINDOW_SIDE_MAX, message_key
+from memory_core.storage.parts import MessageParts, order_key
 from memory_core.storage.protocol import Storage
 
 __all__ = [

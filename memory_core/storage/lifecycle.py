@@ -16,8 +16,9 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from memory_core.clock import Clock, system_clock
-from memory_core.errors import AdapterClosedError, BackendGuard, StaleStateError, ValidationError
+from memory_core.errors import AdapterClosedError, BackendGuard, StaleStateError, ValidationError, guarded
 from memory_core.loops import LoopLocal, OnceAcrossLoops
+from memory_core.plan import ReadParts, ReadPlan
 from memory_core.retry import STALE_WRITES, Faults
 from memory_core.storage.contract import AdapterContract
 
@@ -199,6 +200,12 @@ class Lifecycle(AdapterContract):
 
     def _guard(self, operation: str) -> BackendGuard:
         return BackendGuard(self, operation)
+
+    async def _read_plan(self, operation: str, plan: ReadPlan) -> ReadParts:
+        """``_read(plan)`` on the open store, driver errors wrapped as
+        ``operation``'s (:func:`~memory_core.errors.guarded`): every public read."""
+        await self._ready()
+        return await guarded(self, operation, self._read, plan)
 
     async def _optimistic(self, operation: str, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run ``attempt`` (read, check, write) again while its write finds the

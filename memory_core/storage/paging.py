@@ -11,8 +11,7 @@ live here, once (R-PAGE, R-CURSOR, R-INCLUDE).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import attrgetter
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memory_core.builders import builder
@@ -33,27 +32,26 @@ from memory_core.models import (
     ThreadFilter,
 )
 from memory_core.plan import ReadPlan, ResourceIdQuery, Window
-from memory_core.query import MessageKey, MessageQuery, ThreadQuery
+from memory_core.query import MessageKey, MessagePage, MessageQuery, MetaCondition, ThreadQuery
 from memory_core.storage.lifecycle import Lifecycle
+from memory_core.storage.parts import MessageParts, order_key
 from memory_core.telemetry import traced
 from memory_core.validation import (
-    check_bool,
+    MESSAGE_ORDER_DEFAULT,
     check_id,
     check_id_list,
     check_includes,
-    check_message_filter,
-    check_order,
     check_page,
+    check_page_request,
     check_per_page,
     check_thread_filter,
+    check_thread_ids,
     check_thread_order,
 )
 
 __all__ = ["MESSAGE_ORDER_DEFAULT", "WINDOW_SIDE_MAX", "MessageParts", "Reads", "message_key", "order_key"]
 
 T = TypeVar("T")
-
-MESSAGE_ORDER_DEFAULT = OrderBy("created_at", "ASC")
 
 
 def message_key(message: Message) -> MessageKey:
@@ -66,11 +64,6 @@ def message_key(message: Message) -> MessageKey:
     if message.created_at is None or message.sequence is None:
         raise ValidationError(f"message {message.id!r}", "has no stored position (created_at and sequence)")
     return (to_us(message.created_at), message.sequence)
-
-
-order_key: Callable[[Message], tuple[Any, ...]] = attrgetter("created_at", "sequence")
-"""Sort key of stored messages in R-ORDER: the order of :func:`message_key`
-without converting each time to µs (sorting pages is on every read's path)."""
 
 
 class Reads(Lifecycle):
@@ -88,9 +81,7 @@ class Reads(Lifecycle):
         check_id(thread_id, "thread_id")
         if resource_id is not None:
             check_id(resource_id, "resource_id")
-        await self._ready()
-        with self._guard("get_thread"):
-            thread = (await self._read(ReadPlan(threads=(thread_id,)))).threads.get(thread_id)
+        thread = (await self._read_plan("get_thread", ReadPlan(threads=(thread_id,)))).threads.get(thread_id)
         if thread is None or (resource_id is not None and thread.resource_id != resource_id):
             return None
         return thread
@@ -104,9 +95,7 @@ class Reads(Lifecycle):
             ValidationError: bad id (R-ID).
         """
         check_id(thread_id, "thread_id")
-        await self._ready()
-        with self._guard("get_thread"):
-            parts = await self._read(ReadPlan(threads=(thread_id,), owner_resources=True))
+        parts = await self._read_plan("get_thread", ReadPlan(threads=(thread_id,), owner_resources=True))
         thread = parts.threads.get(thread_id)
         return thread, None if thread is None else parts.resources.get(thread.resource_id)
 
@@ -141,10 +130,8 @@ class Reads(Lifecycle):
         after = self._cursor_position(cursor, page, identity, (int, str))
         window = _Window.of(offset, per_page, after)
         query = _new_thread_query(resource_id, conditions, order_field, descending, window.offset, window.limit, after)
-        await self._ready()
-        with self._guard("list_threads"):
-            # threads, resources, owner_resources, messages, thread_page, windows, message_ids, resource_ids
-            parts = await self._read(_new_plan((), (), False, None, query, (), (), None))
+        # threads, resources, owner_resources, messages, thread_page, windows, message_ids, resource_ids
+        parts = await self._read_plan("list_threads", _new_plan((), (), False, None, query, (), (), None))
         items, has_more = window.cut(parts.thread_items, parts.thread_total)
         next_cursor = encode_cursor(identity, query.key(items[-1])) if has_more and items else None
         return Page(items, parts.thread_total, page, per_page, has_more, next_cursor)
@@ -157,9 +144,8 @@ class Reads(Lifecycle):
         wanted = check_id_list(ids, "ids")
         if not wanted:
             return []
-        await self._ready()
-        with self._guard("get_messages"):
-            found = (await self._read(ReadPlan(message_ids=tuple(dict.fromkeys(wanted))))).found_messages
+        plan = ReadPlan(message_ids=tuple(dict.fromkeys(wanted)))
+        found = (await self._read_plan("get_messages", plan)).found_messages
         return sorted(found, key=order_key)
 
     @traced("search_memory")
@@ -197,7 +183,7 @@ class Reads(Lifecycle):
                 which answers None).
         """
         # The public field is ``thread_id``: check it here, so errors name it.
-        thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else _thread_ids(thread_id)
+        thread_ids = (check_id(thread_id, "thread_id"),) if isinstance(thread_id, str) else check_thread_ids(thread_id)
         request = MessagePageRequest(
             thread_ids=thread_ids,
             resource_id=resource_id,
@@ -275,7 +261,7 @@ class Reads(Lifecycle):
     async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts:
         """:meth:`page_messages` before the merge: the main page and each
         include's window apart (one read, as ``page_messages``), for callers
-        that need to know where each message came from (``Memory.recall``).
+        that need to know where each message came from.
 
         Args:
             request: the page, as for :meth:`page_messages`.
@@ -285,62 +271,72 @@ class Reads(Lifecycle):
         Raises:
             ValidationError: as :meth:`page_messages`; a bad id in ``threads``.
         """
-        if not isinstance(request, MessagePageRequest):
-            raise ValidationError("request", f"must be a MessagePageRequest, got {type(request).__name__}")
-        fetched = tuple(check_id_list(threads, "threads"))
-        thread_ids = None if request.thread_ids is None else _thread_ids(request.thread_ids)
-        resource_id, filter, page, per_page = request.resource_id, request.filter, request.page, request.per_page
-        order_by, cursor = request.order_by, request.cursor
-        if resource_id is not None:
-            check_id(resource_id, "resource_id")
-        elif thread_ids is None:
-            raise ValidationError("thread_ids", "give thread_ids or resource_id", "R-OWN")
-        created_from, created_to, conditions = check_message_filter(filter)
-        page, per_page, offset = check_page(page, per_page)
-        includes = check_includes(request.include)
-        wants_total = check_bool(request.total, "total")
-        latest = request.newest and order_by is None
-        if latest:
-            descending, output_descending = True, False
-        else:
-            _, descending = check_order(order_by, ("created_at",), MESSAGE_ORDER_DEFAULT)
-            output_descending = descending
-        identity = fingerprint(
-            "messages",
-            thread_ids,
-            resource_id,
-            created_from,
-            created_to,
-            [(c.key, c.kind, c.value) for c in conditions],
-            descending,
-        )
-        after = self._cursor_position(cursor, page, identity, (int, int))
+        page, includes, fetched = check_page_request(request, threads)
+        return await self._message_parts(page, includes, fetched)
+
+    @traced("search_memory")
+    async def read_message_parts(
+        self, request: MessagePage, include: Sequence[Include] = (), threads: tuple[str, ...] = ()
+    ) -> MessageParts:
+        """:meth:`message_parts` of a request checked already (the core's
+        read, ``Memory.recall``'s: it checks its whole call once, with
+        :func:`~memory_core.validation.check_recall`, and this read checks
+        nothing again but the cursor, which belongs to the query).
+
+        Args:
+            request: the checked page (:func:`~memory_core.validation.check_message_page`).
+            include: checked includes, each side at most
+                :data:`WINDOW_SIDE_MAX`.
+            threads: checked thread ids to read in the same round trip.
+
+        Raises:
+            ValidationError: ``request`` is not a
+                :class:`~memory_core.query.MessagePage`; a bad ``cursor``
+                (R-CURSOR).
+        """
+        if not isinstance(request, MessagePage):
+            raise ValidationError("request", f"must be a MessagePage, got {type(request).__name__}")
+        return await self._message_parts(request, include, threads)
+
+    async def _message_parts(
+        self, request: MessagePage, includes: Sequence[Include], threads: tuple[str, ...]
+    ) -> MessageParts:
+        """One read of a checked page, its include windows and ``threads``."""
+        thread_ids, resource_id, descending = request.thread_ids, request.resource_id, request.descending
+        created_from, created_to, conditions = request.created_from_us, request.created_to_us, request.metadata
+        identity = None  # the query's fingerprint (R-CURSOR), made only for a cursor in or out
+        after = None
+        if request.cursor is not None:
+            identity = _message_identity(thread_ids, resource_id, created_from, created_to, conditions, descending)
+            after = self._cursor_position(request.cursor, request.page, identity, (int, int))
         # has_more with includes asks whether every match is already among the
         # items, which only the count tells: such a page counts even without total.
-        counted = wants_total or bool(includes)
-        window = _Window.of(offset, per_page, after, counted)
-        offset, limit = window.offset, window.limit
+        counted = request.total or bool(includes)
+        window = _Window.of(request.offset, request.per_page, after, counted)
         query = _new_message_query(
-            thread_ids, resource_id, created_from, created_to, conditions, descending, offset, limit, after, counted
-        )
+            thread_ids, resource_id, created_from, created_to, conditions, descending, window.offset, window.limit,
+            after, counted
+        )  # fmt: skip
         # threads, resources, owner_resources, messages, thread_page, windows, message_ids, resource_ids
-        plan = _new_plan(fetched, (), False, query, None, _windows(includes), (), None)
-        await self._ready()
-        with self._guard("list_messages"):
-            parts = await self._read(plan)
+        plan = _new_plan(threads, (), False, query, None, _windows(includes), (), None)
+        parts = await self._read_plan("list_messages", plan)
         main, has_more = window.cut(parts.messages, parts.message_total)
-        next_cursor = encode_cursor(identity, message_key(main[-1])) if has_more and main else None
+        next_cursor = None
+        if has_more and main:
+            if identity is None:
+                identity = _message_identity(thread_ids, resource_id, created_from, created_to, conditions, descending)
+            next_cursor = encode_cursor(identity, message_key(main[-1]))
         return _new_parts(
             main,
             parts.message_total if counted else None,
-            wants_total,
-            page,
-            per_page,
+            request.total,
+            request.page,
+            request.per_page,
             has_more,
             next_cursor,
             self._owned_windows(parts.windows, resource_id),
             query,
-            output_descending,
+            request.output_descending,
             parts.threads,
         )
 
@@ -361,9 +357,7 @@ class Reads(Lifecycle):
         includes = check_includes(include)
         if not includes:
             return []
-        await self._ready()
-        with self._guard("list_messages"):
-            parts = await self._read(ReadPlan(windows=_windows(includes)))
+        parts = await self._read_plan("list_messages", ReadPlan(windows=_windows(includes)))
         return self._owned_windows(parts.windows, resource_id)
 
     @staticmethod
@@ -387,9 +381,7 @@ class Reads(Lifecycle):
     async def get_resource(self, resource_id: str) -> Resource | None:
         """The resource, or None."""
         check_id(resource_id, "resource_id")
-        await self._ready()
-        with self._guard("get_resource"):
-            return (await self._read(ReadPlan(resources=(resource_id,)))).resources.get(resource_id)
+        return (await self._read_plan("get_resource", ReadPlan(resources=(resource_id,)))).resources.get(resource_id)
 
     @traced("search_memory")
     async def list_resource_ids(self, per_page: PerPage = 100, cursor: str | None = None) -> IdPage:
@@ -419,10 +411,8 @@ class Reads(Lifecycle):
         """
         size: PerPage = False if per_page is False else check_per_page(per_page, "per_page")
         after = None if cursor is None else decode_cursor(cursor, _RESOURCE_IDS, (str,))[0]
-        await self._ready()
-        with self._guard("list_resource_ids"):
-            plan = ReadPlan(resource_ids=ResourceIdQuery(after, None if size is False else size + 1))
-            found = (await self._read(plan)).resource_ids
+        plan = ReadPlan(resource_ids=ResourceIdQuery(after, None if size is False else size + 1))
+        found = (await self._read_plan("list_resource_ids", plan)).resource_ids
         if size is False:
             return IdPage(found, size, False)
         items, has_more = found[:size], len(found) > size
@@ -433,12 +423,17 @@ _RESOURCE_IDS = fingerprint("resource_ids")
 """The query identity of :meth:`BaseStorage.list_resource_ids` cursors."""
 
 
-def _thread_ids(value: Any) -> tuple[str, ...]:
-    """A non-empty list of thread ids (R-ID), as a tuple."""
-    thread_ids = tuple(check_id_list(value, "thread_id"))
-    if not thread_ids:
-        raise ValidationError("thread_id", "must name at least one thread", "R-ID")
-    return thread_ids
+def _message_identity(
+    thread_ids: tuple[str, ...] | None,
+    resource_id: str | None,
+    created_from: int | None,
+    created_to: int | None,
+    conditions: tuple[MetaCondition, ...],
+    descending: bool,
+) -> str:
+    """The fingerprint a message page's cursors carry (R-CURSOR)."""
+    metadata = [(c.key, c.kind, c.value) for c in conditions]
+    return fingerprint("messages", thread_ids, resource_id, created_from, created_to, metadata, descending)
 
 
 WINDOW_SIDE_MAX = 2**53 - 1
@@ -454,65 +449,6 @@ def _windows(includes: Sequence[Include]) -> tuple[Window, ...]:
     return tuple(
         (inc.id, min(inc.with_previous, WINDOW_SIDE_MAX), min(inc.with_next, WINDOW_SIDE_MAX)) for inc in includes
     )
-
-
-@dataclass(frozen=True, slots=True)
-class MessageParts:
-    """A message page with its include windows not yet merged (see
-    :meth:`BaseStorage.message_parts`).
-
-    Attributes:
-        main: the main query's window, in the query's order.
-        total: main-query matches (R-PAGE); None when the page was read
-            without a count.
-        wants_total: whether the request asked for ``total`` (the merged
-            page's ``total`` is None otherwise, even where a count was read).
-        page: echoed page number.
-        per_page: echoed page size.
-        has_more: before includes are merged (see :meth:`merge`).
-        next_cursor: as :attr:`Page.next_cursor`.
-        windows: one list per include, R-ORDER ascending (``[]`` when skipped).
-        query: the normalised main query (its filter decides ``has_more``).
-        descending: output order of the merged items.
-        threads: the threads asked for with ``message_parts(threads=...)``,
-            found ones by id, read in the same round trip.
-    """
-
-    main: list[Message]
-    total: int | None
-    wants_total: bool
-    page: int
-    per_page: PerPage
-    has_more: bool
-    next_cursor: str | None
-    windows: list[list[Message]]
-    query: MessageQuery
-    descending: bool
-    threads: dict[str, Thread] = field(default_factory=dict)
-
-    def merge(self, windows: Sequence[Sequence[Message]]) -> Page[Message]:
-        """The page: :attr:`main` plus these windows, de-duplicated by id and
-        sorted in the output order (R-INCLUDE); ``has_more`` turns False when
-        every main-query match is already among the items."""
-        total = self.total if self.wants_total else None
-        if not any(windows):  # the main window alone, read in the query's order
-            items = self.main[::-1] if self.query.descending != self.descending else self.main[:]
-            return Page(items, total, self.page, self.per_page, self.has_more, self.next_cursor)
-        merged = {m.id: m for m in self.main}
-        extras = []  # merged in, not in main
-        for window in windows:
-            for message in window:
-                if message.id not in merged:
-                    merged[message.id] = message
-                    extras.append(message)
-        items = sorted(merged.values(), key=order_key, reverse=self.descending)
-        has_more = self.has_more
-        # Every main item matches the main query; only the extras need checking.
-        # A page with windows is always counted (see message_parts).
-        if has_more and extras and self.total is not None:
-            in_items = len(self.main) + sum(1 for m in extras if self.query.matches(m))
-            has_more = in_items < self.total  # False: every main-query match is already in items
-        return Page(items, total, self.page, self.per_page, has_more, self.next_cursor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,9 @@ from memory_core.models import (
     Thread,
     ThreadFilter,
 )
-from memory_core.query import NOT_GIVEN
+from memory_core.query import NOT_GIVEN, MessagePage
 from memory_core.retention import PruneHook, PruneReport, RetentionPolicy
-from memory_core.storage.paging import MessageParts
+from memory_core.storage.parts import MessageParts
 from memory_core.workmem import Scope
 
 __all__ = ["Storage"]
@@ -93,6 +93,9 @@ class Storage(Protocol):
     ) -> Page[Message]: ...
     async def page_messages(self, request: MessagePageRequest) -> Page[Message]: ...
     async def message_parts(self, request: MessagePageRequest, *, threads: Sequence[str] = ()) -> MessageParts: ...
+    async def read_message_parts(
+        self, request: MessagePage, include: Sequence[Include] = (), threads: tuple[str, ...] = ()
+    ) -> MessageParts: ...
     async def include_windows(
         self, include: Sequence[Include | Mapping[str, Any]], resource_id: str | None = None
     ) -> list[list[Message]]: ...

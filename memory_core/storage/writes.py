@@ -20,7 +20,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.storage.decisions import as_stored, check_patch, combine, decide_patch, decide_save
 from memory_core.storage.lifecycle import Lifecycle
-from memory_core.storage.paging import order_key
+from memory_core.storage.parts import order_key
 from memory_core.telemetry import traced
 from memory_core.validation import (
     CheckedMessages,
