@@ -584,11 +584,13 @@ class Memory(CloneCalls):
                 :data:`~memory_core.validation.MAX_SEARCH_CHARS`, 2**20
                 characters, included); ``vector_search_string`` while semantic
                 recall is off, or on (through ``thread_config``) without a vector
-                store; resource scope without a resource: all before any I/O.
-                A bad ``filter``, ``page``, ``per_page``, ``order_by`` or
-                ``cursor`` is refused by the storage read, before it reads:
-                with a search (not ``exclude_recent``) that read follows the
-                vector search. Never after a write (recall writes nothing).
+                store; a bad ``filter``, ``page``, ``per_page``, ``order_by``
+                or ``total``: all checked once, together, before any I/O;
+                resource scope without a resource. A bad ``cursor`` is refused
+                by the storage read, before it reads (it names the query it
+                belongs to): with a search (not ``exclude_recent``) that read
+                follows the vector search. Never after a write (recall writes
+                nothing).
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """

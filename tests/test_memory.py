@@ -4,7 +4,7 @@ recall windows, ownership, config overrides, working memory, titles, clones."""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from memory_core import (
     WorkingMemory,
     connect,
 )
+from memory_core.embedders import LexicalHashEmbedder, Matrix
+from memory_core.reference_vector import InMemoryVectorStore
 
 pytestmark = pytest.mark.anyio
 
@@ -256,3 +258,32 @@ async def test_bad_saves_write_nothing(memory: Memory) -> None:
     with pytest.raises(ConflictError):
         await memory.save_messages([Message("m1", "t2", "user", "moved to another resource")])
     assert _ids((await memory.list_messages("t1")).items) == ["m1"]
+
+
+class _CountingEmbedder(LexicalHashEmbedder):
+    """The lexical embedder, counting its calls (a recall's first I/O)."""
+
+    calls = 0
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        self.calls += 1
+        return await super().embed(texts)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"filter": {"metadata": {"": 1}}}, {"page": -1}, {"per_page": "5"}, {"order_by": {"field": "x"}}]
+)
+async def test_recall_checks_its_history_page_before_the_vector_search(bad: dict[str, Any]) -> None:
+    """Issue 29: ``Memory.recall`` checks its whole call once, up front: a bad
+    history page argument is refused before the search embeds anything."""
+    embedder = _CountingEmbedder()
+    config = MemoryConfig(semantic_recall=True)
+    async with Memory(await connect("memory://"), InMemoryVectorStore(), embedder, config) as memory:
+        await memory.create_thread(resource_id="r1", thread_id="t1")
+        await memory.save_messages([{"thread_id": "t1", "resource_id": "r1", "role": "user", "content": "tea"}])
+        embedder.calls = 0
+        with pytest.raises(ValidationError):
+            await memory.recall("t1", "r1", vector_search_string="tea", **bad)
+        assert embedder.calls == 0
+        await memory.recall("t1", "r1", vector_search_string="tea")
+        assert embedder.calls == 1

@@ -17,6 +17,7 @@ import pytest
 from memory_core import BaseStorage, InMemoryStorage, MessagePageRequest, Storage
 from memory_core.errors import ValidationError
 from memory_core.registry import STORAGE_GROUP
+from memory_core.validation import check_page_request
 
 
 def base_storage_is_a_storage(store: BaseStorage) -> Storage:
@@ -134,3 +135,29 @@ async def test_the_default_erasure_counts_what_its_thread_deletes_removed(cls: t
         erased = await store.delete_resource("r1")
         assert erased.messages == 5 and erased.thread_ids == ["t1", "t2"]
         assert (await store.list_messages_by_resource("r1")).total == 0
+
+
+@pytest.mark.anyio
+async def test_a_checked_read_answers_as_message_parts_and_public_reads_still_check() -> None:
+    """``read_message_parts`` (the core's read of a request it checked once)
+    answers exactly as ``message_parts``; it refuses anything but a checked
+    page, and the public reads keep checking what a caller passes."""
+    async with InMemoryStorage() as store:
+        await store.save_thread({"id": "t1", "resource_id": "r1"})
+        await store.save_messages(
+            [{"id": f"m{n}", "thread_id": "t1", "role": "user", "content": "x", "resource_id": "r1"} for n in range(5)]
+        )
+        request = MessagePageRequest(thread_ids=["t1"], per_page=2, include=[{"id": "m0", "with_next": 1}])
+        page, includes, threads = check_page_request(request, ["t1"])
+        checked = await store.read_message_parts(page, includes, threads)
+        assert checked == await store.message_parts(request, threads=["t1"])
+        assert checked.next_cursor is not None
+        with pytest.raises(ValidationError, match="request"):
+            await store.read_message_parts(request, includes, threads)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="cursor"):
+            bad = check_page_request(MessagePageRequest(thread_ids=["t1"], cursor="nope"), ())[0]
+            await store.read_message_parts(bad)
+        with pytest.raises(ValidationError, match="thread_id"):
+            await store.get_thread(123)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="per_page"):
+            await store.message_parts(MessagePageRequest(thread_ids=["t1"], per_page=-1))
