@@ -28,6 +28,7 @@ from memory_core.errors import ValidationError
 from memory_core.lexical import bm25_rank
 from memory_core.models import Message
 from memory_core.storage import Storage
+from memory_core.validation import check_message_page
 from memory_core.vector import VectorStore, message_text
 
 __all__ = ["FUSION_DEPTH", "RRF_K", "SEARCH_MODES", "SearchMode", "reciprocal_rank_fusion", "search_ids"]
@@ -80,11 +81,15 @@ def reciprocal_rank_fusion(
 
 
 async def _scope_messages(storage: Storage, thread_id: str | None, resource_id: str | None) -> list[Message]:
-    if thread_id is not None:
-        return list((await storage.list_messages(thread_id, per_page=False, total=False)).items)
-    if resource_id is None:
+    """Every message of the thread (or else of the resource), R-ORDER
+    ascending, in one checked read (the caller checked both ids)."""
+    if thread_id is None and resource_id is None:
         raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
-    return list((await storage.list_messages_by_resource(resource_id, per_page=False, total=False)).items)
+    scope = (thread_id,) if thread_id is not None else None
+    owner = None if thread_id is not None else resource_id
+    # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, total, newest
+    page, _ = check_message_page(scope, owner, None, None, 0, False, None, None, False, False)
+    return list((await storage.read_message_parts(page)).main)
 
 
 async def search_ids(
