@@ -17,7 +17,7 @@ Branches (``tag``: collection, pipeline):
 - ``m`` / ``mc``: the message page (``$match``, ``$sort``, ``$skip``,
   ``$limit``) and its total: for an unfiltered query the counters the writes
   keep (:mod:`memory_core_mongodb._counters`: the queried threads'
-  ``message_count`` summed, or the resource's counter), else a count of the
+  ``message_count`` summed, or those of all the resource's threads), else a count of the
   matches (``$match``, ``$group`` with ``$sum: 1``: exact); none when the
   query asks for no total (``query.count`` False).
   ``tp`` / ``tc``: the same for a thread page. Filters, sorts and indexes are
@@ -53,7 +53,6 @@ from typing import Any
 from memory_core.models import Message, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import MessageQuery
-from memory_core_mongodb._counters import RESOURCE_MESSAGES
 from memory_core_mongodb._layout import MESSAGE_COUNT, message_from_doc, resource_from_doc, thread_from_doc
 from memory_core_mongodb._query import (
     Plan,
@@ -62,7 +61,7 @@ from memory_core_mongodb._query import (
     thread_count_plan,
     thread_list_plan,
 )
-from memory_core_mongodb._schema import MESSAGES, RESOURCE_COUNTS, RESOURCES, THREADS
+from memory_core_mongodb._schema import MESSAGES, RESOURCES, THREADS, THREADS_RESOURCE_CREATED
 
 __all__ = [
     "Aggregate",
@@ -139,17 +138,19 @@ def _counters(query: MessageQuery, tag: str) -> _Branch | None:
     None when the query is filtered (its matches must be counted)."""
     if not query.unfiltered:
         return None
+    found: Doc = {}
     if query.thread_ids is not None:
         # A thread of another resource than the query's adds 0: the filter drops it.
-        found: Doc = {"_id": {"$in": list(query.thread_ids)}}
-        if query.resource_id is not None:
-            found["resource_id"] = query.resource_id
-        pipeline: list[Doc] = [{"$match": found}, {"$group": {"_id": None, "n": {"$sum": "$" + MESSAGE_COUNT}}}]
-        return _Branch(THREADS, _tagged(pipeline, tag), None, 1)
+        found["_id"] = {"$in": list(query.thread_ids)}
     if query.resource_id is not None:
-        pipeline = [{"$match": {"_id": query.resource_id}}, {"$project": {"n": "$" + RESOURCE_MESSAGES}}]
-        return _Branch(RESOURCE_COUNTS, _tagged(pipeline, tag), None, 1)
-    return None
+        # A resource's messages are those of its threads (R-OWN): the sum of
+        # their counters, found by the threads' resource_id index.
+        found["resource_id"] = query.resource_id
+    if not found:
+        return None
+    pipeline: list[Doc] = [{"$match": found}, {"$group": {"_id": None, "n": {"$sum": "$" + MESSAGE_COUNT}}}]
+    hint = THREADS_RESOURCE_CREATED if query.thread_ids is None else None  # else the _id index
+    return _Branch(THREADS, _tagged(pipeline, tag), hint, 1)
 
 
 def _message_total(query: MessageQuery, tag: str) -> _Branch:
@@ -261,8 +262,7 @@ _MESSAGE_ORDER = itemgetter("created_at", "seq")
 
 
 def _total(docs: list[Doc] | None) -> int:
-    # A counter document without the field (a missing resource counter's
-    # projection) or a sum over no thread: 0.
+    # A sum over no thread: no document, 0.
     return int(docs[0].get("n") or 0) if docs else 0
 
 

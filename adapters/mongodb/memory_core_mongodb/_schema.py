@@ -5,7 +5,8 @@ Every query the adapter sends names one of these indexes with ``hint`` (see
 data sizes. Setup is safe when several processes open the same database at
 once: ``create`` of an existing collection and ``createIndexes`` of an
 identical existing index are no-ops, and the transient "already in progress"
-races are retried.
+races are retried. Collections of earlier versions that the layout no longer
+has (:data:`LEGACY_COLLECTIONS`) are dropped.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ __all__ = [
     "COUNTER_ID",
     "COUNTERS",
     "INDEXES",
+    "LEGACY_COLLECTIONS",
     "MESSAGES",
     "MESSAGES_RESOURCE_ORDER",
     "MESSAGES_THREAD_META",
     "MESSAGES_THREAD_ORDER",
     "RESOURCES",
-    "RESOURCE_COUNTS",
     "THREADS",
     "THREADS_CREATED",
     "THREADS_LAST_ASC",
@@ -45,8 +46,11 @@ THREADS = "threads"
 MESSAGES = "messages"
 RESOURCES = "resources"
 COUNTERS = "counters"
-RESOURCE_COUNTS = "resource_counts"
-"""One message counter per resource (:mod:`memory_core_mongodb._counters`)."""
+LEGACY_COLLECTIONS = ("resource_counts",)
+"""Collections of earlier versions, dropped at open: ``resource_counts`` held
+one message counter per resource, a document every writer of the resource
+updated (a resource's total is now the sum of its threads' counters), and
+holds resource ids that erasure must not leave behind."""
 COUNTER_ID = "message_sequence"
 """``_id`` of the counter document that hands out R-ORDER sequence numbers."""
 
@@ -90,7 +94,6 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     RESOURCES: [],
     COUNTERS: [],
-    RESOURCE_COUNTS: [],
 }
 """Secondary indexes per collection (``_id`` is always unique-indexed)."""
 
@@ -129,7 +132,9 @@ async def ensure_schema(db: AsyncDatabase[dict[str, Any]]) -> None:
     several processes run it at once).
 
     Collections are created explicitly, since a transaction cannot create
-    one on older servers and on sharded clusters.
+    one on older servers and on sharded clusters. The
+    :data:`LEGACY_COLLECTIONS` found are dropped (a drop racing another
+    opener's is a no-op).
 
     Raises:
         pymongo.errors.OperationFailure: an index of the same name with other
@@ -141,3 +146,6 @@ async def ensure_schema(db: AsyncDatabase[dict[str, Any]]) -> None:
             await _create_collection(db, name)
         if indexes:
             await _create_indexes(db, name, indexes)
+    for name in LEGACY_COLLECTIONS:
+        if name in existing:
+            await db.drop_collection(name)

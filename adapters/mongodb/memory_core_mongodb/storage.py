@@ -36,13 +36,7 @@ from memory_core.retry import RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.storage.composed import erase_threads
 from memory_core.workmem import MemoryDecision, MemoryWrite
-from memory_core_mongodb._counters import (
-    CountDeltas,
-    backfill_counters,
-    erase_resource_count,
-    resource_count_update,
-    thread_count_expr,
-)
+from memory_core_mongodb._counters import CountDeltas, backfill_counters, thread_count_expr
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
     LAST_ASC,
@@ -75,7 +69,6 @@ from memory_core_mongodb._schema import (
     COUNTERS,
     MESSAGES,
     MESSAGES_THREAD_ORDER,
-    RESOURCE_COUNTS,
     RESOURCES,
     THREADS,
     THREADS_RESOURCE_CREATED,
@@ -475,36 +468,19 @@ class MongoStorage(BaseStorage):
         async def work(session: Session) -> int:
             # The thread first: without a transaction, a save racing with the
             # delete then fails the core's thread check instead of leaving orphans.
-            owner = await self._threads.find_one_and_delete(
-                {"_id": thread_id}, projection={"resource_id": 1}, session=session
-            )
-            if owner is None:  # orphans of a racing save without transactions
-                owner = await self._messages.find_one({"thread_id": thread_id}, {"resource_id": 1}, session=session)
-            deleted = (await self._messages.delete_many({"thread_id": thread_id}, session=session)).deleted_count
-            if deleted and owner is not None:
-                await self._adjust_resources({owner["resource_id"]: -deleted}, session)
-            return deleted
+            await self._threads.delete_one({"_id": thread_id}, session=session)
+            return (await self._messages.delete_many({"thread_id": thread_id}, session=session)).deleted_count
 
         return await self._atomic(work)
 
-    async def _adjust_resources(self, changes: Mapping[str, int], session: Session) -> None:
-        """Add each change to its resource's message counter (upserts), in the
-        caller's transaction."""
-        ops = [UpdateOne(*resource_count_update(rid, n), upsert=True) for rid, n in changes.items() if n]
-        if ops:
-            await self._collection(RESOURCE_COUNTS).bulk_write(ops, ordered=True, session=session)
-
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        """Resumable: every thread through :meth:`_delete_thread` (each taking
-        its messages off the resource's counter;
-        :func:`~memory_core.storage.composed.erase_threads`), then the
-        record, then the resource's counter, which is 0 by then (see
-        :func:`~memory_core_mongodb._counters.erase_resource_count`)."""
+        """Resumable: every thread through :meth:`_delete_thread` (with its
+        messages and counter; :func:`~memory_core.storage.composed.erase_threads`),
+        then the record."""
         found = self._threads.find({"resource_id": resource_id}, {"_id": 1})
         thread_ids = [doc["_id"] async for doc in found]
         messages = await erase_threads(thread_ids, self._delete_thread)
         existed = (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
-        await erase_resource_count(self._here().db, resource_id)
         return thread_ids, messages or 0, existed
 
     # ------------------------------------------------------------------ messages
@@ -594,14 +570,13 @@ class MongoStorage(BaseStorage):
         sequence (new ones ``first + index``).
 
         One ordered write: the message upserts, then each bumped thread's
-        ``updated_at`` with ``last_message_at = max(stored, newest saved
         here)`` and its message counter in the same pipeline update (no read
-        of the newest message), then the resources' counters. A thread that a
+        of the newest message). A thread that a
         message moved out of (``stored`` tells) may lose its newest message,
         so it is bumped after the write from a probe of its newest message
         instead (:meth:`_bump_threads`). The counters change by what
-        ``stored`` says: new ids count in their thread and resource, moves
-        in both threads.
+        ``stored`` says: new ids count in their thread, moves in both
+        threads. Nothing here is shared with writers of other threads.
 
         Raises:
             StaleStateError: an id was taken under another resource meanwhile
@@ -638,8 +613,6 @@ class MongoStorage(BaseStorage):
             if thread_id in owners:
                 key["resource_id"] = owners[thread_id]  # shard key: a targeted update
             writes.append(_Update(THREADS, key, [{"$set": changes}]))
-        for resource_id, change in deltas.changed_resources().items():
-            writes.append(_Update(RESOURCE_COUNTS, *resource_count_update(resource_id, change), upsert=True))
         try:
             await self._write(writes, session)
         except (BulkWriteError, ClientBulkWriteException) as exc:
@@ -718,10 +691,10 @@ class MongoStorage(BaseStorage):
         newest message: no probe after the delete), then the commit. Inside
         a transaction the count is exact under races: a racing delete of the
         same message gets a write conflict and, retried, finds nothing. The
-        thread updates take the deleted messages off the threads' counters,
-        and one upsert per resource off its counter. Without transactions the
-        deletes still count only what they removed (README: "without
-        transactions"; the counters' limits: README, "Counters")."""
+        thread updates take the deleted messages off the threads' counters.
+        Without transactions the deletes still count only what they removed
+        (README: "without transactions"; the counters' limits: README,
+        "Counters")."""
         wanted = list(ids)
 
         async def work(session: Session) -> int:
@@ -729,7 +702,6 @@ class MongoStorage(BaseStorage):
             writes: list[_Update | _Delete] = [
                 _Delete(MESSAGES, {"_id": {"$in": d.ids}, "resource_id": d.resource_id}) for d in doomed.values()
             ]
-            gone: dict[str, int] = {}
             for thread_id, d in doomed.items():
                 # resource_id: the shard key, a targeted write
                 changes = {
@@ -738,9 +710,6 @@ class MongoStorage(BaseStorage):
                     MESSAGE_COUNT: thread_count_expr(-len(d.ids)),
                 }
                 writes.append(_Update(THREADS, {"_id": thread_id, "resource_id": d.resource_id}, [{"$set": changes}]))
-                gone[d.resource_id] = gone.get(d.resource_id, 0) - len(d.ids)
-            for resource_id, change in gone.items():
-                writes.append(_Update(RESOURCE_COUNTS, *resource_count_update(resource_id, change), upsert=True))
             return await self._write(writes, session) if writes else 0
 
         return await self._atomic(work)
@@ -868,13 +837,13 @@ class MongoStorage(BaseStorage):
 
 
 def _save_deltas(messages: Sequence[Message], stored: Sequence[Message]) -> CountDeltas:
-    """The counter changes of a save: a new id adds one to its thread and
-    resource, a stored one saved into another thread moves one between them."""
+    """The counter changes of a save: a new id adds one to its thread, a
+    stored one saved into another thread moves one between them."""
     existing = {old.id: old.thread_id for old in stored}
     deltas = CountDeltas()
     for message in messages:
         if message.id not in existing:
-            deltas.add(message.thread_id, message.resource_id or "")
+            deltas.add(message.thread_id)
         else:
             deltas.move(existing[message.id], message.thread_id)
     return deltas

@@ -6,7 +6,7 @@ and indexes as memory-core-mongodb (README "Layout"): ``threads`` and
 ``messages`` keyed by id, metadata as an entry array ``meta: [{k, v}]``,
 times as int64 µs, R-ORDER by ``(created_at, seq)``, the ``counters``
 document for sequence numbers, the message counters (each thread's
-``message_count``, each resource's document in ``resource_counts``); every
+``message_count``; a resource's total is the sum of its threads'); every
 query hints the same index the adapter hints (``messages_thread_order``,
 ``messages_thread_meta``, ``threads_resource_created``).
 
@@ -17,10 +17,9 @@ unfiltered total is the thread's ``message_count``, read with the ownership
 check (R-PAGE: read, not counted, as the adapter); a filtered one is counted.
 A save is: the owners check and the sequence reservation (concurrently), one
 ordered ``bulk_write`` of upserts, one of thread bumps, each adding the
-thread's new messages to its counter in the same pipeline update, one of
-resource counter upserts (no transaction, as the adapter on a standalone
-server). Every saved message is new (the workloads save fresh ids): it counts
-in its thread and resource.
+thread's new messages to its counter in the same pipeline update (no
+transaction, as the adapter on a standalone server). Every saved message is
+new (the workloads save fresh ids): it counts in its thread.
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ _ORDER = "messages_thread_order"
 _META = "messages_thread_meta"
 _THREADS_ORDER = "threads_resource_created"
 _COUNT = "message_count"
-_RESOURCE_COUNTS = "resource_counts"
-_RESOURCE_MESSAGES = "messages"
 
 MIRRORED = {
     "_ORDER": "memory_core_mongodb._schema:MESSAGES_THREAD_ORDER",
@@ -55,8 +52,6 @@ MIRRORED = {
     "_THREADS_ORDER": "memory_core_mongodb._schema:THREADS_RESOURCE_CREATED",
     "_bumped": "memory_core_mongodb.storage:_bumped",
     "_COUNT": "memory_core_mongodb._layout:MESSAGE_COUNT",
-    "_RESOURCE_COUNTS": "memory_core_mongodb._schema:RESOURCE_COUNTS",
-    "_RESOURCE_MESSAGES": "memory_core_mongodb._counters:RESOURCE_MESSAGES",
     "_count_expr": "memory_core_mongodb._counters:thread_count_expr",
 }
 """The adapter layout this baseline repeats by hand: our name -> the adapter's
@@ -196,13 +191,6 @@ class RawMongo(Subject):
                     {"_id": t, "resource_id": owners[t]}, [{"$set": {"updated_at": bumped, _COUNT: _count_expr(n)}}]
                 )
                 for t, n in added.items()
-            ],
-            ordered=True,
-        )
-        await self._coll(_RESOURCE_COUNTS).bulk_write(
-            [
-                UpdateOne({"_id": r}, {"$inc": {_RESOURCE_MESSAGES: Int64(n)}}, upsert=True)
-                for r, n in Counter(m.resource_id for m in messages).items()
             ],
             ordered=True,
         )
