@@ -147,7 +147,7 @@ class RawMongo(Subject):
 
     async def save(self, prepared: Any) -> None:
         """Owners check + sequence reservation, upserts, bumps with the thread
-        counters, resource counters."""
+        counters."""
         messages: list[BenchMessage] = prepared
         threads = list(dict.fromkeys(m.thread_id for m in messages))
         owners_cursor = self._coll("threads").find({"_id": {"$in": threads}}, {"resource_id": 1})
