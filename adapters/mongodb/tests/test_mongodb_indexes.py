@@ -85,6 +85,7 @@ async def test_hot_queries_use_their_indexes(store_factory: StoreFactory, is_sec
         window = DateRange(T0 + timedelta(seconds=3), T0 + timedelta(seconds=20), start_exclusive=True)
         await store.list_messages("t1", filter=MessageFilter(date_range=window, metadata={"tag": 2}), per_page=3)
         await store.list_messages_by_resource("r1", per_page=4, order_by={"direction": "DESC"})
+        await store.list_messages_by_resource("r1", per_page=0)  # the total alone: its threads' counters
         await store.list_messages("t1", per_page=1, include=[Include("m13", with_previous=2, with_next=2)])
         await store.list_threads(ThreadFilter(resource_id="r1"), per_page=1)
         threads = await store.list_threads(
