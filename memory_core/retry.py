@@ -134,6 +134,10 @@ class FaultPoint(StrEnum):
     """The server closes the call's connection mid-call: the call raises a
     retryable BackendError (or succeeds on a new connection) and the store
     keeps working; no broken connection stays in use."""
+    BUSY = "busy"
+    """Another connection holds the backend's write lock for a moment (what a
+    second writer on the same database causes): the write waits for it (the
+    backend's busy handling: SQLite's busy timeout) and then succeeds."""
 
 
 class Faults:
