@@ -138,6 +138,10 @@ class FaultPoint(StrEnum):
     """Another connection holds the backend's write lock for a moment (what a
     second writer on the same database causes): the write waits for it (the
     backend's busy handling: SQLite's busy timeout) and then succeeds."""
+    SCRIPTS_LOST = "scripts_lost"
+    """The server forgets the scripts the adapter loaded (a restart, a
+    failover, ``SCRIPT FLUSH``): the adapter loads them again and the call
+    succeeds."""
 
 
 class Faults:

@@ -37,11 +37,12 @@ ResourceCounter = Callable[[], Awaitable[int]]
 """``async () -> int``: how many server-side resources (connections, clients,
 open files) the process holds on the adapter's target right now."""
 
-ABSORBED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK, FaultPoint.BUSY)
+ABSORBED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK, FaultPoint.BUSY, FaultPoint.SCRIPTS_LOST)
 """Fault points whose retry must absorb a fault that happens twice in a row."""
 BOUNDED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK)
 """Fault points whose retry must give up, typed, when the fault never ends
-(``busy`` ends by itself: each pass holds the lock only for a moment)."""
+(``busy`` ends by itself: each pass holds the lock only for a moment;
+``scripts_lost`` is repaired by the pass that meets it)."""
 CYCLES = 5
 """Open/close cycles of the leak case."""
 
