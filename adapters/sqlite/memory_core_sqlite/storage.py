@@ -231,9 +231,7 @@ class SQLiteStorage(BaseStorage):
 
         return cast(T, await db._execute(job))  # type: ignore[no-untyped-call]
 
-    async def _write(
-        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
-    ) -> T:
+    async def _write(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`_run` for a write: it passes the store's fault points first
         (a test hook, :mod:`memory_core.retry`; :mod:`._faults`): an armed
         ``busy`` makes a second connection hold the write lock for a moment,
