@@ -137,7 +137,7 @@ class SQLiteStorage(BaseStorage):
 
     backend_name = "sqlite"
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
-    fault_points = frozenset({FaultPoint.BUSY, FaultPoint.STALE_WRITE})
+    fault_points = frozenset({FaultPoint.BUSY, FaultPoint.LOCK_TIMEOUT, FaultPoint.STALE_WRITE})
     """File databases are persistent and shareable between instances and
     processes; a ``:memory:`` store is neither (it lives in one instance)."""
 
@@ -235,10 +235,14 @@ class SQLiteStorage(BaseStorage):
         """:meth:`_run` for a write: it passes the store's fault points first
         (a test hook, :mod:`memory_core.retry`; :mod:`._faults`): an armed
         ``busy`` makes a second connection hold the write lock for a moment,
-        an armed ``stale_write`` makes the write's transaction find its reads
-        stale, each then handled as the real one is."""
+        an armed ``lock_timeout`` makes the write meet that lock without
+        waiting, an armed ``stale_write`` makes the write's transaction find
+        its reads stale, each then handled as the real one is."""
         if not self.settings.in_memory and self.faults.take(FaultPoint.BUSY):
             await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
+        if not self.settings.in_memory and self.faults.take(FaultPoint.LOCK_TIMEOUT):
+            await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
+            return await self._run(_faults.without_waiting, lambda conn: fn(conn, *args, **kwargs))
         if self.faults.take(FaultPoint.STALE_WRITE):
             await self._run(_faults.stale_write)
         return await self._run(fn, *args, **kwargs)

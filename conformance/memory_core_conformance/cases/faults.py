@@ -106,6 +106,21 @@ class FaultCases(SuiteBase):
             assert (await store.list_messages("t1")).items == [], "a write that gave up left a message"
             await store.save_messages([message("m1")])
 
+    async def test_faults_a_lock_held_too_long_is_typed_and_writes_nothing(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        async with open_store(storage_factory) as store:
+            _declared(store, FaultPoint.LOCK_TIMEOUT)
+            await store.save_thread(thread("t1"))
+            store.faults.arm(FaultPoint.LOCK_TIMEOUT)
+            with pytest.raises(BackendError) as caught:
+                await store.save_messages([message("m1")])
+            assert caught.value.retryable, f"a lock held by another writer is transient: {caught.value!r}"
+            assert store.faults.fired(FaultPoint.LOCK_TIMEOUT) == 1
+            assert (await store.list_messages("t1")).items == [], "a write that met a held lock left a message"
+            await store.save_messages([message("m1")])
+            assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
+
     async def test_faults_a_lost_connection_is_typed_and_the_store_recovers(
         self, storage_factory: StorageFactory
     ) -> None:
