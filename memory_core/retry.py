@@ -134,6 +134,18 @@ class FaultPoint(StrEnum):
     """The server closes the call's connection mid-call: the call raises a
     retryable BackendError (or succeeds on a new connection) and the store
     keeps working; no broken connection stays in use."""
+    BUSY = "busy"
+    """Another connection holds the backend's write lock for a moment (what a
+    second writer on the same database causes): the write waits for it (the
+    backend's busy handling: SQLite's busy timeout) and then succeeds."""
+    LOCK_TIMEOUT = "lock_timeout"
+    """Another connection holds the backend's write lock past the store's
+    wait for it (SQLite: the busy timeout runs out): the call raises a
+    retryable BackendError, writes nothing, and the store keeps working."""
+    SCRIPTS_LOST = "scripts_lost"
+    """The server forgets the scripts the adapter loaded (a restart, a
+    failover, ``SCRIPT FLUSH``): the adapter loads them again and the call
+    succeeds."""
 
 
 class Faults:

@@ -17,7 +17,9 @@ mutated), draws ``--sample`` mutants with ``--seed`` (the same seed and
 sources give the same sample), runs the tests once per mutant with
 ``pytest -x`` (the first failure kills it), then runs every killed mutant
 again until it has run ``--confirm`` times, so a kill that depends on
-timing shows as ``killed 2/3``. It prints one line per mutant (survivors
+timing shows as ``killed 2/3``. Mutants inside type annotations of a
+module with ``from __future__ import annotations`` are left out of the draw
+(never evaluated: equivalent by construction). It prints one line per mutant (survivors
 with their diff) and the kill rate, and writes the same as JSON with
 ``--json``. Decide by reading each survivor's diff whether it is
 equivalent (no behaviour can tell it apart: a log message, a cache size)
@@ -30,6 +32,7 @@ installed or a step of it failed.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -42,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["MutantResult", "main", "run"]
+__all__ = ["MutantResult", "annotation_spans", "main", "run"]
 
 _IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "*.sqlite"
@@ -75,6 +78,50 @@ class MutantResult:
     kills: int
     runs: int
     diff: str
+
+
+Position = tuple[int, int]
+"""(line 1-based, column 0-based), as Cosmic Ray and :mod:`ast` count."""
+
+
+def annotation_spans(source: str) -> list[tuple[Position, Position]]:
+    """The (start, end) of every type annotation in ``source`` (arguments,
+    returns, annotated assignments) when the module has ``from __future__
+    import annotations``, else none.
+
+    Under that import annotations are never evaluated, so a mutant inside
+    one (``str | None`` made ``str ** None``) is equivalent by construction:
+    :func:`run` leaves such mutants out of the draw instead of spending a
+    whole test run on each.
+    """
+    tree = ast.parse(source)
+    future = any(
+        isinstance(node, ast.ImportFrom)
+        and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+        for node in tree.body
+    )
+    if not future:
+        return []
+    found: list[ast.expr | None] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+    return [
+        ((n.lineno, n.col_offset), (n.end_lineno or n.lineno, n.end_col_offset or n.col_offset))
+        for n in found
+        if n is not None
+    ]
+
+
+def _in_annotation(module: Path, start: Position, spans: dict[Path, list[tuple[Position, Position]]]) -> bool:
+    if module not in spans:
+        spans[module] = annotation_spans(module.read_text("utf-8"))
+    return any(low <= start < high for low, high in spans[module])
 
 
 def _python_path(root: Path) -> str:
@@ -156,10 +203,12 @@ def run(
         session = Path(scratch) / "session.sqlite"
         _cosmic(["init", str(config), str(session)], copy, env)
         with use_db(str(session), WorkDB.Mode.open) as db:
+            spans: dict[Path, list[tuple[Position, Position]]] = {}
             items = [
                 item
                 for item in db.work_items
-                if not operators or any(m.operator_name.startswith(tuple(operators)) for m in item.mutations)
+                if (not operators or any(m.operator_name.startswith(tuple(operators)) for m in item.mutations))
+                and not any(_in_annotation(copy / m.module_path, m.start_pos, spans) for m in item.mutations)
             ]
             chosen = {item.job_id for item in random.Random(seed).sample(items, min(sample, len(items)))}
             skipped = [item.job_id for item in db.work_items if item.job_id not in chosen]

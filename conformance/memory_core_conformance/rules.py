@@ -273,9 +273,11 @@ _RULE_LIST = [
         "FAULTS",
         "recovery paths on demand",
         "Every fault point the adapter declares (a write whose reads went stale, a transaction the server rolled "
-        "back, a connection lost mid-call) is absorbed when it fires twice in a row (answers equal the "
-        "reference's), gives up with a typed error after a bounded number of attempts when it never ends, and a "
-        "lost connection is a retryable BackendError after which the store works.",
+        "back, a lock held by another connection, scripts the server forgot, a connection lost mid-call) is "
+        "absorbed when it fires twice in a row (answers equal the "
+        "reference's), gives up with a typed error after a bounded number of attempts when it never ends, a lock "
+        "held past the store's wait is a retryable BackendError that writes nothing, and a lost connection is a "
+        "retryable BackendError after which the store works.",
     ),
     Rule(
         "MODEL",

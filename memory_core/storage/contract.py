@@ -59,9 +59,11 @@ class AdapterContract(ABC):
     """Every batch or chunk size the adapter splits work at (ids per script
     call, rows per statement ...): the conformance suite runs saves, deletes,
     erasures and listings at one below, at and one above each."""
-    fault_points: ClassVar[frozenset[FaultPoint]] = frozenset()
+    fault_points: frozenset[FaultPoint] = frozenset()
     """The recovery paths a test can trigger through ``faults``
-    (:class:`memory_core.retry.Faults`); the conformance suite arms each."""
+    (:class:`memory_core.retry.Faults`); the conformance suite arms each. A
+    class attribute, which a store may narrow in ``__init__`` (as
+    ``capabilities``) before building its ``faults`` again."""
     loop_bound: ClassVar[bool] = False
     """Whether the adapter's connections belong to the event loop that made
     them (asyncpg, redis-py, PyMongo's async client). Then ``_open`` runs in

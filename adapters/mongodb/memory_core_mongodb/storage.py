@@ -32,7 +32,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
 from memory_core.query import NOT_GIVEN, MessagePatch
-from memory_core.retry import RetryPolicy
+from memory_core.retry import FaultPoint, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.storage.composed import erase_threads
 from memory_core.workmem import MemoryDecision, MemoryWrite
@@ -90,6 +90,8 @@ _URI_OPTIONS = frozenset(pymongo_common.URI_OPTIONS_VALIDATOR_MAP)
 _RACED_UPSERTS = RetryPolicy(attempts=5)
 """Upserts tried again at once while a racing upsert or delete hides the
 result (the sequence counter's first upsert, a resource record)."""
+_WRITE_COMMANDS = ("insert", "update", "delete", "findAndModify", "bulkWrite")
+"""The server commands the ``connection_lost`` fault point fails."""
 
 CLIENT_BULK_WRITE_WIRE = 25
 """The wire version of MongoDB 8.0, whose ``bulkWrite`` command writes to
@@ -187,6 +189,7 @@ class MongoStorage(BaseStorage):
     backend_name = "mongodb"
     loop_bound = True
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    fault_points = frozenset({FaultPoint.CONNECTION_LOST})
 
     def __init__(
         self,
@@ -371,7 +374,24 @@ class MongoStorage(BaseStorage):
         """Run ``work`` all-or-nothing and return its answer: in a transaction
         (retried on transient transaction errors) when the deployment has
         them; otherwise directly, as the ordered write plan described in the
-        README."""
+        README.
+
+        Every such write passes the store's fault points first (a test hook,
+        :mod:`memory_core.retry`): an armed ``connection_lost`` sets the
+        server's ``failCommand`` fail point (a test command: the server must
+        run with ``enableTestCommands``) so that it closes the connection of
+        this store's next write command, handled then as the real one is."""
+        if self.faults.take(FaultPoint.CONNECTION_LOST):
+            await self._here().client.admin.command(
+                "configureFailPoint",
+                "failCommand",
+                mode={"times": 1},
+                data={
+                    "failCommands": list(_WRITE_COMMANDS),
+                    "closeConnection": True,
+                    "appName": self._client_options["appname"],
+                },
+            )
         if not self.transactions:
             return await work(None)
         async with self._here().client.start_session() as session:

@@ -71,7 +71,18 @@ def start_secantus(host: str = "127.0.0.1", *, startup_timeout: float = 60.0) ->
     """
     port = free_port(host)
     log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by stop()
-    command = [sys.executable, "-m", "secantus", "--host", host, "--port", str(port), "--storage-path", ":memory:"]
+    command = [
+        sys.executable,
+        "-m",
+        "secantus",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--storage-path",
+        ":memory:",
+        "--enable-test-commands",  # configureFailPoint: the connection_lost fault point
+    ]
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     server = SecantusServer(f"mongodb://{host}:{port}", process, log)
     try:

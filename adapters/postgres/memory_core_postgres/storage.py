@@ -192,7 +192,7 @@ class PostgresStorage(BaseStorage):
     backend_name = "postgresql"
     loop_bound = True
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
-    fault_points = frozenset(FaultPoint)
+    fault_points = frozenset({FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK, FaultPoint.CONNECTION_LOST})
 
     def __init__(
         self,

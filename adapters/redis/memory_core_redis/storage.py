@@ -10,6 +10,7 @@ correct, and where costs grow linearly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import secrets
 from collections import defaultdict
@@ -35,7 +36,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.retry import STALE_WRITES, RetryPolicy
+from memory_core.retry import STALE_WRITES, FaultPoint, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from memory_core.storage.composed import compose_read, compose_read_state, erase_threads
 from redis import exceptions as redis_errors
@@ -319,6 +320,7 @@ class RedisStorage(BaseStorage):
     loop_bound: ClassVar[bool] = True
     chunk_limits: ClassVar[frozenset[int]] = frozenset({RELEASE_CHUNK, *_SCRIPT_CHUNKS})
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    fault_points = frozenset({FaultPoint.SCRIPTS_LOST, FaultPoint.CONNECTION_LOST})
 
     def __init__(
         self,
@@ -538,9 +540,25 @@ class RedisStorage(BaseStorage):
         return self._keys.resource(resource_id)
 
     async def _run(self, name: str, base: str, args: list[Any]) -> Any:
+        """Run script ``name`` in the slot of ``base``; every call passes the
+        store's fault points first (a test hook, :mod:`memory_core.retry`):
+        an armed ``scripts_lost`` empties the server's script cache (``SCRIPT
+        FLUSH``), an armed ``connection_lost`` makes the server close every
+        client connection (``CLIENT KILL TYPE normal``), each then handled as
+        the real one is."""
         link = self._link()
         async with link.calls:
+            await self._fire_faults(link.client)
             return await link.scripts.run(name, base, args)
+
+    async def _fire_faults(self, client: Any) -> None:
+        """Produce each armed fault of ``fault_points`` with the server's own commands."""
+        nodes = {"target_nodes": client.get_nodes()} if isinstance(client, RedisCluster) else {}
+        if self.faults.take(FaultPoint.SCRIPTS_LOST):
+            await client.execute_command("SCRIPT", "FLUSH", **nodes)
+        if self.faults.take(FaultPoint.CONNECTION_LOST):
+            with contextlib.suppress(redis_errors.ConnectionError):  # the sender's own connection goes too
+                await client.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no", **nodes)
 
     async def _locate(self, thread_ids: Sequence[str], message_ids: Sequence[str]) -> tuple[list[Any], list[Any]]:
         """Ask the directory (store slot) where ids live; caches the answers."""

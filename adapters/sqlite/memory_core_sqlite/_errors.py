@@ -6,17 +6,14 @@ import sqlite3
 
 __all__ = ["is_busy"]
 
-_SQLITE_BUSY = 5
-_SQLITE_LOCKED = 6
+_BUSY_CODES = (5, 6)
+"""SQLITE_BUSY and SQLITE_LOCKED: the primary result codes of a lock held elsewhere."""
 
 
 def is_busy(exc: BaseException) -> bool:
     """Whether ``exc`` is SQLite's transient "database is locked"/busy error
-    (another connection holds a lock); retrying later can succeed."""
-    if not isinstance(exc, sqlite3.OperationalError):
-        return False
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        return True
-    text = str(exc).lower()
-    return "database is locked" in text or "database table is locked" in text or "busy" in text
+    (another connection holds a lock; its primary result code, not its
+    text, which SQLite words differently by version); retrying later can
+    succeed."""
+    code = getattr(exc, "sqlite_errorcode", None)  # set on every error SQLite raises (Python >= 3.11)
+    return isinstance(exc, sqlite3.OperationalError) and isinstance(code, int) and code & 0xFF in _BUSY_CODES

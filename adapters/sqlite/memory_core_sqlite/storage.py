@@ -28,10 +28,11 @@ from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import ensure_folder, option_bool
 from memory_core.plan import ReadParts, ReadPlan
+from memory_core.retry import FaultPoint, Faults
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
-from memory_core_sqlite import _ops
+from memory_core_sqlite import _faults, _ops
 from memory_core_sqlite._errors import is_busy
 from memory_core_sqlite._locks import file_lock
 from memory_core_sqlite._schema import prepare, schema_version
@@ -136,6 +137,7 @@ class SQLiteStorage(BaseStorage):
 
     backend_name = "sqlite"
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
+    fault_points = frozenset({FaultPoint.BUSY, FaultPoint.LOCK_TIMEOUT, FaultPoint.STALE_WRITE})
     """File databases are persistent and shareable between instances and
     processes; a ``:memory:`` store is neither (it lives in one instance)."""
 
@@ -155,6 +157,8 @@ class SQLiteStorage(BaseStorage):
         self.settings = SQLiteSettings(namespaced_path(os.fspath(path), namespace), **options)
         if self.settings.in_memory:  # private to this connection: gone on close, unseen by others
             self.capabilities = frozenset()
+            self.fault_points = frozenset({FaultPoint.STALE_WRITE})  # no second connection can lock it
+            self.faults = Faults(self.fault_points)
         self.journal_mode: str | None = None
         self._db: aiosqlite.Connection | None = None
         self._made_dirs: list[str] = []  # folders open() created, removed again by destroy()
@@ -226,6 +230,22 @@ class SQLiteStorage(BaseStorage):
             return fn(db._conn, *args, **kwargs)
 
         return cast(T, await db._execute(job))  # type: ignore[no-untyped-call]
+
+    async def _write(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """:meth:`_run` for a write: it passes the store's fault points first
+        (a test hook, :mod:`memory_core.retry`; :mod:`._faults`): an armed
+        ``busy`` makes a second connection hold the write lock for a moment,
+        an armed ``lock_timeout`` makes the write meet that lock without
+        waiting, an armed ``stale_write`` makes the write's transaction find
+        its reads stale, each then handled as the real one is."""
+        if not self.settings.in_memory and self.faults.take(FaultPoint.BUSY):
+            await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
+        if not self.settings.in_memory and self.faults.take(FaultPoint.LOCK_TIMEOUT):
+            await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
+            return await self._run(_faults.without_waiting, lambda conn: fn(conn, *args, **kwargs))
+        if self.faults.take(FaultPoint.STALE_WRITE):
+            await self._run(_faults.stale_write)
+        return await self._run(fn, *args, **kwargs)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -304,36 +324,36 @@ class SQLiteStorage(BaseStorage):
     # ------------------------------------------------------------------ threads
 
     async def _insert_thread(self, thread: Thread) -> None:
-        await self._run(_ops.insert_thread, thread)
+        await self._write(_ops.insert_thread, thread)
 
     async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str]:
-        return await self._run(_ops.copy_thread, plan, now_us)
+        return await self._write(_ops.copy_thread, plan, now_us)
 
     async def _save_thread_checked(self, thread: Thread) -> Thread | None:
-        return await self._run(_ops.save_thread_checked, thread)
+        return await self._write(_ops.save_thread_checked, thread)
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int
     ) -> Thread | None:
-        return await self._run(_ops.patch_thread, thread_id, title, metadata, now_us)
+        return await self._write(_ops.patch_thread, thread_id, title, metadata, now_us)
 
     async def _delete_thread(self, thread_id: str) -> int:
-        return await self._run(_ops.delete_thread, thread_id)
+        return await self._write(_ops.delete_thread, thread_id)
 
     # ------------------------------------------------------------------ messages
 
     async def _save_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: SaveDecision, now_us: int
     ) -> tuple[list[Message], list[int]]:
-        return await self._run(_ops.save_checked, thread_ids, message_ids, decide, now_us)
+        return await self._write(_ops.save_checked, thread_ids, message_ids, decide, now_us)
 
     async def _patch_checked(
         self, thread_ids: Sequence[str], message_ids: Sequence[str], decide: PatchDecision, now_us: int
     ) -> list[Message]:
-        return await self._run(_ops.patch_checked, thread_ids, message_ids, decide, now_us)
+        return await self._write(_ops.patch_checked, thread_ids, message_ids, decide, now_us)
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
-        return await self._run(_ops.delete_found, ids, now_us)
+        return await self._write(_ops.delete_found, ids, now_us)
 
     # ------------------------------------------------------------------ composite reads (one hop each)
 
@@ -343,21 +363,21 @@ class SQLiteStorage(BaseStorage):
     # ------------------------------------------------------------------ resources
 
     async def _put_resource(self, resource: Resource) -> None:
-        await self._run(_ops.put_resource, resource)
+        await self._write(_ops.put_resource, resource)
 
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
     ) -> Resource:
-        return await self._run(_ops.patch_resource, resource_id, working_memory, metadata, now_us)
+        return await self._write(_ops.patch_resource, resource_id, working_memory, metadata, now_us)
 
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
-        return await self._run(_ops.swap_resource_memory, resource_id, expected, value, now_us)
+        return await self._write(_ops.swap_resource_memory, resource_id, expected, value, now_us)
 
     async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
-        return await self._run(_ops.swap_thread_memory, thread_id, expected, value, now_us)
+        return await self._write(_ops.swap_thread_memory, thread_id, expected, value, now_us)
 
     async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
-        await self._run(_ops.write_memory, write, decide, now_us)
+        await self._write(_ops.write_memory, write, decide, now_us)
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        return await self._run(_ops.delete_resource, resource_id)
+        return await self._write(_ops.delete_resource, resource_id)

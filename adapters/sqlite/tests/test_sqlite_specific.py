@@ -150,12 +150,21 @@ async def test_locked_database_raises_a_retryable_backend_error(tmp_path: Path) 
         await store.destroy()
 
 
+def _raised(error: type[sqlite3.Error], text: str, code: int) -> sqlite3.Error:
+    """An error as SQLite raises it: its text and (extended) result code."""
+    exc = error(text)
+    exc.sqlite_errorcode = code
+    return exc
+
+
 def test_is_retryable_classifies_sqlite_errors() -> None:
     store = SQLiteStorage()
-    assert store.is_retryable(sqlite3.OperationalError("database is locked"))
-    assert store.is_retryable(sqlite3.OperationalError("database table is locked"))
-    assert not store.is_retryable(sqlite3.OperationalError("no such table: threads"))
-    assert not store.is_retryable(sqlite3.IntegrityError("UNIQUE constraint failed"))
+    assert store.is_retryable(_raised(sqlite3.OperationalError, "database is locked", 5))
+    assert store.is_retryable(_raised(sqlite3.OperationalError, "database table is locked", 6))
+    assert store.is_retryable(_raised(sqlite3.OperationalError, "database is locked", 5 | 2 << 8))  # BUSY_SNAPSHOT
+    assert not store.is_retryable(_raised(sqlite3.OperationalError, "no such table: threads", 1))
+    assert not store.is_retryable(_raised(sqlite3.IntegrityError, "UNIQUE constraint failed", 2067))
+    assert not store.is_retryable(sqlite3.OperationalError("database is locked"))  # made by hand, not by SQLite
     assert store.is_retryable(TimeoutError())
 
 

@@ -37,8 +37,12 @@ ResourceCounter = Callable[[], Awaitable[int]]
 """``async () -> int``: how many server-side resources (connections, clients,
 open files) the process holds on the adapter's target right now."""
 
-ABSORBED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK)
+ABSORBED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK, FaultPoint.BUSY, FaultPoint.SCRIPTS_LOST)
 """Fault points whose retry must absorb a fault that happens twice in a row."""
+BOUNDED = (FaultPoint.STALE_WRITE, FaultPoint.ROLLED_BACK)
+"""Fault points whose retry must give up, typed, when the fault never ends
+(``busy`` ends by itself: each pass holds the lock only for a moment;
+``scripts_lost`` is repaired by the pass that meets it)."""
 CYCLES = 5
 """Open/close cycles of the leak case."""
 
@@ -86,7 +90,7 @@ class FaultCases(SuiteBase):
             changes = describe_difference(got, want, ("adapter", "reference"), root="store")
             assert not changes, f"after a {point.value} fault twice:\n" + "\n".join(changes)
 
-    @pytest.mark.parametrize("point", ABSORBED, ids=[p.value for p in ABSORBED])
+    @pytest.mark.parametrize("point", BOUNDED, ids=[p.value for p in BOUNDED])
     async def test_faults_a_fault_that_never_ends_gives_up_typed(
         self, storage_factory: StorageFactory, point: FaultPoint
     ) -> None:
@@ -101,6 +105,21 @@ class FaultCases(SuiteBase):
             store.faults.arm(point, times=0)
             assert (await store.list_messages("t1")).items == [], "a write that gave up left a message"
             await store.save_messages([message("m1")])
+
+    async def test_faults_a_lock_held_too_long_is_typed_and_writes_nothing(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        async with open_store(storage_factory) as store:
+            _declared(store, FaultPoint.LOCK_TIMEOUT)
+            await store.save_thread(thread("t1"))
+            store.faults.arm(FaultPoint.LOCK_TIMEOUT)
+            with pytest.raises(BackendError) as caught:
+                await store.save_messages([message("m1")])
+            assert caught.value.retryable, f"a lock held by another writer is transient: {caught.value!r}"
+            assert store.faults.fired(FaultPoint.LOCK_TIMEOUT) == 1
+            assert (await store.list_messages("t1")).items == [], "a write that met a held lock left a message"
+            await store.save_messages([message("m1")])
+            assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
 
     async def test_faults_a_lost_connection_is_typed_and_the_store_recovers(
         self, storage_factory: StorageFactory

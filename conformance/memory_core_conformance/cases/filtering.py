@@ -415,6 +415,15 @@ class FilterRules(SuiteBase):
         assert ids(await store.list_messages("t2", resource_id="r2")) == ["b"]
         assert ids(await store.list_messages("missing", resource_id="r1")) == []
 
+    async def test_r_own_threads_of_one_resource_list_together_under_it(self, store: BaseStorage) -> None:
+        for tid in ("t1", "t2", "t3"):
+            await store.save_thread(thread(tid, "r1"))
+        pairs = [("a", "t1"), ("b", "t2"), ("c", "t3")]
+        await store.save_messages([message(mid, tid, created_at=at(n)) for n, (mid, tid) in enumerate(pairs, 1)])
+        for named, want in ((["t1", "t2"], ["a", "b"]), (["t3", "t1", "t2"], ["a", "b", "c"])):
+            page = await store.list_messages(named, resource_id="r1")
+            assert (ids(page), page.total) == (want, len(want)), f"threads {named} of resource r1"
+
     async def test_r_own_listings_are_scoped_by_resource(self, store: BaseStorage) -> None:
         await store.save_thread(thread("t1", "r1"))
         await store.save_thread(thread("t2", "r2"))

@@ -116,6 +116,17 @@ class OpeningCases(SuiteBase):
             await good.save_thread(thread("t1"))
             assert await good.get_thread("t1") is not None
 
+    async def test_lifecycle_a_store_with_data_passes_the_strict_preflight(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        """``preflight(must_exist=True)``, what ``export``, ``copy``'s source
+        and ``prune`` run first, finds an opened store holding data."""
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t1"))
+            await store.save_messages([message("m1")])
+            await store.preflight(must_exist=True)
+            assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
+
     async def test_lifecycle_close_before_open_ends_the_store(self, storage_factory: StorageFactory) -> None:
         store = storage_factory(None)
         await store.close()

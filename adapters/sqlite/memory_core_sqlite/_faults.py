@@ -1,0 +1,62 @@
+"""SQLite's fault points (:mod:`memory_core.retry`), produced the way SQLite does.
+
+``busy``: a second connection to the same file takes the write lock
+(``BEGIN IMMEDIATE``) and releases it :data:`BUSY_HOLD_S` later from a timer
+thread, so the store's next write meets a real SQLITE_BUSY and waits in
+SQLite's busy handler (the store's ``timeout``). ``lock_timeout``: the same
+held lock, met by a write whose busy timeout is 0 for that one write, so
+SQLite raises "database is locked" at once (what a timeout that ran out
+does). ``stale_write``: the write's
+transaction begins and raises StaleStateError, as a write that finds its
+thread changed does, so the transaction's rollback runs and the core reads,
+checks and writes again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from memory_core.errors import StaleStateError
+
+from memory_core_sqlite._ops import transaction
+
+__all__ = ["BUSY_HOLD_S", "hold_write_lock", "stale_write", "without_waiting"]
+
+T = TypeVar("T")
+
+BUSY_HOLD_S = 0.05
+"""Seconds the ``busy`` fault holds the write lock (far below any busy timeout)."""
+
+
+def hold_write_lock(path: str, seconds: float = BUSY_HOLD_S) -> None:
+    """Take ``path``'s write lock on a new connection now and release it
+    ``seconds`` later from a timer thread (returns at once, lock held)."""
+    blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+
+    def release() -> None:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+    timer = threading.Timer(seconds, release)
+    timer.daemon = True
+    timer.start()
+
+
+def stale_write(conn: sqlite3.Connection) -> None:
+    """Begin a write transaction and find the reads stale (StaleStateError)."""
+    with transaction(conn):
+        raise StaleStateError("fault point stale_write: the write found its reads stale")
+
+
+def without_waiting(conn: sqlite3.Connection, call: Callable[[sqlite3.Connection], T]) -> T:
+    """``call(conn)`` with the connection's busy timeout 0 (restored after)."""
+    (waited,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return call(conn)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(waited)}")
