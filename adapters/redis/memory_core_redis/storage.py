@@ -85,10 +85,23 @@ _RETRYABLE = (
     redis_errors.MasterDownError,
 )
 
-Snapshot = tuple[str, str, str, str, str, str, str, list[str]]
-"""(thread id, resource id, state "l"/"d", version, created key, updated key,
-last-message key or "", filter field pairs): what the store slot learns
-about a changed thread."""
+
+class Snapshot(NamedTuple):
+    """What the store slot learns about a changed thread (state.lua's and
+    the write steps' thread reply, with the resource added)."""
+
+    thread_id: str
+    resource_id: str
+    state: str
+    """``"l"`` (live) or ``"d"`` (deleted)."""
+    version: str
+    """The thread's version in its slot; ``""`` when the slot has no trace of it."""
+    created_key: str
+    updated_key: str
+    last_key: str
+    """The key of its newest message, ``""`` when it has none."""
+    fields: list[str]
+    """Filter field pairs, flat."""
 
 
 def _field_ops(patch: Mapping[str, Any]) -> list[str]:
@@ -153,24 +166,30 @@ def _message(resource_id: str, rec: Sequence[Any]) -> Message:
 
 def _snapshot(resource_id: str, lua: Sequence[str]) -> Snapshot:
     if lua[1] == "d":  # state.lua's deletion: {id, "d", version or ""}
-        return (lua[0], resource_id, "d", lua[2], "", "", "", [])
+        return Snapshot(lua[0], resource_id, "d", lua[2], "", "", "", [])
     tid, state, version, ckey, ukey, lkey, *fields = lua
-    return (tid, resource_id, state, version, ckey, ukey, lkey, list(fields))
-
-
-def _claim(reply: Sequence[Any]) -> _Claim:
-    return _Claim(int(reply[1]), list(reply[2]), reply[3], list(reply[4]))
+    return Snapshot(tid, resource_id, state, version, ckey, ukey, lkey, list(fields))
 
 
 class _Claim(NamedTuple):
-    """What step one of a write got: first sequence number - 1, version
-    floors of the claimed threads, the write's intent stamp, and the
-    resource holding each thread it changes (None: no such thread)."""
+    """claim.lua's "ok" reply, the first step of a write: first sequence
+    number - 1, version floors of the claimed threads, the write's intent
+    stamp, and the resource holding each thread it changes (None: no such
+    thread); solo.lua's adds ``steps``, the step's reply per group (empty
+    when nothing was written: a patch or delete of a thread the directory
+    does not know)."""
 
     first: int
     floors: list[str]
     stamp: str
     owners: list[str | None]
+    steps: list[Any]
+
+    @classmethod
+    def of(cls, reply: Sequence[Any]) -> _Claim:
+        """Decode ``["ok", first, floors, stamp, owners, steps?]``."""
+        _, first, floors, stamp, owners, *steps = reply
+        return cls(int(first), list(floors), stamp, list(owners), list(steps[0]) if steps else [])
 
 
 def _message_bounds(query: MessageQuery, *, keyset: bool = True) -> tuple[str, str]:
@@ -614,7 +633,7 @@ class RedisStorage(BaseStorage):
         Raises:
             StaleStateError: an id is held by another resource (see :meth:`_claimed`).
         """
-        return _claim(await self._claimed(lambda: self._run("claim", self._keys.store, claim_args), claim_args))
+        return await self._claimed(lambda: self._run("claim", self._keys.store, claim_args), claim_args)
 
     @staticmethod
     def _claim_args(
@@ -636,7 +655,7 @@ class RedisStorage(BaseStorage):
             *touched,
         ]
 
-    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]], claim_args: list[Any]) -> list[Any]:
+    async def _claimed(self, call: Callable[[], Awaitable[list[Any]]], claim_args: list[Any]) -> _Claim:
         """Run ``call`` (a script whose reply starts as claim.lua's, claiming
         with ``claim_args``) until it is "ok"; its reply.
 
@@ -655,7 +674,7 @@ class RedisStorage(BaseStorage):
         for _ in policy.tries():
             reply = await call()
             if reply[0] == "ok":
-                return reply
+                return _Claim.of(reply)
             _, kind, item, holder, pending, cutoff = reply
             if not await self._release_dead(kind, item, holder, pending, int(cutoff)):
                 # never name the other tenant's resource
@@ -663,9 +682,7 @@ class RedisStorage(BaseStorage):
                 raise StaleStateError(f"{what} {item!r} belongs to another resource")
         raise StaleStateError(f"ids kept being reserved by dead writes {policy.attempts} times")
 
-    async def _solo_write(
-        self, write: str, claim_args: list[Any], groups: Iterable[tuple[str, list[Any]]]
-    ) -> list[Any]:
+    async def _solo_write(self, write: str, claim_args: list[Any], groups: Iterable[tuple[str, list[Any]]]) -> _Claim:
         """A whole write as one atomic ``solo.lua`` call (standalone server
         only, README: "Hash tags and Cluster"): claim.lua with
         ``claim_args`` (no intents), step ``write`` in each (resource id,
@@ -674,9 +691,9 @@ class RedisStorage(BaseStorage):
         thread's resource in the directory.
 
         Returns:
-            claim.lua's reply, with the list of the step's replies (one per
-            group) appended when the write ran; without it (a patch or delete
-            of a thread the directory does not know) nothing was written.
+            claim.lua's reply, with ``steps`` the step's replies (one per
+            group) when the write ran; empty when nothing was written (a
+            patch or delete of a thread the directory does not know).
 
         Raises:
             StaleStateError: an id is held by another resource (as :meth:`_claimed`).
@@ -689,16 +706,17 @@ class RedisStorage(BaseStorage):
             args += (self._slot(rid) if rid else "", rid, len(step), *step)
         return await self._claimed(lambda: self._run("solo", self._keys.store, args), claim_args)
 
-    async def _solo_thread(self, write: str, thread_id: str, args: list[Any]) -> tuple[str | None, Any]:
+    async def _solo_thread(self, write: str, thread_id: str, args: list[Any]) -> tuple[str, Any] | None:
         """``(resource id, step reply)`` of thread write ``write`` (patch or
         delete) run by :meth:`_solo_write` in one call, in the resource the
-        directory names; ``(None, None)`` when there is no such thread (the
-        step's reply is None too when the slot lacks it); a thread found
-        missing loses its cached location."""
-        reply = await self._solo_write(write, self._claim_args(touched=[thread_id]), [("", args)])
-        rid, step = reply[4][0], reply[5][0] if len(reply) > 5 else None
-        if step is None:
+        directory names; None when there is no such thread (not in the
+        directory, or not in its resource's slot: the step answered None),
+        and then the thread loses its cached location."""
+        claim = await self._solo_write(write, self._claim_args(touched=[thread_id]), [("", args)])
+        rid, step = claim.owners[0], claim.steps[0] if claim.steps else None
+        if rid is None or step is None:
             self._thread_at.drop(thread_id)
+            return None
         return rid, step
 
     async def _message_write(
@@ -714,7 +732,7 @@ class RedisStorage(BaseStorage):
             return [], None
         claim_args = self._claim_args(touched=bump)
         if self._solo:
-            return (await self._solo_write(step, claim_args, calls))[5], None
+            return (await self._solo_write(step, claim_args, calls)).steps, None
         claim = await self._claim(claim_args)
         return await self._gather(self._run(step, self._slot(rid), args) for rid, args in calls), claim
 
@@ -734,7 +752,7 @@ class RedisStorage(BaseStorage):
             return True
         snap = _snapshot(holder, threads[0])
         await self._apply([snap], threads=intent)
-        return snap[2] == "d"
+        return snap.state == "d"
 
     async def _roll_forward(self, pending: Sequence[Sequence[Any]], cutoff: int) -> None:
         """Bring the store slot up to date with the slots of threads that
@@ -756,7 +774,7 @@ class RedisStorage(BaseStorage):
                 snap = _snapshot(rid, lua)
                 # no trace in the slot: a dead write's claim, or a live one's
                 # not yet written (then leave it alone)
-                if snap[3] != "" or stamps[snap[0]] < cutoff:
+                if snap.version != "" or stamps[snap.thread_id] < cutoff:
                     snapshots.append(snap)
         dead = [(tid, str(stamp)) for tid, stamp in stamps.items() if stamp < cutoff]
         await self._apply(snapshots, threads=dead)
@@ -808,7 +826,7 @@ class RedisStorage(BaseStorage):
             snap = await self._write_thread(thread, "any")
         except StaleStateError:
             return None
-        lkey = _snapshot(thread.resource_id, snap)[6]
+        lkey = _snapshot(thread.resource_id, snap).last_key
         return replace(thread, last_message_at=from_us(time_of_key(lkey))) if lkey else thread
 
     async def _insert_thread(self, thread: Thread) -> None:
@@ -835,7 +853,7 @@ class RedisStorage(BaseStorage):
         args = [mode, thread.id, 0, thread.title, dumps(thread.metadata), created, updated, *_counted(fields)]
         claim = None
         if self._solo:
-            snap = (await self._solo_write("put_thread", claim_args, [(rid, args)]))[5][0]
+            snap = (await self._solo_write("put_thread", claim_args, [(rid, args)])).steps[0]
         else:
             claim = await self._claim(claim_args)
             args[2] = claim.floors[0]
@@ -882,24 +900,24 @@ class RedisStorage(BaseStorage):
             *condition,
         ]
 
-        reply: Any
+        rid: str | None
         if self._solo:
-            rid, reply = await self._solo_thread("patch_thread", thread_id, args)
+            found = await self._solo_thread("patch_thread", thread_id, args)
+            rid, reply = (None, None) if found is None else found
         else:
             claim = await self._claim(self._claim_args(touched=[thread_id]))
             rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
             reply = None if rid is None else await self._run("patch_thread", self._slot(rid), args)
-            if reply is None or reply == "mismatch":
+            if rid is None or reply is None or reply == "mismatch":
                 await self._settle(thread_id, rid, intent, missing=reply is None)
             else:
-                if rid is None:
-                    raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
                 await self._apply([_snapshot(rid, reply[1])], threads=intent)
-        if reply is None or reply == "mismatch":
-            return None if reply is None else "mismatch"
-        if rid is None:
-            raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
-        return _thread(rid, reply[0])
+        if rid is None or reply is None:
+            return None
+        if reply == "mismatch":
+            return "mismatch"
+        record, _ = reply  # patch_thread.lua: {thread record, snapshot}
+        return _thread(rid, record)
 
     async def _settle(self, thread_id: str, rid: str | None, intent: list[tuple[str, str]], *, missing: bool) -> None:
         """End a thread write that changed nothing: clear its intent, and
@@ -910,15 +928,17 @@ class RedisStorage(BaseStorage):
             self._thread_at.drop(thread_id)
             threads, _ = await self._run("state", self._slot(rid), [1, thread_id])
             snap = _snapshot(rid, threads[0])
-            if snap[3] != "":  # a live or tombstoned thread; no trace: maybe a claim in flight
+            if snap.version != "":  # a live or tombstoned thread; no trace: maybe a claim in flight
                 snapshots.append(snap)
         await self._apply(snapshots, threads=intent)
 
     async def _delete_thread(self, thread_id: str) -> int:
         if self._solo:
-            _, reply = await self._solo_thread("delete_thread", thread_id, [thread_id, TOMBSTONE_TTL])
+            found = await self._solo_thread("delete_thread", thread_id, [thread_id, TOMBSTONE_TTL])
             self._thread_at.drop(thread_id)
-            deleted = [] if reply is None else reply[1]
+            deleted: list[str] = []
+            if found is not None:
+                _, (_, deleted) = found  # delete_thread.lua: {version, message ids}
             for mid in deleted:
                 self._message_at.drop(mid)
             return len(deleted)
@@ -926,16 +946,14 @@ class RedisStorage(BaseStorage):
         rid, intent = claim.owners[0], [(thread_id, claim.stamp)]
         self._thread_at.drop(thread_id)
         reply = None if rid is None else await self._run("delete_thread", self._slot(rid), [thread_id, TOMBSTONE_TTL])
-        if reply is None:
+        if rid is None or reply is None:
             # also what a retry of a delete that died after its slot's step finds
             await self._settle(thread_id, rid, intent, missing=True)
             return 0
-        if rid is None:
-            raise BackendError("redis", "write", f"thread {thread_id!r}: the script answered without an owner")
         version, ids = reply
         for mid in ids:
             self._message_at.drop(mid)
-        snap: Snapshot = (thread_id, rid, "d", version, "", "", "", [])
+        snap = Snapshot(thread_id, rid, "d", version, "", "", "", [])
         await self._apply([snap], [(mid, rid) for mid in ids], threads=intent)
         return len(ids)
 
@@ -1041,8 +1059,8 @@ class RedisStorage(BaseStorage):
             return [now_us, first, sizes[rid], *groups[rid], len(bump), *bump]
 
         if self._solo:
-            reply = await self._solo_write("save_messages", claim_args, [(rid, save_args(0, rid)) for rid in groups])
-            first, replies = int(reply[1]), reply[5]
+            claim = await self._solo_write("save_messages", claim_args, [(rid, save_args(0, rid)) for rid in groups])
+            first, replies = claim.first, claim.steps
         else:
             claim = await self._claim(claim_args)
             first = claim.first
@@ -1053,11 +1071,12 @@ class RedisStorage(BaseStorage):
         unused: list[tuple[str, str]] = []
         stale: str | None = None
         for rid, reply in zip(groups, replies, strict=True):
-            if reply[0] == "stale":
-                stale = reply[1]
-                unused += ((mid, rid) for mid in reply[2])  # new ids, never written
+            if reply[0] == "stale":  # {"stale", id, new ids never written}
+                _, stale, new_ids = reply
+                unused += ((mid, rid) for mid in new_ids)
                 continue
-            snapshots += (_snapshot(rid, s) for s in reply[1])
+            _, snaps = reply  # {sequences, snapshots}
+            snapshots += (_snapshot(rid, s) for s in snaps)
         for m in messages:
             if m.resource_id is not None and (m.id, m.resource_id) not in unused:
                 self._message_at.put(m.id, m.resource_id)
@@ -1142,11 +1161,13 @@ class RedisStorage(BaseStorage):
         written: list[Message] = []
         stale: str | None = None
         for (rid, _), reply in zip(calls, replies, strict=True):
-            if reply[0] == "stale":  # ("stale", id, "thread" | "message")
-                stale = f"{reply[2]} {reply[1]!r}"
+            if reply[0] == "stale":  # {"stale", id, "thread" | "message"}
+                _, item, kind = reply
+                stale = f"{kind} {item!r}"
                 continue
-            snapshots += (_snapshot(rid, s) for s in reply[1])
-            written += (_message(rid, rec) for rec in reply[2])
+            _, snaps, records = reply  # {_, snapshots, message records}
+            snapshots += (_snapshot(rid, s) for s in snaps)
+            written += (_message(rid, rec) for rec in records)
         if claim is not None:
             await self._apply(snapshots, threads=[(tid, claim.stamp) for tid in bump])
         if stale is not None:
@@ -1168,8 +1189,8 @@ class RedisStorage(BaseStorage):
         release: list[tuple[str, str]] = []
         stale: str | None = None
         for rid, reply in zip(groups, replies, strict=True):
-            if reply[0] == "stale":  # that slot wrote nothing
-                stale = reply[1]
+            if reply[0] == "stale":  # {"stale", id}: that slot wrote nothing
+                _, stale = reply
                 continue
             deleted, snaps = reply
             snapshots += (_snapshot(rid, s) for s in snaps)
@@ -1202,9 +1223,9 @@ class RedisStorage(BaseStorage):
                     return len(taken)
                 await STALE_WRITES.pause(tried)  # the core's retry policy, for the stale slot's part
             raise StaleStateError(f"message {stale!r} kept moving while deleting")
-        reply = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
+        claim = await self._solo_write("delete_found", self._claim_args(), [("", [len(ids), *ids, now_us])])
         # The script names the threads from the slots themselves: never stale.
-        deleted = [mid for removed, _ in reply[5] for mid in removed]
+        deleted = [mid for removed, _ in claim.steps for mid in removed]
         for mid in deleted:
             self._message_at.drop(mid)
         return len(deleted)
@@ -1343,19 +1364,22 @@ class RedisStorage(BaseStorage):
                 return None
             self._thread_at.put(tid, rid)
             threads[tid] = _thread(rid, rec)
-        resources = {} if not resource_rec or resource_rec[2] is None else {rid: _resource(rid, resource_rec)}
+        resource = _resource(rid, resource_rec) if resource_rec else None
+        resources = {} if resource is None else {rid: resource}
         message_total, messages = 0, []
         if query is not None:
-            message_total = int(messages_rec[0])
-            messages = [_message(rid, rec) for rec in messages_rec[1] if rec is not None]
-            if query.resource_id is None and messages_rec[2]:
-                for tid in messages_rec[2]:
+            total, records, missing = messages_rec  # missing: thread ids not in this slot
+            message_total = int(total)
+            messages = [_message(rid, rec) for rec in records if rec is not None]
+            if query.resource_id is None and missing:
+                for tid in missing:
                     self._thread_at.drop(tid)
                 return None
         thread_total, thread_items = 0, []
         if page is not None:
-            thread_total = int(page_rec[0])
-            thread_items = [_thread(rid, rec) for rec in page_rec[1] if rec is not None]
+            total, records = page_rec
+            thread_total = int(total)
+            thread_items = [_thread(rid, rec) for rec in records if rec is not None]
         windows = []
         for (mid, _, _), recs in zip(plan.windows, windows_rec, strict=True):
             if not recs:
@@ -1370,7 +1394,7 @@ class RedisStorage(BaseStorage):
     async def _get_resource(self, resource_id: str) -> Resource | None:
         async with self._calls:
             rec = await self._client.hmget(self._slot(resource_id) + "r", ["w", "d", "c", "u"])
-        return None if rec[2] is None else _resource(resource_id, rec)
+        return _resource(resource_id, rec)
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
         # Candidates come from the store slot's index (README: "Resource
@@ -1472,8 +1496,8 @@ class RedisStorage(BaseStorage):
             if await self._run("erase", self._slot(resource_id), []):  # 1: the slot holds nothing
                 await self._run("unlist", self._keys.store, [resource_id])
             return thread_ids, messages or 0, existed
-        reply = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
-        thread_ids, messages, existed = reply[5][0]
+        claim = await self._solo_write("delete_resource", self._claim_args(), [(resource_id, [])])
+        thread_ids, messages, existed = claim.steps[0]
         for tid in thread_ids:
             self._thread_at.drop(tid)
         return list(thread_ids), int(messages), bool(existed)
@@ -1485,8 +1509,12 @@ class RedisStorage(BaseStorage):
         return deleted > 0
 
 
-def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:
+def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource | None:
+    """A resource record's fields (working memory, metadata, created,
+    updated); None when it has none (no record)."""
     wm, meta, created, updated = rec
-    if meta is None or created is None or updated is None:
+    if created is None:
+        return None
+    if meta is None or updated is None:
         raise BackendError("redis", "read", f"resource {resource_id!r}: its record lacks metadata or times")
     return build_resource(resource_id, wm, loads(meta), StoredTime(created), StoredTime(updated))
