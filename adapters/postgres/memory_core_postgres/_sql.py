@@ -391,17 +391,15 @@ def read_plan(plan: ReadPlan) -> tuple[str, Params]:
 
 def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Params]:
     """Threads and messages among these ids in one statement (one snapshot).
-    Rows: ``kind`` (0 thread, 1 message) then a union of both layouts; the
-    last column is a message row's ``xmin`` (its version, for a
-    compare-and-set write: ``patch_messages``)."""
+    Rows as a read plan's: ``kind`` (THREAD or WINDOW: a message), a message
+    row's ``xmin`` (its version, for a compare-and-set write:
+    ``patch_messages``), NULL, then message columns at PLAN_MESSAGE_AT and
+    thread columns at PLAN_THREAD_AT."""
     params = Params()
     sql = (
-        "SELECT 0 AS kind, id, resource_id, NULL::text AS thread_id, title, NULL::text AS role,"
-        " NULL::json AS type, NULL::json AS content, metadata, created_at, updated_at, NULL::bigint AS seq,"
-        f" {LAST_MESSAGE_AT} AS last_message_at, NULL::xid AS version"
+        f"SELECT {THREAD}, NULL::xid, NULL::bigint, {_NO_MESSAGE}, {THREAD_COLUMNS}"
         f" FROM threads WHERE id = ANY({params.add(thread_ids, '::text[]')})"
-        " UNION ALL SELECT 1, id, resource_id, thread_id, NULL, role, type, content, metadata, created_at, NULL, seq,"
-        " NULL, xmin"
+        f" UNION ALL SELECT {WINDOW}, xmin, NULL::bigint, {MESSAGE_COLUMNS}, {_NO_THREAD}"
         f" FROM messages WHERE id = ANY({params.add(message_ids, '::text[]')})"
     )
     return sql, params

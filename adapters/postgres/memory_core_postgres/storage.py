@@ -131,6 +131,19 @@ class ResourceRow(NamedTuple):
     updated_at: datetime
 
 
+class PlanHead(NamedTuple):
+    """The first columns of a read-plan row (:func:`_sql.read_plan`) and of
+    a state row (:func:`_sql.read_state`, where ``ord`` holds a message's
+    ``xmin``)."""
+
+    kind: int
+    """_sql.THREAD, RESOURCE, MESSAGE_PAGE, THREAD_PAGE or WINDOW."""
+    ord: int | None
+    """A window's 1-based number; a state row's message version."""
+    total: int | None
+    """A page's count (on every row of the page)."""
+
+
 # The decoders unpack a row by name through its typed shape (a slice of the
 # record, no NamedTuple built: a row costs what a tuple unpack costs).
 
@@ -389,9 +402,10 @@ class PostgresStorage(BaseStorage):
             " SELECT EXISTS (SELECT 1 FROM saved), (SELECT max(created_at) FROM messages WHERE thread_id = $1)",
             *self._thread_args(thread),
         )
-        if not row[0]:
+        saved, last_message_at = row
+        if not saved:
             return None
-        return thread if row[1] is None else replace(thread, last_message_at=row[1])
+        return thread if last_message_at is None else replace(thread, last_message_at=last_message_at)
 
     async def _insert_thread(self, thread: Thread) -> None:
         status = await self.pool.execute(
@@ -667,21 +681,23 @@ class PostgresStorage(BaseStorage):
         windows: list[list[Message]] = [[] for _ in plan.windows]
         message_total = thread_total = 0
         for row in await self.pool.fetch(sql, *params):
-            kind = row[0]
+            kind, number, total = cast(PlanHead, row[:3])
             if kind == _sql.MESSAGE_PAGE:
-                message_total = int(row[2])
-                if row[_sql.PLAN_MESSAGE_AT] is not None:
+                message_total = int(total or 0)
+                if row[_sql.PLAN_MESSAGE_AT] is not None:  # NULL columns: the page is empty
                     messages.append(_message(row, _sql.PLAN_MESSAGE_AT))
             elif kind == _sql.THREAD:
-                threads[row[_sql.PLAN_THREAD_AT]] = _thread(row, _sql.PLAN_THREAD_AT)
+                thread = _thread(row, _sql.PLAN_THREAD_AT)
+                threads[thread.id] = thread
             elif kind == _sql.RESOURCE:
-                resources[row[_sql.PLAN_RESOURCE_AT]] = _resource(row, _sql.PLAN_RESOURCE_AT)
+                resource = _resource(row, _sql.PLAN_RESOURCE_AT)
+                resources[resource.id] = resource
             elif kind == _sql.THREAD_PAGE:
-                thread_total = int(row[2])
-                if row[_sql.PLAN_THREAD_AT] is not None:
+                thread_total = int(total or 0)
+                if row[_sql.PLAN_THREAD_AT] is not None:  # NULL columns: the page is empty
                     thread_items.append(_thread(row, _sql.PLAN_THREAD_AT))
             else:
-                windows[row[1] - 1].append(_message(row, _sql.PLAN_MESSAGE_AT))
+                windows[int(number or 0) - 1].append(_message(row, _sql.PLAN_MESSAGE_AT))
         messages.sort(key=order_key, reverse=plan.messages is not None and plan.messages.descending)
         if plan.thread_page is not None:
             thread_items.sort(key=plan.thread_page.key, reverse=plan.thread_page.descending)
@@ -712,25 +728,14 @@ class PostgresStorage(BaseStorage):
         messages: list[Message] = []
         versions: dict[str, int] = {}
         for row in await (self.pool if db is None else db).fetch(sql, *params):
-            if row[0] == 0:
-                threads[row[1]] = build_thread(
-                    row[1], row[2], codec.loads(row[4]), codec.loads(row[8]), row[9], row[10], row[12]
-                )
+            kind, version, _ = cast(PlanHead, row[:3])
+            if kind == _sql.THREAD:
+                thread = _thread(row, _sql.PLAN_THREAD_AT)
+                threads[thread.id] = thread
             else:
-                versions[row[1]] = row[13]
-                messages.append(
-                    build_message(
-                        row[1],
-                        row[3],
-                        row[5],
-                        codec.loads(row[7]),
-                        row[2],
-                        codec.loads(row[6]),
-                        codec.loads(row[8]),
-                        row[9],
-                        row[11],
-                    )
-                )
+                message = _message(row, _sql.PLAN_MESSAGE_AT)
+                versions[message.id] = int(version or 0)
+                messages.append(message)
         return threads, messages, versions
 
     # ------------------------------------------------------------------ resources
@@ -831,9 +836,10 @@ class PostgresStorage(BaseStorage):
             codec.dumps(write.value),
             write.resource_id,
         )
-        if row[1]:
+        owner, written = row
+        if written:
             return None
-        decide(None if row[0] is None else Thread(write.thread_id, row[0]), None)
+        decide(None if owner is None else Thread(write.thread_id, owner), None)
         raise StaleStateError(f"thread {write.thread_id!r} changed while writing its working memory")
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
@@ -842,4 +848,5 @@ class PostgresStorage(BaseStorage):
         # their counters), the record, the resource's counter. A deadlock with
         # a racing message write is retried (_write).
         row = await self._write(lambda: self.pool.fetchrow("SELECT * FROM delete_resource($1)", resource_id))
-        return list(row[0]), int(row[1]), bool(row[2])
+        thread_ids, messages, existed = row
+        return list(thread_ids), int(messages), bool(existed)
