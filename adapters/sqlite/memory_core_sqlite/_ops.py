@@ -293,14 +293,17 @@ def patch_thread_in(
     row = conn.execute(f"SELECT {_sql.THREAD_COLUMNS} FROM threads WHERE id = ?", (thread_id,)).fetchone()
     if row is None:
         return None
-    new_title = row[2] if title is None else title
-    encoded = row[3] if metadata is None else codec.dumps({**codec.loads(row[3]), **metadata})
-    updated_us = bump_us(row[5], now_us)
+    old = ThreadRow._make(row)
+    new = old._replace(
+        title=old.title if title is None else title,
+        metadata=old.metadata if metadata is None else codec.dumps({**codec.loads(old.metadata), **metadata}),
+        updated_at=bump_us(old.updated_at, now_us),
+    )
     conn.execute(
         "UPDATE threads SET title = ?, metadata = ?, updated_at = ? WHERE id = ?",
-        (new_title, encoded, updated_us, thread_id),
+        (new.title, new.metadata, new.updated_at, thread_id),
     )
-    return _thread((row[0], row[1], new_title, encoded, row[4], updated_us, row[6]))
+    return _thread(new)
 
 
 def delete_thread(conn: sqlite3.Connection, thread_id: str) -> int:
@@ -502,8 +505,9 @@ def read_state(
     threads: dict[str, Thread] = {}
     messages: list[Message] = []
     for row in conn.execute(sql, params):
-        if row[9] == _sql.THREAD:
-            threads[row[0]] = _thread(row)
+        if row[_sql.TAG_AT] == _sql.THREAD:
+            thread = _thread(row)
+            threads[thread.id] = thread
         else:
             messages.append(_message(row))
     return threads, messages
@@ -529,17 +533,19 @@ def read(conn: sqlite3.Connection, plan: ReadPlan) -> ReadParts:
     windows: list[list[Message]] = [[] for _ in plan.windows]
     message_total = thread_total = 0
     for row in rows:
-        tag = row[9]
+        tag = row[_sql.TAG_AT]
         if tag == _sql.MESSAGE:
             messages.append(_message(row))
         elif tag == _sql.THREAD:
-            threads[row[0]] = _thread(row)
+            thread = _thread(row)
+            threads[thread.id] = thread
         elif tag == _sql.RESOURCE:
-            resources[row[0]] = _resource(row)
+            resource = _resource(row)
+            resources[resource.id] = resource
         elif tag == _sql.MESSAGE_TOTAL:
-            message_total = row[0]
+            message_total, *_ = row
         elif tag == _sql.THREAD_TOTAL:
-            thread_total = row[0]
+            thread_total, *_ = row
         elif tag == _sql.THREAD_ITEM:
             thread_items.append(_thread(row))
         else:
@@ -596,13 +602,16 @@ def patch_resource_in(
     """:func:`patch_resource` inside the caller's transaction."""
     row = conn.execute(f"SELECT {_sql.RESOURCE_COLUMNS} FROM resources WHERE id = ?", (resource_id,)).fetchone()
     if row is None:
-        row = (resource_id, None, "{}", now_us, now_us)
+        old = ResourceRow(resource_id, None, "{}", now_us, now_us)
         updated_us = now_us
     else:
-        updated_us = bump_us(row[4], now_us)
-    memory = row[1] if working_memory is NOT_GIVEN else working_memory
-    encoded = row[2] if metadata is None else codec.dumps({**codec.loads(row[2]), **metadata})
-    new = (resource_id, memory, encoded, row[3], updated_us)
+        old = ResourceRow._make(row)
+        updated_us = bump_us(old.updated_at, now_us)
+    new = old._replace(
+        working_memory=old.working_memory if working_memory is NOT_GIVEN else working_memory,
+        metadata=old.metadata if metadata is None else codec.dumps({**codec.loads(old.metadata), **metadata}),
+        updated_at=updated_us,
+    )
     conn.execute(_UPSERT_RESOURCE, new)
     return _resource(new)
 

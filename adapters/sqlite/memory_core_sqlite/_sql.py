@@ -218,6 +218,9 @@ def message_window(message_id: str, before: int, after: int) -> tuple[str, Param
 
 # Row tags of a read plan's statement (see read_plan); windows are WINDOW + i.
 THREAD, RESOURCE, MESSAGE_TOTAL, MESSAGE, THREAD_TOTAL, THREAD_ITEM, WINDOW = range(7)
+TAG_AT = 9
+"""The tag's column in a plan's (and a write state's) rows: the last, after
+the 9 columns the row decoders read in place."""
 MAX_ARMS = 400
 """Arms per compound statement: below SQLite's default limit of 500
 (SQLITE_MAX_COMPOUND_SELECT); a plan with more include windows takes
