@@ -1364,7 +1364,7 @@ class RedisStorage(BaseStorage):
                 return None
             self._thread_at.put(tid, rid)
             threads[tid] = _thread(rid, rec)
-        resource = _resource(rid, resource_rec) if resource_rec else None
+        resource = _stored_resource(rid, resource_rec) if resource_rec else None
         resources = {} if resource is None else {rid: resource}
         message_total, messages = 0, []
         if query is not None:
@@ -1394,7 +1394,7 @@ class RedisStorage(BaseStorage):
     async def _get_resource(self, resource_id: str) -> Resource | None:
         async with self._calls:
             rec = await self._client.hmget(self._slot(resource_id) + "r", ["w", "d", "c", "u"])
-        return _resource(resource_id, rec)
+        return _stored_resource(resource_id, rec)
 
     async def _list_resource_ids(self, after: str | None, limit: int | None) -> list[str]:
         # Candidates come from the store slot's index (README: "Resource
@@ -1509,12 +1509,15 @@ class RedisStorage(BaseStorage):
         return deleted > 0
 
 
-def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource | None:
-    """A resource record's fields (working memory, metadata, created,
-    updated); None when it has none (no record)."""
+def _stored_resource(resource_id: str, rec: Sequence[str | None]) -> Resource | None:
+    """:func:`_resource`, or None when ``rec`` is of no record (no created time)."""
+    _, _, created, _ = rec
+    return None if created is None else _resource(resource_id, rec)
+
+
+def _resource(resource_id: str, rec: Sequence[str | None]) -> Resource:
+    """A resource from its record's fields (working memory, metadata, created, updated)."""
     wm, meta, created, updated = rec
-    if created is None:
-        return None
-    if meta is None or updated is None:
+    if meta is None or created is None or updated is None:
         raise BackendError("redis", "read", f"resource {resource_id!r}: its record lacks metadata or times")
     return build_resource(resource_id, wm, loads(meta), StoredTime(created), StoredTime(updated))
