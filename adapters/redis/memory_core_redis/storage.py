@@ -1251,7 +1251,8 @@ class RedisStorage(BaseStorage):
             reply = await self._run("messages", self._slot(query.resource_id), args)
             return [(query.resource_id, reply[0])]
         tids = list(dict.fromkeys(query.thread_ids))
-        for fresh in (False, True):
+        fresh = False  # True: the locations come from the directory, not the cache
+        while True:
             groups, cached = await self._group(tids, self._thread_at, threads=True, fresh=fresh)
             # one slot answers the window itself; several each return their
             # first offset + limit and the caller merges
@@ -1264,7 +1265,7 @@ class RedisStorage(BaseStorage):
                 return [(rid, payload) for rid, (payload, _) in zip(groups, replies, strict=True)]
             for tid in stale:
                 self._thread_at.drop(tid)
-        raise AssertionError("unreachable")
+            fresh = True
 
     async def _list_messages(self, query: MessageQuery) -> list[Message]:
         parts = await self._messages("l", query)
