@@ -243,7 +243,7 @@ async def test_late_global_update_never_resurrects_or_reverts(make_store: MakeSt
         assert old[0] is not None
         clock.advance(5)
         await store.update_thread("t1", title="new")
-        stale: Snapshot = ("t1", rid, "l", "1", "", "", "", [])  # version 1: older than anything applied since
+        stale = Snapshot("t1", rid, "l", "1", "", "", "", [])  # version 1: older than anything applied since
         await store._apply([stale])
         page = await store.list_threads(order_by={"field": "updated_at", "direction": "DESC"})
         assert [t.title for t in page.items] == ["new"]
@@ -540,3 +540,21 @@ async def test_every_key_a_store_writes_carries_its_prefix(redis_target: str) ->
         assert await keys() == set()
     finally:
         await client.aclose()
+
+
+async def test_a_store_without_the_cached_location_reads_a_thread_and_its_owner(make_store: MakeStore) -> None:
+    """``get_thread_with_owner`` on a store that never saw the thread: its
+    plan names no slot it knows, so it is answered through the directory
+    (the simple reads: the thread, then its resource's record)."""
+    namespace = f"cold-{uuid.uuid4().hex[:8]}"
+    writer, reader = make_store(namespace=namespace), make_store(namespace=namespace)
+    await writer.open()
+    await reader.open()
+    await seed(writer, n=1)
+    await writer.update_resource("r1", working_memory="wm")
+    thread, resource = await reader.get_thread_with_owner("t1")
+    assert thread is not None and thread.resource_id == "r1"
+    assert resource is not None and resource.working_memory == "wm"
+    assert await reader.get_thread_with_owner("t-missing") == (None, None)
+    await reader.close()
+    await writer.destroy()
