@@ -558,3 +558,17 @@ async def test_a_store_without_the_cached_location_reads_a_thread_and_its_owner(
     assert await reader.get_thread_with_owner("t-missing") == (None, None)
     await reader.close()
     await writer.destroy()
+
+
+async def test_preflight_must_exist_finds_a_written_store_and_refuses_an_empty_prefix(make_store: MakeStore) -> None:
+    """``preflight(must_exist=True)`` asks the server (a client of its own
+    when the store is not open) whether the prefix holds a store."""
+    namespace = f"pre-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(ValidationError) as caught:
+        await make_store(namespace=namespace).preflight(must_exist=True)
+    assert caught.value.field == "prefix"
+    store = make_store(namespace=namespace)
+    await seed(store, n=1)
+    await make_store(namespace=namespace).preflight(must_exist=True)  # not open: a temporary client
+    await store.preflight(must_exist=True)  # open: the store's own client
+    await store.destroy()
