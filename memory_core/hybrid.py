@@ -7,15 +7,15 @@
   request's size when larger), fused by weighted reciprocal rank fusion
   (:func:`reciprocal_rank_fusion`).
 
-Where the lexical ranking comes from: the core reads the scope's messages
-from storage (the thread's, or every thread of the resource) and scores them
-with the one BM25 of :mod:`memory_core.lexical`. There is no second index,
-so nothing can fall out of step: a saved, updated, moved, deleted, erased,
-pruned, imported or cloned message is a lexical candidate exactly when
-storage holds it in the scope, and ownership is storage's. The price is a
-read of the whole scope per search (cost grows with the scope; see
-``benchmarks``' hybrid cost report). The reasons and the native indexes left
-for later are in ``docs/design.md``.
+Where the lexical ranking comes from: the vector store's lexical index
+when it keeps one (:mod:`memory_core.lexical_index`: postings of the query's
+terms, scored by the core's BM25, kept in step with the vectors); otherwise
+(no vector store, or one that declares no lexical index) the core reads the
+scope's messages from storage (the thread's, or every thread of the
+resource) and scores them with the same BM25 of :mod:`memory_core.lexical`,
+at the price of a read of the whole scope per search. Both give the same
+ranking for an index in step with storage. The reasons are in
+``docs/design.md``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Literal
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
 from memory_core.lexical import bm25_rank
+from memory_core.lexical_index import LexicalIndex
 from memory_core.models import Message
 from memory_core.storage import Storage
 from memory_core.validation import check_message_page
@@ -145,9 +146,18 @@ async def search_ids(
         vector_ids = [hit.message_id for hit in found if min_score is None or hit.score >= min_score]
         if mode == "vector":
             return vector_ids, searched
-    messages = await _scope_messages(storage, thread_id, resource_id)
     depth = limit if mode == "lexical" else max(limit, FUSION_DEPTH)
-    lexical_ids = [mid for mid, _ in bm25_rank(text, ((m.id, message_text(m)) for m in messages), depth)]
+    if isinstance(vector, LexicalIndex) and vector.lexical_index:
+        if thread_id is not None:
+            ranked = await vector.lexical_search(text, depth, thread_id=thread_id)
+        elif resource_id is not None:
+            ranked = await vector.lexical_search(text, depth, resource_id=resource_id)
+        else:
+            raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
+    else:
+        messages = await _scope_messages(storage, thread_id, resource_id)
+        ranked = bm25_rank(text, ((m.id, message_text(m)) for m in messages), depth)
+    lexical_ids = [mid for mid, _ in ranked]
     if mode == "lexical":
         return lexical_ids, searched
     fused = reciprocal_rank_fusion([vector_ids, lexical_ids], weights)

@@ -1,7 +1,9 @@
 """The vector index kept in step with storage (R-VEC).
 
 :class:`VectorIndex` embeds saved messages into the vector store (one point
-per chunk of a message's text, replacing the message's old points), drops
+per chunk of a message's text, replacing the message's old points, and,
+where the store keeps a lexical index, the message's lexical document:
+:mod:`memory_core.lexical_index`), drops
 the points of deleted messages and threads, rebuilds a thread's or a
 resource's points (:meth:`VectorIndex.reindex`) and compares the index with
 storage (:meth:`VectorIndex.status`). A vector store's failure becomes a
@@ -18,6 +20,7 @@ from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
 from memory_core.embedders import Embedder, dimension_mismatch
 from memory_core.errors import BackendError, ValidationError
+from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
 from memory_core.retention import PruneBatch
 from memory_core.storage import Storage
@@ -37,6 +40,8 @@ class IndexStatus:
         stored: messages in storage.
         embeddable: stored messages with text (empty text gets no vector, R-VEC).
         indexed: what the vector store counts for the scope (``count()``).
+        documents: lexical documents the store holds for the scope
+            (``count_documents()``), or None when it keeps no lexical index.
     """
 
     thread_id: str | None
@@ -44,15 +49,17 @@ class IndexStatus:
     stored: int
     embeddable: int
     indexed: int
+    documents: int | None = None
 
     @property
     def behind(self) -> bool:
-        """True when messages with text have no vectors: run :attr:`repair`."""
-        return self.indexed < self.embeddable
+        """True when messages with text have no vectors, or stored messages
+        no lexical document: run :attr:`repair`."""
+        return self.indexed < self.embeddable or (self.documents is not None and self.documents < self.stored)
 
     @property
     def repair(self) -> str:
-        """The call that rebuilds this scope's vectors."""
+        """The call that rebuilds this scope's vectors and lexical documents."""
         if self.thread_id is not None:
             return f"await memory.reindex(thread_id={self.thread_id!r})"
         return f"await memory.reindex(resource_id={self.resource_id!r})"
@@ -89,6 +96,9 @@ class VectorIndex:
                 chunks.append((message, number, text))
         # Replace, not merge: a shorter text must not leave stale chunks behind.
         await _vector_call("save_messages", self.vector.delete_messages([m.id for m in messages]))
+        if isinstance(self.vector, LexicalIndex) and self.vector.lexical_index:
+            documents = [document_of(message) for message in messages]
+            await _vector_call("save_messages", self.vector.index_documents(documents))
         if not chunks:
             return
         vectors = await self.embedder.embed([text for _, _, text in chunks])
@@ -157,8 +167,11 @@ class VectorIndex:
             indexed = await self.vector.count(thread_id=thread_id)
         else:
             indexed = await self.vector.count(resource_id=resource_id)
+        documents = None
+        if isinstance(self.vector, LexicalIndex) and self.vector.lexical_index:
+            documents = await self.vector.count_documents(resource_id=resource_id, thread_id=thread_id)
         embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
-        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed)
+        return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed, documents)
 
     async def _scope(self, thread_id: str | None, resource_id: str | None) -> Page[Message]:
         if thread_id is not None:

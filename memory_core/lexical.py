@@ -21,16 +21,30 @@ not its embedding chunks.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 
 from memory_core.errors import ValidationError
 
-__all__ = ["BM25_B", "BM25_K1", "DOCUMENT_CACHE", "STOP_WORDS", "bm25_rank", "s_stem", "tokenize"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "DOCUMENT_CACHE",
+    "STOP_WORDS",
+    "bm25_rank",
+    "bm25_idf",
+    "bm25_score",
+    "bm25_term_bound",
+    "document_terms",
+    "s_stem",
+    "tokenize",
+    "top_scores",
+]
 
 BM25_K1 = 1.2
 """BM25 term-frequency saturation (Robertson & Zaragoza 2009, section 3.4.3)."""
@@ -206,9 +220,63 @@ text: a pure function of it, so a cached entry is never stale)."""
 
 @lru_cache(maxsize=DOCUMENT_CACHE)
 def _document_terms(text: str) -> tuple[int, dict[str, int]]:
-    """``(number of terms, term -> count)`` of one document."""
     tokens = tokenize(text)
     return len(tokens), dict(Counter(tokens))
+
+
+def document_terms(text: str) -> tuple[int, dict[str, int]]:
+    """``(number of terms, term -> count)`` of one document's ``text`` (its
+    :func:`tokenize` terms; cached by text). The caller must not mutate the
+    dict."""
+    return _document_terms(text)
+
+
+def _check(top_k: int, k1: float, b: float) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+        raise ValidationError("top_k", f"must be an int >= 0, got {top_k!r}")
+    if not isinstance(k1, int | float) or not k1 >= 0:
+        raise ValidationError("k1", f"must be a number >= 0, got {k1!r}")
+    if not isinstance(b, int | float) or not 0 <= b <= 1:
+        raise ValidationError("b", f"must be a number from 0 to 1, got {b!r}")
+
+
+def bm25_idf(frequency: int, size: int) -> float:
+    """The non-negative IDF of a term held by ``frequency`` of ``size``
+    documents: ``ln(1 + (N - n + 0.5) / (n + 0.5))``."""
+    return math.log(1.0 + (size - frequency + 0.5) / (frequency + 0.5))
+
+
+def bm25_score(
+    counts: Mapping[str, int],
+    length: int,
+    idf: Mapping[str, float],
+    mean_length: float,
+    *,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+) -> float:
+    """One document's BM25 score: the sum, in term order, of
+    ``idf * tf * (k1 + 1) / (tf + k1 (1 - b + b length / mean_length))`` over
+    its ``counts`` of the query's terms (each in ``idf``). The one formula of
+    :func:`bm25_rank` and of every lexical index, so their scores are equal
+    to the last bit."""
+    norm = k1 * (1.0 - b + b * length / mean_length)
+    return sum(idf[term] * tf * (k1 + 1.0) / (tf + norm) for term, tf in sorted(counts.items()))
+
+
+def bm25_term_bound(frequency: int, size: int, *, k1: float = BM25_K1) -> float:
+    """The most one query term of document frequency ``frequency`` (in a
+    scope of ``size`` documents) can add to a document's :func:`bm25_score`:
+    its IDF times ``k1 + 1`` (the limit of ``tf (k1 + 1) / (tf + norm)``),
+    for pruning as in MaxScore (Turtle & Flood, "Query evaluation:
+    strategies and optimizations", IP&M 31(6), 1995)."""
+    return bm25_idf(frequency, size) * (k1 + 1.0)
+
+
+def top_scores(scores: Iterable[tuple[str, float]], top_k: int) -> list[tuple[str, float]]:
+    """The ``top_k`` best ``(message_id, score)``: by score descending, then
+    message id ascending."""
+    return heapq.nsmallest(top_k, scores, key=lambda pair: (-pair[1], pair[0]))
 
 
 def bm25_rank(
@@ -219,7 +287,8 @@ def bm25_rank(
     k1: float = BM25_K1,
     b: float = BM25_B,
 ) -> list[tuple[str, float]]:
-    """Rank ``documents`` for ``query`` with Okapi BM25 (see the module notes).
+    """Rank ``documents`` for ``query`` with Okapi BM25 (see the module notes):
+    the reference ranking, over the whole scope's texts.
 
     Args:
         query: the search text (its repeated terms count once).
@@ -236,16 +305,11 @@ def bm25_rank(
     Raises:
         ValidationError: ``top_k``, ``k1`` or ``b`` out of range.
     """
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
-        raise ValidationError("top_k", f"must be an int >= 0, got {top_k!r}")
-    if not isinstance(k1, int | float) or not k1 >= 0:
-        raise ValidationError("k1", f"must be a number >= 0, got {k1!r}")
-    if not isinstance(b, int | float) or not 0 <= b <= 1:
-        raise ValidationError("b", f"must be a number from 0 to 1, got {b!r}")
+    _check(top_k, k1, b)
     terms = set(tokenize(query))
     if not terms or top_k == 0:
         return []
-    matches: list[tuple[str, Counter[str], int]] = []
+    matches: list[tuple[str, int, dict[str, int]]] = []
     frequency: Counter[str] = Counter()
     size = 0
     total_length = 0
@@ -253,18 +317,13 @@ def bm25_rank(
         length, counts = _document_terms(text)
         size += 1
         total_length += length
-        matched = Counter({term: counts[term] for term in terms if term in counts})
+        matched = {term: counts[term] for term in terms if term in counts}
         if matched:
             frequency.update(matched.keys())
-            matches.append((message_id, matched, length))
+            matches.append((message_id, length, matched))
     if not matches:
         return []
     mean_length = total_length / size
-    idf = {term: math.log(1.0 + (size - n + 0.5) / (n + 0.5)) for term, n in frequency.items()}
-    scored = []
-    for message_id, matched, length in matches:
-        norm = k1 * (1.0 - b + b * length / mean_length)
-        score = sum(idf[term] * tf * (k1 + 1.0) / (tf + norm) for term, tf in sorted(matched.items()))
-        scored.append((message_id, score))
-    scored.sort(key=lambda pair: (-pair[1], pair[0]))
-    return scored[:top_k]
+    idf = {term: bm25_idf(n, size) for term, n in frequency.items()}
+    scored = ((mid, bm25_score(counts, length, idf, mean_length, k1=k1, b=b)) for mid, length, counts in matches)
+    return top_scores(scored, top_k)

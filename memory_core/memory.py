@@ -618,8 +618,9 @@ class Memory(CloneCalls):
 
         Returns:
             :class:`IndexStatus`; ``behind`` is True when the index holds
-            fewer vectors than storage has messages with text (repair:
-            :meth:`reindex` with the same argument).
+            fewer vectors than storage has messages with text, or (a store
+            with a lexical index) fewer lexical documents than messages
+            (repair: :meth:`reindex` with the same argument).
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;

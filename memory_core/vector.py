@@ -28,18 +28,19 @@ store in step with storage. The reference implementation is
 
 from __future__ import annotations
 
+import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
 import anyio
 import numpy as np
-import numpy.typing as npt
 
 from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError, guarded
+from memory_core.lexical import tokenize
+from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search_index
 from memory_core.loops import OnceAcrossLoops
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
@@ -54,6 +55,7 @@ from memory_core.vector_layout import (
     message_text,
     point_id,
 )
+from memory_core.vector_points import Vector, VectorHit, VectorPoint, unit_vector
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -77,10 +79,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-Vector = npt.NDArray[np.float32]
-"""A float32 numpy vector, shape ``(dim,)`` (or a matrix of them, one per row)."""
-
 
 DEFAULT_OVERFETCH = 2
 """A search first asks the backend for ``top_k * overfetch`` chunks, then keeps
@@ -115,65 +113,9 @@ def _positive_int(value: Any, field: str) -> int:
     return value
 
 
-def unit_vector(vector: Any, field: str) -> Vector:
-    """Validate one vector and return it L2-normalised as float32.
-
-    Args:
-        vector: anything numpy reads as a 1-D array of numbers, shape ``(dim,)``.
-        field: the name used in errors (``"points[3].vector"``).
-
-    Raises:
-        ValidationError: not 1-D, empty, not finite (NaN, inf) or the zero
-            vector (cosine is undefined for it).
-    """
-    try:
-        array = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise ValidationError(field, "must be a 1-D array of numbers") from None
-    if array.ndim != 1 or array.size < 1:
-        raise ValidationError(field, f"must be a non-empty 1-D array, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValidationError(field, "must hold finite numbers (no NaN or inf)")
-    norm = float(np.linalg.norm(array))
-    if norm == 0.0 or not np.isfinite(norm):
-        raise ValidationError(field, "must not be the zero vector (cosine is undefined)")
-    return array / np.float32(norm)
-
-
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-@dataclass(frozen=True, slots=True)
-class VectorPoint:
-    """One embedded chunk of one message (what :meth:`VectorStore.upsert` takes).
-
-    Attributes:
-        message_id: the message (R-ID).
-        chunk: the chunk number, int >= 0 (0 for a one-chunk message).
-        vector: the embedding, shape ``(dim,)``; stored L2-normalised.
-        thread_id: the message's thread (R-ID).
-        resource_id: the message's resource (R-ID).
-        created_at_us: the message's ``created_at``, int µs since the epoch (UTC).
-    """
-
-    message_id: str
-    chunk: int
-    vector: Vector
-    thread_id: str
-    resource_id: str
-    created_at_us: int
-
-
-@dataclass(frozen=True, slots=True)
-class VectorHit:
-    """A search hit: the message and its best chunk's cosine score (-1 to 1)."""
-
-    message_id: str
-    thread_id: str
-    resource_id: str
-    score: float
 
 
 @runtime_checkable
@@ -248,7 +190,7 @@ class VectorStore(Protocol):
         the record of which embedder (by its dimension) built the index."""
 
 
-class BaseVectorStore(ABC):
+class BaseVectorStore(LexicalPrimitives, ABC):
     """Base class of every vector adapter (and of the reference vector store).
 
     Layout, the same on every backend: one collection per vector dimension,
@@ -281,6 +223,10 @@ class BaseVectorStore(ABC):
             re-lists collections before operations that span every dimension.
             False when the store owns its collections (in process, a locked
             directory).
+        lexical_index: True when the store keeps a lexical index beside its
+            points (:mod:`memory_core.lexical_index`) and implements the
+            ``_*_documents`` / ``_read_*`` primitives; False (the
+            default): the core composes the lexical ranking from storage.
         persistent: True (the default) when the points outlive the store
             object (a server, a directory); False for an in-process store
             whose points go on close (an instance may say False where its
@@ -386,6 +332,8 @@ class BaseVectorStore(ABC):
             for name in list(self._known):
                 await self._drop(name)
                 self._known.pop(name, None)
+            if self.lexical_index:
+                await self._drop_documents()
         await self.close()
 
     async def preflight(self, *, must_exist: bool = False) -> None:
@@ -548,6 +496,9 @@ class BaseVectorStore(ABC):
             for name in await self._collections():
                 for batch in _batches(ids, DELETE_BATCH):
                     await self._delete(name, PointFilter(message_ids=tuple(batch)))
+            if self.lexical_index:
+                for batch in _batches(ids, DELETE_BATCH):
+                    await self._delete_documents(PointFilter(message_ids=tuple(batch)))
 
     @traced("delete_memory", "vector")
     async def delete_thread(self, thread_id: str) -> None:
@@ -577,6 +528,8 @@ class BaseVectorStore(ABC):
         with self._guard(operation):
             for name in await self._collections():
                 await self._delete(name, flt)
+            if self.lexical_index:
+                await self._delete_documents(flt)
 
     @traced("search_memory", "vector")
     async def search(
@@ -696,6 +649,72 @@ class BaseVectorStore(ABC):
         with self._guard("dimensions"):
             return sorted(self._known[name] for name in await self._collections())
 
+    # ------------------------------------------------------------------ lexical index
+
+    @traced("update_memory", "vector")
+    async def index_documents(self, documents: Sequence[LexicalDocument]) -> None:
+        """Insert or replace these messages' lexical documents (a no-op when
+        the store keeps no lexical index); within one call a repeated message
+        id keeps the last. Sent in batches of ``batch_size``.
+
+        Raises:
+            ValidationError: a document that is not a LexicalDocument or has
+                a bad id; nothing is written.
+            BackendError: the backend failed.
+        """
+        latest: dict[str, LexicalDocument] = {}
+        for index, document in enumerate(documents):
+            field = f"documents[{index}]"
+            if not isinstance(document, LexicalDocument):
+                raise ValidationError(field, f"must be a LexicalDocument, got {type(document).__name__}")
+            for name in ("message_id", "thread_id", "resource_id"):
+                check_id(getattr(document, name), f"{field}.{name}")
+            latest[document.message_id] = document
+        await self._ready()
+        if not self.lexical_index or not latest:
+            return
+        with self._guard("index_documents"):
+            for batch in _batches(list(latest.values()), self.batch_size):
+                await self._write_documents(batch)
+
+    @traced("search_memory", "vector")
+    async def lexical_search(
+        self, query: str, top_k: int, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``top_k`` (int >= 0) best ``(message_id, BM25 score)`` of one
+        scope for ``query`` from the lexical index, by score descending, then
+        id ascending: :func:`memory_core.lexical_index.search_index`, exact.
+
+        Raises:
+            ValidationError: a bad ``top_k`` or id; field ``vector``: the
+                store keeps no lexical index.
+            BackendError: the backend failed.
+        """
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
+            raise ValidationError("top_k", f"must be an int >= 0, got {top_k!r}")
+        flt = self._lexical_scope(resource_id, thread_id)
+        terms = tuple(sorted(set(tokenize(query))))
+        await self._ready()
+        if not terms or top_k == 0:
+            return []
+        with self._guard("lexical_search"):
+            statistics = functools.partial(self._read_statistics, flt=flt)
+            return await search_index(terms, top_k, statistics, functools.partial(self._read_postings, flt=flt))
+
+    @traced("search_memory", "vector")
+    async def count_documents(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
+        """How many lexical documents the index holds under the filter (all
+        when both are None): compare with storage's message count.
+
+        Raises:
+            ValidationError: a bad id; field ``vector``: no lexical index.
+            BackendError: the backend failed.
+        """
+        flt = self._lexical_scope(resource_id, thread_id)
+        await self._ready()
+        with self._guard("count_documents"):
+            return await self._count_documents(flt)
+
     # ------------------------------------------------------------------ primitives
 
     @abstractmethod
@@ -750,6 +769,11 @@ class BaseVectorStore(ABC):
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
         """The distinct payload ``message_id`` values of the points of ``name``
         matching ``flt`` (exact; the base unions them over dimensions)."""
+
+    def _lexical_scope(self, resource_id: str | None, thread_id: str | None) -> PointFilter:
+        if not self.lexical_index:
+            raise ValidationError("vector", f"{self!r} keeps no lexical index")
+        return _scope(resource_id, thread_id)
 
 
 def _scope(resource_id: str | None, thread_id: str | None) -> PointFilter:

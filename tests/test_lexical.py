@@ -5,14 +5,18 @@ BM25 against a hand computation, tie-breaking, RRF, and the checks of
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from memory_core import Memory, MemoryConfig, SemanticRecall
 from memory_core.errors import ValidationError
 from memory_core.hybrid import reciprocal_rank_fusion
-from memory_core.lexical import bm25_rank, s_stem, tokenize
+from memory_core.lexical import bm25_rank, document_terms, s_stem, tokenize
+from memory_core.lexical_index import LexicalDocument, LexicalPostings
 from memory_core.reference import InMemoryStorage
+from memory_core.reference_vector import InMemoryVectorStore
+from memory_core.vector import PointFilter
 
 
 def test_tokenize_folds_drops_stop_words_and_stems() -> None:
@@ -91,3 +95,30 @@ async def test_lexical_mode_needs_no_vector_store_and_other_modes_do() -> None:
             await memory.recall(thread.id, "r1", "dog", thread_config=hybrid)
     with pytest.raises(ValidationError, match="semantic_recall"):
         Memory(InMemoryStorage(), config=MemoryConfig(semantic_recall=SemanticRecall(mode="hybrid")))
+
+
+@pytest.mark.anyio
+async def test_lexical_index_pruning_stops_early_and_ranks_like_bm25_rank() -> None:
+    rng = random.Random(5)
+    words = [f"w{n}" for n in range(300)]
+    weights = [1.0 / (n + 1) for n in range(len(words))]
+    texts = {f"m{i:04d}": " ".join(rng.choices(words, weights, k=rng.randint(3, 25))) for i in range(600)}
+    store = InMemoryVectorStore()
+    async with store:
+        await store.index_documents([LexicalDocument(m, "t", "r", *document_terms(t)) for m, t in texts.items()])
+        reads: list[tuple[str, ...]] = []
+        read = store._read_postings
+
+        async def counting(selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter) -> LexicalPostings:
+            reads.append(selecting)
+            return await read(selecting, counted, flt)
+
+        store._read_postings = counting  # type: ignore[method-assign]
+        early = 0
+        for query in [" ".join(rng.choices(words, weights, k=rng.randint(1, 12))) for _ in range(60)]:
+            for top_k in (1, 5, 10):
+                reads.clear()
+                got = await store.lexical_search(query, top_k, resource_id="r")
+                assert got == bm25_rank(query, texts.items(), top_k), (query, top_k)
+                early += len(reads) < len(set(tokenize(query)))
+        assert early > 0  # MaxScore stopped before reading every term at least once

@@ -9,7 +9,11 @@ recall@k** at resource scope (one conversation = one resource), exactly as
   reference vector store's ranking; ``memory_core_bench.retrieval`` reports
   how often each engine agrees with it);
 - ``lexical``: :func:`memory_core.lexical.bm25_rank` over the resource's
-  messages (no embedder involved: the same for every embedder);
+  messages (no embedder involved: the same for every embedder); with
+  ``--lexical-index URL``, the lexical index of that vector store instead
+  (``lexical_search`` after ``index_documents`` of every conversation), and
+  the report gives the share of questions whose ranking is identical to
+  ``bm25_rank``'s;
 - ``hybrid``: :func:`memory_core.hybrid.reciprocal_rank_fusion` of both,
   each :data:`memory_core.hybrid.FUSION_DEPTH` deep, weights
   ``(1, lexical_weight)``.
@@ -41,8 +45,11 @@ from typing import Any
 import numpy as np
 from memory_core.cli.locomo import LOCOMO_DIR_HELP, Conversation, load_dir, require_locomo_dir
 from memory_core.embedders import get_embedder
+from memory_core.errors import ValidationError
 from memory_core.hybrid import FUSION_DEPTH, reciprocal_rank_fusion
 from memory_core.lexical import bm25_rank
+from memory_core.lexical_index import LexicalIndex, document_of
+from memory_core.registry import connect_vector
 from memory_core.vector import message_text
 
 from memory_core_bench.retrieval import (
@@ -115,6 +122,28 @@ def _fused(vector: list[list[str]], lexical: list[list[str]], weight: float, dep
     ]
 
 
+async def index_rankings(
+    url: str, conversations: Sequence[Conversation], cases: Sequence[QuestionCase], depth: int
+) -> list[list[str]]:
+    """Each question's lexical ranking (``depth`` deep, resource scope) from
+    the lexical index of the vector store at ``url`` (an in-memory one:
+    ``memory://``, ``qdrant::memory:``), loaded with every conversation.
+
+    Raises:
+        ValidationError: the store keeps no lexical index (field ``url``).
+    """
+    store = await connect_vector(url)
+    async with store:
+        if not isinstance(store, LexicalIndex) or not store.lexical_index:
+            raise ValidationError("url", f"{url} keeps no lexical index")
+        for conversation in conversations:
+            await store.index_documents([document_of(m) for m in conversation.messages])
+        return [
+            [mid for mid, _ in await store.lexical_search(case.question, depth, resource_id=case.resource_id)]
+            for case in cases
+        ]
+
+
 async def run_hybrid_retrieval(
     path: str | Path,
     *,
@@ -122,8 +151,13 @@ async def run_hybrid_retrieval(
     ks: Sequence[int] = DEFAULT_KS,
     cache_dir: Path | None = None,
     progress: Any = None,
+    lexical_index: str | None = None,
 ) -> dict[str, Any]:
     """Score every embedder x mode; choose the hybrid weight on the tune half.
+    With ``lexical_index`` (a vector store URL), the lexical rankings come
+    from that store's lexical index (:func:`index_rankings`) and
+    ``dataset.lexical_index`` records its URL and the share of questions
+    ranked exactly as by ``bm25_rank``.
 
     Returns:
         A JSON-ready dict: ``dataset`` (halves, sizes), ``rows`` (one per
@@ -165,6 +199,12 @@ async def run_hybrid_retrieval(
         "embedders": [],
         "skipped": [],
     }
+    if lexical_index is not None:
+        say(f"lexical ranking from the lexical index of {lexical_index} ...")
+        indexed = await index_rankings(lexical_index, conversations, cases, depth)
+        same = sum(1 for a, b in zip(indexed, lexical, strict=True) if a == b) / max(len(cases), 1)
+        report["dataset"]["lexical_index"] = {"url": lexical_index, "identical_rankings": round(same, 4)}
+        lexical = indexed
     for name in embedders:
         try:
             embedder = get_embedder(name)
@@ -238,6 +278,11 @@ def render(report: dict[str, Any]) -> None:
             f"(tune @10 by weight: {info['tune_recall_at_10_by_weight']})"
         )
     out.print(f"BM25 over a conversation: {report['dataset']['bm25_ms_per_question']} ms per question")
+    index = report["dataset"].get("lexical_index")
+    if index is not None:
+        out.print(
+            f"lexical index {index['url']}: rankings identical to bm25_rank for {index['identical_rankings']:.2%}"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,6 +294,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", action="append", help="lexical | minilm (repeat; default both)")
     parser.add_argument("--cache", type=Path, default=None, help="embedding cache folder")
     parser.add_argument("--json", type=Path, default=None, help="write the report here")
+    parser.add_argument(
+        "--lexical-index",
+        default=None,
+        metavar="URL",
+        help="rank lexically with this vector store's lexical index (memory://, qdrant::memory:) "
+        "and report its agreement with the core's bm25_rank",
+    )
     args = parser.parse_args(argv)
 
     def say(text: str) -> None:
@@ -256,7 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = anyio.run(
         lambda: run_hybrid_retrieval(
-            args.path, embedders=args.embedder or ("lexical", "minilm"), cache_dir=args.cache, progress=say
+            args.path,
+            embedders=args.embedder or ("lexical", "minilm"),
+            cache_dir=args.cache,
+            progress=say,
+            lexical_index=args.lexical_index,
         )
     )
     render(report)

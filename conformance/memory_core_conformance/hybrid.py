@@ -18,6 +18,7 @@ import pytest
 
 from memory_core import InMemoryStorage
 from memory_core.clock import ManualClock
+from memory_core.lexical_index import LexicalIndex
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.reference_vector import InMemoryVectorStore
 from memory_core.retention import RetentionPolicy
@@ -103,3 +104,22 @@ class HybridRecallCases:
         await memory.delete_resource("r2")
         other = await memory.recall("t3", "r2", "Caroline", thread_config=_config("lexical", "resource"))
         assert other.semantic_hits == []
+
+    async def test_r_hybrid_lexical_index_is_checked_and_rebuilt_with_the_vectors(self, memory: Memory) -> None:
+        store = memory.vector
+        if not isinstance(store, LexicalIndex) or not store.lexical_index:
+            pytest.skip(f"{store!r} declares no lexical index (the core composes the lexical ranking)")
+        await _load(memory)
+        status = await memory.check_index(resource_id="r1")
+        assert (status.documents, status.behind) == (status.stored, False)
+        # Written around Memory: in storage, not yet in the index (nor a hit).
+        await memory.storage.save_messages(
+            [message("h12", "t2", "a zeppelin over Caroline's house", created_at=at(20))]
+        )
+        config = _config("lexical", "resource")
+        assert "h12" not in (await memory.recall("t1", "r1", "zeppelin", thread_config=config)).semantic_hits
+        status = await memory.check_index(resource_id="r1")
+        assert status.behind and status.documents == status.stored - 1
+        await memory.reindex(resource_id="r1")
+        assert not (await memory.check_index(resource_id="r1")).behind
+        assert (await memory.recall("t1", "r1", "zeppelin", thread_config=config)).semantic_hits == ["h12"]

@@ -241,7 +241,8 @@ _RULE_LIST = [
         "SemanticRecall(mode='lexical' | 'hybrid') ranks the scope's stored messages by the core's BM25 "
         "(memory_core.lexical), fused with the vector ranking by weighted reciprocal rank fusion in hybrid mode: "
         "every pairing returns the reference pairing's hits, never one of another resource, and never a message "
-        "deleted, rewritten without the words, moved out of the thread, pruned or erased.",
+        "deleted, rewritten without the words, moved out of the thread, pruned or erased. A vector store that "
+        "keeps a lexical index ranks like the reference BM25 from it, and check_index/reindex cover it.",
     ),
     Rule(
         "VECTOR-STORE",

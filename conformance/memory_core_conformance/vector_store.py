@@ -27,6 +27,8 @@ import numpy.typing as npt
 import pytest
 
 from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.lexical import bm25_rank, document_terms
+from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import BaseVectorStore, VectorPoint
 
 __all__ = ["VectorStoreConformance", "VectorStoreFactory"]
@@ -90,6 +92,51 @@ class VectorStoreConformance:
         finally:
             if not vectors.closed:
                 await vectors.destroy()
+
+    # ------------------------------------------------------------------ lexical index
+
+    async def test_vector_store_lexical_index_ranks_like_the_reference_bm25_and_follows_deletes(
+        self, store: BaseVectorStore
+    ) -> None:
+        if not store.lexical_index:
+            pytest.skip(f"{store!r} declares no lexical index (the core composes the lexical ranking)")
+        texts = {
+            ("m1", "t1", "r1"): "Dogs Rex and Luna ran on the beach",
+            ("m2", "t1", "r1"): "the dog Rex sleeps, Rex snores",
+            ("m3", "t2", "r1"): "pottery in Boston with two dogs",
+            ("m4", "t2", "r1"): "",
+            ("m5", "t3", "r2"): "Rex dogs dogs Boston pottery Luna",
+        }
+        await store.index_documents(
+            [LexicalDocument(m, t, r, *document_terms(text)) for (m, t, r), text in texts.items()]
+        )
+
+        async def check(gone: set[str]) -> None:
+            for query in ("dogs Rex", "Boston pottery", "Luna", "the of"):
+                for scope in ({"resource_id": "r1"}, {"thread_id": "t1"}, {"thread_id": "t2"}, {"resource_id": "r2"}):
+                    kept = [
+                        (m, text)
+                        for (m, t, r), text in texts.items()
+                        if m not in gone and scope.get("resource_id", r) == r and scope.get("thread_id", t) == t
+                    ]
+                    for top_k in (1, 2):  # small k: the index may stop before reading every term
+                        assert await store.lexical_search(query, top_k, **scope) == bm25_rank(query, kept, top_k)
+                    got = await store.lexical_search(query, 10, **scope)
+                    assert got == bm25_rank(query, kept, 10), (query, scope)
+                    assert not {m for m, _ in got} & gone
+                    if scope.get("resource_id") != "r2":
+                        assert "m5" not in {m for m, _ in got}  # another resource's
+
+        await check(set())
+        assert await store.count_documents(resource_id="r1") == 4  # the empty message is a document too
+        await store.delete_messages(["m2"])
+        await check({"m2"})
+        await store.delete_thread("t2")
+        await check({"m2", "m3", "m4"})
+        assert await store.count_documents(resource_id="r1") == 1
+        await store.delete_resource("r2")
+        assert await store.lexical_search("Rex", 10, resource_id="r2") == []
+        assert await store.count_documents() == 1
 
     # ------------------------------------------------------------------ layout and ids
 

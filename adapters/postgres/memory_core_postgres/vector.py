@@ -17,15 +17,27 @@ by the indexes) sorted by cosine distance, so recall equals brute force.
 it with ``hnsw.ef_search`` = ``ef_search``: faster on large collections,
 approximate, and (pgvector 0.6 has no iterative index scans) a filtered
 search may return fewer than ``top_k`` hits when the filter is selective.
+
+The lexical index (:mod:`memory_core.lexical_index`) is two tables beside
+the vectors, made on open: ``[<namespace>_]memory_documents`` (a row per
+message: its ids and length, btree indexes on thread and resource) and
+``[<namespace>_]memory_postings`` (a row per term of a message with its
+count, keyed by (term, message id), indexed by (term, thread) and (term,
+resource), its rows deleted with their document by a cascading foreign
+key). A lexical search reads the scope's document count and total length
+and the postings of the query's terms only (two queries); the core scores
+them. PostgreSQL's own ``ts_rank`` is not used: it is no BM25 (no IDF) and
+its parser and stemmer are not the core's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import asyncpg
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
+from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from pgvector.asyncpg import register_vector
 
@@ -89,6 +101,7 @@ class PgVectorStore(BaseVectorStore):
 
     backend_name = "pgvector"
     shares_collections = True
+    lexical_index = True
 
     def __init__(
         self,
@@ -194,6 +207,7 @@ class PgVectorStore(BaseVectorStore):
                 await conn.execute(
                     f"CREATE EXTENSION IF NOT EXISTS vector; CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}"
                 )
+                await conn.execute(self._lexical_tables())
             return str(
                 await conn.fetchval(
                     "SELECT extnamespace::regnamespace::text FROM pg_extension WHERE extname = 'vector'"
@@ -201,6 +215,27 @@ class PgVectorStore(BaseVectorStore):
             )
         finally:
             await conn.close()
+
+    def _lexical_tables(self) -> str:
+        """The script creating the lexical index's tables (module notes)."""
+        documents, postings = self._lexical_names()
+        base = self._prefix + "memory_"
+        return (
+            f'CREATE TABLE IF NOT EXISTS {documents} (message_id text COLLATE "C" PRIMARY KEY,'
+            ' thread_id text COLLATE "C" NOT NULL, resource_id text COLLATE "C" NOT NULL, length integer NOT NULL);'
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(base + 'documents_t')} ON {documents} (thread_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(base + 'documents_r')} ON {documents} (resource_id);"
+            f' CREATE TABLE IF NOT EXISTS {postings} (term text COLLATE "C" NOT NULL, message_id text COLLATE "C"'
+            f' NOT NULL REFERENCES {documents} (message_id) ON DELETE CASCADE, thread_id text COLLATE "C" NOT NULL,'
+            ' resource_id text COLLATE "C" NOT NULL, count integer NOT NULL, PRIMARY KEY (term, message_id));'
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(base + 'postings_t')} ON {postings} (term, thread_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(base + 'postings_r')} ON {postings} (term, resource_id);"
+            f" CREATE INDEX IF NOT EXISTS {quote_ident(base + 'postings_m')} ON {postings} (message_id);"
+        )
+
+    def _lexical_names(self) -> tuple[str, str]:
+        """The documents and postings tables, schema-qualified."""
+        return self._table(self._prefix + "memory_documents"), self._table(self._prefix + "memory_postings")
 
     async def _disconnect(self) -> None:
         pool, self._pool = self._pool, None
@@ -288,3 +323,71 @@ class PgVectorStore(BaseVectorStore):
         where = _where(flt, params)
         rows = await self.pool.fetch(f"SELECT DISTINCT message_id FROM {self._table(name)}{where}", *params)
         return {row[0] for row in rows}
+
+    # ------------------------------------------------------------------ lexical index
+
+    async def _write_documents(self, documents: Sequence[LexicalDocument]) -> None:
+        table, postings = self._lexical_names()
+        ids = [d.message_id for d in documents]
+        rows = [(d.message_id, term, d.thread_id, d.resource_id, n) for d in documents for term, n in d.counts.items()]
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"DELETE FROM {table} WHERE message_id = ANY($1::text[])", ids)
+            await conn.execute(
+                f"INSERT INTO {table} SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[])",
+                ids,
+                [d.thread_id for d in documents],
+                [d.resource_id for d in documents],
+                [d.length for d in documents],
+            )
+            await conn.execute(
+                f"INSERT INTO {postings} (message_id, term, thread_id, resource_id, count)"
+                " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])",
+                *(list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [], [], []),
+            )
+
+    async def _delete_documents(self, flt: PointFilter) -> None:
+        params: list[Any] = []
+        where = _where(flt, params)
+        await self.pool.execute(f"DELETE FROM {self._lexical_names()[0]}{where}", *params)
+
+    async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
+        table, posting_table = self._lexical_names()
+        params: list[Any] = []
+        scope = _where(flt, params)
+        async with self.pool.acquire() as conn:
+            size, total = await conn.fetchrow(f"SELECT count(*), coalesce(sum(length), 0) FROM {table}{scope}", *params)
+            params = [list(terms)]
+            holding = _where(flt, params).replace(" WHERE ", " AND ")
+            rows = await conn.fetch(
+                f"SELECT term, count(*) FROM {posting_table} WHERE term = ANY($1::text[]){holding} GROUP BY term",
+                *params,
+            )
+        frequencies = dict.fromkeys(terms, 0) | {term: int(n) for term, n in rows}
+        return LexicalStatistics(int(size), int(total), frequencies)
+
+    async def _read_postings(
+        self, selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter
+    ) -> LexicalPostings:
+        table, posting_table = self._lexical_names()
+        params: list[Any] = [list(selecting), list(counted)]
+        holding = _where(flt, params).replace(" WHERE ", " AND ")
+        # The documents holding a selecting term, then their rows of the counted terms.
+        rows = await self.pool.fetch(
+            f"SELECT p.message_id, d.length, p.term, p.count FROM (SELECT DISTINCT message_id FROM {posting_table}"
+            f" WHERE term = ANY($1::text[]){holding}) s JOIN {posting_table} p ON p.message_id = s.message_id"
+            f" AND p.term = ANY($2::text[]) JOIN {table} d ON d.message_id = s.message_id",
+            *params,
+        )
+        matches: dict[str, tuple[str, int, dict[str, int]]] = {}
+        for message_id, length, term, count in rows:
+            matches.setdefault(message_id, (message_id, length, {}))[2][term] = count
+        return LexicalPostings(list(matches.values()))
+
+    async def _count_documents(self, flt: PointFilter) -> int:
+        params: list[Any] = []
+        where = _where(flt, params)
+        return int(await self.pool.fetchval(f"SELECT count(*) FROM {self._lexical_names()[0]}{where}", *params))
+
+    async def _drop_documents(self) -> None:
+        table, postings = self._lexical_names()
+        await self.pool.execute(f"DROP TABLE IF EXISTS {postings}, {table}")

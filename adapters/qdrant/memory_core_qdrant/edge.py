@@ -35,6 +35,17 @@ tenant field), which about halves a resource-filtered search at 10^5 points
 (a resource's vectors become contiguous in memory). Shards are configured
 with an HNSW ``m`` of 0 so that optimizing never builds a graph (that takes
 minutes per 10^5 points and would only serve approximate search).
+
+The lexical index (:mod:`memory_core.lexical_index`) is one more shard,
+``<dir>/[<namespace>_]memory_documents``: a point per message with the
+document in its payload and keyword indexes on its ids and its ``terms``
+(the posting lists), an integer index on its ``length``. A lexical search
+counts the scope, sums its lengths from a facet and scrolls the documents
+holding a query term (:data:`~memory_core_qdrant._layout.POSTING_FIELDS`);
+the core scores them. Qdrant's own sparse-vector BM25 (the IDF modifier)
+is not used: its IDF counts the whole collection, not the searched scope,
+and length normalisation would have to be frozen into the stored values,
+so it could not rank like the core.
 """
 
 from __future__ import annotations
@@ -43,12 +54,13 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ParamSpec, Self, TypeVar
 
 import anyio.to_thread
 import qdrant_edge as qe
 from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.options import ensure_folder, option_bool
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
@@ -59,7 +71,20 @@ from memory_core.vector import (
     Vector,
 )
 
-from memory_core_qdrant._layout import INDEXED_FIELDS, TENANT_FIELD
+from memory_core_qdrant._layout import (
+    DOCUMENT_KEYWORDS,
+    DOCUMENTS,
+    INDEXED_FIELDS,
+    LENGTH_FIELD,
+    NO_VECTOR,
+    PAGE,
+    TENANT_FIELD,
+    document_payload,
+    document_point_id,
+    posting,
+    posting_fields,
+    total_length,
+)
 from memory_core_qdrant._url import MEMORY, resolve_url
 
 __all__ = ["QdrantEdgeStore", "edge_filter", "shard_config"]
@@ -73,9 +98,10 @@ _EXACT = qe.SearchParams(exact=True)
 """Every search is exact, whatever segments the shard holds."""
 
 
-def edge_filter(flt: PointFilter) -> qe.Filter | None:
-    """The engine's filter for ``flt`` (None when it selects everything)."""
-    must: list[Any] = []
+def edge_filter(flt: PointFilter, *extra: Any) -> qe.Filter | None:
+    """The engine's filter for ``flt`` and ``extra`` conditions (None when it
+    selects everything)."""
+    must: list[Any] = list(extra)
     if flt.message_ids:
         must.append(qe.FieldCondition(key="message_id", match=qe.MatchAny(list(flt.message_ids))))
     if flt.thread_id is not None:
@@ -157,6 +183,7 @@ class QdrantEdgeStore(BaseVectorStore):
 
     backend_name = "qdrant"
     shares_collections = False
+    lexical_index = True
 
     def __init__(
         self,
@@ -175,6 +202,7 @@ class QdrantEdgeStore(BaseVectorStore):
         self.path: str | None = None if self.in_memory else os.path.abspath(str(text))
         self._root: str | None = None
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._documents: qe.EdgeShard | None = None
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> Self:
@@ -253,6 +281,25 @@ class QdrantEdgeStore(BaseVectorStore):
             dimension = self.dimension_of(name)
             if dimension is not None and await _run(_is_shard, os.path.join(root, name)):
                 self._shards[name] = await _run(qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension))
+        self._documents = await self._open_documents(root)
+
+    async def _open_documents(self, root: str) -> qe.EdgeShard:
+        """Load or create the lexical index's shard (see the module notes)."""
+        where = os.path.join(root, self._prefix + DOCUMENTS)
+        config = qe.EdgeConfig(
+            sparse_vectors={NO_VECTOR: qe.EdgeSparseVectorParams()},
+            payload_memory=qe.Memory.Cached,
+            max_search_threads=_usable_cpus(),
+            wal_enabled=False if self.in_memory else None,
+        )
+        if await _run(_is_shard, where):
+            return await _run(qe.EdgeShard.load, where, config)
+        shard = await _run(qe.EdgeShard.create, where, config)
+        for field in DOCUMENT_KEYWORDS:
+            schema = qe.KeywordIndexParams(is_tenant=True) if field == TENANT_FIELD else qe.PayloadSchemaType.Keyword
+            await _run(shard.update, qe.UpdateOperation.create_field_index(field, schema))
+        await _run(shard.update, qe.UpdateOperation.create_field_index(LENGTH_FIELD, qe.PayloadSchemaType.Integer))
+        return shard
 
     async def _existing_collections(self) -> Iterable[str]:
         # _connect would create the folder (and, in memory, a temporary one).
@@ -262,8 +309,9 @@ class QdrantEdgeStore(BaseVectorStore):
 
     async def _disconnect(self) -> None:
         shards, self._shards = self._shards, {}
+        documents, self._documents = self._documents, None
         try:
-            for shard in shards.values():
+            for shard in [*shards.values(), *([documents] if documents is not None else [])]:
                 await _run(shard.close)
         finally:
             if self.in_memory and self._root is not None:
@@ -343,3 +391,69 @@ class QdrantEdgeStore(BaseVectorStore):
             return {str(hit.value) for hit in answer.hits}
 
         return await _run(distinct)
+
+    # ------------------------------------------------------------------ lexical index
+
+    def _document_shard(self) -> qe.EdgeShard:
+        if self._documents is None:
+            raise AdapterClosedError("qdrant-edge store: open it first")
+        return self._documents
+
+    async def _write_documents(self, documents: Sequence[LexicalDocument]) -> None:
+        shard = self._document_shard()
+        points = [
+            qe.Point(uuid.UUID(document_point_id(document.message_id)), {}, document_payload(document))
+            for document in documents
+        ]
+        await _run(shard.update, qe.UpdateOperation.upsert_points(points))
+
+    async def _delete_documents(self, flt: PointFilter) -> None:
+        condition = edge_filter(flt)
+        if condition is None:
+            raise ValidationError("filter", "an unfiltered delete would empty the index; refused", "R-VEC")
+        await _run(self._document_shard().update, qe.UpdateOperation.delete_points_by_filter(condition))
+
+    # Reads on the calling thread, as searches (module notes).
+
+    async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
+        shard, scope = self._document_shard(), edge_filter(flt)
+        size = shard.count(qe.CountRequest(exact=True, filter=scope))
+        if size == 0:
+            return LexicalStatistics(0, 0, dict.fromkeys(terms, 0))
+        facet = shard.facet(qe.FacetRequest(LENGTH_FIELD, limit=size, exact=True, filter=scope))
+        frequencies = {
+            term: shard.count(
+                qe.CountRequest(
+                    exact=True, filter=edge_filter(flt, qe.FieldCondition(key="terms", match=qe.MatchValue(term)))
+                )
+            )
+            for term in terms
+        }
+        return LexicalStatistics(size, total_length((hit.value, hit.count) for hit in facet.hits), frequencies)
+
+    async def _read_postings(
+        self, selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter
+    ) -> LexicalPostings:
+        shard = self._document_shard()
+        holding = edge_filter(flt, qe.FieldCondition(key="terms", match=qe.MatchAny(list(selecting))))
+        matches: list[tuple[str, int, dict[str, int]]] = []
+        offset: Any = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=PAGE, filter=holding, with_payload=posting_fields(counted), with_vector=False
+            )
+            records, offset = shard.scroll(request)
+            matches.extend(posting(record.payload or {}) for record in records)
+            if offset is None:
+                return LexicalPostings(matches)
+
+    async def _count_documents(self, flt: PointFilter) -> int:
+        return await _run(self._document_shard().count, qe.CountRequest(exact=True, filter=edge_filter(flt)))
+
+    async def _drop_documents(self) -> None:
+        if self._root is None:
+            raise AdapterClosedError("qdrant-edge store: open it first")
+        shard, self._documents = self._documents, None
+        if shard is not None:
+            await _run(shard.close)
+        await _run(shutil.rmtree, os.path.join(self._root, self._prefix + DOCUMENTS), ignore_errors=True)

@@ -10,15 +10,22 @@ as a URL (it scans every point in Python).
 Collections are shared with other processes, so operations spanning every
 dimension (deletes, counts) re-list the collections first, and creation
 tolerates a concurrent creator.
+
+The lexical index is the collection ``[<namespace>_]memory_documents``, laid
+out and read as by the engine store (:mod:`memory_core_qdrant.edge`'s
+notes: a payload document per message, a count, a facet over ``length`` and
+a scroll of the documents holding a query term per search), created on the
+first lexical call.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Self
 
 from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
@@ -31,15 +38,29 @@ from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
 from memory_core_qdrant._errors import is_transient
-from memory_core_qdrant._layout import INDEXED_FIELDS, TENANT_FIELD
+from memory_core_qdrant._layout import (
+    DOCUMENT_KEYWORDS,
+    DOCUMENTS,
+    INDEXED_FIELDS,
+    LENGTH_FIELD,
+    NO_VECTOR,
+    PAGE,
+    TENANT_FIELD,
+    document_payload,
+    document_point_id,
+    posting,
+    posting_fields,
+    total_length,
+)
 from memory_core_qdrant._url import resolve_url
 
 __all__ = ["QdrantServerStore", "server_filter"]
 
 
-def server_filter(flt: PointFilter) -> models.Filter | None:
-    """qdrant-client's filter for ``flt`` (None when it selects everything)."""
-    must: list[models.Condition] = []
+def server_filter(flt: PointFilter, *extra: models.Condition) -> models.Filter | None:
+    """qdrant-client's filter for ``flt`` and ``extra`` conditions (None when
+    it selects everything)."""
+    must: list[models.Condition] = list(extra)
     if flt.message_ids:
         must.append(models.FieldCondition(key="message_id", match=models.MatchAny(any=list(flt.message_ids))))
     if flt.thread_id is not None:
@@ -75,6 +96,7 @@ class QdrantServerStore(BaseVectorStore):
 
     backend_name = "qdrant"
     shares_collections = True
+    lexical_index = True
 
     def __init__(
         self,
@@ -103,6 +125,7 @@ class QdrantServerStore(BaseVectorStore):
         }
         self._client: AsyncQdrantClient | None = client
         self._owns_client = client is None
+        self._documents_made = False
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> Self:
@@ -215,3 +238,90 @@ class QdrantServerStore(BaseVectorStore):
             return set()
         answer = await self.client.facet(name, "message_id", facet_filter=server_filter(flt), limit=points, exact=True)
         return {str(hit.value) for hit in answer.hits}
+
+    # ------------------------------------------------------------------ lexical index
+
+    async def _documents(self) -> str:
+        """The lexical index's collection, created (with its payload indexes)
+        on first use; tolerates a concurrent creator."""
+        name = self._prefix + DOCUMENTS
+        if self._documents_made:
+            return name
+
+        async def create() -> None:
+            client = self.client
+            if not await client.collection_exists(name):
+                try:
+                    await client.create_collection(
+                        name, vectors_config={}, sparse_vectors_config={NO_VECTOR: models.SparseVectorParams()}
+                    )
+                except UnexpectedResponse as exc:
+                    if exc.status_code != 409:
+                        raise
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # local mode: no payload indexes
+                for field in DOCUMENT_KEYWORDS:
+                    schema = models.KeywordIndexParams(
+                        type=models.KeywordIndexType.KEYWORD, is_tenant=field == TENANT_FIELD
+                    )
+                    await client.create_payload_index(name, field, field_schema=schema, wait=True)
+                integer = models.IntegerIndexParams(type=models.IntegerIndexType.INTEGER, lookup=True, range=False)
+                await client.create_payload_index(name, LENGTH_FIELD, field_schema=integer, wait=True)
+            self._documents_made = True
+
+        await self._setup.run(("collection", name), lambda: self._documents_made, create)
+        return name
+
+    async def _write_documents(self, documents: Sequence[LexicalDocument]) -> None:
+        points = [
+            models.PointStruct(id=document_point_id(d.message_id), vector={}, payload=document_payload(d))
+            for d in documents
+        ]
+        await self.client.upsert(await self._documents(), points=points, wait=True)
+
+    async def _delete_documents(self, flt: PointFilter) -> None:
+        condition = server_filter(flt)
+        if condition is None:
+            raise ValidationError("filter", "an unfiltered delete would empty the index; refused", "R-VEC")
+        selector = models.FilterSelector(filter=condition)
+        await self.client.delete(await self._documents(), points_selector=selector, wait=True)
+
+    async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
+        name, scope = await self._documents(), server_filter(flt)
+        size = (await self.client.count(name, count_filter=scope, exact=True)).count
+        if size == 0:
+            return LexicalStatistics(0, 0, dict.fromkeys(terms, 0))
+        facet = await self.client.facet(name, LENGTH_FIELD, facet_filter=scope, limit=size, exact=True)
+        frequencies = {}
+        for term in terms:
+            holding = server_filter(flt, models.FieldCondition(key="terms", match=models.MatchValue(value=term)))
+            frequencies[term] = (await self.client.count(name, count_filter=holding, exact=True)).count
+        return LexicalStatistics(size, total_length((hit.value, hit.count) for hit in facet.hits), frequencies)
+
+    async def _read_postings(
+        self, selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter
+    ) -> LexicalPostings:
+        name = await self._documents()
+        holding = server_filter(flt, models.FieldCondition(key="terms", match=models.MatchAny(any=list(selecting))))
+        matches: list[tuple[str, int, dict[str, int]]] = []
+        offset: Any = None
+        while True:
+            records, offset = await self.client.scroll(
+                name,
+                scroll_filter=holding,
+                limit=PAGE,
+                offset=offset,
+                with_payload=posting_fields(counted),
+                with_vectors=False,
+            )
+            matches.extend(posting(record.payload or {}) for record in records)
+            if offset is None:
+                return LexicalPostings(matches)
+
+    async def _count_documents(self, flt: PointFilter) -> int:
+        answer = await self.client.count(await self._documents(), count_filter=server_filter(flt), exact=True)
+        return answer.count
+
+    async def _drop_documents(self) -> None:
+        await self.client.delete_collection(self._prefix + DOCUMENTS)
+        self._documents_made = False

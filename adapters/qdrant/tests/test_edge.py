@@ -46,7 +46,8 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         await store.upsert(points())
         await store.upsert([VectorPoint("wide", 0, np.ones(16, dtype=np.float32), "t9", "r9", 1)])
         await store.delete_messages(["m3"])
-    assert sorted(os.listdir(where)) == ["memory_messages_16", "memory_messages_8"]
+    # One shard per dimension, and the lexical index's.
+    assert sorted(os.listdir(where)) == ["memory_documents", "memory_messages_16", "memory_messages_8"]
     async with await connect_vector(url_of(where)) as again:
         assert isinstance(again, QdrantEdgeStore)  # dimensions() is BaseVectorStore's, not the protocol's
         assert await again.dimensions() == [8, 16]
@@ -132,9 +133,10 @@ async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
         await plain.upsert(points()[:2])
         assert (await first.count_points(), await second.count_points(), await plain.count_points()) == (4, 1, 2)
         assert (await first.count(), await second.count(), await plain.count()) == (3, 1, 1)
-        assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8", "memory_messages_8"]
-        await plain.destroy()
-        assert sorted(os.listdir(tmp_path)) == ["a_memory_messages_8", "b_memory_messages_8"]
+        shards = ["a_memory_documents", "a_memory_messages_8", "b_memory_documents", "b_memory_messages_8"]
+        assert sorted(os.listdir(tmp_path)) == [*shards, "memory_documents", "memory_messages_8"]
+        await plain.destroy()  # its vectors and its lexical index, not the other namespaces'
+        assert sorted(os.listdir(tmp_path)) == shards
 
 
 @pytest.mark.parametrize(
