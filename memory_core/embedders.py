@@ -740,7 +740,8 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int]) -> str | N
     builders = []
     for dimension, n in sorted(others.items()):
         name = built_in.get(dimension)
-        builders.append(f"{n} vector(s) of a {dimension}-dimension" + (f" (embedder={name!r}?)" if name else "") + " embedder")
+        known = f" (embedder={name!r}?)" if name else ""
+        builders.append(f"{n} vector(s) of a {dimension}-dimension{known} embedder")
     mixed = f" and {counts[embedder.dimension]} of its own" if counts.get(embedder.dimension) else ""
     return (
         f"the vector index holds {' and '.join(builders)}{mixed}, but this Memory embeds with "
