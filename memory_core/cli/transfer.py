@@ -49,6 +49,9 @@ VERIFY_FAILED = 1
 _err = errors
 
 
+_ELSEWHERE = "give another --output path, or remove the file first"
+
+
 def _check_resource(resource: str | None) -> None:
     if resource is not None:
         check_id(resource, "--resource")
@@ -120,7 +123,7 @@ def _whole_file(path: Path) -> Iterator[TextIO]:
         try:
             os.link(partial, path)
         except FileExistsError:
-            raise ValidationError("--output", f"{path} exists; export never overwrites a file") from None
+            raise ValidationError("--output", f"{path} exists; export never overwrites a file: {_ELSEWHERE}") from None
     finally:
         os.unlink(partial)
 
@@ -158,7 +161,10 @@ def _reembedding(
     """
     if vector is None:
         if embedder is not None:
-            raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
+            raise ValidationError(
+                "--embedder",
+                "goes with --vector (the store to re-embed into); add --vector URL or leave out --embedder",
+            )
         return None, None, None, ""
     model = default_embedder() if embedder is None else get_embedder(embedder)
     vectors = command_vector(vector, "--vector", must_exist=False)
@@ -178,9 +184,9 @@ def export(
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
         if output is not None and output.exists():
-            fail(f"--output {output} exists; export never overwrites a file")
+            fail(f"--output {output} exists; export never overwrites a file: {_ELSEWHERE}")
         if output is not None and not output.parent.is_dir():
-            fail(f"--output: folder {output.parent} does not exist")
+            fail(f"--output: folder {output.parent} does not exist; create it first (mkdir -p {output.parent})")
 
         async def work() -> None:
             async with storage:
@@ -211,7 +217,7 @@ def import_(
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
-            fail(f"--input {input} is not a file")
+            fail(f"--input {input} is not a file; give the path of an export (or pipe it to stdin without --input)")
         vectors, model, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
