@@ -37,7 +37,9 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
     out = tmp_path / "out.txt"
     with out.open("w") as sink:
         # The ci profile takes minutes on SQLite: the interrupt lands mid-suite.
-        process = subprocess.Popen([SCRIPT, "check", url, "--new", "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [SCRIPT, "check", url, "--new", "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT
+        )
         try:
             time.sleep(8)
             assert process.poll() is None, out.read_text()

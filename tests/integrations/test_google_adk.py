@@ -3,10 +3,9 @@ stale appends, state scopes and the memory service, on every backend."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -167,14 +166,17 @@ async def test_get_session_config_through_the_runner_matches_adks_own_services(
     class Seen(BaseLlm):
         """Answers with the texts of the contents it was given, joined."""
 
-        async def generate_content_async(self, llm_request: LlmRequest, stream: bool = False) -> AsyncIterator[Any]:
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
             seen = "|".join(p.text or "" for c in llm_request.contents for p in (c.parts or []))
             yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=seen)]))
 
     async def conversation(service: BaseSessionService) -> list[str]:
         runner = Runner(app_name="a", agent=LlmAgent(name="m", model=Seen(model="seen")), session_service=service)
         await service.create_session(app_name="a", user_id="u", session_id="s")
-        answers, stamps = [], []
+        answers: list[str] = []
+        stamps: list[float] = []
         configs = [None, None, None, (0, None), (1, None), (3, None), (None, 2), (2, 3), (10, 0.0), (0, 1)]
         for turn, config in enumerate(configs):
             run_config = RunConfig()

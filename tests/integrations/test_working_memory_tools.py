@@ -161,8 +161,8 @@ async def test_working_memory_tools_are_offered_only_while_working_memory_is_on(
     from memory_core.embedders import LexicalHashEmbedder
 
     config = MemoryConfig(working_memory=WorkingMemory(enabled=working_memory))
-    store = (InMemoryVectorStore(), LexicalHashEmbedder()) if vectors else (None, None)
-    async with Memory(InMemoryStorage(), *store, config=config) as memory:
+    vector, embedder = (InMemoryVectorStore(), LexicalHashEmbedder()) if vectors else (None, None)
+    async with Memory(InMemoryStorage(), vector, embedder, config=config) as memory:
         session = MemoryCoreSession("chat", memory)
         agent = OpenAIAgent(name="a", model=ToolListingModel(), tools=[*memory_tools(session)])
         result = await Runner.run(agent, "which tools?", session=session, context={"resource_id": "alice"})
