@@ -712,36 +712,43 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
 
 
-def dimension_mismatch(embedder: Embedder, dimensions: Sequence[int]) -> str | None:
-    """What is wrong when a vector index built by one embedder is opened with
-    another of a different dimension, or None when nothing is.
+def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int]) -> str | None:
+    """What is wrong when a vector index holds vectors of another dimension
+    than ``embedder``'s (built, wholly or partly, by another embedder), or
+    None when nothing is.
 
     The index records the dimension of what built it (R-VEC: one collection
     per dimension, ``memory_messages_<dim>``); a search with ``embedder``
-    reads only its own dimension's collection, so it finds nothing.
+    reads only its own dimension's collection, so it misses every vector of
+    another: an index mixing two embedders answers for part of its messages.
 
     Args:
         embedder: the embedder the Memory runs with.
-        dimensions: the dimensions the index holds vectors of
-            (:meth:`~memory_core.vector.BaseVectorStore.dimensions`).
+        counts: points per dimension, for the dimensions holding any
+            (:meth:`~memory_core.vector.BaseVectorStore.dimension_counts`).
 
     Returns:
-        None when ``dimensions`` is empty or holds ``embedder.dimension``;
-        else a message naming both embedders (a built-in one by its
-        :func:`get_embedder` name where the dimension tells it) and the fix.
+        None when every point is of ``embedder.dimension`` (or there are
+        none); else a message naming the other embedders (a built-in one by
+        its :func:`get_embedder` name where the dimension tells it), how many
+        vectors each left, this embedder, and the fix.
     """
-    if not dimensions or embedder.dimension in dimensions:
+    others = {dimension: n for dimension, n in counts.items() if dimension != embedder.dimension and n}
+    if not others:
         return None
     built_in = {MiniLMEmbedder.dimension: "minilm", LexicalHashEmbedder().dimension: "lexical"}
     builders = []
-    for dimension in dimensions:
+    for dimension, n in sorted(others.items()):
         name = built_in.get(dimension)
-        builders.append(f"{dimension}-dimension (embedder={name!r}?)" if name else f"{dimension}-dimension")
+        known = f" (embedder={name!r}?)" if name else ""
+        builders.append(f"{n} vector(s) of a {dimension}-dimension{known} embedder")
+    mixed = f" and {counts[embedder.dimension]} of its own" if counts.get(embedder.dimension) else ""
     return (
-        f"the vector index was built by a {' and a '.join(builders)} embedder, but this Memory embeds with "
-        f"{embedder.name!r} ({embedder.dimension} dimensions), so semantic recall finds nothing: open it with "
-        "the embedder that built it (embedder=...), or re-embed every resource with this one "
-        "(await memory.reindex(resource_id=...))"
+        f"the vector index holds {' and '.join(builders)}{mixed}, but this Memory embeds with "
+        f"{embedder.name!r} ({embedder.dimension} dimensions), whose searches miss those vectors and must not mix "
+        "with them: open it with the embedder that built it (embedder=...), or re-embed every resource with this "
+        "one (await memory.reindex(resource_id=...) for each, or memory-core import/copy --vector URL --embedder NAME "
+        "into a fresh index)"
     )
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "BackendGuard",
     "BackendError",
     "ConflictError",
+    "EmbedderMismatchError",
     "MemoryCoreError",
     "NotFoundError",
     "OwnershipError",
@@ -50,6 +51,23 @@ class ValidationError(MemoryCoreError, ValueError):
         self.reason = reason
         prefix = f"[{rule}] " if rule else ""
         super().__init__(f"{prefix}{field}: {reason}")
+
+
+class EmbedderMismatchError(ValidationError):
+    """The vector index holds vectors of another dimension than the
+    embedder's: written by another embedder, which searches with this one
+    miss (field ``embedder``; the message names both and the fix). Raised
+    before anything is written.
+
+    Attributes:
+        dimension: the embedder's dimension.
+        counts: points per dimension the index holds (``{384: 120, 1024: 3}``).
+    """
+
+    def __init__(self, reason: str, dimension: int, counts: dict[int, int]) -> None:
+        super().__init__("embedder", reason)
+        self.dimension = dimension
+        self.counts = counts
 
 
 class NotFoundError(MemoryCoreError, LookupError):

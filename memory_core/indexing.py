@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
 from memory_core.embedders import Embedder, dimension_mismatch
-from memory_core.errors import BackendError, ValidationError
+from memory_core.errors import BackendError, EmbedderMismatchError, ValidationError
 from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
 from memory_core.retention import PruneBatch
@@ -110,6 +110,23 @@ class VectorIndex:
             points.append(VectorPoint(message.id, number, vec, message.thread_id, resource_id, to_us(created_at)))
         await _vector_call("save_messages", self.vector.upsert(points))
 
+    async def check_embedder(self) -> None:
+        """Refuse an embedder whose vectors would mix with another's in the
+        index (points of another dimension are there); reads only.
+
+        Raises:
+            EmbedderMismatchError: the message names the embedders, how many
+                vectors each holds, and the fix
+                (:func:`~memory_core.embedders.dimension_mismatch`).
+            BackendError: the vector store failed.
+        """
+        if self.vector is None or self.embedder is None:
+            return
+        counts = await self.vector.dimension_counts()
+        mismatch = dimension_mismatch(self.embedder, counts)
+        if mismatch is not None:
+            raise EmbedderMismatchError(mismatch, self.embedder.dimension, counts)
+
     async def drop_threads(self, operation: str, thread_ids: Sequence[str]) -> None:
         """Delete every point of these threads (``operation`` names the
         caller in a BackendError)."""
@@ -150,18 +167,15 @@ class VectorIndex:
         (reads every message of the scope: a diagnostic).
 
         Raises:
-            ValidationError: neither or both ids, a bad one, or no vector store;
-                field ``embedder``: the index holds vectors of other
-                dimensions only (built by another embedder), the message
-                naming both embedders and the fix
-                (:func:`~memory_core.embedders.dimension_mismatch`).
+            ValidationError: neither or both ids, a bad one, or no vector store.
+            EmbedderMismatchError: the index holds vectors of another
+                dimension (built, wholly or partly, by another embedder)
+                (:meth:`check_embedder`).
         """
         check_one_scope(thread_id, resource_id, "check_index")
         if self.vector is None or self.embedder is None:
             raise ValidationError("vector", "Memory has no vector store to check")
-        mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
-        if mismatch is not None:
-            raise ValidationError("embedder", mismatch)
+        await self.check_embedder()
         listing = await self._scope(thread_id, resource_id)
         if thread_id is not None:
             indexed = await self.vector.count(thread_id=thread_id)

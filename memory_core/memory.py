@@ -155,6 +155,7 @@ class Memory(CloneCalls):
         self.token_counter = EstimateTokenCounter() if token_counter is None else check_token_counter(token_counter)
         self._owns_stores = owns_stores
         self._recaller = Recaller(storage, vector, embedder, self.token_counter)
+        self._embedder_fits = False  # set by the first write that checked it (_check_embedder)
 
     @classmethod
     async def open(
@@ -411,6 +412,10 @@ class Memory(CloneCalls):
             ValidationError: any bad message (nothing is written).
             NotFoundError / OwnershipError / ConflictError: as for
                 :meth:`BaseStorage.save_messages`.
+            EmbedderMismatchError: the vector index holds vectors of another
+                embedder (another dimension), checked at this Memory's first
+                write; nothing is written (the message names the fix:
+                the embedder that built it, or :meth:`reindex` every resource).
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
         """
@@ -430,11 +435,22 @@ class Memory(CloneCalls):
             message = check_message(raw, f"{label}[{index}]", by_id=not generated)
             if persist_system or message.role != "system":
                 batch.append(message)
+        if batch:
+            await self._check_embedder()
         saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
         await self._vectors.index(saved)
         if self.config.generate_title is not None and saved:
             await threads.generate_titles(self.storage, self.config.generate_title, saved)
         return saved
+
+    async def _check_embedder(self) -> None:
+        """Before this Memory's first write of vectors: refuse an index that
+        holds another embedder's (EmbedderMismatchError, nothing written).
+        Checked once per Memory, at the cost of one count per dimension;
+        :meth:`reindex` is never refused (it is the fix)."""
+        if not self._embedder_fits:
+            await self._vectors.check_embedder()
+            self._embedder_fits = True
 
     @traced("update_memory")
     async def append_messages(
@@ -472,13 +488,16 @@ class Memory(CloneCalls):
     @traced("update_memory")
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
-        messages are re-embedded."""
-        updated = await self.storage.update_messages(updates)
+        messages are re-embedded (refused as by :meth:`save_messages` when
+        the index holds another embedder's vectors)."""
         touched = {
             u.get("id")
             for u in updates
             if isinstance(u, Mapping) and ("content" in u or "thread_id" in u or "threadId" in u)
         }
+        if touched:
+            await self._check_embedder()
+        updated = await self.storage.update_messages(updates)
         await self._vectors.index([m for m in updated if m.id in touched])
         return updated
 
@@ -625,6 +644,8 @@ class Memory(CloneCalls):
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;
                 Memory has no vector store.
+            EmbedderMismatchError: the index holds vectors of another
+                embedder (another dimension), mixed with this one's or not.
         """
         return await self._vectors.status(thread_id, resource_id)
 

@@ -196,7 +196,7 @@ class Recaller:
         in its scope (a vector index built by an embedder of another
         dimension, or empty or behind)."""
         if self.vector is not None and self.embedder is not None:
-            mismatch = dimension_mismatch(self.embedder, await self.vector.dimensions())
+            mismatch = dimension_mismatch(self.embedder, await self.vector.dimension_counts())
             if mismatch is not None:
                 return [mismatch]
         if semantic.scope == "thread" or owner is None:

@@ -189,6 +189,10 @@ class VectorStore(Protocol):
         """The vector dimensions the store holds collections for, ascending:
         the record of which embedder (by its dimension) built the index."""
 
+    async def dimension_counts(self) -> dict[int, int]:
+        """Points per vector dimension, for the dimensions holding any: which
+        embedders (by dimension) the index's vectors came from, and how many."""
+
 
 class BaseVectorStore(LexicalPrimitives, ABC):
     """Base class of every vector adapter (and of the reference vector store).
@@ -364,7 +368,9 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         if not any(self.dimension_of(name) is not None for name in names):
             raise ValidationError(
                 "url",
-                f"{self!r} holds no memory-core vectors (no {self._collection_prefix}<dimension> collection)",
+                f"{self!r} holds no memory-core vectors (no {self._collection_prefix}<dimension> collection); "
+                "check the URL for a typo (its folder, server or namespace), or leave the option out when no "
+                "vectors were ever written",
             )
 
     async def _existing_collections(self) -> Iterable[str]:
@@ -648,6 +654,22 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         await self._ready()
         with self._guard("dimensions"):
             return sorted(self._known[name] for name in await self._collections())
+
+    @traced("search_memory", "vector")
+    async def dimension_counts(self) -> dict[int, int]:
+        """``{dimension: points}`` for every dimension holding at least one
+        point, ascending by dimension (``{}`` for an empty store): unlike
+        :meth:`dimensions`, a collection emptied by a reindex does not count,
+        and an index mixing embedders shows both (one ``_count`` per collection).
+
+        Raises:
+            AdapterClosedError: the store was closed.
+            BackendError: the backend failed.
+        """
+        await self._ready()
+        with self._guard("dimension_counts"):
+            counts = {self._known[name]: await self._count(name, PointFilter()) for name in await self._collections()}
+            return {dimension: counts[dimension] for dimension in sorted(counts) if counts[dimension]}
 
     # ------------------------------------------------------------------ lexical index
 

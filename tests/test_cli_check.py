@@ -37,7 +37,9 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
     out = tmp_path / "out.txt"
     with out.open("w") as sink:
         # The ci profile takes minutes on SQLite: the interrupt lands mid-suite.
-        process = subprocess.Popen([SCRIPT, "check", url, "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [SCRIPT, "check", url, "--new", "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT
+        )
         try:
             time.sleep(8)
             assert process.poll() is None, out.read_text()
@@ -68,9 +70,32 @@ def test_check_of_a_file_that_is_not_a_database_fails_like_connect(tmp_path: Pat
 
 
 def test_check_of_a_new_file_leaves_nothing_behind(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["check", f"sqlite:///{tmp_path}/new.db", "--profile", "quick", "-k", "c07"])
+    args = ["check", f"sqlite:///{tmp_path}/new.db", "--new", "--profile", "quick", "-k", "c07"]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_check_of_a_misspelt_file_is_refused_naming_the_fix(tmp_path: Path) -> None:
+    """Before: ``check`` on a misspelt SQLite path checked a new, empty
+    store there and passed. A command that reads a store refuses a URL that
+    names none (as ``export`` and ``prune --vector`` do); ``--new`` is the
+    way to check a deployment that holds no store yet."""
+    from tests.cli_run import cli
+
+    done = cli("check", f"sqlite:///{tmp_path}/agnet.db", "--profile", "quick", "-k", "c07", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and "CONFORMANT" not in done.stderr
+    line = " ".join(done.stderr.split())
+    assert line.startswith(f"error: cannot check sqlite:///{tmp_path}/agnet.db: "), line
+    assert "agnet.db does not exist; check the path for a typo" in line, line
+    assert "or pass --new to check a deployment that holds no store yet" in line, line
+    assert list(tmp_path.iterdir()) == []
+    empty = tmp_path / "empty.db"
+    empty.touch()  # a file that is there but holds no memory-core store
+    done = cli("check", f"sqlite:///{empty}", "--profile", "quick", "-k", "c07", cwd=tmp_path)
+    assert done.returncode == 2 and "holds no memory-core store" in done.stderr and "--new" in done.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["empty.db"] and empty.stat().st_size == 0
 
 
 def test_report_lists_rules_that_did_not_run() -> None:

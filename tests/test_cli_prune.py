@@ -58,6 +58,31 @@ def test_prune_messages_dry_run_then_for_real(tmp_path: Path) -> None:
     assert _state(url) == (["live", "stale"], ["l2", "s1"])
 
 
+@pytest.mark.parametrize(
+    ("resource", "says"),
+    [
+        ("r 2", "did you mean 'r2'?"),
+        ("nobody", "it holds 'r1', 'r2': give one of its resource ids"),
+    ],
+)
+def test_prune_of_a_resource_the_store_lacks_says_so_and_names_close_ids(
+    resource: str, says: str, tmp_path: Path
+) -> None:
+    """Before: a mistyped ``--resource`` printed "removed 0 messages" and nothing else."""
+    from tests.cli_run import cli
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _seed(url)
+    for dry_run, done in (["--dry-run"], "would be pruned"), ([], "pruned"):
+        result = cli("prune", url, "--older-than", "30d", "--resource", resource, *dry_run)
+        assert result.returncode == 0, result.stderr
+        hint = f"hint: the store holds no resource {resource!r} (no record, no thread): nothing was {done}; {says}"
+        assert hint in " ".join(result.stderr.split()), result.stderr
+    assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
+    present = cli("prune", url, "--older-than", "30d", "--resource", "r2", "--dry-run")
+    assert present.returncode == 0 and "hint" not in present.stderr, present.stderr
+
+
 def test_prune_threads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
     _seed(url)

@@ -240,6 +240,7 @@ def test_check_interrupted_leaves_nothing_behind(tmp_path: Path) -> None:
     process = cli_process(
         "check",
         f"sqlite:///{data / 'agent.db'}",
+        "--new",
         "--profile",
         "ci",
         cwd=cwd,

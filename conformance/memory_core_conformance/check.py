@@ -129,21 +129,31 @@ async def sweep() -> int:
     return done
 
 
-async def probe(live: LiveStorages) -> None:
+async def probe(live: LiveStorages, *, new: bool = False) -> None:
     """Check the store the URL names, creating nothing there
     (:meth:`~memory_core.storage.BaseStorage.preflight`: a missing folder or
-    a file that is not a database fails here, as ``connect`` would), then
-    open one store of ``live`` in a fresh namespace and destroy it: the
+    a file that is not a database fails here, as ``connect`` would; unless
+    ``new``, it must hold a memory-core store, as for every command that
+    reads one, so a misspelt path is not checked as an empty new store),
+    then open one store of ``live`` in a fresh namespace and destroy it: the
     deployment is reachable and writable before the suite runs.
 
     Raises:
-        ValidationError: the URL or its options are malformed, or the store
-            it names cannot be there (e.g. a missing folder).
+        ValidationError: the URL or its options are malformed, the store
+            it names cannot be there (e.g. a missing folder), or (not
+            ``new``) holds no memory-core store (the reason names ``--new``).
         BackendError: the backend refused to open (unreachable, unwritable,
             not a database).
         TimeoutError: it did not open within :data:`PROBE_SECONDS`.
     """
-    await live.storage_class.from_url(live.url).preflight()
+    named = live.storage_class.from_url(live.url)
+    await named.preflight()
+    if not new:
+        try:
+            await named.preflight(must_exist=True)
+        except ValidationError as exc:
+            hint = "or pass --new to check a deployment that holds no store yet"
+            raise ValidationError(exc.field, f"{exc.reason}, {hint}", exc.rule) from None
     store = live.build()
     try:
         async with asyncio.timeout(PROBE_SECONDS):
@@ -201,6 +211,7 @@ def run_check(
     pytest_args: Sequence[str] = (),
     keyword: str | None = None,
     errors: Console | None = None,
+    new: bool = False,
 ) -> int:
     """Run the conformance suite against the deployment at ``url``.
 
@@ -222,6 +233,8 @@ def run_check(
         keyword: a pytest ``-k`` expression selecting tests (``"r_page or c07"``).
         errors: where errors and the no-verdict lines go (default: a new
             rich Console on the current ``sys.stderr``).
+        new: the URL names no memory-core store yet (a fresh deployment):
+            check it anyway (default False: such a URL is refused, a typo).
 
     Returns:
         0 when every test that ran passed; 1 on any failure (or when no test
@@ -244,7 +257,7 @@ def run_check(
     try:
         with interrupts.active(), _hypothesis_home():
             try:
-                asyncio.run(probe(LiveStorages(url)))
+                asyncio.run(probe(LiveStorages(url), new=new))
             except (MemoryCoreError, TimeoutError) as exc:
                 reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
                 errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)

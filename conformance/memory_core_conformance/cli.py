@@ -28,17 +28,24 @@ def check(
     keyword: Annotated[
         str | None, typer.Option("-k", "--keyword", help="Run only the tests matching this pytest -k expression.")
     ] = None,
+    new: Annotated[
+        bool,
+        typer.Option("--new", help="The URL names no memory-core store yet (a fresh deployment): check it anyway."),
+    ] = False,
 ) -> None:
     """Run the conformance suite against a live deployment (its own namespaces).
 
-    The URL's scheme is checked first, then the store it names (a missing
-    folder or a file that is not a database fails as connect would, and
-    nothing is created) and the deployment is opened once: each is one red
-    line and exit 2, before any test runs. Ctrl-C stops the run with no
-    verdict (exit 130); rules no test ran are listed as not run."""
+    The URL's scheme is checked first, then the store it names: it must hold
+    a memory-core store, as for every command that reads one (a misspelt
+    path is refused, not checked as an empty new store), unless ``--new``
+    says the deployment holds none yet; a missing folder or a file that is
+    not a database fails as connect would, and nothing is created. Then the
+    deployment is opened once: each is one red line and exit 2, before any
+    test runs. Ctrl-C stops the run with no verdict (exit 130); rules no
+    test ran are listed as not run."""
     with user_errors():
         storage_class(url)
         from memory_core_conformance.check import run_check
 
-        code = run_check(url, profile=profile, keyword=keyword)
+        code = run_check(url, profile=profile, keyword=keyword, new=new)
     raise typer.Exit(code)

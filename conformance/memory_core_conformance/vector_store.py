@@ -148,6 +148,48 @@ class VectorStoreConformance:
         assert store.collection(DIM) == f"{store.namespace}_memory_messages_{DIM}"
         assert await store.count() == 2
 
+    async def test_vector_store_counts_points_per_dimension(self, store: BaseVectorStore) -> None:
+        assert await store.dimension_counts() == {}
+        await store.upsert([point("m1", axis(0), chunk=c) for c in range(2)] + [point("m2", axis(1, dim=16))])
+        assert await store.dimension_counts() == {DIM: 2, 16: 1}
+        await store.delete_messages(["m2"])  # an emptied collection still exists, but holds no vectors
+        assert await store.dimensions() == [DIM, 16]
+        assert await store.dimension_counts() == {DIM: 2}
+
+    async def test_vector_store_memory_refuses_a_second_embedder_after_its_first_write(
+        self, store: BaseVectorStore
+    ) -> None:
+        """Before: once one message of a new embedder was in, the index held
+        both dimensions and the check found its own among them."""
+        from memory_core import EmbedderMismatchError, InMemoryStorage, Memory
+        from memory_core.embedders import LexicalHashEmbedder
+
+        storage = InMemoryStorage()
+        built = Memory(storage, store, LexicalHashEmbedder(dimension=256), owns_stores=False)
+        await built.create_thread("r1", thread_id="t1")
+        await built.append_messages("t1", [("user", "my cat is called Miso"), ("assistant", "noted")])
+        # A point of the new embedder written behind Memory's back (an older release, another process).
+        await store.upsert([point("m-new", unit(1.0, dim=1024))])
+        switched = Memory(storage, store, LexicalHashEmbedder(), owns_stores=False)
+        for attempt in (
+            switched.append_messages("t1", [("user", "and a dog called Rex")]),
+            switched.update_messages([{"id": (await storage.list_messages("t1")).items[0].id, "content": "x"}]),
+            switched.check_index(resource_id="r1"),
+        ):
+            with pytest.raises(EmbedderMismatchError) as caught:
+                await attempt
+            assert caught.value.field == "embedder" and caught.value.counts == {256: 2, 1024: 1}, caught.value
+            for named in ("2 vector(s) of a 256-dimension embedder", "'lexical-hash-1024' (1024 dimensions)"):
+                assert named in caught.value.reason, caught.value.reason
+            assert "memory.reindex(resource_id=...)" in caught.value.reason, caught.value.reason
+        assert [m.content for m in (await storage.list_messages("t1")).items] == ["my cat is called Miso", "noted"]
+        assert await store.dimension_counts() == {256: 2, 1024: 1}  # nothing written
+        await switched.reindex(resource_id="r1")  # the fix the message names
+        await store.delete_messages(["m-new"])
+        assert await store.dimension_counts() == {1024: 2}
+        await switched.append_messages("t1", [("user", "and a dog called Rex")])
+        assert not (await switched.check_index(resource_id="r1")).behind
+
     @pytest.mark.parametrize(
         "message_id",
         ["msg_01", "42", "ñandú-1", "a b", "🧵 plan", "x" * 256, "T-1", "t-1", "00000000-0000-0000-0000-000000000000"],

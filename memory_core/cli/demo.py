@@ -159,7 +159,7 @@ def _create_database(db: Path) -> None:
             connection.close()
     except sqlite3.Error as exc:
         db.unlink(missing_ok=True)  # made just now, by this call
-        raise ValidationError("--db", f"cannot create {db}: {exc}") from None
+        raise ValidationError("--db", f"cannot create {db}: {exc}; give another --db path") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,12 +23,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import BackendError, MemoryCoreError
 
 __all__ = [
+    "BACKEND_NEXT_STEP",
     "CLOSED_PIPE",
     "COMMAND_GROUP",
     "INTERRUPTED",
+    "OS_NEXT_STEP",
     "PROVIDERS",
     "USER_ERROR",
     "build_app",
@@ -69,17 +71,33 @@ errors = Console(stderr=True)
 """Where errors, hints and progress go: stdout may carry a command's data (an export)."""
 
 
+BACKEND_NEXT_STEP = "check that the URL names the store you mean and that it (its server, its file) can be opened"
+"""What a :class:`~memory_core.errors.BackendError` line says to do next
+(the other errors name their own next step in their message)."""
+
+OS_NEXT_STEP = "check the path and its permissions"
+"""What a line for an ``OSError`` (a file or folder the command could not use) says to do next."""
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Report what the user's input caused (a memory-core error such as a bad
     URL, scheme or option; a missing file or folder; a missing optional
     package) as one red line and exit with :data:`USER_ERROR`; a closed
-    stdout ends quietly (:func:`closed_pipe`)."""
+    stdout ends quietly (:func:`closed_pipe`). Every line names the next
+    step: memory-core's errors in their messages, a backend failure
+    (:data:`BACKEND_NEXT_STEP`) and an ``OSError`` (:data:`OS_NEXT_STEP`)
+    here."""
     try:
         yield
     except BrokenPipeError:
         closed_pipe()
-    except (MemoryCoreError, OSError, ImportError) as exc:
+    except BackendError as exc:
+        again = "; run the command again (the failure may pass)" if exc.retryable else ""
+        fail(f"{exc}; {BACKEND_NEXT_STEP}{again}")
+    except OSError as exc:
+        fail(f"{exc}; {OS_NEXT_STEP}")
+    except (MemoryCoreError, ImportError) as exc:
         fail(str(exc))
 
 

@@ -20,8 +20,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, PruneTarget, RetentionPolicy
@@ -82,7 +84,8 @@ def prune(
     """Delete messages (or threads) older than an age or a cutoff; print what went.
 
     The cutoff is printed on stderr when the run starts and again on Ctrl-C
-    (exit 130), as the ``--before`` that resumes the run with the same result."""
+    (exit 130), as the ``--before`` that resumes the run with the same result.
+    A ``--resource`` the store does not hold gets a hint naming close ids."""
     with user_errors():
         if threads and messages:
             fail("give --threads or --messages, not both")
@@ -102,9 +105,11 @@ def prune(
         vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
         resume = f"--before {cutoff.isoformat()}"
         errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
-        report = run_interruptible(
+        report, hint = run_interruptible(
             _prune(storage, vectors, policy, dry_run), f"whole batches were deleted or not; resume with {resume}"
         )
+        if hint is not None:
+            errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":
@@ -114,11 +119,16 @@ def prune(
     console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
 
 
-async def _prune(storage: Storage, vectors: VectorStore | None, policy: RetentionPolicy, dry_run: bool) -> PruneReport:
+async def _prune(
+    storage: Storage, vectors: VectorStore | None, policy: RetentionPolicy, dry_run: bool
+) -> tuple[PruneReport, str | None]:
+    """The report, and the hint when ``--resource`` named no resource."""
     from memory_core.embedders import LexicalHashEmbedder
     from memory_core.memory import Memory
 
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None
     async with Memory(storage, vectors, embedder) as memory:
-        return await memory.prune(policy, dry_run=dry_run)
+        report = await memory.prune(policy, dry_run=dry_run)
+        done = "would be pruned" if dry_run else "pruned"
+        return report, await absent_resource_hint(storage, policy.resource_id, done)

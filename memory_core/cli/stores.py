@@ -88,7 +88,7 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
     """
     src, dst = build_storage(source), build_storage(destination)
     if same_store(src, dst):
-        fail("SOURCE and DESTINATION are the same store")
+        fail("SOURCE and DESTINATION are the same store; give a DESTINATION that names another store")
     return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
 
 

@@ -17,12 +17,11 @@ file beside FILE and renames it at the end, so FILE is whole or absent.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, TextIO
@@ -32,6 +31,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import errors, fail, run_interruptible, user_errors
+from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector, copy_storages
 from memory_core.embedders import Embedder, default_embedder, get_embedder
 from memory_core.errors import ValidationError
@@ -49,23 +49,23 @@ VERIFY_FAILED = 1
 _err = errors
 
 
+_ELSEWHERE = "give another --output path, or remove the file first"
+
+
 def _check_resource(resource: str | None) -> None:
     if resource is not None:
         check_id(resource, "--resource")
 
 
-def _hint_if_absent(resource: str | None, counts: Mapping[str, int], done: str) -> None:
+async def _hint_if_absent(storage: Storage, resource: str | None, done: str) -> None:
     """Say on stderr that ``--resource`` named a resource the source does not
-    hold (no record, no thread: every count of the trailer is 0). Not an
-    error: the export is a valid, empty one and the exit code stays 0, so a
-    script exporting resources that may have been erased keeps working, and
-    a mistyped id is still visible."""
-    if resource is not None and not any(counts.values()):
-        _err.print(
-            f"[yellow]hint: the source holds no resource {escape(repr(resource))} (no record, no thread): "
-            f"nothing was {done}[/]",
-            soft_wrap=True,
-        )
+    hold, naming close ids (:func:`~memory_core.cli.resources.absent_resource_hint`).
+    Not an error: the export is a valid, empty one and the exit code stays 0,
+    so a script exporting resources that may have been erased keeps working,
+    and a mistyped id is still visible."""
+    hint = await absent_resource_hint(storage, resource, done)
+    if hint is not None:
+        _err.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
 
 
 @contextmanager
@@ -123,7 +123,7 @@ def _whole_file(path: Path) -> Iterator[TextIO]:
         try:
             os.link(partial, path)
         except FileExistsError:
-            raise ValidationError("--output", f"{path} exists; export never overwrites a file") from None
+            raise ValidationError("--output", f"{path} exists; export never overwrites a file: {_ELSEWHERE}") from None
     finally:
         os.unlink(partial)
 
@@ -161,7 +161,10 @@ def _reembedding(
     """
     if vector is None:
         if embedder is not None:
-            raise ValidationError("--embedder", "goes with --vector (the store to re-embed into)")
+            raise ValidationError(
+                "--embedder",
+                "goes with --vector (the store to re-embed into); add --vector URL or leave out --embedder",
+            )
         return None, None, None, ""
     model = default_embedder() if embedder is None else get_embedder(embedder)
     vectors = command_vector(vector, "--vector", must_exist=False)
@@ -181,19 +184,17 @@ def export(
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
         if output is not None and output.exists():
-            fail(f"--output {output} exists; export never overwrites a file")
+            fail(f"--output {output} exists; export never overwrites a file: {_ELSEWHERE}")
         if output is not None and not output.parent.is_dir():
-            fail(f"--output: folder {output.parent} does not exist")
+            fail(f"--output: folder {output.parent} does not exist; create it first (mkdir -p {output.parent})")
 
         async def work() -> None:
             async with storage:
                 with nullcontext(sys.stdout) if output is None else _whole_file(output) as target:
-                    last = ""
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
-                        last = line
-            _hint_if_absent(resource, json.loads(last)["counts"], "exported")
+                await _hint_if_absent(storage, resource, "exported")
 
         run_interruptible(
             work(), "run the export again" if output is None else f"{output} was not written; run the export again"
@@ -216,7 +217,7 @@ def import_(
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
-            fail(f"--input {input} is not a file")
+            fail(f"--input {input} is not a file; give the path of an export (or pipe it to stdin without --input)")
         vectors, model, reindex, note = _reembedding(storage, vector, embedder)
 
         async def work() -> None:
@@ -263,7 +264,7 @@ def copy(
                     report = await copy_store(
                         src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex
                     )
-            _hint_if_absent(resource, report.imported.trailer["counts"], "copied")
+                await _hint_if_absent(src, resource, "copied")
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)

@@ -21,6 +21,7 @@ __all__ = [
     "REFUSED_TEMPLATE",
     "MinScore",
     "check_recall_options",
+    "offered_tools",
     "read_working_memory",
     "recall_hits",
     "recall_texts",
@@ -140,6 +141,28 @@ async def recall_texts(
         }
         for m in hits
     ]
+
+
+def offered_tools(memory: Memory) -> tuple[bool, bool]:
+    """Which tools a seam offers over ``memory``: ``(working_memory,
+    recall)``. The working-memory tools only when the Memory's config turns
+    working memory on (``MemoryConfig(working_memory={"enabled": True})``; off
+    by default, and then :meth:`~memory_core.memory.Memory.read_working_memory`
+    refuses too); ``recall_memory`` only with a vector store.
+
+    Raises:
+        ValidationError: field ``memory``: neither (no tool to offer), naming
+            both ways to turn one on.
+    """
+    working, recall = memory.config.working_memory.enabled, memory.vector is not None
+    if not working and not recall:
+        raise ValidationError(
+            "memory",
+            "no memory tool to offer: working memory is off (turn it on with "
+            'MemoryConfig(working_memory={"enabled": True})) and the Memory has no vector store for recall_memory '
+            '(Memory.open(url, vector="qdrant+path:///app.vectors"))',
+        )
+    return working, recall
 
 
 async def read_working_memory(memory: Memory, resource_id: str) -> str:

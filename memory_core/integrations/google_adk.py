@@ -163,6 +163,25 @@ def _check_names(app_name: Any, user_id: Any) -> None:
     check_id(user_id, "user_id")
 
 
+def _recent_events(config: GetSessionConfig | None) -> int | None:
+    """``config.num_recent_events`` as ADK reads it: None (or no config):
+    every event; n >= 0: the newest n.
+
+    Raises:
+        ValidationError: not an int or None (:func:`check_limit`), or
+            negative: ADK's ``GetSessionConfig`` refuses it, and its two
+            services disagree on one built past the validator (in-memory:
+            all but the first n; SQLite: all).
+    """
+    recent = None if config is None else config.num_recent_events
+    if isinstance(recent, int) and not isinstance(recent, bool) and recent < 0:
+        raise ValidationError(
+            "num_recent_events",
+            f"must be >= 0 (ADK's GetSessionConfig rule), got {recent}; None reads every event",
+        )
+    return check_limit(recent, "num_recent_events")
+
+
 class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
     """An ADK ``BaseSessionService`` over a :class:`~memory_core.Memory`.
 
@@ -247,23 +266,27 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         config: GetSessionConfig | None = None,
     ) -> Session | None:
         """The session with its events (oldest first) and merged state, or
-        None. ``config.num_recent_events`` keeps the newest n (0: none; None:
-        all), read by :func:`~memory_core.integrations._threads.check_limit`
-        as every seam's limit (ADK's own ``GetSessionConfig`` refuses a
-        negative one; one built past its validator reads as all);
-        ``config.after_timestamp`` then keeps the events after the newest one
-        older than it (ADK's in-memory rule). Reads the thread row and only
-        the events it returns (walking back from the newest), however long
-        the session.
+        None. ``config`` (ADK's ``GetSessionConfig``, also what the Runner
+        passes from ``RunConfig.get_session_config``) means what ADK's own
+        services make of it: ``num_recent_events`` keeps the newest n (0:
+        none; None: all; negative: refused, as ADK's ``GetSessionConfig``
+        refuses it, also when built past its validator, where ADK's
+        in-memory and SQLite services disagree); ``after_timestamp`` then
+        keeps the events after the newest one older than it (ADK's
+        in-memory rule; the events at or after it, as ADK's SQLite service
+        reads it, when timestamps grow with appends). Reads the thread row
+        and only the events it returns (walking back from the newest),
+        however long the session.
 
         Raises:
-            ValidationError: ``num_recent_events`` is not an int or None.
+            ValidationError: ``num_recent_events`` is not an int or None, or
+                is negative.
         """
         _check_names(app_name, user_id)
         session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
         thread_id = session_thread(app_name, user_id, session_id)
         owner = user_resource(app_name, user_id)
-        limit = check_limit(config.num_recent_events, "num_recent_events") if config else None
+        limit = _recent_events(config)
         after = config.after_timestamp if config else None
         thread, stored = await self._read_events(thread_id, owner, limit, after)
         if thread is not None and _pending(thread):

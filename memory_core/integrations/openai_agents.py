@@ -46,7 +46,14 @@ from ._threads import (
     pop_newest,
     save_to,
 )
-from ._tools import MinScore, check_recall_options, read_working_memory, recall_texts, write_working_memory
+from ._tools import (
+    MinScore,
+    check_recall_options,
+    offered_tools,
+    read_working_memory,
+    recall_texts,
+    write_working_memory,
+)
 
 __all__ = ["ITEM_TYPE", "THREAD_NAMESPACE", "MemoryCoreSession", "item_role", "item_text", "memory_tools"]
 
@@ -252,7 +259,9 @@ class MemoryCoreSession:
 def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinScore = "auto") -> list[FunctionTool]:
     """Agent tools over the session's memory, acting for the run's owner.
 
-    ``get_working_memory`` and ``update_working_memory`` read and replace the
+    With working memory on in ``session.memory``'s config (off by default:
+    then these two are not offered), ``get_working_memory`` and
+    ``update_working_memory`` read and replace the
     owner's working memory (``Resource.working_memory``); an update with
     blank notes or the Memory's unfilled working-memory template writes
     nothing and tells the model to send the complete notes
@@ -266,9 +275,12 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     :func:`~memory_core.integrations._tools.recall_hits`.
 
     Raises:
-        ValidationError: ``top_k`` out of range or a bad ``min_score``.
+        ValidationError: ``top_k`` out of range or a bad ``min_score``; no
+            tool to offer (working memory off and no vector store, field
+            ``memory``: :func:`~memory_core.integrations._tools.offered_tools`).
     """
     top_k, min_score = check_recall_options(top_k, min_score)
+    working, recall = offered_tools(session.memory)
 
     @function_tool
     async def get_working_memory(ctx: RunContextWrapper[Any]) -> str:
@@ -285,8 +297,8 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
         """
         return await write_working_memory(session.memory, session.owner(ctx), notes)
 
-    tools = [get_working_memory, update_working_memory]
-    if session.memory.vector is not None:
+    tools = [get_working_memory, update_working_memory] if working else []
+    if recall:
 
         @function_tool
         async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> list[dict[str, Any]]:

@@ -38,7 +38,14 @@ from ._threads import (
     owner_of,
     save_to,
 )
-from ._tools import MinScore, check_recall_options, read_working_memory, recall_texts, write_working_memory
+from ._tools import (
+    MinScore,
+    check_recall_options,
+    offered_tools,
+    read_working_memory,
+    recall_texts,
+    write_working_memory,
+)
 
 __all__ = ["MESSAGE_TYPE", "THREAD_NAMESPACE", "MessageHistory", "message_role", "message_text"]
 
@@ -166,7 +173,9 @@ class MessageHistory:
         await delete_conversation(self.memory, self.thread_id(conversation_id), self.resource_id)
 
     def tools(self, conversation_id: str, *, top_k: int = 4, min_score: MinScore = "auto") -> list[Tool[Any]]:
-        """Agent tools for this resource: ``get_working_memory``,
+        """Agent tools for this resource: with working memory on in the
+        Memory's config (off by default: then these two are not offered)
+        ``get_working_memory`` and
         ``update_working_memory(notes)`` (blank notes or the Memory's
         unfilled working-memory template are refused, nothing written: see
         :func:`~memory_core.integrations._tools.write_working_memory`) and, with a vector store,
@@ -186,12 +195,15 @@ class MessageHistory:
 
         Raises:
             ValidationError: ``top_k`` is not an int from 1 to 1000, or a bad
-                ``min_score`` or ``conversation_id``; when a tool runs, a
+                ``min_score`` or ``conversation_id``; no tool to offer
+                (working memory off and no vector store, field ``memory``:
+                :func:`~memory_core.integrations._tools.offered_tools`); when a tool runs, a
                 ``deps`` naming another resource (field
                 ``context.resource_id``, nothing read or written).
         """
         thread = self.thread_id(conversation_id)
         top_k, min_score = check_recall_options(top_k, min_score)
+        working, recall = offered_tools(self.memory)
         memory, resource_id = self.memory, self.resource_id
 
         async def get_working_memory(ctx: RunContext[Any]) -> str:
@@ -219,10 +231,9 @@ class MessageHistory:
                 memory, owner, query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
             )
 
-        tools: list[Tool[Any]] = [
-            Tool(get_working_memory, takes_ctx=True),
-            Tool(update_working_memory, takes_ctx=True),
-        ]
-        if memory.vector is not None:
+        tools: list[Tool[Any]] = []
+        if working:
+            tools += [Tool(get_working_memory, takes_ctx=True), Tool(update_working_memory, takes_ctx=True)]
+        if recall:
             tools.append(Tool(recall_memory, takes_ctx=True))
         return tools

@@ -41,11 +41,16 @@ def no_store(field: str, where: str, missing: str) -> ValidationError:
             (``"no schema_version table"``), shown in parentheses.
 
     Returns:
-        ``ValidationError(field, "'<where>' holds no memory-core store (<missing>)")``,
-        for the caller to raise: a command that reads or deletes data must
-        stop before ``open`` creates an empty store in its place.
+        ``ValidationError(field, "'<where>' holds no memory-core store
+        (<missing>); <the next step>")``, for the caller to raise: a command
+        that reads or deletes data must stop before ``open`` creates an empty
+        store in its place.
     """
-    return ValidationError(field, f"{where!r} holds no memory-core store ({missing})")
+    return ValidationError(
+        field,
+        f"{where!r} holds no memory-core store ({missing}); check the URL for a typo "
+        "(a command that reads a store never creates one: import, copy or Memory.open do)",
+    )
 
 
 class Lifecycle(AdapterContract):

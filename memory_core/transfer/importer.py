@@ -125,7 +125,7 @@ class _Import:
         elif encode(resource_record(stored)) == encode(record):
             self.report.skipped["resources"] += 1
         else:
-            raise ConflictError(f"{where}: resource {resource.id!r} exists in the destination with other content")
+            raise _conflict(f"{where}: resource {resource.id!r}")
 
     async def thread(self, thread: Thread, where: str) -> None:
         await self.enter(thread.resource_id)
@@ -151,7 +151,7 @@ class _Import:
         else:
             # updated_at counts too: a write after the export bumped it, and
             # putting the file's value back would move it backwards.
-            raise ConflictError(f"{where}: thread {thread.id!r} exists in the destination with other content")
+            raise _conflict(f"{where}: thread {thread.id!r}")
 
     async def message(self, message: Message, number: int, where: str) -> None:
         if message.resource_id != self.group or message.thread_id not in self.threads:
@@ -185,9 +185,7 @@ class _Import:
             if old is None:
                 new.append(message)
             elif encode(message_record(old)) != encode(message_record(message)):
-                raise ConflictError(
-                    f"line {number}: message {message.id!r} exists in the destination with other content"
-                )
+                raise _conflict(f"line {number}: message {message.id!r}")
         if new:
             await self.storage.save_messages(new)
             # Saving bumped their threads' updated_at; every thread in
@@ -212,7 +210,7 @@ class _Import:
             for thread_id, count in self.resumed.items():
                 held = await self.storage.list_messages(thread_id, per_page=0)
                 if held.total != count:
-                    raise ConflictError(f"thread {thread_id!r} exists in the destination with other content")
+                    raise _conflict(f"thread {thread_id!r}")
                 await self.storage.save_thread(self.threads[thread_id])
         self.resumed.clear()
         if self.group is not None and self.on_resource is not None:
@@ -225,6 +223,15 @@ class _Import:
         if difference is not None:
             raise TransferError(where, f"the records read do not match the trailer: {difference}")
         self.report.trailer = trailer
+
+
+def _conflict(what: str) -> ConflictError:
+    """The refusal of a record that the destination holds with other
+    content, naming the next step."""
+    return ConflictError(
+        f"{what} exists in the destination with other content; import into a store that does not hold it, "
+        "or delete it there first (Memory.delete_resource, delete_thread or delete_messages)"
+    )
 
 
 def _only_bumped(stored: Thread, thread: Thread) -> bool:

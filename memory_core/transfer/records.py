@@ -13,6 +13,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.validation import check_message, check_resource, check_thread
 
 __all__ = [
+    "FIX_THE_INPUT",
     "FORMAT",
     "VERSION",
     "Record",
@@ -40,6 +41,8 @@ class TransferError(ValidationError):
     order), or a file without its trailer. ``field`` is ``"line N"`` (1-based)
     or ``"input"``; nothing of the offending record has been written.
 
+    The message ends with the next step (:data:`FIX_THE_INPUT`).
+
     Attributes:
         written: what the import wrote before it stopped, per kind (empty
             outside an import, or when nothing was written). Those records
@@ -51,7 +54,11 @@ class TransferError(ValidationError):
         self.written = {kind: count for kind, count in (written or {}).items() if count}
         if self.written:
             reason = f"{reason} (written before it, and kept: {self.written}; importing again skips them)"
-        super().__init__(field, reason, rule)
+        super().__init__(field, f"{reason}; {FIX_THE_INPUT}", rule)
+
+
+FIX_THE_INPUT = "fix the input, or write it again with memory-core export"
+"""The next step every :class:`TransferError` names (the input is at fault)."""
 
 
 def encode(record: dict[str, Any]) -> str:

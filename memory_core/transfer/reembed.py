@@ -69,6 +69,6 @@ async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--e
         ValidationError: field ``field``; the message names both embedders
             and the fixes.
     """
-    mismatch = dimension_mismatch(embedder, await vectors.dimensions())
+    mismatch = dimension_mismatch(embedder, await vectors.dimension_counts())
     if mismatch is not None:
         raise ValidationError(field, mismatch)

@@ -3,8 +3,9 @@ stale appends, state scopes and the memory service, on every backend."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -139,6 +140,73 @@ async def test_after_timestamp_walks_back_across_pages_like_adk(open_memory: Ope
                 oracle = await theirs.get_session(app_name="a", user_id="u", session_id="s", config=config)
                 assert mine is not None and oracle is not None
                 assert _texts(mine.events) == _texts(oracle.events), (after, recent)
+
+
+@pytest.mark.anyio
+async def test_get_session_config_through_the_runner_matches_adks_own_services(
+    open_memory: OpenMemory, tmp_path: Path
+) -> None:
+    """``RunConfig.get_session_config`` (the Runner passes it to
+    ``get_session``): what the model is given, for each ``num_recent_events``
+    and ``after_timestamp``, is what it is given over ADK's own in-memory and
+    SQLite services (the oracles); a negative count is refused as ADK's
+    ``GetSessionConfig`` refuses it (before: read as "all", which neither of
+    ADK's services gives past the validator: in-memory drops the first
+    events, SQLite reads all)."""
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.run_config import RunConfig
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+    from google.adk.sessions.sqlite_session_service import SqliteSessionService
+
+    class Seen(BaseLlm):
+        """Answers with the texts of the contents it was given, joined."""
+
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            seen = "|".join(p.text or "" for c in llm_request.contents for p in (c.parts or []))
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=seen)]))
+
+    async def conversation(service: BaseSessionService) -> list[str]:
+        runner = Runner(app_name="a", agent=LlmAgent(name="m", model=Seen(model="seen")), session_service=service)
+        await service.create_session(app_name="a", user_id="u", session_id="s")
+        answers: list[str] = []
+        stamps: list[float] = []
+        configs = [None, None, None, (0, None), (1, None), (3, None), (None, 2), (2, 3), (10, 0.0), (0, 1)]
+        for turn, config in enumerate(configs):
+            run_config = RunConfig()
+            if config is not None:
+                recent, stamp = config
+                after = None if stamp is None else stamps[int(stamp)]
+                run_config = RunConfig(
+                    get_session_config=GetSessionConfig(num_recent_events=recent, after_timestamp=after)
+                )
+            message = types.Content(role="user", parts=[types.Part(text=f"q{turn}")])
+            async for event in runner.run_async(
+                user_id="u", session_id="s", new_message=message, run_config=run_config
+            ):
+                stamps.append(event.timestamp)
+                if event.author == "m" and event.content and event.content.parts:
+                    answers.append(event.content.parts[0].text or "")
+        return answers
+
+    async with open_memory() as memory:
+        ours = await conversation(MemoryCoreSessionService(memory))
+        in_memory = await conversation(InMemorySessionService())
+        sqlite = await conversation(SqliteSessionService(str(tmp_path / "adk.db")))
+        assert ours == in_memory == sqlite, (ours, in_memory, sqlite)
+        negative = GetSessionConfig.model_construct(num_recent_events=-1, after_timestamp=None)
+        with pytest.raises(ValidationError, match=r"num_recent_events: must be >= 0 \(ADK's GetSessionConfig rule\)"):
+            await MemoryCoreSessionService(memory).get_session(
+                app_name="a", user_id="u", session_id="s", config=negative
+            )
+    with pytest.raises(ValueError, match="num_recent_events must be greater than or equal to 0"):
+        GetSessionConfig(num_recent_events=-1)  # ADK's own rule, which the seam keeps
 
 
 def test_the_stale_session_text_is_adks_own() -> None:

@@ -2,7 +2,9 @@
 (:func:`memory_core.integrations._threads.check_limit`, the Agents SDK's
 ``SQLiteSession`` rule): None and a negative int read everything, 0 nothing,
 n the newest n; anything else is a ValidationError naming the caller's own
-parameter (``limit``, ``session_settings.limit``, ``num_recent_events``)."""
+parameter (``limit``, ``session_settings.limit``, ``num_recent_events``).
+ADK's ``num_recent_events`` is the one exception: ADK's own
+``GetSessionConfig`` refuses a negative count, and so does the seam."""
 
 from __future__ import annotations
 
@@ -90,8 +92,12 @@ SEAMS = _seams()
 async def test_every_seam_reads_a_limit_the_same_way(seam: str) -> None:
     read, field = await SEAMS[seam](Memory(InMemoryStorage()))
     assert await read(None) == TEXTS
-    assert await read(-1) == TEXTS  # the SDK's rule: was "per_page" error (Pydantic), events[1:] (ADK in-memory)
-    assert await read(-5) == TEXTS
+    for negative in (-1, -5):
+        if seam == "adk":  # ADK's GetSessionConfig refuses it; its services disagree past the validator
+            with pytest.raises(ValidationError, match=r"num_recent_events: must be >= 0 \(ADK's GetSessionConfig"):
+                await read(negative)
+        else:  # the SDK's rule: was a "per_page" error (Pydantic)
+            assert await read(negative) == TEXTS
     assert await read(0) == []
     assert await read(2) == TEXTS[1:]
     assert await read(10) == TEXTS

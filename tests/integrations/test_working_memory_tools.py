@@ -18,7 +18,7 @@ from pydantic_ai.messages import ModelMessage, TextPart, ToolCallPart
 from pydantic_ai.messages import ModelResponse as PydanticResponse
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memory_core import InMemoryStorage, Memory, MemoryConfig
+from memory_core import InMemoryStorage, Memory, MemoryConfig, ValidationError
 from memory_core.integrations._tools import REFUSED_BLANK, REFUSED_TEMPLATE, read_working_memory
 from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
 from memory_core.integrations.pydantic_ai import MessageHistory
@@ -122,3 +122,63 @@ async def test_reading_shows_the_template_until_notes_are_stored() -> None:
 def anyio_backend() -> str:
     """Async tests run on asyncio."""
     return "asyncio"
+
+
+class ToolListingModel(Model):
+    """Answers with the names of the tools the runner offered it."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+        tools = kwargs.get("tools", args[2] if len(args) > 2 else [])
+        text = ResponseOutputText(type="output_text", text=",".join(t.name for t in tools), annotations=[])
+        reply = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[text])
+        return ModelResponse(output=[reply], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+def listing_tools(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
+    """Pydantic AI's twin of :class:`ToolListingModel`."""
+    return PydanticResponse(parts=[TextPart(",".join(t.name for t in info.function_tools))])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("working_memory", "vectors", "offered"),
+    [
+        (False, True, "recall_memory"),
+        (True, False, "get_working_memory,update_working_memory"),
+        (True, True, "get_working_memory,update_working_memory,recall_memory"),
+    ],
+)
+async def test_working_memory_tools_are_offered_only_while_working_memory_is_on(
+    working_memory: bool, vectors: bool, offered: str
+) -> None:
+    """Before: both seams offered ``get_working_memory`` and
+    ``update_working_memory`` while the config turned working memory off
+    (the default), and the tools read and wrote it anyway."""
+    from memory_core import InMemoryVectorStore
+    from memory_core.embedders import LexicalHashEmbedder
+
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=working_memory))
+    vector, embedder = (InMemoryVectorStore(), LexicalHashEmbedder()) if vectors else (None, None)
+    async with Memory(InMemoryStorage(), vector, embedder, config=config) as memory:
+        session = MemoryCoreSession("chat", memory)
+        agent = OpenAIAgent(name="a", model=ToolListingModel(), tools=[*memory_tools(session)])
+        result = await Runner.run(agent, "which tools?", session=session, context={"resource_id": "alice"})
+        assert result.final_output == offered
+        tools = MessageHistory(memory, "alice").tools("chat")
+        assert (await PydanticAgent(FunctionModel(listing_tools), tools=tools).run("which tools?")).output == offered
+
+
+@pytest.mark.anyio
+async def test_a_memory_with_no_tool_to_offer_is_refused_naming_both_fixes() -> None:
+    async with Memory(InMemoryStorage()) as memory:  # working memory off, no vector store
+        for make in (
+            lambda: memory_tools(MemoryCoreSession("chat", memory)),
+            lambda: MessageHistory(memory, "a").tools("c"),
+        ):
+            with pytest.raises(ValidationError) as caught:
+                make()
+            assert caught.value.field == "memory", caught.value
+            assert '{"enabled": True}' in caught.value.reason and "vector=" in caught.value.reason, caught.value

@@ -195,7 +195,7 @@ def test_an_absent_resource_is_a_hint_and_an_empty_export(command: str, tmp_path
     result = runner.invoke(app, [*args, "--resource", "nobody"])
     assert result.exit_code == 0, result.output
     done = "exported" if command == "export" else "copied"
-    assert f"hint: the source holds no resource 'nobody' (no record, no thread): nothing was {done}" in result.stderr
+    assert f"hint: the store holds no resource 'nobody' (no record, no thread): nothing was {done}" in result.stderr
     if command == "export":
         kinds = [json.loads(line)["kind"] for line in result.stdout.splitlines()]
         assert kinds == ["header", "trailer"]

@@ -19,7 +19,7 @@ from memory_core.transfer import copy_store, summarize
 from tests.transfer.stores import fill
 
 runner = CliRunner()
-SAME = "error: SOURCE and DESTINATION are the same store\n"
+SAME = "error: SOURCE and DESTINATION are the same store; give a DESTINATION that names another store\n"
 
 
 def _filled(url: str) -> dict:  # type: ignore[type-arg]

@@ -68,7 +68,10 @@ def _inspect_file(path: str, must_exist: bool) -> None:
             header = file.read(len(_HEADER))
     except FileNotFoundError:
         if must_exist:
-            raise ValidationError("url", f"{path} does not exist") from None
+            raise ValidationError(
+                "url",
+                f"{path} does not exist; check the path for a typo (a command that reads a store never creates one)",
+            ) from None
         return  # a new database: open() would create it
     except OSError as exc:
         raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
