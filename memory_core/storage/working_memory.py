@@ -155,9 +155,8 @@ class WorkingMemory(Lifecycle):
             if found is None:
                 decide(None, None)
             return
-        await self._optimistic(
-            "write_working_memory", lambda: self._write_memory(write, decide, to_us(self.clock.now()))
-        )
+        now_us = to_us(self.clock.now())  # one bump time for every attempt
+        await self._optimistic("write_working_memory", lambda: self._write_memory(write, decide, now_us))
 
     async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
         """The default write of
