@@ -12,6 +12,7 @@ from memory_core import lineage
 from memory_core.embedders import Embedder
 from memory_core.indexing import VectorIndex
 from memory_core.models import DateRange, OrderBy, Page, PerPage, Thread
+from memory_core.outbox import Outbox, paired
 from memory_core.storage import Storage
 from memory_core.telemetry import traced
 from memory_core.vector import VectorStore
@@ -26,8 +27,10 @@ class CloneCalls:
     storage: Storage
     vector: VectorStore | None
     embedder: Embedder | None
+    _outbox: Outbox
 
     @traced("create_memory")
+    @paired
     async def clone_thread(
         self,
         source_id: str,
@@ -66,6 +69,7 @@ class CloneCalls:
         return made
 
     @traced("create_memory")
+    @paired
     async def branch_thread(
         self,
         thread_id: str,

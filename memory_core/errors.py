@@ -9,9 +9,10 @@ zarr uses). Raw driver exceptions never escape: adapters wrap them in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import ParamSpec, Protocol, TypeVar
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 __all__ = [
     "AdapterClosedError",
@@ -140,18 +141,35 @@ class BackendGuard:
     """Context manager wrapping any non-memory-core exception raised inside it
     in :class:`BackendError` (named after ``owner.backend_name``, retryable per
     ``owner.is_retryable``, original chained). Shared by storages and vector
-    stores so every backend wraps driver errors the same way."""
+    stores so every backend wraps driver errors the same way.
 
-    __slots__ = ("operation", "owner")
+    A call that the task's cancellation reached is a cancelled call: when the
+    task's ``cancelling()`` count grew inside the guard and the call returned
+    or raised anything but ``CancelledError`` (a driver that retried after
+    the cancellation cut off its read, PyMongo's retryable writes; a
+    ``wait_for`` that returned the result instead, redis-py on 3.11), the
+    guard raises ``CancelledError`` (issue 25; what the call wrote stays
+    written, as with any write cancelled after it was sent)."""
+
+    __slots__ = ("_cancelling", "_task", "operation", "owner")
 
     def __init__(self, owner: _GuardedBackend, operation: str) -> None:
         self.owner = owner
         self.operation = operation
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
 
     def __enter__(self) -> None:
-        return None
+        try:
+            self._task = asyncio.current_task()
+        except RuntimeError:  # no running loop: nothing to cancel
+            self._task = None
+        self._cancelling = 0 if self._task is None else self._task.cancelling()
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        task = self._task
+        if task is not None and task.cancelling() > self._cancelling and not isinstance(exc, asyncio.CancelledError):
+            raise asyncio.CancelledError from exc
         if exc is None or isinstance(exc, MemoryCoreError) or not isinstance(exc, Exception):
             return
         raise _wrapped(self.owner, self.operation, exc) from exc
@@ -172,13 +190,22 @@ async def guarded(
             ``operation``, retryable per ``owner.is_retryable``, the original
             chained); memory-core errors and non-``Exception`` exceptions
             (cancellation) pass through unchanged.
+        CancelledError: the task's cancellation reached the call (see
+            :class:`BackendGuard`).
     """
+    task = asyncio.current_task()
+    before = 0 if task is None else task.cancelling()
     try:
-        return await primitive(*args, **kwargs)
-    except MemoryCoreError:
-        raise
+        result = await primitive(*args, **kwargs)
     except Exception as exc:
+        if task is not None and task.cancelling() > before:
+            raise asyncio.CancelledError from exc
+        if isinstance(exc, MemoryCoreError):
+            raise
         raise _wrapped(owner, operation, exc) from exc
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
 
 
 def _wrapped(owner: _GuardedBackend, operation: str, exc: Exception) -> BackendError:

@@ -48,6 +48,7 @@ from memory_core.models import (
     ThreadFilter,
     WorkingMemoryState,
 )
+from memory_core.outbox import Outbox, paired
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
 from memory_core.retention import PruneReport, RetentionPolicy
@@ -128,7 +129,12 @@ class Memory(CloneCalls):
     synchronously: when a call returns, the store holds exactly one point set
     per stored message. If the vector write fails after the storage write, the
     call raises :class:`~memory_core.errors.BackendError` and
-    :meth:`reindex` repairs the thread or resource.
+    :meth:`reindex` repairs the thread or resource. Each such paired write
+    (saves, updates, deletes, erasure, clones, :meth:`reindex`) is carried
+    out whole once started, even when its caller is cancelled (a timeout,
+    Ctrl-C): the caller gets ``CancelledError`` at once and the next call
+    (a write, :meth:`recall`, :meth:`check_index`, :meth:`close`) waits for
+    it first (:mod:`memory_core.outbox`).
     """
 
     def __init__(
@@ -156,6 +162,7 @@ class Memory(CloneCalls):
         self._owns_stores = owns_stores
         self._recaller = Recaller(storage, vector, embedder, self.token_counter)
         self._embedder_fits = False  # set by the first write that checked it (_check_embedder)
+        self._outbox = Outbox()
 
     @classmethod
     async def open(
@@ -251,7 +258,9 @@ class Memory(CloneCalls):
         await self.close()
 
     async def close(self) -> None:
-        """Close the stores this Memory owns (idempotent)."""
+        """Finish the paired writes in flight (see :mod:`memory_core.outbox`),
+        then close the stores this Memory owns (idempotent)."""
+        await self._outbox.settle()
         if self._owns_stores:
             await self.storage.close()
             if self.vector is not None:
@@ -332,6 +341,7 @@ class Memory(CloneCalls):
         return await self.storage.update_thread(thread_id, title=title, metadata=metadata)
 
     @traced("delete_memory")
+    @paired
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread, its messages and their vectors (unknown: no-op)."""
         await self.storage.delete_thread(thread_id)
@@ -339,6 +349,7 @@ class Memory(CloneCalls):
             await self.vector.delete_thread(thread_id)
 
     @traced("delete_memory")
+    @paired
     async def delete_resource(self, resource_id: str) -> ResourceErasure:
         """Forget a resource (a user): its threads, their messages and vectors,
         and its working memory. No id stays reserved; an unknown id is no
@@ -421,6 +432,7 @@ class Memory(CloneCalls):
         """
         return await self._save(check_message_list(messages), "messages", persist_system)
 
+    @paired
     async def _save(
         self, messages: Sequence[Message | Mapping[str, Any]], label: str, persist_system: bool
     ) -> list[Message]:
@@ -486,6 +498,7 @@ class Memory(CloneCalls):
         return await self._save(batch, "turns", persist_system)
 
     @traced("update_memory")
+    @paired
     async def update_messages(self, updates: Sequence[Mapping[str, Any]]) -> list[Message]:
         """See :meth:`BaseStorage.update_messages`; changed text or moved
         messages are re-embedded (refused as by :meth:`save_messages` when
@@ -502,6 +515,7 @@ class Memory(CloneCalls):
         return updated
 
     @traced("delete_memory")
+    @paired
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete messages and their vectors (unknown ids ignored); returns
         how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
@@ -531,6 +545,7 @@ class Memory(CloneCalls):
         )
 
     @traced("update_memory")
+    @paired
     async def reindex(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
         """Re-embed every message of one thread or one resource, replacing their
         vectors: the repair path after a failed vector write. Returns the number
@@ -613,6 +628,7 @@ class Memory(CloneCalls):
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
         """
+        await self._outbox.settle()
         return await self._recaller.recall(
             self.config,
             thread_config,
@@ -647,6 +663,7 @@ class Memory(CloneCalls):
             EmbedderMismatchError: the index holds vectors of another
                 embedder (another dimension), mixed with this one's or not.
         """
+        await self._outbox.settle()
         return await self._vectors.status(thread_id, resource_id)
 
     @traced("search_memory")

@@ -225,14 +225,16 @@ class InMemoryStorage(ComposedStorage):
         await self._patch_resource(resource_id, value, None, now_us)
         return True
 
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
         thread = self._threads.get(thread_id)
         if thread is None:
             return None
         current = thread.metadata.get("working_memory")
         if (current if isinstance(current, str) else None) != expected:
             return False
-        await self._patch_thread(thread_id, None, {"working_memory": value}, now_us)
+        await self._patch_thread(thread_id, None, {**(metadata or {}), "working_memory": value}, now_us)
         return True
 
     async def _delete_resource_record(self, resource_id: str) -> bool:

@@ -426,7 +426,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         await self._check_scoped(session.app_name, session.user_id, deltas, field)
         if not await self.memory.storage.swap_thread_working_memory(thread_id, revision, intent):
             raise StaleSessionError(STALE_SESSION_MESSAGE)
-        await self._carry_out(thread, intent, pending)
+        await self._carry_out(thread, intent, pending)  # lost: a reader completed it first, the same way
         session.last_update_time = event.timestamp
         session._storage_update_marker = fresh
         return self._commit_event_to_session(session, event)
@@ -460,14 +460,26 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         if text is None:
             return thread
         pending = loads(text)[_PENDING]
-        state, time = await self._carry_out(thread, text, pending)
+        state, time, won = await self._carry_out(thread, text, pending)
+        if not won:  # another caller finished it (and maybe appended since): read what it left
+            found = await self.memory.storage.get_thread(thread.id, thread.resource_id)
+            if found is None:
+                raise SessionNotFoundError(f"Session {thread.metadata.get('adk_session')} not found.")
+            return await self._settle(found)
         metadata = {**thread.metadata, "state": state, "last_update_time": time, "working_memory": pending["revision"]}
         return replace(thread, metadata=metadata)
 
-    async def _carry_out(self, thread: Thread, intent: str, pending: Mapping[str, Any]) -> tuple[dict[str, Any], float]:
+    async def _carry_out(
+        self, thread: Thread, intent: str, pending: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], float, bool]:
         """The writes of the append ``pending`` to ``thread`` as read with it
-        (see :meth:`_settle`); returns the session's new state and last
-        update time."""
+        (see :meth:`_settle`); returns the session's new state, its last
+        update time, and whether this call's final write landed.
+
+        The final write is one compare-and-set on the revision slot: the
+        state, the last-update time and the next revision are written only
+        while the slot still holds ``intent``, so a caller that finishes
+        late (cancelled, slow) never overwrites what a later append wrote."""
         meta = thread.metadata
         owner = thread.resource_id
         message = Message(pending["id"], thread.id, pending["role"], pending["content"], owner, EVENT_TYPE)
@@ -478,11 +490,10 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         state = {**meta["state"], **deltas["session"]}
         await save_to(self.memory, thread.id, owner, [message])
         await self._apply_scoped(meta["adk_app"], meta["adk_user"], deltas)
-        await self.memory.storage.update_thread(
-            thread.id, metadata={"state": state, "last_update_time": event.timestamp}
+        won = await self.memory.storage.swap_thread_working_memory(
+            thread.id, intent, pending["revision"], metadata={"state": state, "last_update_time": event.timestamp}
         )
-        await self.memory.storage.swap_thread_working_memory(thread.id, intent, pending["revision"])
-        return state, event.timestamp
+        return state, event.timestamp, won
 
 
 class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)

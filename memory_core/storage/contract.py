@@ -248,11 +248,14 @@ class AdapterContract(ABC):
         otherwise write nothing and return False."""
 
     @abstractmethod
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
         """Compare-and-set of ``metadata["working_memory"]`` of a thread,
         atomically: if its current value equals ``expected`` (None: the key is
         absent or holds a non-str), set the key to ``value`` (other metadata
-        keys unchanged) and bump ``updated_at`` as :meth:`_patch_thread` does,
+        keys unchanged; ``metadata``, when given, merged one level in the same
+        write) and bump ``updated_at`` as :meth:`_patch_thread` does,
         returning True; otherwise write nothing and return False. None: no
         such thread."""
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from memory_core.builders import build_message
-from memory_core.clock import Clock
+from memory_core.clock import Clock, to_us
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.models import ROLES, Message, Thread
 from memory_core.query import MessagePatch
@@ -24,6 +24,7 @@ from memory_core.validation import MAX_MESSAGE_BYTES, check_id, check_message, m
 __all__ = [
     "PatchDecision",
     "SaveDecision",
+    "WriteTimes",
     "as_stored",
     "check_patch",
     "combine",
@@ -50,12 +51,39 @@ PATCH_FIELDS = frozenset({"id", "role", "type", "content", "metadata", "thread_i
 """The keys an update mapping may hold."""
 
 
+class WriteTimes:
+    """The times of one write call, decided once for all its attempts (a
+    write whose reads went stale runs again, possibly in an adapter's own
+    retry after a stale hint: it must write the same times, R-CLOCK).
+
+    Attributes:
+        now_us: the call's "now" (µs since the epoch, UTC): the bump time of
+            every attempt (R-BUMP).
+    """
+
+    __slots__ = ("_assigned", "_clock", "now_us")
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.now_us = to_us(clock.now())
+        self._assigned: dict[str, datetime] = {}
+
+    def created_at(self, message_id: str) -> datetime:
+        """The ``created_at`` of the new message ``message_id`` given none:
+        ``clock.assign()`` the first time an attempt asks (a save that fails
+        its checks takes no time from the clock), the same time afterwards."""
+        found = self._assigned.get(message_id)
+        if found is None:
+            found = self._assigned[message_id] = self._clock.assign()
+        return found
+
+
 def decide_save(
-    batch: dict[str, Message], threads: dict[str, Thread], stored: list[Message], clock: Clock
+    batch: dict[str, Message], threads: dict[str, Thread], stored: list[Message], times: WriteTimes
 ) -> tuple[list[Message], list[str]]:
     """The checks of ``save_messages`` against the stored state, and the
     records to write with the threads to bump (synchronous and pure but for
-    ``clock``, whose ``assign`` dates new messages: it may run inside an
+    ``times``, which dates new messages once per call: it may run inside an
     adapter's transaction).
 
     Raises:
@@ -89,7 +117,7 @@ def decide_save(
         if old is not None:
             records.append(as_stored(message, owner, old.created_at, old.sequence))
         else:
-            records.append(as_stored(message, owner, message.created_at or clock.assign(), None))
+            records.append(as_stored(message, owner, message.created_at or times.created_at(message.id), None))
     return records, list(bump)
 
 

@@ -10,6 +10,7 @@ with the adapter's plain or conditional primitive.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from memory_core.clock import to_us
@@ -19,7 +20,7 @@ from memory_core.plan import ReadPlan
 from memory_core.query import NOT_GIVEN
 from memory_core.storage.lifecycle import Lifecycle
 from memory_core.telemetry import traced
-from memory_core.validation import check_id, check_record_size, check_text
+from memory_core.validation import check_id, check_json_object, check_record_size, check_text
 from memory_core.workmem import MemoryDecision, MemoryWrite, Scope, memory_decision, thread_memory
 
 __all__ = ["WorkingMemory"]
@@ -54,28 +55,41 @@ class WorkingMemory(Lifecycle):
             return await self._swap_resource_memory(resource_id, expected, value, to_us(self.clock.now()))
 
     @traced("update_memory")
-    async def swap_thread_working_memory(self, thread_id: str, expected: str | None, value: str) -> bool:
+    async def swap_thread_working_memory(
+        self, thread_id: str, expected: str | None, value: str, *, metadata: Mapping[str, Any] | None = None
+    ) -> bool:
         """Compare-and-set of a thread's working memory
         (``metadata["working_memory"]``): set it to ``value`` only if it is
         ``expected`` now (None: the key is absent or not a str); atomic on
-        every backend; other metadata keys are kept. Bumps ``updated_at`` when
+        every backend; other metadata keys are kept, and ``metadata`` (a JSON
+        object without ``working_memory``), when given, is merged one level
+        in the same write (so a state written with a revision is written
+        only by the holder of the expected one). Bumps ``updated_at`` when
         it writes.
 
         Returns:
             True if it wrote, False if the stored value was not ``expected``.
 
         Raises:
-            ValidationError: bad id or values, or a record over R-SIZE.
+            ValidationError: bad id or values, ``metadata`` not a JSON object
+                or holding ``working_memory``, or a record over R-SIZE.
             NotFoundError: no such thread.
         """
         check_id(thread_id, "thread_id")
         if expected is not None:
             check_text(expected, "expected")
         check_text(value, "working_memory")
-        check_record_size("working_memory", {"metadata": {"working_memory": value}})
+        patch = None if metadata is None else check_json_object(metadata, "metadata")
+        if patch is not None and "working_memory" in patch:
+            raise ValidationError("metadata", "holds 'working_memory': pass it as the value", "R-WM")
+        check_record_size("working_memory", {"metadata": {**(patch or {}), "working_memory": value}})
         await self._ready()
         with self._guard("swap_thread_working_memory"):
-            swapped = await self._swap_thread_memory(thread_id, expected, value, to_us(self.clock.now()))
+            now_us = to_us(self.clock.now())
+            if patch:
+                swapped = await self._swap_thread_memory(thread_id, expected, value, now_us, patch)
+            else:  # an adapter written before ``metadata`` keeps working
+                swapped = await self._swap_thread_memory(thread_id, expected, value, now_us)
         if swapped is None:
             raise NotFoundError(f"thread {thread_id!r} does not exist")
         return swapped
@@ -155,9 +169,8 @@ class WorkingMemory(Lifecycle):
             if found is None:
                 decide(None, None)
             return
-        await self._optimistic(
-            "write_working_memory", lambda: self._write_memory(write, decide, to_us(self.clock.now()))
-        )
+        now_us = to_us(self.clock.now())  # one bump time for every attempt
+        await self._optimistic("write_working_memory", lambda: self._write_memory(write, decide, now_us))
 
     async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
         """The default write of

@@ -18,7 +18,7 @@ from memory_core.clock import to_us
 from memory_core.errors import ConflictError, NotFoundError, StaleStateError, ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch
-from memory_core.storage.decisions import as_stored, check_patch, combine, decide_patch, decide_save
+from memory_core.storage.decisions import WriteTimes, as_stored, check_patch, combine, decide_patch, decide_save
 from memory_core.storage.lifecycle import Lifecycle
 from memory_core.storage.parts import order_key
 from memory_core.telemetry import traced
@@ -149,16 +149,18 @@ class Writes(Lifecycle):
                 batch[message.id] = message
         if not batch:
             return []
-        return await self._optimistic("save_messages", lambda: self._save_batch(batch))
+        times = WriteTimes(self.clock)
+        return await self._optimistic("save_messages", lambda: self._save_batch(batch, times))
 
-    async def _save_batch(self, batch: dict[str, Message]) -> list[Message]:
-        """One read-check-write attempt of :meth:`save_messages`."""
+    async def _save_batch(self, batch: dict[str, Message], times: WriteTimes) -> list[Message]:
+        """One read-check-write attempt of :meth:`save_messages`, at the
+        call's ``times``."""
         wanted = list(dict.fromkeys(m.thread_id for m in batch.values()))
 
         def decide(threads: dict[str, Thread], stored: list[Message]) -> tuple[list[Message], list[str]]:
-            return decide_save(batch, threads, stored, self.clock)
+            return decide_save(batch, threads, stored, times)
 
-        records, sequences = await self._save_checked(wanted, list(batch), decide, to_us(self.clock.now()))
+        records, sequences = await self._save_checked(wanted, list(batch), decide, times.now_us)
         return [
             m if m.sequence == seq else as_stored(m, m.resource_id, m.created_at, seq)
             for m, seq in zip(records, sequences, strict=True)
@@ -196,16 +198,17 @@ class Writes(Lifecycle):
             patches[patch.id] = patch if previous is None else combine(previous, patch)
         if not patches:
             return []
-        return await self._optimistic("update_messages", lambda: self._patch_batch(patches))
+        now_us = to_us(self.clock.now())
+        return await self._optimistic("update_messages", lambda: self._patch_batch(patches, now_us))
 
-    async def _patch_batch(self, patches: dict[str, MessagePatch]) -> list[Message]:
-        """One read-check-write attempt of :meth:`update_messages`."""
+    async def _patch_batch(self, patches: dict[str, MessagePatch], now_us: int) -> list[Message]:
+        """One read-check-write attempt of :meth:`update_messages`, bumping at the call's ``now_us``."""
         wanted = list(dict.fromkeys(p.thread_id for p in patches.values() if p.thread_id is not None))
 
         def decide(targets: dict[str, Thread], stored: list[Message]) -> tuple[list[MessagePatch], list[str]]:
             return decide_patch(patches, targets, stored)
 
-        updated = await self._patch_checked(wanted, list(patches), decide, to_us(self.clock.now()))
+        updated = await self._patch_checked(wanted, list(patches), decide, now_us)
         return sorted(updated, key=order_key)
 
     @traced("delete_memory")
@@ -227,7 +230,8 @@ class Writes(Lifecycle):
             return 0
         distinct = list(dict.fromkeys(wanted))
         # A message moved between the default path's read and its delete is stale: read again.
-        return await self._optimistic("delete_messages", lambda: self._delete_found(distinct, to_us(self.clock.now())))
+        now_us = to_us(self.clock.now())  # one bump time for every attempt
+        return await self._optimistic("delete_messages", lambda: self._delete_found(distinct, now_us))
 
     @traced("update_memory")
     async def save_resource(self, resource: Resource | Mapping[str, Any]) -> Resource:

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
+import pymongo
 from pymongo import ASCENDING, AsyncMongoClient, DeleteMany, ReturnDocument, UpdateOne
 from pymongo import common as pymongo_common
 from pymongo.asynchronous.client_session import AsyncClientSession
@@ -87,6 +88,15 @@ T = TypeVar("T")
 
 _URI_OPTIONS = frozenset(pymongo_common.URI_OPTIONS_VALIDATOR_MAP)
 """PyMongo's URI options, lower-cased (it reads them case-insensitively)."""
+TIMEOUT_MS = 60_000
+"""The bound of every MongoDB call when the URL and options set none
+(PyMongo's ``timeoutMS``, client-side operation timeout, and
+``socketTimeoutMS``, which also bounds the handshake of a connection a call
+opens, where ``timeoutMS`` does not reach): a call the server never answers fails as a retryable
+``BackendError`` instead of hanging; ``timeoutMS=0`` in the URL or options lifts
+it."""
+_BOUNDS = frozenset({"timeoutms", "sockettimeoutms", "connecttimeoutms"})
+"""Options that already bound each call (given, :data:`TIMEOUT_MS` is not added)."""
 _RACED_UPSERTS = RetryPolicy(attempts=5)
 """Upserts tried again at once while a racing upsert or delete hides the
 result (the sequence counter's first upsert, a resource record)."""
@@ -214,7 +224,9 @@ class MongoStorage(BaseStorage):
             driver_name="PyMongo",
         )
         self.transactions: bool | None = transactions
-        self._client_options: dict[str, Any] = {"appname": "memory-core", **client_options}
+        given = {name.lower() for name in [*url_options(url), *client_options]}
+        bound = {} if given & _BOUNDS else {"timeoutMS": TIMEOUT_MS, "socketTimeoutMS": TIMEOUT_MS}
+        self._client_options: dict[str, Any] = {"appname": "memory-core", **bound, **client_options}
         self._owns_client = client is None
         self._given = client
         self._given_loop = GivenClientLoop(self.backend_name)
@@ -380,7 +392,9 @@ class MongoStorage(BaseStorage):
         :mod:`memory_core.retry`): an armed ``connection_lost`` sets the
         server's ``failCommand`` fail point (a test command: the server must
         run with ``enableTestCommands``) so that it closes the connection of
-        this store's next write command, handled then as the real one is."""
+        this store's next write command, handled then as the real one is.
+        The session is ended (its transaction aborted if still open) whatever
+        happens, within the client's ``timeoutMS``."""
         if self.faults.take(FaultPoint.CONNECTION_LOST):
             await self._here().client.admin.command(
                 "configureFailPoint",
@@ -394,8 +408,19 @@ class MongoStorage(BaseStorage):
             )
         if not self.transactions:
             return await work(None)
-        async with self._here().client.start_session() as session:
-            return await session.with_transaction(work)
+        client = self._here().client
+        session = client.start_session()
+        try:
+            # The client's timeoutMS bounds the whole transaction, retries
+            # included (PyMongo's own limit for with_transaction is 120 s).
+            with pymongo.timeout(client.options.timeout):
+                return await session.with_transaction(work)
+        finally:
+            # Cancelled or failed anywhere (a commit cut off included), the
+            # transaction is aborted and the session ended, even if the
+            # caller is cancelled again meanwhile: a transaction left open
+            # would hold its documents' locks until the server expires it.
+            await asyncio.shield(session.end_session())
 
     async def _allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the
@@ -829,13 +854,16 @@ class MongoStorage(BaseStorage):
             return False
         return True
 
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
         stored = {"meta": {"$elemMatch": {"k": "working_memory", "v": {"$type": "string"}}}}
         if expected is None:
             condition: Doc = {"$nor": [stored]}
         else:
             condition = {"meta": {"$elemMatch": {"k": "working_memory", "v": expected}}}
-        changes = {"meta": merge_expr("meta", {"working_memory": value}), "updated_at": _bumped(now_us)}
+        patch = {**(metadata or {}), "working_memory": value}
+        changes = {"meta": merge_expr("meta", patch), "updated_at": _bumped(now_us)}
         doc = await self._threads.find_one_and_update({"_id": thread_id, **condition}, [{"$set": changes}])
         if doc is not None:
             return True

@@ -470,14 +470,15 @@ class PostgresStorage(BaseStorage):
                 return _thread(row)
         raise StaleStateError(f"thread {thread_id!r} kept changing under a metadata update")
 
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
         def holds_expected(metadata: dict[str, Any]) -> bool:
             current = metadata.get("working_memory")
             return (current if isinstance(current, str) else None) == expected
 
-        done = await self._merge_thread_metadata(
-            thread_id, None, {"working_memory": value}, from_us(now_us), holds_expected
-        )
+        patch = {**(metadata or {}), "working_memory": value}
+        done = await self._merge_thread_metadata(thread_id, None, patch, from_us(now_us), holds_expected)
         return None if done is None else done is not False
 
     async def _delete_thread(self, thread_id: str) -> int:

@@ -874,9 +874,12 @@ class RedisStorage(BaseStorage):
         found = await self._conditional_thread_patch(thread_id, title, metadata, now_us, ("-", ""))
         return found if isinstance(found, Thread) else None
 
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
         condition = ("n", "") if expected is None else ("s", dumps(expected))
-        found = await self._conditional_thread_patch(thread_id, None, {"working_memory": value}, now_us, condition)
+        patch = {**(metadata or {}), "working_memory": value}
+        found = await self._conditional_thread_patch(thread_id, None, patch, now_us, condition)
         return None if found is None else found != "mismatch"
 
     async def _conditional_thread_patch(

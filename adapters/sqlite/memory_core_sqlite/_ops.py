@@ -643,10 +643,16 @@ def swap_resource_memory(
 
 
 def swap_thread_memory(
-    conn: sqlite3.Connection, thread_id: str, expected: str | None, value: str, now_us: int
+    conn: sqlite3.Connection,
+    thread_id: str,
+    expected: str | None,
+    value: str,
+    now_us: int,
+    metadata: dict[str, Any] | None = None,
 ) -> bool | None:
-    """Compare-and-set of ``metadata["working_memory"]`` of a thread under one
-    write lock; None if the thread is missing."""
+    """Compare-and-set of ``metadata["working_memory"]`` of a thread (with
+    ``metadata`` merged in the same write) under one write lock; None if the
+    thread is missing."""
     with transaction(conn):
         row = conn.execute("SELECT metadata FROM threads WHERE id = ?", (thread_id,)).fetchone()
         if row is None:
@@ -654,7 +660,7 @@ def swap_thread_memory(
         current = codec.loads(row[0]).get("working_memory")
         if (current if isinstance(current, str) else None) != expected:
             return False
-        patch_thread_in(conn, thread_id, None, {"working_memory": value}, now_us)
+        patch_thread_in(conn, thread_id, None, {**(metadata or {}), "working_memory": value}, now_us)
     return True
 
 

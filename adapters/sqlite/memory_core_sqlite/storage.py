@@ -376,8 +376,10 @@ class SQLiteStorage(BaseStorage):
     async def _swap_resource_memory(self, resource_id: str, expected: str | None, value: str, now_us: int) -> bool:
         return await self._write(_ops.swap_resource_memory, resource_id, expected, value, now_us)
 
-    async def _swap_thread_memory(self, thread_id: str, expected: str | None, value: str, now_us: int) -> bool | None:
-        return await self._write(_ops.swap_thread_memory, thread_id, expected, value, now_us)
+    async def _swap_thread_memory(
+        self, thread_id: str, expected: str | None, value: str, now_us: int, metadata: dict[str, Any] | None = None
+    ) -> bool | None:
+        return await self._write(_ops.swap_thread_memory, thread_id, expected, value, now_us, metadata)
 
     async def _write_memory(self, write: MemoryWrite, decide: MemoryDecision, now_us: int) -> None:
         await self._write(_ops.write_memory, write, decide, now_us)

@@ -228,20 +228,28 @@ async def check_case(open_memory: OpenMemory, case: WriteCase, *, trials: int, s
     return result
 
 
-async def snapshot(memory: Memory) -> dict[str, Any]:
+async def snapshot(memory: Memory) -> dict[str | None, Any]:
     """Every resource, thread and message through public reads, without
     times: ``{resource_id: (working_memory, metadata, {thread_id: (title,
-    metadata, [(id, role, content, type, metadata), ...])})}`` (threads of a
-    resource: those listed for it; messages oldest first)."""
+    metadata, [(id, role, content, type, metadata), ...], indexed)})}``
+    (threads of a resource: those listed for it; messages oldest first;
+    ``indexed``: the thread's messages with vectors, per
+    :meth:`~memory_core.Memory.check_index`, None without a vector store),
+    and, with a vector store, ``None`` keyed to the store's whole count of
+    messages with vectors (so vectors left of deleted messages show)."""
     storage = memory.storage
-    out: dict[str, Any] = {}
+    out: dict[str | None, Any] = {}
+    if memory.vector is not None:
+        await memory.check_index(thread_id="cancellation-quiet")  # the next caller: paired writes settle first
+        out[None] = await memory.vector.count()
     async for rid in _resource_ids(memory):
         record = await storage.get_resource(rid)
         threads: dict[str, Any] = {}
         async for thread in _threads(memory, rid):
             page = await storage.list_messages(thread.id, per_page=False)
             items = [(m.id, m.role, m.content, m.type, dict(m.metadata)) for m in page.items]
-            threads[thread.id] = (thread.title, dict(thread.metadata), items)
+            indexed = None if memory.vector is None else (await memory.check_index(thread_id=thread.id)).indexed
+            threads[thread.id] = (thread.title, dict(thread.metadata), items, indexed)
         out[rid] = (
             None if record is None else record.working_memory,
             None if record is None else dict(record.metadata),

@@ -4,7 +4,11 @@ trials of every public write on one backend, printed as a Markdown table.
 Backends: ``memory`` (``memory://``), ``sqlite`` (a file in a temporary
 folder), or a URL (each trial in a fresh ``namespace``; server backends
 are not started here: give the URL of a running PostgreSQL, MongoDB or
-Redis/Valkey). Exit status 1 when a trial failed (each failure printed)."""
+Redis/Valkey). Each Memory pairs the storage with a vector store
+(``--vector``, default the in-memory reference store ``memory://``, each
+trial in a fresh namespace; ``none`` for none) and the lexical embedder, so
+every write is checked with its vectors. Exit status 1 when a trial failed
+(each failure printed)."""
 
 from __future__ import annotations
 
@@ -18,13 +22,15 @@ from contextlib import asynccontextmanager
 
 import memory_core
 from memory_core import Memory
+from memory_core.embedders import get_embedder
+from memory_core.vector import BaseVectorStore
 
 from . import OpenMemory, check_case, table
 from .cases import all_cases
 
 
-def opener(backend: str, folder: str) -> OpenMemory:
-    """``open_memory`` for ``backend`` (see the module docstring)."""
+def opener(backend: str, folder: str, vector: str = "memory://") -> OpenMemory:
+    """``open_memory`` for ``backend`` and ``vector`` (see the module docstring)."""
 
     @asynccontextmanager
     async def opened() -> AsyncIterator[Memory]:
@@ -35,24 +41,30 @@ def opener(backend: str, folder: str) -> OpenMemory:
             storage = await memory_core.connect(f"sqlite:///{folder}/{fresh}.db")
         else:
             storage = await memory_core.connect(backend, namespace=fresh)
-        memory = Memory(storage)
+        vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=fresh)
+        embedder = None if vectors is None else get_embedder("lexical")
+        memory = Memory(storage, vectors, embedder, owns_stores=False, allow_volatile_vectors=True)
         try:
             yield memory
         finally:
+            await memory.close()  # the paired writes in flight finish first
             await storage.destroy()
-            await memory.close()
+            if isinstance(vectors, BaseVectorStore):
+                await vectors.destroy()
+            elif vectors is not None:
+                await vectors.close()
 
     return opened
 
 
-async def run(backend: str, trials: int, seed: int, only: list[str]) -> int:
+async def run(backend: str, trials: int, seed: int, only: list[str], vector: str = "memory://") -> int:
     """Run the cases (those named in ``only``, else all); print the table."""
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for case in all_cases():
             if only and case.name not in only:
                 continue
-            result = await check_case(opener(backend, folder), case, trials=trials, seed=seed)
+            result = await check_case(opener(backend, folder, vector), case, trials=trials, seed=seed)
             results.append(result)
             print(f"{case.name}: {result.trials} trials, {len(result.failures)} failed", file=sys.stderr, flush=True)
     print(table(results))
@@ -67,9 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="memory", help="memory, sqlite or a storage URL (default memory)")
     parser.add_argument("--trials", type=int, default=100, help="trials per write (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random cancellation points (default 0)")
+    parser.add_argument("--vector", default="memory://", help="vector store URL, or none (default memory://)")
     parser.add_argument("--case", action="append", default=[], help="run only this write (repeatable)")
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.backend, args.trials, args.seed, args.case))
+    return asyncio.run(run(args.backend, args.trials, args.seed, args.case, args.vector))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from memory_core.transfer import export_lines, import_lines
 
 from . import WriteCase, snapshot
 
-__all__ = ["T0", "all_cases", "base_store", "seam_cases", "storage_cases"]
+__all__ = ["APPENDED", "T0", "all_cases", "append_turns", "append_view", "base_store", "seam_cases", "storage_cases"]
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 """The time of the first message; message i of a thread is ``T0 + i`` minutes."""
@@ -49,7 +49,11 @@ def _storage(name: str, operation: Callable[[Memory], Awaitable[Any]], *, resuma
 
 
 def storage_cases() -> list[WriteCase]:
-    """The storage writes: ``save_thread``, ``save_messages`` (one batch over
+    """The storage writes: ``append_messages`` (viewed through a semantic
+    recall that must find the new turns), the storage's own
+    ``save_messages``, ``delete_messages`` and ``delete_thread`` (no vector
+    step: the adapter's cancellation safety), then through
+    :class:`~memory_core.Memory`: ``save_thread``, ``save_messages`` (one batch over
     two resources), ``update_messages``, ``delete_messages``,
     ``delete_thread``, ``delete_resource`` (resumable: documented as such),
     ``update_working_memory``, an import batch (``import_lines`` of an export
@@ -65,6 +69,10 @@ def storage_cases() -> list[WriteCase]:
         Message("n3", "t2", "user", "new 3", "r1", created_at=later(3)),
     ]
     return [
+        WriteCase("append_messages", base_store, append_turns, append_view),
+        _storage("storage save_messages", lambda m: m.storage.save_messages(new_messages)),
+        _storage("storage delete_messages", lambda m: m.storage.delete_messages(["t1-m0", "t3-m1", "t2-m2"])),
+        _storage("storage delete_thread", lambda m: m.storage.delete_thread("t1")),
         _storage("save_thread", lambda m: m.storage.save_thread(Thread("t4", "r2", title="new", metadata={"k": 1}))),
         _storage("save_messages", lambda m: m.save_messages(new_messages)),
         _storage(
@@ -85,6 +93,29 @@ def storage_cases() -> list[WriteCase]:
             resumable=True,
         ),
     ]
+
+
+APPENDED = ("the zebra crossing at noon", "a zebra crossed the road")
+"""The turns :func:`append_turns` adds to ``t1``; :func:`append_view` searches for them."""
+
+
+async def append_turns(memory: Memory) -> Any:
+    """``append_messages`` of :data:`APPENDED` to ``t1`` (new ids, "now")."""
+    return await memory.append_messages("t1", [("user", APPENDED[0]), ("assistant", APPENDED[1])], resource_id="r1")
+
+
+async def append_view(memory: Memory) -> Any:
+    """:func:`snapshot` without message ids (``append_messages`` makes new
+    ones), and the texts a semantic recall for "zebra crossing" over ``r1``
+    hits (the appended turns once they are stored, with their vectors)."""
+    found = await memory.recall("t1", "r1", vector_search_string="zebra crossing", per_page=0)
+    hits = sorted(str(m.content) for m in found.messages if m.id in found.semantic_hits)
+    view = await snapshot(memory)
+    for rid, record in view.items():
+        if rid is not None:
+            for tid, (title, metadata, items, indexed) in record[2].items():
+                record[2][tid] = (title, metadata, [item[1:] for item in items], indexed)
+    return view, hits
 
 
 _EXPORT: list[str] = []

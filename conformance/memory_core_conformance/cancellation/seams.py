@@ -1,20 +1,13 @@
-"""The framework seams' cases (imported only when the framework is
-installed): each sets up on :func:`~memory_core_conformance.cancellation.cases.base_store`
-and views the store through the seam's own reads, as the next caller does."""
+"""The framework seams' cases (each imports its framework inside its own
+functions, so only the installed frameworks are needed): each sets up on
+:func:`~memory_core_conformance.cancellation.cases.base_store` and views the
+store through the seam's own reads, as the next caller does."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
-from google.genai import types
-from pydantic_ai.messages import ModelRequest, UserPromptPart
+from typing import TYPE_CHECKING, Any
 
 from memory_core import Memory
-from memory_core.integrations.google_adk import MemoryCoreSessionService
-from memory_core.integrations.openai_agents import MemoryCoreSession
-from memory_core.integrations.pydantic_ai import MessageHistory
 
 from . import WriteCase
 from .cases import T0, base_store
@@ -22,7 +15,18 @@ from .cases import T0, base_store
 __all__ = ["adk_append_event", "openai_add_items", "openai_pop_item", "pydantic_ai_append"]
 
 
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
+
+    from memory_core.integrations.google_adk import MemoryCoreSessionService
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
+
 def _event(i: int, delta: dict[str, Any]) -> Event:
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+    from google.genai import types
+
     return Event(
         id=f"e{i}",
         invocation_id="inv",
@@ -33,9 +37,15 @@ def _event(i: int, delta: dict[str, Any]) -> Event:
     )
 
 
+def _adk_service(memory: Memory) -> MemoryCoreSessionService:
+    from memory_core.integrations.google_adk import MemoryCoreSessionService
+
+    return MemoryCoreSessionService(memory)
+
+
 async def _adk_setup(memory: Memory) -> None:
     await base_store(memory)
-    service = MemoryCoreSessionService(memory)
+    service = _adk_service(memory)
     session = await service.create_session(
         app_name="app", user_id="u1", session_id="s1", state={"a": 1, "app:x": 1, "user:y": 1}
     )
@@ -43,7 +53,7 @@ async def _adk_setup(memory: Memory) -> None:
 
 
 async def _adk_append(memory: Memory) -> None:
-    service = MemoryCoreSessionService(memory)
+    service = _adk_service(memory)
     session = await service.get_session(app_name="app", user_id="u1", session_id="s1")
     if session is None:
         raise LookupError("the case's session is missing")
@@ -51,7 +61,7 @@ async def _adk_append(memory: Memory) -> None:
 
 
 async def _adk_view(memory: Memory) -> Any:
-    service = MemoryCoreSessionService(memory)
+    service = _adk_service(memory)
     session = await service.get_session(app_name="app", user_id="u1", session_id="s1")
     if session is None:
         return None
@@ -67,6 +77,8 @@ def adk_append_event() -> WriteCase:
 
 
 def _openai(memory: Memory) -> MemoryCoreSession:
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
     return MemoryCoreSession("chat", memory, resource_id="r1")
 
 
@@ -100,6 +112,9 @@ def openai_pop_item() -> WriteCase:
 def pydantic_ai_append() -> WriteCase:
     """Pydantic AI ``MessageHistory.append`` of two requests to a
     conversation holding one."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from memory_core.integrations.pydantic_ai import MessageHistory
 
     def history(memory: Memory) -> MessageHistory:
         return MessageHistory(memory, "r1")

@@ -148,6 +148,21 @@ class ActivityRules(SuiteBase):
             await store.swap_thread_working_memory("missing", None, "x")
         await unchanged_after(store, lambda: store.swap_working_memory("r1", None, 5))  # type: ignore[arg-type]
 
+    async def test_r_wm_thread_swap_writes_its_metadata_only_with_the_expected_value(self, store: BaseStorage) -> None:
+        """``swap_thread_working_memory(..., metadata=...)`` merges the
+        metadata in the same compare-and-set (the ADK append's final write:
+        a late writer holding an old revision writes nothing)."""
+        await store.save_thread(thread("t1", metadata={"topic": "x", "state": {"a": 1}}))
+        assert await store.swap_thread_working_memory("t1", None, "rev1", metadata={"state": {"a": 2}}) is True
+        assert await store.swap_thread_working_memory("t1", None, "late", metadata={"state": {"a": 0}}) is False
+        got = await store.get_thread("t1")
+        assert got is not None and got.metadata == {"topic": "x", "state": {"a": 2}, "working_memory": "rev1"}
+        refused = {"working_memory": "x"}
+        await unchanged_after(store, lambda: store.swap_thread_working_memory("t1", "rev1", "y", metadata=refused))
+        await unchanged_after(
+            store, lambda: store.swap_thread_working_memory("t1", "rev1", "y", metadata={"n": float("nan")})
+        )
+
     async def test_r_wm_updates_check_the_thread_owner_and_version_before_writing(self, store: BaseStorage) -> None:
         """Memory.update_working_memory in either scope: a missing thread is a
         NotFoundError, another resource's an OwnershipError, a stale

@@ -1,0 +1,131 @@
+"""MongoDB under cancellation and a silent server (issue 25): every call is
+bounded (``timeoutMS`` by default), and a cancelled transaction is aborted
+and its session ended, so nothing is left holding locks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from memory_core_conformance.cancellation import cancel_at, count_suspensions
+from memory_core_mongodb import MongoStorage
+from memory_core_mongodb import storage as mongo_storage
+from memory_core_mongodb.testing import unique_namespace
+from pymongo import AsyncMongoClient
+
+from memory_core.errors import BackendError
+from memory_core.models import Message, Thread
+
+pytestmark = pytest.mark.anyio
+
+
+class StallingProxy:
+    """A loopback TCP proxy to ``target`` that drops the client's bytes
+    while :attr:`flowing` is clear (a server that stops answering)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.flowing = asyncio.Event()
+        self.flowing.set()
+        self.server: asyncio.Server | None = None
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"mongodb://127.0.0.1:{port}/?directConnection=true"
+
+    async def __aexit__(self, *exc: object) -> None:
+        for task in self.tasks:
+            task.cancel()
+        if self.server is not None:
+            self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection(*self.target)
+        for pump in (self._pump(reader, up_writer, True), self._pump(up_reader, writer, False)):
+            task = asyncio.create_task(pump)
+            self.tasks.add(task)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: bool) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            while data := await reader.read(65536):
+                if upstream and not self.flowing.is_set():
+                    continue  # lost on the way: the server never hears of it
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+
+@pytest.fixture
+async def proxy(mongodb_url: str) -> AsyncIterator[tuple[StallingProxy, str]]:
+    parts = urlsplit(mongodb_url.split(",")[0])
+    stalling = StallingProxy(parts.hostname or "127.0.0.1", parts.port or 27017)
+    async with stalling as url:
+        yield stalling, url
+
+
+async def _seeded(url: str, namespace: str | None = None, **options: Any) -> MongoStorage:
+    namespace = namespace or unique_namespace()
+    store = MongoStorage.from_url(url, namespace=namespace, serverSelectionTimeoutMS=10_000, **options)
+    await store.open()
+    await store.save_thread(Thread("t1", "r1"))
+    await store.save_messages([Message(f"m{i}", "t1", "user", f"text {i}", "r1") for i in range(3)])
+    return store
+
+
+async def test_a_call_the_server_never_answers_fails_within_the_default_bound(
+    proxy: tuple[StallingProxy, str], mongodb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: no bound unless the user set one; delete_thread waited
+    forever (and with only ``timeoutMS``, 120 s: each new connection's
+    handshake unbounded or PyMongo's with_transaction retrying)."""
+    monkeypatch.setattr(mongo_storage, "TIMEOUT_MS", 1500, raising=False)
+    stalling, url = proxy
+    namespace = unique_namespace()
+    store = await _seeded(url, namespace)
+    try:
+        stalling.flowing.clear()
+        with pytest.raises(BackendError) as caught:
+            await asyncio.wait_for(store.delete_thread("t1"), 30)
+        assert caught.value.retryable
+    finally:
+        stalling.flowing.set()
+        await store.close()
+        direct = MongoStorage.from_url(mongodb_url, namespace=namespace)
+        await direct.open()
+        await direct.destroy()
+
+
+async def test_a_given_bound_is_kept(proxy: tuple[StallingProxy, str]) -> None:
+    _, url = proxy
+    store = MongoStorage.from_url(url + "&timeoutMS=0", namespace=unique_namespace())
+    assert "timeoutMS" not in store._client_options
+    assert MongoStorage.from_url(url)._client_options["timeoutMS"] == mongo_storage.TIMEOUT_MS
+
+
+async def test_delete_thread_cancelled_at_every_await_leaves_no_open_transaction(
+    mongodb_url: str, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    """After each cancelled delete_thread the thread's documents take a
+    plain write at once (no transaction left holding them), and the store
+    is either before or after."""
+    probe = await _seeded(mongodb_url)
+    points, _ = await count_suspensions(probe.delete_thread("t1"))
+    await probe.destroy()
+    assert points > 1
+    for k in range(1, points + 1):
+        store = await _seeded(mongodb_url)
+        try:
+            await cancel_at(store.delete_thread("t1"), k)
+            db = raw_client.get_database(store.database_name)
+            for name in await db.list_collection_names():
+                await asyncio.wait_for(db[name].update_many({}, {"$set": {"probe": 1}}), 10)
+            left = len((await store.list_messages("t1", per_page=False)).items) if await store.get_thread("t1") else 0
+            assert left in (0, 3)
+        finally:
+            await store.destroy()

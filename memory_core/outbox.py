@@ -1,0 +1,127 @@
+"""Writes that pair storage and the vector index, carried out whole.
+
+A :class:`~memory_core.Memory` write such as ``save_messages`` is two
+writes: the messages into storage, then their vectors into the vector
+store. Cancelled between the two (a timeout, Ctrl-C), the messages would
+stay stored without vectors and semantic recall would never find them. So
+each such write runs as a job of an :class:`Outbox`: a task of its own that
+the caller awaits through :func:`asyncio.shield`. Cancelling the caller
+raises ``CancelledError`` there at once while the job carries on to the end
+(the write has then happened completely, as if the cancellation came just
+after it; cancelled before the job starts, nothing is written).
+
+The next caller completes what is outstanding: every paired write, recall,
+:meth:`~memory_core.Memory.check_index`, :meth:`~memory_core.Memory.reindex`
+and :meth:`~memory_core.Memory.close` first waits for the jobs in flight
+(:meth:`Outbox.settle`), so a recall after a cancelled save finds its
+messages, and a later write on the same thread never overtakes an earlier
+one. A job whose caller was cancelled and that then failed is logged (its
+repair, ``reindex``, is the same as for any failed vector write).
+
+The jobs live in the process: a process killed while a job runs leaves
+what its storage write stored without vectors, which
+:meth:`~memory_core.Memory.check_index` reports as ``behind`` and
+:meth:`~memory_core.Memory.reindex` repairs. Jobs of an event loop that has
+been closed are dropped (they can never run again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+__all__ = ["Outbox", "paired"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S", bound="_Paired")
+
+log = logging.getLogger("memory_core")
+
+
+class Outbox:
+    """The paired writes of one :class:`~memory_core.Memory` in flight
+    (see the module docstring). Used from any number of event loops: each
+    job belongs to the loop that started it."""
+
+    __slots__ = ("_abandoned", "_jobs")
+
+    def __init__(self) -> None:
+        self._jobs: set[asyncio.Task[Any]] = set()
+        self._abandoned: set[asyncio.Task[Any]] = set()
+
+    @property
+    def pending(self) -> int:
+        """Jobs of the running loop not yet finished (0 outside a loop)."""
+        return len(self._current())
+
+    async def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Carry out ``work`` whole, after the jobs already in flight.
+
+        Returns:
+            what ``work`` returns.
+
+        Raises:
+            CancelledError: this call was cancelled (``work``, once started,
+                still runs to its end).
+            Exception: whatever ``work`` raises, when the caller still waits.
+        """
+        try:
+            await self.settle()
+        except BaseException:
+            work.close()
+            raise
+        job = asyncio.get_running_loop().create_task(work)
+        self._jobs.add(job)
+        job.add_done_callback(self._finished)
+        try:
+            return await asyncio.shield(job)
+        except asyncio.CancelledError:
+            if not job.done():
+                self._abandoned.add(job)
+            raise
+
+    async def settle(self) -> None:
+        """Wait until the running loop's jobs (and any they were waiting
+        behind) have finished; their errors belong to their callers.
+        Cancelling this wait leaves the jobs running."""
+        while jobs := self._current():
+            await asyncio.wait(jobs)
+
+    def _current(self) -> set[asyncio.Task[Any]]:
+        loop = asyncio.get_running_loop()
+        for job in [j for j in self._jobs if j.get_loop().is_closed()]:
+            self._jobs.discard(job)
+            self._abandoned.discard(job)
+        return {j for j in self._jobs if j.get_loop() is loop and not j.done()}
+
+    def _finished(self, job: asyncio.Task[Any]) -> None:
+        self._jobs.discard(job)
+        abandoned = job in self._abandoned
+        self._abandoned.discard(job)
+        if job.cancelled():
+            return
+        error = job.exception()  # retrieved here, so an abandoned job's error is never "never retrieved"
+        if error is not None and abandoned:
+            log.warning("a Memory write whose caller was cancelled failed: %r (repair: Memory.reindex)", error)
+
+
+class _Paired(Protocol):
+    _outbox: Outbox
+
+
+def paired(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Decorate a :class:`~memory_core.Memory` method that writes storage
+    and then the vector index: each call runs as one job of the Memory's
+    :class:`Outbox` (whole, whatever happens to the caller)."""
+
+    @functools.wraps(method)
+    async def run(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._outbox.run(method(self, *args, **kwargs))
+
+    return run
