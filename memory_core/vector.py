@@ -50,6 +50,7 @@ from memory_core.vector_layout import (
     POINT_NAMESPACE,
     PointFilter,
     RawHit,
+    check_namespace,
     chunk_text,
     collection_name,
     message_text,
@@ -91,20 +92,6 @@ DEFAULT_BATCH_SIZE = 512
 
 DELETE_BATCH = 1024
 """Message ids per ``_delete`` call."""
-
-_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
-
-
-def check_namespace(namespace: str | None) -> str | None:
-    """A vector store namespace (collection-name prefix): None, or 1-48
-    characters of ``[A-Za-z0-9_-]`` (safe in any backend's collection names).
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
-        raise ValidationError("namespace", f"must be 1-48 characters of [A-Za-z0-9_-], got {namespace!r}")
-    return namespace
 
 
 def _positive_int(value: Any, field: str) -> int:

@@ -7,11 +7,13 @@ vector store (:mod:`memory_core.vector`) and by the core's indexing."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from memory_core.errors import ValidationError
 from memory_core.models import Message
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "POINT_NAMESPACE",
     "PointFilter",
     "RawHit",
+    "check_namespace",
     "chunk_text",
     "collection_name",
     "message_text",
@@ -170,3 +173,18 @@ class PointFilter:
             fields["resource_id"] if self.resource_id is None else self.resource_id,
             score,
         )
+
+
+_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
+
+
+def check_namespace(namespace: str | None) -> str | None:
+    """A vector store namespace (collection-name prefix): None, or 1-48
+    characters of ``[A-Za-z0-9_-]`` (safe in any backend's collection names).
+
+    Raises:
+        ValidationError: anything else.
+    """
+    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
+        raise ValidationError("namespace", f"must be 1-48 characters of [A-Za-z0-9_-], got {namespace!r}")
+    return namespace
