@@ -188,6 +188,11 @@ class CopyPlan:
             for m, new in zip(originals, self.new_ids, strict=False)
         ]
 
+    def too_large(self, message_id: str) -> ValidationError:
+        """The error for a selected message whose copy would exceed
+        :attr:`size_limit` (the adapter raises it, writing nothing)."""
+        return ValidationError(f"copy of message {message_id!r}", "would serialise over the 15 MiB limit", "R-SIZE")
+
     def _keeps(self, message: Message) -> bool:
         if self.message_ids is not None and message.id not in self.message_ids:
             return False
