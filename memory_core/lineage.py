@@ -188,6 +188,12 @@ class CopyPlan:
             for m, new in zip(originals, self.new_ids, strict=False)
         ]
 
+    def oversized(self, message: Message) -> bool:
+        """Whether the copy of ``message`` would exceed :attr:`size_limit`
+        (for an adapter that must look at a message to know)."""
+        parts = (message.role, message.type, message.content, message.metadata)
+        return sum(len(codec.dumps(part).encode("utf-8")) for part in parts) > self.size_limit
+
     def too_large(self, message_id: str) -> ValidationError:
         """The error for a selected message whose copy would exceed
         :attr:`size_limit` (the adapter raises it, writing nothing)."""

@@ -16,10 +16,11 @@ them one round trip, so a clone is 3 and a branch 4 whatever the size).
 
 Usage (venv active)::
 
-    python -m memory_core_bench.lineage [--size 10000] [--repeat 3] [URL ...]
+    python -m memory_core_bench.lineage [--size 10000] [--repeat 3] [--servers] [--cluster] [URL ...]
 
 URLs default to ``memory://`` and a temporary ``sqlite:///`` file; pass
-``--servers`` to also start valkey and secantusdb (MongoDB) for the run.
+``--servers`` to also start valkey and secantusdb (MongoDB) for the run,
+``--cluster`` a Valkey Cluster.
 """
 
 from __future__ import annotations
@@ -119,21 +120,21 @@ async def measure(url: str, size: int, repeat: int) -> dict[str, tuple[float, in
         await store.destroy()
 
 
-def _report(url: str, result: dict[str, tuple[float, int]], size: int) -> None:
+def _report(name: str, result: dict[str, tuple[float, int]], size: int) -> None:
     base = result["baseline"][0]
     cells = " | ".join(f"{result[k][0]:.3f} s ({result[k][1]} calls)" for k in ("clone", "branch", "baseline"))
     speed = " | ".join(f"{base / result[k][0]:.1f}x" for k in ("clone", "branch"))
-    print(f"| {url.split('://')[0]} | {size} | {cells} | {speed} |", flush=True)
+    print(f"| {name} | {size} | {cells} | {speed} |", flush=True)
 
 
-async def _run(urls: Sequence[str], size: int, repeat: int) -> None:
+async def _run(stores: Sequence[tuple[str, str]], size: int, repeat: int) -> None:
     print("| store | messages | clone | branch | baseline | clone speed-up | branch speed-up |")
     print("|---|---|---|---|---|---|---|")
-    for url in urls:
+    for name, url in stores:
         try:
-            _report(url, await measure(url, size, repeat), size)
+            _report(name, await measure(url, size, repeat), size)
         except Exception as exc:  # one store failing leaves the others' rows
-            print(f"| {url.split('://')[0]} | {size} | failed: {type(exc).__name__}: {exc} | | | | |", flush=True)
+            print(f"| {name} | {size} | failed: {type(exc).__name__}: {exc} | | | | |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,14 +144,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=10_000, help="messages in the thread (default 10000)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median reported (default 3)")
     parser.add_argument("--servers", action="store_true", help="also start valkey and secantusdb")
+    parser.add_argument("--cluster", action="store_true", help="also start a Valkey Cluster")
     args = parser.parse_args(argv)
+    backends = [*(("valkey", "mongodb") if args.servers else ()), *(("valkey-cluster",) if args.cluster else ())]
     with tempfile.TemporaryDirectory() as folder:
         urls = list(args.urls) or ["memory://", f"sqlite:///{Path(folder) / 'bench.db'}"]
-        if args.servers:
-            with bench_servers(print) as servers:
-                asyncio.run(_run([*urls, *(s.url for s in servers)], args.size, args.repeat))
-        else:
-            asyncio.run(_run(urls, args.size, args.repeat))
+        stores = [(url.split("://")[0], url) for url in urls]
+        with bench_servers(print, backends) as servers:
+            asyncio.run(_run([*stores, *((s.name, s.url) for s in servers)], args.size, args.repeat))
     return 0
 
 
