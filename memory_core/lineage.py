@@ -251,7 +251,9 @@ async def clone_thread(
     resource). ``source_resource_id`` is the caller's claim to own the
     source: when given it must be the source's owner; cloning into another
     resource requires it. Vectors follow through :class:`memory_core.Memory`,
-    which embeds the copies under their new ids and resource.
+    which copies the sources' points in the vector store under the new ids
+    and resource, and embeds only copies whose source has none
+    (:meth:`memory_core.indexing.VectorIndex.copy`).
 
     The new thread's title is ``title`` when given, else ``"Clone of <source
     title>"`` (``""`` for an untitled source); its metadata is the source's,

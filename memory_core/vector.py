@@ -31,7 +31,12 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
+<<<<<<< HEAD
 from collections.abc import Iterable, Iterator, Sequence
+=======
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+>>>>>>> 3c47267 (Clones copy their sources' vectors in the vector store (VectorStore.copy_messages, optional _copy_points: reference, pgvector INSERT ... SELECT, Qdrant server scroll+upsert); only copies without a source point are embedded. OpenAI Agents seam: branch_from_turn and switch_to (AdvancedSQLiteSession's branching), tested through Runner. Docs, CHANGELOG)
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
@@ -44,6 +49,7 @@ from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search
 from memory_core.loops import OnceAcrossLoops
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
+from memory_core.vector_checks import Vector, check_namespace, unit_vector
 from memory_core.vector_layout import (
     COLLECTION_PREFIX,
     PAYLOAD_FIELDS,
@@ -91,20 +97,6 @@ DEFAULT_BATCH_SIZE = 512
 
 DELETE_BATCH = 1024
 """Message ids per ``_delete`` call."""
-
-_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
-
-
-def check_namespace(namespace: str | None) -> str | None:
-    """A vector store namespace (collection-name prefix): None, or 1-48
-    characters of ``[A-Za-z0-9_-]`` (safe in any backend's collection names).
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
-        raise ValidationError("namespace", f"must be 1-48 characters of [A-Za-z0-9_-], got {namespace!r}")
-    return namespace
 
 
 def _positive_int(value: Any, field: str) -> int:
@@ -161,6 +153,11 @@ class VectorStore(Protocol):
 
     async def delete_resource(self, resource_id: str) -> None:
         """Remove every point whose payload ``resource_id`` is this resource."""
+
+    async def copy_messages(
+        self, mapping: Mapping[str, str], thread_id: str, resource_id: str, dimension: int
+    ) -> set[str] | None:
+        """Copy the points of messages (``old -> new`` id) to a clone's copies."""
 
     async def search(
         self,
@@ -531,6 +528,36 @@ class BaseVectorStore(LexicalPrimitives, ABC):
             if self.lexical_index:
                 await self._delete_documents(flt)
 
+    @traced("create_memory", "vector")
+    async def copy_messages(
+        self, mapping: Mapping[str, str], thread_id: str, resource_id: str, dimension: int
+    ) -> set[str] | None:
+        """For each ``old -> new`` of ``mapping`` (a clone's copies), copy every
+        point of ``old`` in the collection of ``dimension`` to :func:`point_id`
+        ``(new, chunk)`` with ``message_id`` new, ``thread_id`` and
+        ``resource_id`` these (``created_at``, ``chunk``, vector kept: never
+        embedded again). Returns the old ids that had points there, or None
+        when the backend cannot copy (the caller embeds the copies instead).
+
+        Raises:
+            ValidationError: a bad id or dimension. BackendError: the backend failed.
+        """
+        pairs = {check_id(old, "mapping"): check_id(new, "mapping") for old, new in mapping.items()}
+        check_id(thread_id, "thread_id")
+        check_id(resource_id, "resource_id")
+        name = self.collection(_positive_int(dimension, "dimension"))
+        await self._ready()
+        copied: set[str] = set()
+        with self._guard("copy_messages"):
+            if not pairs or name not in await self._collections():
+                return copied
+            for batch in _batches(list(pairs.items()), DELETE_BATCH):
+                got = await self._copy_points(name, dict(batch), thread_id, resource_id)
+                if got is None:
+                    return None
+                copied |= got
+        return copied
+
     @traced("search_memory", "vector")
     async def search(
         self,
@@ -764,6 +791,14 @@ class BaseVectorStore(LexicalPrimitives, ABC):
     @abstractmethod
     async def _count(self, name: str, flt: PointFilter) -> int:
         """Exact number of points of ``name`` matching ``flt``."""
+
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        """Optional: copy the points of ``name`` whose ``message_id`` is a key of
+        ``mapping`` as :meth:`copy_messages` says; returns the keys that had
+        points. The default, None: not supported (the copies are embedded)."""
+        return None
 
     @abstractmethod
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:

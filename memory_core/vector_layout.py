@@ -8,7 +8,7 @@ vector store (:mod:`memory_core.vector`) and by the core's indexing."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -22,6 +22,7 @@ __all__ = [
     "RawHit",
     "chunk_text",
     "collection_name",
+    "copied_point",
     "message_text",
     "point_id",
 ]
@@ -170,3 +171,18 @@ class PointFilter:
             fields["resource_id"] if self.resource_id is None else self.resource_id,
             score,
         )
+
+
+def copied_point(
+    payload: dict[str, Any], mapping: Mapping[str, str], thread_id: str, resource_id: str
+) -> tuple[str, dict[str, Any]]:
+    """The point id and payload of the copy of a point (payload ``payload``)
+    for a clone: its message ``mapping[payload["message_id"]]`` in
+    ``thread_id`` of ``resource_id``, ``created_at`` and ``chunk`` kept."""
+    new = mapping[payload["message_id"]]
+    return point_id(new, payload["chunk"]), {
+        **payload,
+        "message_id": new,
+        "thread_id": thread_id,
+        "resource_id": resource_id,
+    }

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from bson.int64 import Int64
-from memory_core.ids import new_message_id
-from memory_core.lineage import CopyPlan
 from uuid6 import UUID
 
+from memory_core.ids import new_message_id
+from memory_core.lineage import CopyPlan
 from memory_core_mongodb._layout import us
 from memory_core_mongodb._schema import MESSAGES
 

@@ -37,7 +37,7 @@ from memory_core.retry import FaultPoint, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.storage.composed import erase_threads
 from memory_core.workmem import MemoryDecision, MemoryWrite
-from memory_core_mongodb._copy import copy_pipeline, stale_staging, staging_id
+from memory_core_mongodb._copy import copy_pipeline, staging_id, stale_staging
 from memory_core_mongodb._counters import CountDeltas, backfill_counters, thread_count_expr
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
@@ -226,6 +226,7 @@ class MongoStorage(BaseStorage):
         # threads go in one client bulkWrite (MongoDB 8.0+), else one
         # collection bulk_write each.
         self._client_bulk = False
+        self._sharded = False
 
     @classmethod
     def from_url(
@@ -319,6 +320,7 @@ class MongoStorage(BaseStorage):
             if not self.transactions:
                 log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
             self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
+            self._sharded = hello.get("msg") == "isdbgrid"
             db = client[self.database_name]
             await ensure_schema(db)
             self._conns.set(_Connection(client, db))  # the backfill's transactions run on it
@@ -472,14 +474,19 @@ class MongoStorage(BaseStorage):
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} exists") from exc
 
-    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str]:
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str] | None:
         """A clone or branch inside the server, staged then committed
         (:mod:`memory_core_mongodb._copy`): one ``$merge`` pipeline writes
         the copies under a staging id, one read returns their source ids
         (no bodies), then one transaction inserts the thread and moves the
         copies into it, with the counters. Only messages whose BSON size
         could put their copy over R-SIZE are read, to check exactly.
-        Constant round trips whatever the size; all or nothing."""
+        Constant round trips whatever the size; all or nothing. Through
+        ``mongos`` the core composes the copy instead (None): moving the
+        staged copies changes their shard key (``resource_id``), which a
+        multi-document update may not."""
+        if self._sharded:
+            return None
         thread = plan.thread
         if await self._threads.find_one({"_id": thread.id}, {"_id": 1}) is not None:
             raise StaleStateError(f"thread {thread.id!r} exists")
@@ -514,7 +521,9 @@ class MongoStorage(BaseStorage):
             if source in docs and plan.oversized(message_from_doc(docs[source])):
                 raise plan.too_large(source)
 
-    async def _commit_copy(self, thread: Thread, stage: str, staged: Sequence[Doc], now_us: int, session: Session) -> None:
+    async def _commit_copy(
+        self, thread: Thread, stage: str, staged: Sequence[Doc], now_us: int, session: Session
+    ) -> None:
         """Insert ``thread`` (its counter and ``last_message_at`` from the
         staged copies; bumped when it has some) and move the staged copies
         into it and its resource, in the caller's transaction."""

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from decimal import Decimal
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from memory_core import codec

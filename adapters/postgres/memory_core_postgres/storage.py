@@ -26,8 +26,8 @@ from memory_core import codec
 from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
-from memory_core.lineage import CopyPlan
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
+from memory_core.lineage import CopyPlan
 from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
