@@ -194,7 +194,7 @@ async def test_branch_from_a_turn_edits_an_earlier_message_and_continues(open_me
         original = await session.get_items(wrapper=wrapper)
         branch = await session.branch_from_turn(2, "trip-edit", wrapper=wrapper)
         assert branch == session.session_id == "trip-edit"
-        assert await session.get_items(wrapper=wrapper) == original[:4]  # turn 1: question, tool call and output, answer
+        assert await session.get_items(wrapper=wrapper) == original[:4]  # turn 1: question, tool call, output, answer
         answer = await Runner.run(agent, "What did I ask first?", session=session, context=alice)
         assert answer.final_output == "You said first: What is the weather in Paris?"
         edited = await session.get_items(wrapper=wrapper)
