@@ -229,11 +229,12 @@ class MemoryCoreSession:
         if len(users) < turn:
             raise NotFoundError(f"session {self.session_id!r} has {len(users)} user turns, not {turn}")
         start = users[turn - 1]
-        ids = {"resource_id": owner, "source_resource_id": owner}
         if start:
-            await self.memory.branch_thread(thread, items[start - 1].id, target, **ids)
+            await self.memory.branch_thread(
+                thread, items[start - 1].id, target, resource_id=owner, source_resource_id=owner
+            )
         else:
-            await self.memory.clone_thread(thread, target, message_limit=0, **ids)
+            await self.memory.clone_thread(thread, target, resource_id=owner, source_resource_id=owner, message_limit=0)
         self.session_id = name
         return name
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
+from uuid import UUID
 
 from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
@@ -219,7 +220,7 @@ class QdrantServerStore(BaseVectorStore):
         # Qdrant has no server-side copy: the sources' points are scrolled
         # with their vectors and upserted under the new ids (no embedding).
         condition = server_filter(PointFilter(message_ids=tuple(mapping)))
-        ids: list[str] = []
+        ids: list[int | str | UUID] = []
         vectors: list[Any] = []
         payloads: list[dict[str, Any]] = []
         sources: set[str] = set()
