@@ -25,7 +25,7 @@ from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
 from memory_core.retention import PruneBatch
 from memory_core.storage import Storage
-from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
+from memory_core.vector import BaseVectorStore, VectorPoint, VectorStore, chunk_text, message_text
 
 __all__ = ["IndexStatus", "VectorIndex"]
 
@@ -124,9 +124,10 @@ class VectorIndex:
         embedded, and all of them when the store cannot copy points."""
         if self.vector is None or self.embedder is None or not mapping:
             return
-        dimension = self.embedder.dimension
-        copy = self.vector.copy_messages(mapping, thread_id, resource_id, dimension)
-        copied = await _vector_call("clone_thread", copy)
+        copied: set[str] | None = None  # a store that is not a BaseVectorStore cannot copy
+        if isinstance(self.vector, BaseVectorStore):
+            copy = self.vector.copy_messages(mapping, thread_id, resource_id, self.embedder.dimension)
+            copied = await _vector_call("clone_thread", copy)
         rest = [new for old, new in mapping.items() if copied is None or old not in copied]
         if rest:
             await self.index(await self.storage.get_messages(rest))

@@ -128,7 +128,16 @@ class InMemoryVectorStore(BaseVectorStore):
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
         return {payload["message_id"] for _, payload in flt.select(self._data[name].values())}
 
-<<<<<<< HEAD
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        points = self._data[name]
+        found = [(row, payload) for row, payload in points.values() if payload["message_id"] in mapping]
+        for row, payload in found:
+            pid, copy = copied_point(payload, mapping, thread_id, resource_id)
+            points[pid] = (row.copy(), copy)
+        return {payload["message_id"] for _, payload in found}
+
     # ------------------------------------------------------------------ lexical index
 
     def _remove(self, message_id: str) -> None:
@@ -217,14 +226,3 @@ def _keys(document: LexicalDocument) -> tuple[tuple[str, str], ...]:
 def _fields(document: LexicalDocument) -> dict[str, Any]:
     """A document's ids as a point payload (for :meth:`PointFilter.matches`)."""
     return {"message_id": document.message_id, "thread_id": document.thread_id, "resource_id": document.resource_id}
-=======
-    async def _copy_points(
-        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
-    ) -> set[str] | None:
-        points = self._data[name]
-        found = [(row, payload) for row, payload in points.values() if payload["message_id"] in mapping]
-        for row, payload in found:
-            pid, copy = copied_point(payload, mapping, thread_id, resource_id)
-            points[pid] = (row.copy(), copy)
-        return {payload["message_id"] for _, payload in found}
->>>>>>> 3c47267 (Clones copy their sources' vectors in the vector store (VectorStore.copy_messages, optional _copy_points: reference, pgvector INSERT ... SELECT, Qdrant server scroll+upsert); only copies without a source point are embedded. OpenAI Agents seam: branch_from_turn and switch_to (AdvancedSQLiteSession's branching), tested through Runner. Docs, CHANGELOG)

@@ -31,12 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-<<<<<<< HEAD
-from collections.abc import Iterable, Iterator, Sequence
-=======
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
->>>>>>> 3c47267 (Clones copy their sources' vectors in the vector store (VectorStore.copy_messages, optional _copy_points: reference, pgvector INSERT ... SELECT, Qdrant server scroll+upsert); only copies without a source point are embedded. OpenAI Agents seam: branch_from_turn and switch_to (AdvancedSQLiteSession's branching), tested through Runner. Docs, CHANGELOG)
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
@@ -49,7 +44,7 @@ from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search
 from memory_core.loops import OnceAcrossLoops
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
-from memory_core.vector_checks import Vector, check_namespace, unit_vector
+from memory_core.vector_checks import check_namespace, positive_int
 from memory_core.vector_layout import (
     COLLECTION_PREFIX,
     PAYLOAD_FIELDS,
@@ -97,12 +92,6 @@ DEFAULT_BATCH_SIZE = 512
 
 DELETE_BATCH = 1024
 """Message ids per ``_delete`` call."""
-
-
-def _positive_int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(field, f"must be an int >= 1, got {value!r}")
-    return value
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -153,11 +142,6 @@ class VectorStore(Protocol):
 
     async def delete_resource(self, resource_id: str) -> None:
         """Remove every point whose payload ``resource_id`` is this resource."""
-
-    async def copy_messages(
-        self, mapping: Mapping[str, str], thread_id: str, resource_id: str, dimension: int
-    ) -> set[str] | None:
-        """Copy the points of messages (``old -> new`` id) to a clone's copies."""
 
     async def search(
         self,
@@ -247,8 +231,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
         self.namespace = check_namespace(namespace)
-        self.overfetch = _positive_int(overfetch, "overfetch")
-        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.overfetch = positive_int(overfetch, "overfetch")
+        self.batch_size = positive_int(batch_size, "batch_size")
         self._prefix = "" if self.namespace is None else f"{self.namespace}_"
         self._collection_prefix = f"{self._prefix}{COLLECTION_PREFIX}"
         self._pattern = re.compile(re.escape(self._collection_prefix) + r"([1-9][0-9]*)")
@@ -538,21 +522,17 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         ``resource_id`` these (``created_at``, ``chunk``, vector kept: never
         embedded again). Returns the old ids that had points there, or None
         when the backend cannot copy (the caller embeds the copies instead).
-
-        Raises:
-            ValidationError: a bad id or dimension. BackendError: the backend failed.
-        """
+        Raises ValidationError (a bad id or dimension) or BackendError."""
         pairs = {check_id(old, "mapping"): check_id(new, "mapping") for old, new in mapping.items()}
-        check_id(thread_id, "thread_id")
-        check_id(resource_id, "resource_id")
-        name = self.collection(_positive_int(dimension, "dimension"))
+        owners = (check_id(thread_id, "thread_id"), check_id(resource_id, "resource_id"))
+        name = self.collection(positive_int(dimension, "dimension"))
         await self._ready()
         copied: set[str] = set()
         with self._guard("copy_messages"):
             if not pairs or name not in await self._collections():
                 return copied
             for batch in _batches(list(pairs.items()), DELETE_BATCH):
-                got = await self._copy_points(name, dict(batch), thread_id, resource_id)
+                got = await self._copy_points(name, dict(batch), *owners)
                 if got is None:
                     return None
                 copied |= got

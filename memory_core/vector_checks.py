@@ -1,20 +1,15 @@
 """Input checks of the vector store (:mod:`memory_core.vector` re-exports
-them): the namespace and the vectors, checked before any I/O."""
+:func:`check_namespace`): its namespace and its size settings, checked
+before any I/O."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from memory_core.errors import ValidationError
 
-__all__ = ["Vector", "check_namespace", "unit_vector"]
-
-Vector = npt.NDArray[np.float32]
-"""A float32 numpy vector, shape ``(dim,)`` (or a matrix of them, one per row)."""
+__all__ = ["check_namespace", "positive_int"]
 
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
 
@@ -31,26 +26,12 @@ def check_namespace(namespace: str | None) -> str | None:
     return namespace
 
 
-def unit_vector(vector: Any, field: str) -> Vector:
-    """Validate one vector and return it L2-normalised as float32.
-
-    Args:
-        vector: anything numpy reads as a 1-D array of numbers, shape ``(dim,)``.
-        field: the name used in errors (``"points[3].vector"``).
+def positive_int(value: Any, field: str) -> int:
+    """``value`` when it is an int >= 1 (not a bool).
 
     Raises:
-        ValidationError: not 1-D, empty, not finite (NaN, inf) or the zero
-            vector (cosine is undefined for it).
+        ValidationError: anything else, naming ``field``.
     """
-    try:
-        array = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise ValidationError(field, "must be a 1-D array of numbers") from None
-    if array.ndim != 1 or array.size < 1:
-        raise ValidationError(field, f"must be a non-empty 1-D array, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValidationError(field, "must hold finite numbers (no NaN or inf)")
-    norm = float(np.linalg.norm(array))
-    if norm == 0.0 or not np.isfinite(norm):
-        raise ValidationError(field, "must not be the zero vector (cosine is undefined)")
-    return array / np.float32(norm)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(field, f"must be an int >= 1, got {value!r}")
+    return value

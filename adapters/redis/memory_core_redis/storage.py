@@ -915,7 +915,7 @@ class RedisStorage(BaseStorage):
             touched=[thread.id],
         )
         if self._solo:
-            reply = (await self._solo_write("copy_thread", claim_args, [(rid, args)]))[5][0]
+            reply = (await self._solo_write("copy_thread", claim_args, [(rid, args)])).steps[0]
         else:
             claim = await self._claim(claim_args)
             args[:2] = [claim.first, claim.floors[0]]
