@@ -1,5 +1,5 @@
 """The :class:`~memory_core.memory.Memory` calls for conversations as a tree:
-clones and branches with their copies embedded, and the lineage queries
+clones and branches with their copies' vectors, and the lineage queries
 (:mod:`memory_core.lineage` holds the rules; these calls add the vector
 index, which the storage half cannot see)."""
 
@@ -103,12 +103,12 @@ class CloneCalls:
         return made
 
     async def _index_copies(self, made: lineage.Clone) -> None:
-        """Embed a clone's copies (re-embedded, under their new ids and
-        resource) when there is a vector store."""
-        if self.vector is not None and made.message_ids:
-            await VectorIndex(self.storage, self.vector, self.embedder).index(
-                (await self.storage.list_messages(made.thread.id, per_page=False)).items
-            )
+        """Give a clone's copies their vectors when there is a vector store:
+        copied in the store from their sources' points, embedded only where
+        a source has none (:meth:`VectorIndex.copy
+        <memory_core.indexing.VectorIndex.copy>`)."""
+        index = VectorIndex(self.storage, self.vector, self.embedder)
+        await index.copy(made.message_ids, made.thread.id, made.thread.resource_id)
 
     async def get_lineage(self, thread_id: str, resource_id: str | None = None) -> lineage.Lineage | None:
         """See :func:`memory_core.lineage.get_lineage` (Mastra's ``getCloneMetadata``)."""

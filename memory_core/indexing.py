@@ -13,8 +13,9 @@ storage write it follows has happened: :meth:`VectorIndex.reindex` repairs it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
@@ -24,9 +25,11 @@ from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
 from memory_core.retention import PruneBatch
 from memory_core.storage import Storage
-from memory_core.vector import VectorPoint, VectorStore, chunk_text, message_text
+from memory_core.vector import BaseVectorStore, VectorPoint, VectorStore, chunk_text, message_text
 
 __all__ = ["IndexStatus", "VectorIndex"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,25 @@ class VectorIndex:
         if mismatch is not None:
             raise EmbedderMismatchError(mismatch, self.embedder.dimension, counts)
 
+    async def copy(self, mapping: Mapping[str, str], thread_id: str, resource_id: str) -> None:
+        """Give a clone's copies (``mapping``: source message id -> copy id,
+        in ``thread_id`` of ``resource_id``) their vectors: the sources'
+        points in the embedder's collection are copied inside the vector
+        store (:meth:`~memory_core.vector.BaseVectorStore.copy_messages`: the
+        store and embedder match when the sources were embedded at the
+        embedder's dimension); only the copies whose source has no point
+        there (never indexed, another dimension, no text) are read and
+        embedded, and all of them when the store cannot copy points."""
+        if self.vector is None or self.embedder is None or not mapping:
+            return
+        copied: set[str] | None = None  # a store that is not a BaseVectorStore cannot copy
+        if isinstance(self.vector, BaseVectorStore):
+            copy = self.vector.copy_messages(mapping, thread_id, resource_id, self.embedder.dimension)
+            copied = await _vector_call("clone_thread", copy)
+        rest = [new for old, new in mapping.items() if copied is None or old not in copied]
+        if rest:
+            await self.index(await self.storage.get_messages(rest))
+
     async def drop_threads(self, operation: str, thread_ids: Sequence[str]) -> None:
         """Delete every point of these threads (``operation`` names the
         caller in a BackendError)."""
@@ -195,10 +217,10 @@ class VectorIndex:
         return await self.storage.list_messages_by_resource(resource_id, per_page=False)
 
 
-async def _vector_call(operation: str, call: Awaitable[None]) -> None:
-    """Await a vector-store call, its failure a BackendError naming ``operation``."""
+async def _vector_call(operation: str, call: Awaitable[T]) -> T:
+    """Await a vector-store call (its answer), its failure a BackendError naming ``operation``."""
     try:
-        await call
+        return await call
     except BackendError:
         raise
     except Exception as exc:

@@ -188,6 +188,17 @@ class CopyPlan:
             for m, new in zip(originals, self.new_ids, strict=False)
         ]
 
+    def oversized(self, message: Message) -> bool:
+        """Whether the copy of ``message`` would exceed :attr:`size_limit`
+        (for an adapter that must look at a message to know)."""
+        parts = (message.role, message.type, message.content, message.metadata)
+        return sum(len(codec.dumps(part).encode("utf-8")) for part in parts) > self.size_limit
+
+    def too_large(self, message_id: str) -> ValidationError:
+        """The error for a selected message whose copy would exceed
+        :attr:`size_limit` (the adapter raises it, writing nothing)."""
+        return ValidationError(f"copy of message {message_id!r}", "would serialise over the 15 MiB limit", "R-SIZE")
+
     def _keeps(self, message: Message) -> bool:
         if self.message_ids is not None and message.id not in self.message_ids:
             return False
@@ -240,7 +251,9 @@ async def clone_thread(
     resource). ``source_resource_id`` is the caller's claim to own the
     source: when given it must be the source's owner; cloning into another
     resource requires it. Vectors follow through :class:`memory_core.Memory`,
-    which embeds the copies under their new ids and resource.
+    which copies the sources' points in the vector store under the new ids
+    and resource, and embeds only copies whose source has none
+    (:meth:`memory_core.indexing.VectorIndex.copy`).
 
     The new thread's title is ``title`` when given, else ``"Clone of <source
     title>"`` (``""`` for an untitled source); its metadata is the source's,

@@ -25,6 +25,7 @@ import numpy as np
 from memory_core.errors import ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
+from memory_core.vector_layout import copied_point
 
 __all__ = ["InMemoryVectorStore"]
 
@@ -126,6 +127,16 @@ class InMemoryVectorStore(BaseVectorStore):
 
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:
         return {payload["message_id"] for _, payload in flt.select(self._data[name].values())}
+
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        points = self._data[name]
+        found = [(row, payload) for row, payload in points.values() if payload["message_id"] in mapping]
+        for row, payload in found:
+            pid, copy = copied_point(payload, mapping, thread_id, resource_id)
+            points[pid] = (row.copy(), copy)
+        return {payload["message_id"] for _, payload in found}
 
     # ------------------------------------------------------------------ lexical index
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Protocol, Self, TypeVar, runtime_checkable
 
@@ -44,13 +44,13 @@ from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search
 from memory_core.loops import OnceAcrossLoops
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
+from memory_core.vector_checks import check_namespace, positive_int
 from memory_core.vector_layout import (
     COLLECTION_PREFIX,
     PAYLOAD_FIELDS,
     POINT_NAMESPACE,
     PointFilter,
     RawHit,
-    check_namespace,
     chunk_text,
     collection_name,
     message_text,
@@ -92,12 +92,6 @@ DEFAULT_BATCH_SIZE = 512
 
 DELETE_BATCH = 1024
 """Message ids per ``_delete`` call."""
-
-
-def _positive_int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(field, f"must be an int >= 1, got {value!r}")
-    return value
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -241,8 +235,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         batch_size: int = DEFAULT_BATCH_SIZE,
     ) -> None:
         self.namespace = check_namespace(namespace)
-        self.overfetch = _positive_int(overfetch, "overfetch")
-        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.overfetch = positive_int(overfetch, "overfetch")
+        self.batch_size = positive_int(batch_size, "batch_size")
         self._prefix = "" if self.namespace is None else f"{self.namespace}_"
         self._collection_prefix = f"{self._prefix}{COLLECTION_PREFIX}"
         self._pattern = re.compile(re.escape(self._collection_prefix) + r"([1-9][0-9]*)")
@@ -524,6 +518,32 @@ class BaseVectorStore(LexicalPrimitives, ABC):
             if self.lexical_index:
                 await self._delete_documents(flt)
 
+    @traced("create_memory", "vector")
+    async def copy_messages(
+        self, mapping: Mapping[str, str], thread_id: str, resource_id: str, dimension: int
+    ) -> set[str] | None:
+        """For each ``old -> new`` of ``mapping`` (a clone's copies), copy every
+        point of ``old`` in the collection of ``dimension`` to :func:`point_id`
+        ``(new, chunk)`` with ``message_id`` new, ``thread_id`` and
+        ``resource_id`` these (``created_at``, ``chunk``, vector kept: never
+        embedded again). Returns the old ids that had points there, or None
+        when the backend cannot copy (the caller embeds the copies instead).
+        Raises ValidationError (a bad id or dimension) or BackendError."""
+        pairs = {check_id(old, "mapping"): check_id(new, "mapping") for old, new in mapping.items()}
+        owners = (check_id(thread_id, "thread_id"), check_id(resource_id, "resource_id"))
+        name = self.collection(positive_int(dimension, "dimension"))
+        await self._ready()
+        copied: set[str] = set()
+        with self._guard("copy_messages"):
+            if not pairs or name not in await self._collections():
+                return copied
+            for batch in _batches(list(pairs.items()), DELETE_BATCH):
+                got = await self._copy_points(name, dict(batch), *owners)
+                if got is None:
+                    return None
+                copied |= got
+        return copied
+
     @traced("search_memory", "vector")
     async def search(
         self,
@@ -773,6 +793,14 @@ class BaseVectorStore(LexicalPrimitives, ABC):
     @abstractmethod
     async def _count(self, name: str, flt: PointFilter) -> int:
         """Exact number of points of ``name`` matching ``flt``."""
+
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        """Optional: copy the points of ``name`` whose ``message_id`` is a key of
+        ``mapping`` as :meth:`copy_messages` says; returns the keys that had
+        points. The default, None: not supported (the copies are embedded)."""
+        return None
 
     @abstractmethod
     async def _message_ids(self, name: str, flt: PointFilter) -> set[str]:

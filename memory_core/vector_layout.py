@@ -7,13 +7,11 @@ vector store (:mod:`memory_core.vector`) and by the core's indexing."""
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from memory_core.errors import ValidationError
 from memory_core.models import Message
 
 __all__ = [
@@ -22,9 +20,9 @@ __all__ = [
     "POINT_NAMESPACE",
     "PointFilter",
     "RawHit",
-    "check_namespace",
     "chunk_text",
     "collection_name",
+    "copied_point",
     "message_text",
     "point_id",
 ]
@@ -175,16 +173,16 @@ class PointFilter:
         )
 
 
-_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,48}")
-
-
-def check_namespace(namespace: str | None) -> str | None:
-    """A vector store namespace (collection-name prefix): None, or 1-48
-    characters of ``[A-Za-z0-9_-]`` (safe in any backend's collection names).
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if namespace is not None and (not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace)):
-        raise ValidationError("namespace", f"must be 1-48 characters of [A-Za-z0-9_-], got {namespace!r}")
-    return namespace
+def copied_point(
+    payload: dict[str, Any], mapping: Mapping[str, str], thread_id: str, resource_id: str
+) -> tuple[str, dict[str, Any]]:
+    """The point id and payload of the copy of a point (payload ``payload``)
+    for a clone: its message ``mapping[payload["message_id"]]`` in
+    ``thread_id`` of ``resource_id``, ``created_at`` and ``chunk`` kept."""
+    new = mapping[payload["message_id"]]
+    return point_id(new, payload["chunk"]), {
+        **payload,
+        "message_id": new,
+        "thread_id": thread_id,
+        "resource_id": resource_id,
+    }

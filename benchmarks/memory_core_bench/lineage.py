@@ -16,10 +16,11 @@ them one round trip, so a clone is 3 and a branch 4 whatever the size).
 
 Usage (venv active)::
 
-    python -m memory_core_bench.lineage [--size 10000] [--repeat 3] [URL ...]
+    python -m memory_core_bench.lineage [--size 10000] [--repeat 3] [--batch 1000] [--servers] [--cluster] [URL ...]
 
 URLs default to ``memory://`` and a temporary ``sqlite:///`` file; pass
-``--servers`` to also start valkey and secantusdb (MongoDB) for the run.
+``--servers`` to also start valkey and secantusdb (MongoDB) for the run,
+``--cluster`` a Valkey Cluster.
 """
 
 from __future__ import annotations
@@ -74,15 +75,16 @@ class _Counted:
         return counted
 
 
-async def _baseline(store: Any, source: str, target: str) -> None:
-    """Read every message out and save copies back, through the public API."""
+async def _baseline(store: Any, source: str, target: str, batch: int) -> None:
+    """Read every message out and save copies back, through the public API,
+    ``batch`` messages per ``save_messages``."""
     found = await store.get_thread(source)
     originals = (await store.list_messages(source, per_page=False)).items
     await store.insert_thread(Thread(target, found.resource_id, "copy"))
     ids = new_message_ids(len(originals))
     copies = [replace(m, id=i, thread_id=target, sequence=None) for m, i in zip(originals, ids, strict=True)]
-    for start in range(0, len(copies), _BATCH):
-        await store.save_messages(copies[start : start + _BATCH])
+    for start in range(0, len(copies), batch):
+        await store.save_messages(copies[start : start + batch])
 
 
 async def _timed(store: Storage, run: Callable[[Any, str], Awaitable[Any]], repeat: int) -> tuple[float, int]:
@@ -98,42 +100,44 @@ async def _timed(store: Storage, run: Callable[[Any, str], Awaitable[Any]], repe
     return statistics.median(times), calls
 
 
-async def measure(url: str, size: int, repeat: int) -> dict[str, tuple[float, int]]:
-    """Seconds (median) and storage calls of clone, branch and baseline on ``url``."""
+async def measure(url: str, size: int, repeat: int, batch: int = _BATCH) -> dict[str, tuple[float, int]]:
+    """Seconds (median) and storage calls of clone, branch and baseline on
+    ``url`` (messages saved ``batch`` per call, for the thread and the baseline)."""
     store = await connect(url)
     try:
         await store.save_thread(Thread("source", "bench"))
-        for start in range(0, size, _BATCH):
-            batch = [
-                Message(f"m{i:07d}", "source", "user" if i % 2 else "assistant", f"message {i} " + "x" * 200)
-                for i in range(start, min(size, start + _BATCH))
-            ]
-            await store.save_messages(batch)
+        for start in range(0, size, batch):
+            await store.save_messages(
+                [
+                    Message(f"m{i:07d}", "source", "user" if i % 2 else "assistant", f"message {i} " + "x" * 200)
+                    for i in range(start, min(size, start + batch))
+                ]
+            )
         last = f"m{size - 1:07d}"
         return {
             "clone": await _timed(store, lambda s, t: lineage.clone_thread(s, "source", t), repeat),
             "branch": await _timed(store, lambda s, t: lineage.branch_thread(s, "source", last, t), repeat),
-            "baseline": await _timed(store, lambda s, t: _baseline(s, "source", t), repeat),
+            "baseline": await _timed(store, lambda s, t: _baseline(s, "source", t, batch), repeat),
         }
     finally:
         await store.destroy()
 
 
-def _report(url: str, result: dict[str, tuple[float, int]], size: int) -> None:
+def _report(name: str, result: dict[str, tuple[float, int]], size: int) -> None:
     base = result["baseline"][0]
     cells = " | ".join(f"{result[k][0]:.3f} s ({result[k][1]} calls)" for k in ("clone", "branch", "baseline"))
     speed = " | ".join(f"{base / result[k][0]:.1f}x" for k in ("clone", "branch"))
-    print(f"| {url.split('://')[0]} | {size} | {cells} | {speed} |", flush=True)
+    print(f"| {name} | {size} | {cells} | {speed} |", flush=True)
 
 
-async def _run(urls: Sequence[str], size: int, repeat: int) -> None:
+async def _run(stores: Sequence[tuple[str, str]], size: int, repeat: int, batch: int = _BATCH) -> None:
     print("| store | messages | clone | branch | baseline | clone speed-up | branch speed-up |")
     print("|---|---|---|---|---|---|---|")
-    for url in urls:
+    for name, url in stores:
         try:
-            _report(url, await measure(url, size, repeat), size)
+            _report(name, await measure(url, size, repeat, batch), size)
         except Exception as exc:  # one store failing leaves the others' rows
-            print(f"| {url.split('://')[0]} | {size} | failed: {type(exc).__name__}: {exc} | | | | |", flush=True)
+            print(f"| {name} | {size} | failed: {type(exc).__name__}: {exc} | | | | |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,15 +146,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("urls", nargs="*", help="storage URLs (default: memory:// and a temporary SQLite file)")
     parser.add_argument("--size", type=int, default=10_000, help="messages in the thread (default 10000)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median reported (default 3)")
+    parser.add_argument("--batch", type=int, default=_BATCH, help="messages per save_messages (default 1000)")
     parser.add_argument("--servers", action="store_true", help="also start valkey and secantusdb")
+    parser.add_argument("--cluster", action="store_true", help="also start a Valkey Cluster")
     args = parser.parse_args(argv)
+    backends = [*(("valkey", "mongodb") if args.servers else ()), *(("valkey-cluster",) if args.cluster else ())]
     with tempfile.TemporaryDirectory() as folder:
         urls = list(args.urls) or ["memory://", f"sqlite:///{Path(folder) / 'bench.db'}"]
-        if args.servers:
-            with bench_servers(print) as servers:
-                asyncio.run(_run([*urls, *(s.url for s in servers)], args.size, args.repeat))
-        else:
-            asyncio.run(_run(urls, args.size, args.repeat))
+        stores = [(url.split("://")[0], url) for url in urls]
+        with bench_servers(print, backends) as servers:
+            asyncio.run(_run([*stores, *((s.name, s.url) for s in servers)], args.size, args.repeat, args.batch))
     return 0
 
 

@@ -264,6 +264,34 @@ class VectorStoreConformance:
         await store.delete_messages([])
         assert await store.count() == 1
 
+    async def test_vector_store_copy_messages_copies_every_chunk_of_one_dimension(self, store: BaseVectorStore) -> None:
+        """copy_messages (a clone's vectors): each source's chunks in that
+        dimension's collection get copies under the new ids, thread and
+        resource (vector and chunk kept); other dimensions,
+        other messages and the sources stay as they were."""
+        await store.upsert(
+            [
+                point("a1", axis(0), created_at_us=7),
+                point("a1", axis(1), chunk=1, created_at_us=7),
+                point("a2", axis(2)),
+                point("a3", axis(3)),
+                point("a1", axis(0, dim=16)),
+            ]
+        )
+        copied = await store.copy_messages({"a1": "c1", "a2": "c2", "nope": "c9"}, "t9", "r9", DIM)
+        if copied is None:  # the backend cannot copy points: the caller embeds instead
+            assert await store.count(thread_id="t9") == 0
+            return
+        assert copied == {"a1", "a2"}
+        assert await store.count_points(thread_id="t9", resource_id="r9") == 3
+        assert await store.count_points(thread_id="t1") == 5  # the sources keep theirs
+        hits = await store.search(axis(1), 1, thread_id="t9")
+        assert [(h.message_id, h.thread_id, h.resource_id) for h in hits] == [("c1", "t9", "r9")]
+        assert [h.message_id for h in await store.search(axis(2), 1, resource_id="r9")] == ["c2"]
+        assert await store.search(axis(0, dim=16), 5, thread_id="t9") == []
+        assert await store.copy_messages({"a1": "d1"}, "t8", "r1", 16) == {"a1"}
+        assert await store.copy_messages({}, "t8", "r1", DIM) == set()
+
     async def test_vector_store_delete_thread_removes_only_that_thread(self, store: BaseVectorStore) -> None:
         await store.upsert(
             [

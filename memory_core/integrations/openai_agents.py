@@ -31,7 +31,7 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memory_core.arguments import check_memory
-from memory_core.errors import ValidationError
+from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
 from memory_core.validation import check_bool, check_id
@@ -196,6 +196,63 @@ class MemoryCoreSession:
             conversation_thread(THREAD_NAMESPACE, owner, self.session_id, scoped=self.scope_ids, field="session_id"),
             owner,
         )
+
+    async def branch_from_turn(
+        self, turn: int, branch_id: str | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> str:
+        """Start a branch before user turn ``turn`` and switch to it, as the
+        SDK's ``AdvancedSQLiteSession.create_branch_from_turn``: turn ``n``
+        is the n-th user item (from 1); the branch holds every item before
+        it (copied inside the store, :meth:`memory_core.Memory.branch_thread`,
+        with lineage back to this session's thread), so the next run asks
+        turn ``n`` again, edited ("edit an earlier message and continue").
+        The session's items stay as they were: :meth:`switch_to` goes back.
+
+        The switch changes this session object's ``session_id`` for every
+        caller sharing it (make one session per user to branch per user).
+
+        Args:
+            turn: the user turn to redo (int >= 1).
+            branch_id: the branch's session id (R-ID); default
+                ``<session_id>.branch-<turn>-<8 hex digits>``.
+            wrapper: the SDK's run context (names the owner).
+
+        Returns:
+            The branch's session id (now this session's ``session_id``).
+
+        Raises:
+            ValidationError: a bad ``turn`` or ``branch_id``, or no owner.
+            NotFoundError: the session has fewer than ``turn`` user turns.
+            ConflictError: the branch's session id is taken.
+        """
+        if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+            raise ValidationError("turn", f"must be an int >= 1 (the n-th user item), got {turn!r}")
+        name = f"{self.session_id}.branch-{turn}-{new_message_id()[-8:]}" if branch_id is None else branch_id
+        name = check_id(name, "branch_id")
+        thread, owner = self._where(wrapper)
+        target = conversation_thread(THREAD_NAMESPACE, owner, name, scoped=self.scope_ids, field="branch_id")
+        items = (await self.memory.list_messages(thread, owner, per_page=False, total=False)).items
+        users = [index for index, message in enumerate(items) if message.role == "user"]
+        if len(users) < turn:
+            raise NotFoundError(f"session {self.session_id!r} has {len(users)} user turns, not {turn}")
+        start = users[turn - 1]
+        if start:
+            await self.memory.branch_thread(
+                thread, items[start - 1].id, target, resource_id=owner, source_resource_id=owner
+            )
+        else:
+            await self.memory.clone_thread(thread, target, resource_id=owner, source_resource_id=owner, message_limit=0)
+        self.session_id = name
+        return name
+
+    def switch_to(self, session_id: str) -> None:
+        """Point this session at another session id: a branch
+        :meth:`branch_from_turn` made, or back to the one it came from.
+
+        Raises:
+            ValidationError: a bad id (R-ID).
+        """
+        self.session_id = check_id(session_id, "session_id")
 
     async def get_items(
         self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None

@@ -11,7 +11,7 @@ import pytest
 from agents import Agent, Model, ModelResponse, RunContextWrapper, Runner, Usage, function_tool, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from memory_core import OwnershipError
+from memory_core import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
 
 from .conftest import OpenMemory
@@ -175,3 +175,39 @@ async def test_recall_memory_spends_its_slots_on_memory_not_on_the_question(open
         unfloored = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, top_k=1, min_score=None)])
         result = await Runner.run(unfloored, "apricots", session=session, context=alice)
         assert result.final_output != "[]"  # without a floor: top_k hits, however unrelated
+
+
+@pytest.mark.anyio
+async def test_branch_from_a_turn_edits_an_earlier_message_and_continues(open_memory: OpenMemory) -> None:
+    """AdvancedSQLiteSession's create_branch_from_turn on memory-core: redo
+    turn 2 with another question; the branch holds turn 1, the original
+    session keeps all three turns, and switching back reads them."""
+    model = ScriptedModel()
+    agent = Agent(name="assistant", model=model, tools=[get_weather])
+    async with open_memory() as memory:
+        alice = {"resource_id": "alice"}
+        wrapper = RunContextWrapper(alice)
+        session = MemoryCoreSession("trip", memory)
+        await Runner.run(agent, "What is the weather in Paris?", session=session, context=alice)
+        await Runner.run(agent, "Shall I pack a coat?", session=session, context=alice)
+        await Runner.run(agent, "Thanks!", session=session, context=alice)
+        original = await session.get_items(wrapper=wrapper)
+        branch = await session.branch_from_turn(2, "trip-edit", wrapper=wrapper)
+        assert branch == session.session_id == "trip-edit"
+        assert await session.get_items(wrapper=wrapper) == original[:4]  # turn 1: question, tool call, output, answer
+        answer = await Runner.run(agent, "What did I ask first?", session=session, context=alice)
+        assert answer.final_output == "You said first: What is the weather in Paris?"
+        edited = await session.get_items(wrapper=wrapper)
+        assert [i.get("content") for i in edited[4:5]] == ["What did I ask first?"] and len(edited) == 6
+        lineage = await memory.get_lineage(session.thread_id(wrapper), "alice")
+        assert lineage is not None and lineage.source_thread_id == "openai-agents:alice:trip"
+        session.switch_to("trip")
+        assert await session.get_items(wrapper=wrapper) == original
+        with pytest.raises(NotFoundError):
+            await session.branch_from_turn(4, wrapper=wrapper)
+        first = await session.branch_from_turn(1, wrapper=wrapper)
+        assert first.startswith("trip.branch-1-") and await session.get_items(wrapper=wrapper) == []
+        with pytest.raises(ConflictError):
+            await MemoryCoreSession("trip", memory).branch_from_turn(1, "trip-edit", wrapper=wrapper)
+        with pytest.raises(ValidationError):
+            await session.branch_from_turn(0, wrapper=wrapper)

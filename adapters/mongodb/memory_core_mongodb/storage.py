@@ -26,8 +26,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import BulkWriteError, ClientBulkWriteException, DuplicateKeyError, PyMongoError
 
 from memory_core.capabilities import Capability
-from memory_core.clock import TIME_MAX_US, Clock, from_us, to_us
+from memory_core.clock import TIME_MAX_US, Clock, bump_us, from_us, to_us
 from memory_core.errors import AdapterClosedError, StaleStateError
+from memory_core.lineage import CopyPlan
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
@@ -37,6 +38,7 @@ from memory_core.retry import FaultPoint, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
 from memory_core.storage.composed import erase_threads
 from memory_core.workmem import MemoryDecision, MemoryWrite
+from memory_core_mongodb._copy import copy_pipeline, staging_id, stale_staging
 from memory_core_mongodb._counters import CountDeltas, backfill_counters, thread_count_expr
 from memory_core_mongodb._errors import is_transient
 from memory_core_mongodb._layout import (
@@ -236,6 +238,7 @@ class MongoStorage(BaseStorage):
         # threads go in one client bulkWrite (MongoDB 8.0+), else one
         # collection bulk_write each.
         self._client_bulk = False
+        self._sharded = False
 
     @classmethod
     def from_url(
@@ -329,6 +332,7 @@ class MongoStorage(BaseStorage):
             if not self.transactions:
                 log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
             self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
+            self._sharded = hello.get("msg") == "isdbgrid"
             db = client[self.database_name]
             await ensure_schema(db)
             self._conns.set(_Connection(client, db))  # the backfill's transactions run on it
@@ -494,6 +498,77 @@ class MongoStorage(BaseStorage):
             await self._threads.insert_one({**thread_doc(thread), **new_thread_fields()})
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} exists") from exc
+
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str] | None:
+        """A clone or branch inside the server, staged then committed
+        (:mod:`memory_core_mongodb._copy`): one ``$merge`` pipeline writes
+        the copies under a staging id, one read returns their source ids
+        (no bodies), then one transaction inserts the thread and moves the
+        copies into it, with the counters. Only messages whose BSON size
+        could put their copy over R-SIZE are read, to check exactly.
+        Constant round trips whatever the size; all or nothing. Through
+        ``mongos`` the core composes the copy instead (None): moving the
+        staged copies changes their shard key (``resource_id``), which a
+        multi-document update may not."""
+        if self._sharded:
+            return None
+        thread = plan.thread
+        if await self._threads.find_one({"_id": thread.id}, {"_id": 1}) is not None:
+            raise StaleStateError(f"thread {thread.id!r} exists")
+        await self._messages.delete_many(stale_staging(now_us))
+        stage = staging_id()
+        try:
+            staged: list[Doc] = []
+            if plan.new_ids and plan.newest != 0:
+                first = await self._allocate(len(plan.new_ids))
+                await self._messages.aggregate(copy_pipeline(plan, stage, first))
+                found = self._messages.find(
+                    {"thread_id": stage},
+                    {"source": 1, "big": 1, "created_at": 1},
+                    sort=[("created_at", ASCENDING), ("seq", ASCENDING)],
+                    hint=MESSAGES_THREAD_ORDER,
+                )
+                staged = [doc async for doc in found]
+                await self._check_sizes(plan, [doc["source"] for doc in staged if doc.get("big")])
+            await self._atomic(lambda session: self._commit_copy(thread, stage, staged, now_us, session))
+        except BaseException:
+            await self._messages.delete_many({"thread_id": stage})
+            raise
+        return [doc["source"] for doc in staged]
+
+    async def _check_sizes(self, plan: CopyPlan, candidates: Sequence[str]) -> None:
+        """Raise the R-SIZE error of the first of ``candidates`` (source ids,
+        in R-ORDER) whose copy would be over ``plan.size_limit``."""
+        if not candidates:
+            return
+        docs = {doc["_id"]: doc async for doc in self._messages.find({"_id": {"$in": list(candidates)}})}
+        for source in candidates:
+            if source in docs and plan.oversized(message_from_doc(docs[source])):
+                raise plan.too_large(source)
+
+    async def _commit_copy(
+        self, thread: Thread, stage: str, staged: Sequence[Doc], now_us: int, session: Session
+    ) -> None:
+        """Insert ``thread`` (its counter and ``last_message_at`` from the
+        staged copies; bumped when it has some) and move the staged copies
+        into it and its resource, in the caller's transaction."""
+        doc = {**thread_doc(thread), **last_fields(max((int(d["created_at"]) for d in staged), default=None))}
+        doc[MESSAGE_COUNT] = us(len(staged))
+        if staged:
+            doc["updated_at"] = us(bump_us(int(doc["updated_at"]), now_us))
+        try:
+            await self._threads.insert_one(doc, session=session)
+        except DuplicateKeyError as exc:
+            raise StaleStateError(f"thread {thread.id!r} exists") from exc
+        if not staged:
+            return
+        moved = await self._messages.update_many(
+            {"thread_id": stage},
+            {"$set": {"thread_id": thread.id, "resource_id": thread.resource_id}, "$unset": {"source": "", "big": ""}},
+            session=session,
+        )
+        if moved.modified_count != len(staged):
+            raise StaleStateError(f"the staged copies of thread {thread.id!r} changed")
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from memory_core import codec
 from memory_core.clock import from_us
+from memory_core.lineage import CopyPlan
 from memory_core.plan import ReadPlan
 from memory_core.query import NO_MESSAGE_ASC_US, NO_MESSAGE_DESC_US, MessageQuery, MetaCondition, ThreadQuery
 
@@ -43,6 +45,7 @@ __all__ = [
     "LAST_MESSAGE_AT",
     "Params",
     "bump_sql",
+    "copy_thread",
     "meta_document",
     "message_windows",
     "page_messages",
@@ -408,3 +411,81 @@ def read_state(thread_ids: list[str], message_ids: list[str]) -> tuple[str, Para
 def bump_sql(placeholder_now: str, placeholder_max: str) -> str:
     """The R-BUMP expression for ``updated_at`` (clock.bump_us in SQL)."""
     return f"LEAST(GREATEST({placeholder_now}, updated_at + interval '1 microsecond'), {placeholder_max})"
+
+
+_COPY_THREAD = """
+WITH picked AS (
+    SELECT id, row_number() OVER (ORDER BY created_at, seq) AS k FROM (
+        SELECT id, created_at, seq FROM messages
+        WHERE thread_id = $1
+            AND ($2::timestamptz IS NULL OR created_at >= $2) AND ($3::timestamptz IS NULL OR created_at <= $3)
+            AND ($4::timestamptz IS NULL OR (created_at, seq) <= ($4, $5::bigint))
+            AND ($6::text[] IS NULL OR id = ANY($6::text[]))
+        ORDER BY created_at DESC, seq DESC LIMIT $7::bigint
+    ) newest
+), chosen AS (
+    SELECT p.id AS source, p.k, n.id AS new_id
+    FROM picked p JOIN unnest($8::text[]) WITH ORDINALITY AS n(id, k) ON n.k = p.k
+), over AS (
+    SELECT m.id FROM chosen c JOIN messages m ON m.id = c.source
+    WHERE octet_length(to_json(m.role)::text) + octet_length(m.type::text) + octet_length(m.content::text)
+        + octet_length(m.metadata::text) > $9
+    LIMIT 1
+), thread AS (
+    INSERT INTO threads (id, resource_id, title, metadata, meta, created_at, updated_at, message_count)
+    SELECT $10::text, $11::text, $12::json, $13::json, $14::jsonb, $15::timestamptz,
+        CASE WHEN EXISTS (SELECT 1 FROM chosen)
+            THEN LEAST(GREATEST($17::timestamptz, $16::timestamptz + interval '1 microsecond'), $18::timestamptz)
+            ELSE $16::timestamptz END,
+        (SELECT count(*) FROM chosen)
+    WHERE NOT EXISTS (SELECT 1 FROM over)
+    ON CONFLICT (id) DO NOTHING RETURNING id
+), copied AS (
+    INSERT INTO messages (id, seq, thread_id, resource_id, role, type, content, metadata, meta, created_at, search)
+    SELECT new_id, nextval('message_sequence'), $10, $11, role, type, content, metadata, meta, created_at, search
+    FROM (
+        SELECT c.k, c.new_id, m.role, m.type, m.content, m.metadata, m.meta, m.created_at, m.search
+        FROM chosen c JOIN messages m ON m.id = c.source WHERE EXISTS (SELECT 1 FROM thread)
+    ) rows ORDER BY k
+    RETURNING 1
+), counted AS (
+    INSERT INTO resource_counters AS r (resource_id, messages)
+    SELECT $11, count(*) FROM chosen HAVING count(*) > 0 AND EXISTS (SELECT 1 FROM thread)
+    ON CONFLICT (resource_id) DO UPDATE SET messages = r.messages + excluded.messages
+)
+SELECT EXISTS (SELECT 1 FROM thread), (SELECT id FROM over),
+    COALESCE((SELECT array_agg(source ORDER BY k) FROM chosen), '{}'), (SELECT count(*) FROM copied)
+"""
+
+
+def copy_thread(plan: CopyPlan, thread_args: tuple[Any, ...], now: datetime, max_at: datetime) -> tuple[str, list[Any]]:
+    """One statement that inserts ``plan.thread`` and copies the plan's
+    selection into it (INSERT ... SELECT: no body leaves the server), keeping
+    the thread's and resource's counters and bumping the new thread when it
+    gets messages. ``thread_args`` are the thread's seven column values
+    (id, resource_id, title, metadata, meta, created_at, updated_at).
+
+    The statement writes nothing when the id exists or a copy is over
+    ``plan.size_limit``; it returns one row: (thread inserted, the id of an
+    oversized source message or NULL, the selected source ids in R-ORDER,
+    messages copied)."""
+
+    def at(us: int | None) -> datetime | None:
+        return None if us is None else from_us(us)
+
+    until = plan.until
+    params = [
+        plan.source_id,
+        at(plan.created_from_us),
+        at(plan.created_to_us),
+        None if until is None else from_us(until[0]),
+        None if until is None else until[1],
+        None if plan.message_ids is None else list(plan.message_ids),
+        plan.newest,
+        list(plan.new_ids),
+        plan.size_limit,
+        *thread_args,
+        now,
+        max_at,
+    ]
+    return _COPY_THREAD, params

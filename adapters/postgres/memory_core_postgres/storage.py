@@ -27,6 +27,7 @@ from memory_core.builders import build_message, build_resource, build_thread
 from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
+from memory_core.lineage import CopyPlan
 from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
@@ -415,6 +416,17 @@ class PostgresStorage(BaseStorage):
         )
         if status != "INSERT 0 1":
             raise StaleStateError(f"thread {thread.id!r} exists")
+
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str]:
+        # One statement (:func:`_sql.copy_thread`): one round trip, one
+        # snapshot of the source (a racing append is wholly in or out).
+        sql, params = _sql.copy_thread(plan, self._thread_args(plan.thread), from_us(now_us), _MAX_AT)
+        row = await self._write(lambda: self.pool.fetchrow(sql, *params))
+        if row[1] is not None:
+            raise plan.too_large(row[1])
+        if not row[0]:
+            raise StaleStateError(f"thread {plan.thread.id!r} exists")
+        return list(row[2])
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int

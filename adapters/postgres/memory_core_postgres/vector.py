@@ -39,6 +39,7 @@ import asyncpg
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
+from memory_core.vector_layout import point_id
 from pgvector.asyncpg import register_vector
 
 from memory_core_postgres._schema import LOCK_CLASS
@@ -292,6 +293,34 @@ class PgVectorStore(BaseVectorStore):
             " resource_id = excluded.resource_id, created_at = excluded.created_at, embedding = excluded.embedding",
             rows,
         )
+
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        # The point ids of the sources (no vectors), then one INSERT ... SELECT
+        # copying the embeddings inside the database under the new ids.
+        table = self._table(name)
+        rows = await self.pool.fetch(
+            f"SELECT point_id::text, message_id, chunk FROM {table} WHERE message_id = ANY($1::text[])", list(mapping)
+        )
+        if not rows:
+            return set()
+        new = [point_id(mapping[row[1]], row[2]) for row in rows]
+        await self.pool.execute(
+            f"INSERT INTO {table} (point_id, message_id, chunk, thread_id, resource_id, created_at, embedding)"
+            f" SELECT n.id, n.message_id, o.chunk, $4, $5, o.created_at, o.embedding"
+            f" FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS n(old, id, message_id)"
+            f" JOIN {table} o ON o.point_id = n.old"
+            " ON CONFLICT (point_id) DO UPDATE SET message_id = excluded.message_id, chunk = excluded.chunk,"
+            " thread_id = excluded.thread_id, resource_id = excluded.resource_id,"
+            " created_at = excluded.created_at, embedding = excluded.embedding",
+            [row[0] for row in rows],
+            new,
+            [mapping[row[1]] for row in rows],
+            thread_id,
+            resource_id,
+        )
+        return {row[1] for row in rows}
 
     async def _delete(self, name: str, flt: PointFilter) -> None:
         params: list[Any] = []

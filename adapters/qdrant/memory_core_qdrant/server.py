@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
+from uuid import UUID
 
 from memory_core.errors import AdapterClosedError, ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
@@ -34,6 +35,7 @@ from memory_core.vector import (
     RawHit,
     Vector,
 )
+from memory_core.vector_layout import copied_point
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -55,6 +57,9 @@ from memory_core_qdrant._layout import (
 from memory_core_qdrant._url import resolve_url
 
 __all__ = ["QdrantServerStore", "server_filter"]
+
+_SCROLL = 1000
+"""Points per ``scroll`` page when a clone's points are copied."""
 
 
 def server_filter(flt: PointFilter, *extra: models.Condition) -> models.Filter | None:
@@ -208,6 +213,34 @@ class QdrantServerStore(BaseVectorStore):
     async def _upsert(self, name: str, ids: list[str], vectors: Vector, payloads: list[dict[str, Any]]) -> None:
         batch = models.Batch(ids=list(ids), vectors=vectors.tolist(), payloads=payloads)
         await self.client.upsert(name, points=batch, wait=True)
+
+    async def _copy_points(
+        self, name: str, mapping: dict[str, str], thread_id: str, resource_id: str
+    ) -> set[str] | None:
+        # Qdrant has no server-side copy: the sources' points are scrolled
+        # with their vectors and upserted under the new ids (no embedding).
+        condition = server_filter(PointFilter(message_ids=tuple(mapping)))
+        ids: list[int | str | UUID] = []
+        vectors: list[Any] = []
+        payloads: list[dict[str, Any]] = []
+        sources: set[str] = set()
+        offset: Any = None
+        while True:
+            found, offset = await self.client.scroll(
+                name, scroll_filter=condition, limit=_SCROLL, offset=offset, with_payload=True, with_vectors=True
+            )
+            for point in found:
+                old = dict(point.payload or {})
+                sources.add(old["message_id"])
+                pid, payload = copied_point(old, mapping, thread_id, resource_id)
+                ids.append(pid)
+                vectors.append(point.vector)
+                payloads.append(payload)
+            if offset is None:
+                break
+        if ids:
+            await self.client.upsert(name, points=models.Batch(ids=ids, vectors=vectors, payloads=payloads), wait=True)
+        return sources
 
     async def _delete(self, name: str, flt: PointFilter) -> None:
         condition = server_filter(flt)

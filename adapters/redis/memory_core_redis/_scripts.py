@@ -30,6 +30,7 @@ SCRIPT_NAMES = (
     "apply",
     "backfill",
     "claim",
+    "copy_thread",
     "delete_messages",
     "delete_thread",
     "erase",
@@ -65,6 +66,7 @@ COMPOSITES = {
         "claim",
         "save_messages",
         "put_thread",
+        "copy_thread",
         "patch_thread",
         "delete_thread",
         "patch_messages",
@@ -73,11 +75,15 @@ COMPOSITES = {
         "apply",
     ),
     "solo_record": ("register", "put_resource", "patch_resource"),
+    "copy_thread": ("put_thread",),
 }
-"""Standalone-only scripts running a whole write in one call: each step's
-body becomes a local function ``step_<name>`` the composite's body calls
-(``lua/solo.lua``: claim, the write in each resource slot, apply;
-``lua/solo_record.lua``: a resource record's registration, then its write)."""
+"""Scripts built from other scripts: each step's body becomes a local
+function ``step_<name>`` the composite's body calls. Standalone only (a
+whole write in one call): ``lua/solo.lua`` (claim, the write in each
+resource slot, apply) and ``lua/solo_record.lua`` (a resource record's
+registration, then its write). Any server: ``lua/copy_thread.lua`` (a
+thread's insert, then the copy of messages into it, in one resource slot:
+a step of a clone, which solo.lua runs as a step in turn)."""
 
 
 def script_text(name: str) -> str:

@@ -31,6 +31,7 @@ from memory_core.errors import (
     StaleStateError,
     ValidationError,
 )
+from memory_core.lineage import CopyPlan
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
@@ -206,6 +207,19 @@ def _message_bounds(query: MessageQuery, *, keyset: bool = True) -> tuple[str, s
             edge = "[" + time_key(created) + ":" + seq_text(seq + 1)
             lo = edge if lo == "-" else max(lo, edge)
     return lo, hi
+
+
+def _copy_bounds(plan: CopyPlan) -> tuple[str, str]:
+    """The lex range of a source's message index a copy reads: from
+    ``created_from_us`` (inclusive) up to ``created_to_us`` and ``until``
+    (both inclusive, so the bound is exclusive just past them)."""
+    lo = "-" if plan.created_from_us is None else "[" + time_key(plan.created_from_us)
+    highs = []
+    if plan.created_to_us is not None:
+        highs.append(time_key(plan.created_to_us + 1))
+    if plan.until is not None:
+        highs.append(time_key(plan.until[0]) + ":" + seq_text(plan.until[1] + 1))
+    return lo, "(" + min(highs) if highs else "+"
 
 
 def _thread_index(query: ThreadQuery) -> str:
@@ -867,6 +881,60 @@ class RedisStorage(BaseStorage):
         if claim is not None:
             await self._apply([_snapshot(rid, snap)], threads=intent)
         return list(snap)
+
+    async def _copy_thread(self, plan: CopyPlan, now_us: int) -> list[str] | None:
+        """A clone or branch inside the server (``copy_thread.lua``: the
+        thread's insert and the copy of the selection in the target's
+        resource slot). Standalone: one :meth:`_solo_write` call, any two
+        resources. Cluster: claim (thread id, new message ids, sequences,
+        intents), copy, apply, crash-safe as every multi-slot write (README:
+        "Crash safety") when source and target share a resource (one slot);
+        a copy into another resource lives in another slot, which no script
+        can read, so it is composed by the core (None)."""
+        thread = plan.thread
+        rid = thread.resource_id
+        source_rid = self._thread_at.get(plan.source_id) or (await self._locate([plan.source_id], []))[0][0]
+        if source_rid is None or (source_rid != rid and not self._solo):
+            return None
+        if thread.created_at is None or thread.updated_at is None:
+            raise ValidationError(
+                "thread.created_at", "the core gives a thread to store its times; this one has none", "R-TIME"
+            )
+        fields = filter_fields(thread.metadata)
+        created, updated = to_us(thread.created_at), to_us(thread.updated_at)
+        put = ["new", thread.id, 0, thread.title, dumps(thread.metadata), created, updated, *_counted(fields)]
+        keep = [-1] if plan.message_ids is None else [len(plan.message_ids), *plan.message_ids]
+        lo, hi = _copy_bounds(plan)
+        args = [0, 0, now_us, self._slot(source_rid), plan.source_id, lo, hi]
+        args += (-1 if plan.newest is None else plan.newest, plan.size_limit, *keep)
+        args += (len(plan.new_ids), *plan.new_ids, len(put), *put)
+        claim_args = self._claim_args(
+            sequences=len(plan.new_ids),
+            threads=[(thread.id, rid)],
+            messages=[(new, rid) for new in plan.new_ids],
+            touched=[thread.id],
+        )
+        if self._solo:
+            reply = (await self._solo_write("copy_thread", claim_args, [(rid, args)])).steps[0]
+        else:
+            claim = await self._claim(claim_args)
+            args[:2] = [claim.first, claim.floors[0]]
+            reply = await self._run("copy_thread", self._slot(rid), args)
+            snapshots = [_snapshot(rid, reply[1])] if reply[0] == "ok" else []
+            await self._apply(
+                snapshots,
+                [(new, rid) for new in reply[3]],
+                threads=[(thread.id, claim.stamp)],
+                messages=[(new, claim.stamp) for new in plan.new_ids],
+            )
+        if reply[0] == "exists":
+            raise StaleStateError(f"thread {thread.id!r} exists")
+        if reply[0] == "over":
+            raise plan.too_large(reply[1])
+        self._thread_at.put(thread.id, rid)
+        for new in plan.new_ids[: len(reply[2])]:
+            self._message_at.put(new, rid)
+        return list(reply[2])
 
     async def _patch_thread(
         self, thread_id: str, title: str | None, metadata: dict[str, Any] | None, now_us: int

@@ -252,8 +252,7 @@ def copy_thread(conn: sqlite3.Connection, plan: CopyPlan, now_us: int) -> list[s
                 return []
             over = conn.execute(_COPY_OVERSIZE, (plan.size_limit,)).fetchone()
             if over is not None:
-                reason = "would serialise over the 15 MiB limit"
-                raise ValidationError(f"copy of message {over[0]!r}", reason, "R-SIZE")
+                raise plan.too_large(over[0])
             (last,) = conn.execute(
                 "UPDATE counters SET value = value + ? WHERE name = 'message_sequence' RETURNING value",
                 (len(copied),),

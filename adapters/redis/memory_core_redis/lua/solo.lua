@@ -2,15 +2,15 @@
 -- atomic script: claim.lua, the write's step in each resource slot, then
 -- apply.lua, each a local function step_<name>. Nothing can stop half-way,
 -- so no intent is recorded.
--- ARGV: write ("save_messages", "put_thread", "patch_thread",
+-- ARGV: write ("save_messages", "put_thread", "copy_thread", "patch_thread",
 --       "delete_thread", "patch_messages", "delete_messages",
 --       "delete_resource": one group, no step arguments, "delete_found":
 --       one group "", "", with the arguments n, message ids, now us), store base,
 --       tombstone ttl, n, claim.lua's arguments, n groups, then per group:
 --       resource base, resource id, n, the step's arguments (save_messages:
---       its first sequence, put_thread: its version floor, are filled in here
---       from the claim).
--- A thread write ("put_thread", "patch_thread", "delete_thread") has one
+--       its first sequence, put_thread: its version floor, copy_thread:
+--       both, are filled in here from the claim).
+-- A thread write ("put_thread", "copy_thread", "patch_thread", "delete_thread") has one
 -- group; for "patch_thread" and "delete_thread" its resource base and id
 -- are "": the claim's directory lookup (owners[1]) names the resource.
 -- "delete_found" is "delete_messages" in the groups the directory names:
@@ -51,6 +51,12 @@ function steps.put_thread(g, claim)
   local r = run_step(step_put_thread, g.base, g.args)
   if r == 'exists' then return r, {}, {} end
   return r, {r}, {}
+end
+function steps.copy_thread(g, claim)
+  g.args[1], g.args[2] = claim[2], claim[3][1]
+  local r = run_step(step_copy_thread, g.base, g.args)
+  if r[1] == 'ok' then return r, {r[2]}, r[4] end
+  return r, {}, r[4]
 end
 function steps.patch_thread(g)
   local r = run_step(step_patch_thread, g.base, g.args)
