@@ -27,6 +27,7 @@ Where each part lives (one responsibility per module):
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
   :mod:`~memory_core.vector_layout` (what is embedded and where, R-VEC),
   :mod:`~memory_core.vector_points` (points and hits),
+  :mod:`~memory_core.vector_protocol` (the VectorStore Protocol),
   :mod:`~memory_core.lexical_index` (the lexical index beside the vectors),
   :mod:`~memory_core.vector_checks` (namespaces and vectors checked),
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
