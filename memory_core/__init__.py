@@ -29,6 +29,7 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.vector_points` (points and hits),
   :mod:`~memory_core.vector_protocol` (the VectorStore Protocol),
   :mod:`~memory_core.lexical_index` (the lexical index beside the vectors),
+  :mod:`~memory_core.inverted_index` (a lexical index in dicts),
   :mod:`~memory_core.vector_checks` (namespaces and vectors checked),
   :mod:`~memory_core.reference_vector` (``memory://`` vectors),
   :mod:`~memory_core.embedders` and :mod:`~memory_core.minilm` (text to

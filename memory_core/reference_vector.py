@@ -9,10 +9,9 @@ runs on it) and a real, exact store for tests and small single-process use:
 a search costs O(points of the collection).
 
 Its lexical index (:mod:`memory_core.lexical_index`) is an inverted index
-in dicts: per scope (each thread, each resource, the whole store) term ->
-message id -> count and the scope's document count and total length, and
-each message's document, kept up to date on every write and delete; a
-lexical search reads the postings of the query's terms in its scope only.
+in dicts (:class:`memory_core.inverted_index.InvertedIndex`), kept up to
+date on every write and delete; a lexical search reads the postings of the
+query's terms in its scope only.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from memory_core.errors import ValidationError
+from memory_core.inverted_index import InvertedIndex
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from memory_core.vector_layout import copied_point
@@ -60,10 +60,7 @@ class InMemoryVectorStore(BaseVectorStore):
     ) -> None:
         super().__init__(namespace=namespace, overfetch=overfetch, batch_size=batch_size)
         self._data: dict[str, _Collection] = {}
-        self._documents: dict[str, LexicalDocument] = {}
-        self._postings: dict[tuple[str, str], dict[str, dict[str, int]]] = {}
-        self._sizes: dict[tuple[str, str], list[int]] = {}
-        self._lengths: dict[str, int] = {}
+        self._lexicon = InvertedIndex()
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> InMemoryVectorStore:
@@ -140,89 +137,24 @@ class InMemoryVectorStore(BaseVectorStore):
 
     # ------------------------------------------------------------------ lexical index
 
-    def _remove(self, message_id: str) -> None:
-        document = self._documents.pop(message_id, None)
-        if document is None:
-            return
-        del self._lengths[message_id]
-        for key in _keys(document):
-            size = self._sizes[key]
-            size[0] -= 1
-            size[1] -= document.length
-            postings = self._postings[key]
-            for term in document.counts:
-                posting = postings[term]
-                del posting[message_id]
-                if not posting:
-                    del postings[term]
-            if size[0] == 0:
-                del self._sizes[key], self._postings[key]
-
     async def _write_documents(self, documents: Sequence[LexicalDocument]) -> None:
-        for document in documents:
-            self._remove(document.message_id)
-            self._documents[document.message_id] = document
-            self._lengths[document.message_id] = document.length
-            for key in _keys(document):
-                size = self._sizes.setdefault(key, [0, 0])
-                size[0] += 1
-                size[1] += document.length
-                postings = self._postings.setdefault(key, {})
-                for term, count in document.counts.items():
-                    postings.setdefault(term, {})[document.message_id] = count
-
-    def _selected(self, flt: PointFilter) -> list[str]:
-        return [mid for mid, document in self._documents.items() if flt.matches(_fields(document))]
+        self._lexicon.write(documents)
 
     async def _delete_documents(self, flt: PointFilter) -> None:
         if flt.is_empty():
             raise ValidationError("filter", "an unfiltered delete would empty the index; refused", "R-VEC")
-        for message_id in self._selected(flt):
-            self._remove(message_id)
-
-    def _view(self, flt: PointFilter) -> tuple[list[int], dict[str, dict[str, int]]]:
-        """``([documents, total length], term -> posting)`` of a search scope."""
-        if flt.thread_id is not None and flt.resource_id is not None:  # not a search scope: count them
-            selected = [self._documents[mid] for mid in self._selected(flt)]
-            postings: dict[str, dict[str, int]] = {}
-            for document in selected:
-                for term, count in document.counts.items():
-                    postings.setdefault(term, {})[document.message_id] = count
-            return [len(selected), sum(document.length for document in selected)], postings
-        key = ("thread", flt.thread_id) if flt.thread_id is not None else ("resource", flt.resource_id or "")
-        key = ("all", "") if flt.thread_id is None and flt.resource_id is None else key
-        return self._sizes.get(key, [0, 0]), self._postings.get(key, {})
+        self._lexicon.delete(flt)
 
     async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
-        size, postings = self._view(flt)
-        return LexicalStatistics(size[0], size[1], {term: len(postings.get(term, {})) for term in terms})
+        return self._lexicon.statistics(terms, flt)
 
     async def _read_postings(
         self, selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter
     ) -> LexicalPostings:
-        _, scope = self._view(flt)
-        matches = []
-        for message_id in {mid for term in selecting for mid in scope.get(term, {})}:
-            document = self._documents[message_id]
-            counts = {term: document.counts[term] for term in counted if term in document.counts}
-            matches.append((message_id, document.length, counts))
-        return LexicalPostings(matches)
+        return self._lexicon.postings(selecting, counted, flt)
 
     async def _count_documents(self, flt: PointFilter) -> int:
-        return len(self._selected(flt))
+        return self._lexicon.count(flt)
 
     async def _drop_documents(self) -> None:
-        self._documents.clear()
-        self._postings.clear()
-        self._sizes.clear()
-        self._lengths.clear()
-
-
-def _keys(document: LexicalDocument) -> tuple[tuple[str, str], ...]:
-    """The scopes a document counts in: its thread, its resource, the store."""
-    return (("thread", document.thread_id), ("resource", document.resource_id), ("all", ""))
-
-
-def _fields(document: LexicalDocument) -> dict[str, Any]:
-    """A document's ids as a point payload (for :meth:`PointFilter.matches`)."""
-    return {"message_id": document.message_id, "thread_id": document.thread_id, "resource_id": document.resource_id}
+        self._lexicon.clear()
