@@ -129,14 +129,17 @@ async def search_index(
     idf = {term: bm25_idf(n, stats.documents) for n, term in present}
     mean_length = stats.total_length / stats.documents
     bounds = [bm25_term_bound(n, stats.documents) for n, _ in present]
-    scores: dict[str, float] = {}
+    scored: set[str] = set()
     best: list[tuple[str, float]] = []
     for index, (_, term) in enumerate(present):
         read = await postings((term,), counted)
+        new: list[tuple[str, float]] = []
         for message_id, length, counts in read.matches:
-            if message_id not in scores:  # a document's score is final once read (all its counts)
-                scores[message_id] = bm25_score(counts, length, idf, mean_length)
-        best = top_scores(scores.items(), top_k)
+            if message_id not in scored:  # a document's score is final once read (all its counts)
+                scored.add(message_id)
+                new.append((message_id, bm25_score(counts, length, idf, mean_length)))
+        # Final scores: a document once out of the top stays out.
+        best = top_scores([*best, *new], top_k)
         # The margin covers rounding in the sums (a bound is not tight anyway).
         if len(best) == top_k and best[-1][1] > sum(bounds[index + 1 :]) * (1 + 1e-9):
             break
