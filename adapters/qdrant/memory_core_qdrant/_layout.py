@@ -28,6 +28,7 @@ __all__ = [
     "document_point_id",
     "posting",
     "posting_fields",
+    "stored_document",
     "total_length",
 ]
 
@@ -86,6 +87,13 @@ def document_payload(document: LexicalDocument) -> dict[str, Any]:
         "terms": sorted(document.counts),
         "tf": dict(document.counts),
     }
+
+
+def stored_document(payload: dict[str, Any]) -> LexicalDocument:
+    """The document a document point's payload (:func:`document_payload`) holds."""
+    counts = {term: int(count) for term, count in payload.get("tf", {}).items()}
+    ids = payload["message_id"], payload["thread_id"], payload["resource_id"]
+    return LexicalDocument(*ids, int(payload[LENGTH_FIELD]), counts)
 
 
 def posting(payload: dict[str, Any]) -> tuple[str, int, dict[str, int]]:

@@ -13,6 +13,8 @@ import pytest
 import qdrant_edge as qe
 from memory_core import connect_vector
 from memory_core.errors import BackendError, ValidationError
+from memory_core.lexical import bm25_rank, document_terms
+from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import VectorPoint, point_id
 
 from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, from_url
@@ -61,6 +63,29 @@ async def test_data_persists_across_reopen(tmp_path: Path) -> None:
         assert await third.count() == 2
         await third.destroy()
     assert os.listdir(where) == []
+
+
+async def test_lexical_search_reads_a_mirror_that_follows_writes_and_is_read_again_on_reopen(
+    tmp_path: Path,
+) -> None:
+    where = tmp_path / "vectors"
+    texts = {"m1": "dogs ran on the beach", "m2": "the dog Rex sleeps", "m3": "Rex dogs dogs pottery"}
+
+    def documents(*ids: str) -> list[LexicalDocument]:
+        return [LexicalDocument(m, "t1", "r1", *document_terms(texts[m])) for m in ids]
+
+    def reference(*ids: str) -> list[tuple[str, float]]:
+        return bm25_rank("dogs Rex", [(m, texts[m]) for m in ids], 10)
+
+    async with await connect_vector(url_of(where)) as store:
+        await store.index_documents(documents("m1", "m2"))
+        assert await store.lexical_search("dogs Rex", 10, resource_id="r1") == reference("m1", "m2")  # loads it
+        await store.index_documents(documents("m3"))
+        await store.delete_messages(["m1"])
+        assert await store.lexical_search("dogs Rex", 10, thread_id="t1") == reference("m2", "m3")
+    async with await connect_vector(url_of(where)) as again:
+        assert await again.lexical_search("dogs Rex", 10, resource_id="r1") == reference("m2", "m3")
+        await again.destroy()
 
 
 async def test_a_shard_with_the_engines_default_config_opens_and_is_reconfigured(tmp_path: Path) -> None:
