@@ -78,12 +78,14 @@ async def test_lexical_search_reads_a_mirror_that_follows_writes_and_is_read_aga
         return bm25_rank("dogs Rex", [(m, texts[m]) for m in ids], 10)
 
     async with await connect_vector(url_of(where)) as store:
+        assert isinstance(store, QdrantEdgeStore)  # index_documents is BaseVectorStore's, not the protocol's
         await store.index_documents(documents("m1", "m2"))
         assert await store.lexical_search("dogs Rex", 10, resource_id="r1") == reference("m1", "m2")  # loads it
         await store.index_documents(documents("m3"))
         await store.delete_messages(["m1"])
         assert await store.lexical_search("dogs Rex", 10, thread_id="t1") == reference("m2", "m3")
     async with await connect_vector(url_of(where)) as again:
+        assert isinstance(again, QdrantEdgeStore)
         assert await again.lexical_search("dogs Rex", 10, resource_id="r1") == reference("m2", "m3")
         await again.destroy()
 
