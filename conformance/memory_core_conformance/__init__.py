@@ -42,20 +42,59 @@ Where each part lives:
   store and its test module).
 """
 
-from memory_core.capabilities import Capability
-from memory_core_conformance import strategies
-from memory_core_conformance.compare import assert_same, canonical, json_identical
-from memory_core_conformance.harness import (
-    T0,
-    FollowerClock,
-    StorageFactory,
-    StorageReopener,
-    open_store,
-    snapshot,
-)
-from memory_core_conformance.profiles import PROFILES, active_profile
-from memory_core_conformance.stateful import StorageStateMachine, run_storage_machine
-from memory_core_conformance.suite import StorageConformance
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_core.capabilities import Capability
+    from memory_core_conformance import strategies
+    from memory_core_conformance.compare import assert_same, canonical, json_identical
+    from memory_core_conformance.harness import (
+        T0,
+        FollowerClock,
+        StorageFactory,
+        StorageReopener,
+        open_store,
+        snapshot,
+    )
+    from memory_core_conformance.profiles import PROFILES, active_profile
+    from memory_core_conformance.stateful import StorageStateMachine, run_storage_machine
+    from memory_core_conformance.suite import StorageConformance
+
+# Loaded on first use (PEP 562), so that importing a light submodule (the
+# ``memory-core check`` command's registration, every CLI start) does not pull
+# in pytest and Hypothesis.
+_HOMES = {
+    "Capability": "memory_core.capabilities",
+    "strategies": "memory_core_conformance.strategies",
+    "assert_same": "memory_core_conformance.compare",
+    "canonical": "memory_core_conformance.compare",
+    "json_identical": "memory_core_conformance.compare",
+    "T0": "memory_core_conformance.harness",
+    "FollowerClock": "memory_core_conformance.harness",
+    "StorageFactory": "memory_core_conformance.harness",
+    "StorageReopener": "memory_core_conformance.harness",
+    "open_store": "memory_core_conformance.harness",
+    "snapshot": "memory_core_conformance.harness",
+    "PROFILES": "memory_core_conformance.profiles",
+    "active_profile": "memory_core_conformance.profiles",
+    "StorageStateMachine": "memory_core_conformance.stateful",
+    "run_storage_machine": "memory_core_conformance.stateful",
+    "StorageConformance": "memory_core_conformance.suite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'memory_core_conformance' has no attribute {name!r}")
+    module = importlib.import_module(home)
+    value = module if name == "strategies" else getattr(module, name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "PROFILES",
