@@ -190,8 +190,10 @@ def test_from_url_options() -> None:
     assert isinstance(server, QdrantServerStore)
     assert (server.url, server.exact, server.overfetch) == ("https://h:1234/p", True, 3)
     assert QdrantServerStore.from_url("qdrant://h").url == "http://h"  # type: ignore[attr-defined]
-    assert from_url("qdrant+path://:memory:").in_memory  # type: ignore[attr-defined]
-    assert from_url("qdrant://h?exact=off").exact is False  # type: ignore[attr-defined]
+    in_memory = from_url("qdrant+path://:memory:")
+    assert isinstance(in_memory, QdrantEdgeStore) and in_memory.in_memory
+    inexact = from_url("qdrant://h?exact=off")
+    assert isinstance(inexact, QdrantServerStore) and inexact.exact is False
 
 
 def test_repr_names_the_place_and_namespace(tmp_path: Path) -> None:

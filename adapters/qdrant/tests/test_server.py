@@ -33,8 +33,10 @@ async def test_unreachable_server_raises_a_retryable_backend_error(protocol: str
 async def test_a_store_needs_a_url_or_a_client_and_is_used_after_open() -> None:
     with pytest.raises(ValidationError, match="url"):
         QdrantServerStore()
+    unopened = from_url("qdrant://h")
+    assert isinstance(unopened, QdrantServerStore)
     with pytest.raises(AdapterClosedError):
-        from_url("qdrant://h").client  # type: ignore[attr-defined]  # noqa: B018
+        unopened.client  # noqa: B018
 
 
 async def test_server_errors_are_wrapped_and_not_retryable(local_client: AsyncQdrantClient) -> None:
