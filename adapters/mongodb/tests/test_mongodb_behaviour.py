@@ -15,8 +15,10 @@ from memory_core_mongodb.testing import unique_namespace
 from pymongo import AsyncMongoClient
 
 from memory_core.clock import ManualClock, to_us
-from memory_core.errors import ConflictError
+from memory_core.errors import ConflictError, ValidationError
+from memory_core.lineage import clone_thread
 from memory_core.models import Message, MessageFilter, Thread, ThreadFilter
+from memory_core.validation import MAX_MESSAGE_BYTES, message_size
 
 pytestmark = pytest.mark.anyio
 
@@ -234,6 +236,25 @@ async def test_a_15_mib_message_round_trips(store: MongoStorage) -> None:
     assert got.content == body
     page = await store.list_messages("t1", per_page=False)
     assert page.items[0].content == body
+
+
+async def test_a_clone_whose_big_copy_would_exceed_r_size_writes_nothing(
+    store: MongoStorage, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    """Copies over a sixth of R-SIZE are read back to check exactly: a 3 MiB
+    one passes; near 15 MiB, the copy's longer ids and resource id push it
+    over (ValidationError naming the message), and the staged copies go."""
+    await store.save_thread(Thread("t1", "r1"))
+    body = "a" * (MAX_MESSAGE_BYTES - message_size(Message("big", "t1", "user", "")) - 10)
+    await store.save_messages([Message("mid", "t1", "user", "x" * (3 * 1024 * 1024))])
+    made = await clone_thread(store, "t1", "copy")
+    assert [m.content for m in (await store.list_messages("copy", per_page=False)).items] == ["x" * (3 * 1024 * 1024)]
+    assert list(made.message_ids) == ["mid"]
+    await store.save_messages([Message("big", "t1", "user", body)])
+    with pytest.raises(ValidationError, match="copy of message 'big'"):
+        await clone_thread(store, "t1", "n" * 256, resource_id="r" * 256, source_resource_id="r1")
+    assert await store.get_thread("n" * 256) is None
+    assert await raw_client[store.database_name]["messages"].count_documents({}) == 3
 
 
 async def test_listings_bigger_than_one_driver_batch_are_not_truncated(store: MongoStorage) -> None:

@@ -29,6 +29,8 @@ def test_parse_url_keeps_driver_options_and_takes_ours(url: str, dsn: str, optio
 def test_from_url_builds_settings_and_namespaces() -> None:
     store = PostgresStorage.from_url("postgresql://h/db?schema=team_a&min_size=2&max_size=3", namespace="ns-1")
     assert (store.schema, store.settings.min_size, store.settings.max_size) == ("team_a_ns-1", 2, 3)
+    secret = PostgresStorage.from_url("postgresql://u:pw@h/db?schema=team_a", namespace="ns-1")
+    assert repr(secret) == "PostgresStorage(schema='team_a_ns-1')"  # no URL, so no password
     assert PostgresStorage.from_url("postgres://h/db").schema == "memory_core"
     assert PostgresStorage.from_url("postgres://h/db", text_search_config="english").settings.text_search_config == (
         "english"

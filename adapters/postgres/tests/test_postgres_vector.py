@@ -9,10 +9,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import asyncpg
+import numpy as np
 import pytest
 from memory_core.errors import ValidationError
 from memory_core.storage import BaseStorage
-from memory_core.vector import VectorStore
+from memory_core.vector import VectorPoint, VectorStore
 from memory_core_conformance.vector import VectorConformance, VectorFactory
 from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
 
@@ -60,3 +62,25 @@ def test_namespace_longer_than_the_identifier_limit_allows_is_refused() -> None:
     assert PgVectorStore("postgresql://h/db", namespace="n" * 39).namespace == "n" * 39
     with pytest.raises(ValidationError, match="namespace"):
         PgVectorStore("postgresql://h/db", namespace="n" * 40)
+
+
+@pytest.mark.anyio
+async def test_strict_preflight_before_open_reads_without_creating(vector_url: str) -> None:
+    """``preflight(must_exist=True)`` before ``open`` (``prune --vector``): a
+    schema without this store's tables is a ValidationError (field url) and
+    is not created; once a collection is written, the check passes."""
+    schema = f"v{uuid.uuid4().hex[:16]}"
+    with pytest.raises(ValidationError, match="holds no memory-core vectors") as caught:
+        await PgVectorStore(vector_url, schema=schema).preflight(must_exist=True)
+    assert caught.value.field == "url"
+    conn = await asyncpg.connect(vector_url)
+    try:
+        assert await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) is None
+        writer = PgVectorStore(vector_url, schema=schema)
+        await writer.open()
+        await writer.upsert([VectorPoint("m1", 0, np.ones(4, dtype=np.float32), "t1", "r1", 1)])
+        await writer.close()
+        await PgVectorStore(vector_url, schema=schema).preflight(must_exist=True)
+    finally:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await conn.close()

@@ -273,11 +273,9 @@ class QdrantEdgeStore(BaseVectorStore):
     # ------------------------------------------------------------------ primitives
 
     async def _connect(self) -> None:
-        if self.in_memory:
+        if self.path is None:  # in memory
             self._root = await _run(tempfile.mkdtemp, prefix="memory-core-qdrant-")
         else:
-            if self.path is None:
-                raise ValidationError("path", "a persistent qdrant-edge store needs a folder")
             example = f"qdrant+path:///{self.path}?create_dirs=true"
             await _run(ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=example)
             await _run(os.makedirs, self.path, exist_ok=True)

@@ -176,6 +176,7 @@ async def test_namespaces_share_a_directory(tmp_path: Path) -> None:
         ("qdrant://localhost:6333", QdrantServerStore),
         ("qdrant+http://localhost", QdrantServerStore),
         ("qdrant+https://cloud.example:6333/prefix?api_key=k&prefer_grpc=true&timeout=5", QdrantServerStore),
+        ("qdrant+path://:memory:", QdrantEdgeStore),
     ],
 )
 def test_from_url_picks_the_backend(url: str, kind: type) -> None:
@@ -189,12 +190,26 @@ def test_from_url_options() -> None:
     assert isinstance(server, QdrantServerStore)
     assert (server.url, server.exact, server.overfetch) == ("https://h:1234/p", True, 3)
     assert QdrantServerStore.from_url("qdrant://h").url == "http://h"  # type: ignore[attr-defined]
+    in_memory = from_url("qdrant+path://:memory:")
+    assert isinstance(in_memory, QdrantEdgeStore) and in_memory.in_memory
+    inexact = from_url("qdrant://h?exact=off")
+    assert isinstance(inexact, QdrantServerStore) and inexact.exact is False
+
+
+def test_repr_names_the_place_and_namespace(tmp_path: Path) -> None:
+    assert repr(from_url("qdrant::memory:", namespace="n1")) == "QdrantEdgeStore(':memory:', namespace='n1')"
+    assert repr(from_url(url_of(tmp_path))) == f"QdrantEdgeStore({str(tmp_path)!r}, namespace=None)"
+    assert repr(from_url("qdrant://h:1234")) == "QdrantServerStore('http://h:1234', namespace=None)"
 
 
 @pytest.mark.parametrize(
     ("url", "options"),
     [
         ("qdrant:", {}),
+        ("localhost", {}),
+        ("qdrant+path:/dir", {}),
+        ("qdrant://h", {"api_key": 5}),
+        ("qdrant://h", {"exact": 1}),
         ("qdrant://", {}),
         ("redis://localhost", {}),
         ("qdrant+path://host/dir", {}),
@@ -223,3 +238,18 @@ def test_a_subclass_only_accepts_its_own_urls() -> None:
         QdrantEdgeStore.from_url("qdrant://localhost")
     with pytest.raises(ValidationError, match="QdrantEdgeStore"):
         QdrantServerStore.from_url("qdrant::memory:")
+
+
+async def test_strict_preflight_before_open_creates_nothing(tmp_path: Path) -> None:
+    """``preflight(must_exist=True)`` before ``open``: an in-memory store and
+    a missing or empty folder hold no vectors (ValidationError, field url),
+    and nothing is created; a folder the store wrote to passes."""
+    with pytest.raises(ValidationError, match="holds no memory-core vectors"):
+        await from_url("qdrant::memory:").preflight(must_exist=True)
+    missing = tmp_path / "missing"
+    with pytest.raises(ValidationError, match="holds no memory-core vectors"):
+        await from_url(url_of(missing)).preflight(must_exist=True)
+    assert not missing.exists()
+    async with await connect_vector(url_of(tmp_path / "v")) as written:
+        await written.upsert(points())
+    await from_url(url_of(tmp_path / "v")).preflight(must_exist=True)

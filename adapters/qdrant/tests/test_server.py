@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import numpy as np
 import pytest
-from memory_core.errors import BackendError
+from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.testing import free_port
 from memory_core.vector import VectorPoint
 from qdrant_client import AsyncQdrantClient
@@ -19,14 +19,24 @@ from memory_core_qdrant._errors import is_transient
 pytestmark = pytest.mark.anyio
 
 
-async def test_unreachable_server_raises_a_retryable_backend_error() -> None:
-    store = from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2")
+@pytest.mark.parametrize("protocol", ["", "&prefer_grpc=true"], ids=["rest", "grpc"])
+async def test_unreachable_server_raises_a_retryable_backend_error(protocol: str) -> None:
+    store = from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2&grpc_port={free_port()}{protocol}")
     with pytest.raises(BackendError) as caught:
         await store.open()
     error = caught.value
     assert (error.backend, error.operation, error.retryable) == ("qdrant", "open", True)
     assert error.__cause__ is error.original is not None
     await store.close()
+
+
+async def test_a_store_needs_a_url_or_a_client_and_is_used_after_open() -> None:
+    with pytest.raises(ValidationError, match="url"):
+        QdrantServerStore()
+    unopened = from_url("qdrant://h")
+    assert isinstance(unopened, QdrantServerStore)
+    with pytest.raises(AdapterClosedError):
+        unopened.client  # noqa: B018
 
 
 async def test_server_errors_are_wrapped_and_not_retryable(local_client: AsyncQdrantClient) -> None:

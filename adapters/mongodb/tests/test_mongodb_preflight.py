@@ -1,0 +1,45 @@
+"""``preflight``: the strict check (``must_exist``: ``export``, ``copy``'s
+source, ``prune``) reads the database's collections and creates nothing;
+the plain one checks nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from memory_core_mongodb import MongoStorage
+from memory_core_mongodb.testing import unique_namespace
+from pymongo import AsyncMongoClient
+
+from memory_core.errors import ValidationError
+from memory_core.models import Thread
+
+pytestmark = pytest.mark.anyio
+
+StoreFactory = Callable[..., MongoStorage]
+
+
+async def test_strict_preflight_needs_both_collections_and_creates_nothing(
+    store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    namespace = unique_namespace()
+    unopened = store_factory(namespace=namespace)
+    await unopened.preflight()  # nothing checked
+    with pytest.raises(ValidationError, match="no 'threads' or 'messages' collection") as caught:
+        await unopened.preflight(must_exist=True)
+    assert caught.value.field == "database"
+    assert unopened.database_name not in await raw_client.list_database_names()
+    try:
+        await raw_client[unopened.database_name].create_collection("threads")
+        with pytest.raises(ValidationError, match="no 'messages' collection"):
+            await unopened.preflight(must_exist=True)
+        await raw_client.drop_database(unopened.database_name)
+        writer = store_factory(namespace=namespace)
+        await writer.save_thread(Thread("t1", "r1"))
+        await unopened.preflight(must_exist=True)  # never opened: a client made for the check
+        await writer.preflight(must_exist=True)  # opened: the store's own client
+        await writer.destroy()
+    finally:
+        await raw_client.drop_database(unopened.database_name)
+        await unopened.close()
