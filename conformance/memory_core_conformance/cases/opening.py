@@ -127,6 +127,21 @@ class OpeningCases(SuiteBase):
             await store.preflight(must_exist=True)
             assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
 
+    async def test_lifecycle_preflight_before_the_first_open_leaves_the_store_usable(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        """``preflight()``, what ``check`` and ``import``'s destination run
+        first, answers for a new store that was never opened, and the store
+        then works as usual."""
+        store = storage_factory(None)
+        try:
+            await store.preflight()
+            await store.save_thread(thread("t1"))
+            await store.save_messages([message("m1")])
+            assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
+        finally:
+            await store.destroy()
+
     async def test_lifecycle_close_before_open_ends_the_store(self, storage_factory: StorageFactory) -> None:
         store = storage_factory(None)
         await store.close()
