@@ -24,7 +24,7 @@ pytest.importorskip("memory_core_sqlite")
 HAS_QDRANT = "qdrant" in memory_core.registry.known_schemes(memory_core.registry.VECTOR_GROUP)
 
 NEXT_STEP = re.compile(
-    r"[;:,] (?:or )?(?:check|give|create|remove|run|pass|add|leave out|import|delete|install|use|open|fix)\b"
+    r"[;:,] (?:or )?(?:check|give|create|remove|run|pass|add|leave out|import|delete|install|use|open|fix|name)\b"
     r"|did you mean|pip install"
 )
 """An imperative after the diagnosis: the shape of a next step."""
@@ -66,6 +66,8 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["import", other, "-i", str(export)], "import into a store that does not hold it, or delete it there first"),
         (["import", other, "-i", str(export), "--embedder", "lexical"], "add --vector URL or leave out --embedder"),
         (["copy", source, source], "give a DESTINATION that names another store"),
+        (["export", source, "-o", str(tmp)], "give a file path, for example"),
+        (["export", f"sqlite:///{tmp}"], "name a file, e.g. sqlite:///"),
         (["prune", source, "--older-than", "1d", "--threads", "--messages"], "give --threads or --messages"),
     ]
     if HAS_QDRANT:

@@ -183,6 +183,8 @@ def export(
     with user_errors():
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
+        if output is not None and output.is_dir():
+            fail(f"--output {output} is a folder: give a file path, for example {output / 'export.jsonl'}")
         if output is not None and output.exists():
             fail(f"--output {output} exists; export never overwrites a file: {_ELSEWHERE}")
         if output is not None and not output.parent.is_dir():

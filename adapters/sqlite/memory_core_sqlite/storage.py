@@ -62,7 +62,10 @@ def _inspect_file(path: str, must_exist: bool) -> None:
             "url", f"folder {folder!r} does not exist; create it first (mkdir -p {folder}) or use another path"
         )
     if os.path.isdir(path):
-        raise ValidationError("url", f"{path!r} is a folder, not a database file")
+        example = os.path.join(path, "memory.db")
+        raise ValidationError(
+            "url", f"{path!r} is a folder, not a database file: name a file, e.g. sqlite:///{example}"
+        )
     try:
         with open(path, "rb") as file:
             header = file.read(len(_HEADER))
