@@ -22,7 +22,11 @@ The jobs live in the process: a process killed while a job runs leaves
 what its storage write stored without vectors, which
 :meth:`~memory_core.Memory.check_index` reports as ``behind`` and
 :meth:`~memory_core.Memory.reindex` repairs. Jobs of an event loop that has
-been closed are dropped (they can never run again).
+been closed are dropped (they can never run again), never waited for by
+another loop. A job its loop cancelled (``asyncio.run`` returned while the
+job still ran: the loop's shutdown cancels what is left) is logged as a
+warning, as a failed one is: its storage write may have happened without
+its vectors, which ``check_index`` reports and ``reindex`` repairs.
 """
 
 from __future__ import annotations
@@ -103,6 +107,12 @@ class Outbox:
         abandoned = job in self._abandoned
         self._abandoned.discard(job)
         if job.cancelled():
+            # Only the job's loop cancels a job (its shutdown: asyncio.run ends
+            # with the write unfinished), so what it stored may lack vectors.
+            log.warning(
+                "a Memory write was cut off by its event loop's shutdown; what it stored may lack vectors "
+                "(Memory.check_index reports it, Memory.reindex repairs it)"
+            )
             return
         error = job.exception()  # retrieved here, so an abandoned job's error is never "never retrieved"
         if error is not None and abandoned:

@@ -5,7 +5,9 @@ messages and their vectors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -106,3 +108,82 @@ async def test_a_waiting_caller_gets_the_error_unlogged(caplog: pytest.LogCaptur
         await Outbox().run(work())
     await asyncio.sleep(0)
     assert "boom" not in caplog.text
+
+
+def _cut_off_write_then_read(folder: Path, vector: str) -> tuple[int, int]:
+    """The operator's sequence, one ``asyncio.run`` per call: a write cut
+    off by its loop's shutdown, then a read in a new loop. Returns the
+    read's message count and the stored count ``check_index`` sees."""
+    memory = asyncio.run(
+        Memory.open(f"sqlite:///{folder}/h.db", vector=vector, embedder="lexical", allow_volatile_vectors=True)
+    )
+    asyncio.run(memory.get_or_create_thread("r", "t"))
+
+    async def cancelled() -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(memory.append_messages("t", [("user", "hello")]), 1e-4)
+
+    asyncio.run(cancelled())
+
+    async def after() -> tuple[int, int]:
+        try:
+            listed = await memory.list_messages("t")
+            status = await memory.check_index(thread_id="t")
+            return listed.total, status.stored
+        finally:
+            await memory.close()
+
+    return asyncio.run(after())
+
+
+@pytest.mark.parametrize("vector", ["memory://", "qdrant+path"])
+def test_a_write_cut_off_by_asyncio_run_never_hangs_the_next_loop(
+    tmp_path: Path, vector: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: aiosqlite's worker thread died posting the cut-off write's
+    outcome to the closed loop ("Event loop is closed"), and the next
+    ``asyncio.run`` waited forever for it (3 of 4 runs)."""
+    outcomes: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def trials() -> None:
+        try:
+            for trial in range(4):
+                folder = tmp_path / str(trial)
+                folder.mkdir()
+                url = f"qdrant+path:///{folder}/h.vec" if vector == "qdrant+path" else vector
+                outcomes.append(_cut_off_write_then_read(folder, url))
+        except BaseException as error:  # handed to the test's thread
+            errors.append(error)
+
+    with caplog.at_level(logging.WARNING, logger="memory_core"):
+        runner = threading.Thread(target=trials, daemon=True)
+        runner.start()
+        runner.join(timeout=60)
+    assert not runner.is_alive(), f"hung after {len(outcomes)} of 4 trials"
+    assert errors == []
+    assert all(total == stored for total, stored in outcomes)  # the read sees what the write stored
+
+
+def test_a_job_cut_off_by_its_loops_shutdown_is_logged_and_never_awaited_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before: a job ``asyncio.run`` cancelled at its end vanished silently."""
+    outbox = Outbox()
+
+    async def work() -> None:
+        await asyncio.Event().wait()  # still writing when the loop ends
+
+    async def cancelled() -> None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(outbox.run(work()), 0.01)
+
+    with caplog.at_level(logging.WARNING, logger="memory_core"):
+        asyncio.run(cancelled())
+    assert "cut off by its event loop's shutdown" in caplog.text
+
+    async def later() -> int:
+        await asyncio.wait_for(outbox.settle(), 5)
+        return outbox.pending
+
+    assert asyncio.run(later()) == 0

@@ -13,12 +13,13 @@ JSON text written by :mod:`memory_core.codec`.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import aiosqlite
 from memory_core.capabilities import Capability
@@ -225,17 +226,34 @@ class SQLiteStorage(BaseStorage):
     async def _run(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run ``fn(connection, *args)`` on the store's worker thread, in one hop.
 
-        (aiosqlite's ``Connection._execute`` is the queue every aiosqlite call
-        goes through; using it directly keeps a transaction in one job.)
+        The job goes on aiosqlite's queue (``Connection._tx``, which every
+        aiosqlite call goes through; one job keeps a transaction whole) with
+        its outcome in a ``concurrent.futures.Future`` the running loop
+        awaits. aiosqlite's own ``_execute`` hands the worker a future of the
+        caller's loop instead, and the worker thread dies when that loop has
+        closed before the job ends (a write cut off by ``asyncio.run``'s
+        shutdown): every later call, from any loop, would then wait forever.
+        A job cancelled before the worker reaches it is skipped; one already
+        running ends, its outcome dropped.
+
+        Raises:
+            AdapterClosedError: the store is closed.
         """
         db = self._db
-        if db is None:
+        if db is None or not db._running:
             raise AdapterClosedError("sqlite storage is closed")
+        outcome: concurrent.futures.Future[T] = concurrent.futures.Future()
 
-        def job() -> T:
-            return fn(db._conn, *args, **kwargs)
+        def job() -> None:
+            if not outcome.set_running_or_notify_cancel():
+                return
+            try:
+                outcome.set_result(fn(db._conn, *args, **kwargs))
+            except BaseException as error:  # noqa: BLE001 - handed to the awaiting caller
+                outcome.set_exception(error)
 
-        return cast(T, await db._execute(job))  # type: ignore[no-untyped-call]
+        db._tx.put_nowait((None, job))
+        return await asyncio.wrap_future(outcome)
 
     async def _write(self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """:meth:`_run` for a write: it passes the store's fault points first
