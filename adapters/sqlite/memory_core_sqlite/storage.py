@@ -249,7 +249,7 @@ class SQLiteStorage(BaseStorage):
                 return
             try:
                 outcome.set_result(fn(db._conn, *args, **kwargs))
-            except BaseException as error:  # noqa: BLE001 - handed to the awaiting caller
+            except BaseException as error:  # handed to the awaiting caller
                 outcome.set_exception(error)
 
         db._tx.put_nowait((None, job))
