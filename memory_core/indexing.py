@@ -61,6 +61,20 @@ class IndexStatus:
         return self.indexed < self.embeddable or (self.documents is not None and self.documents < self.stored)
 
     @property
+    def orphaned(self) -> int:
+        """At least how many messages storage no longer holds (pruned or
+        deleted from storage alone) still have vectors or a lexical document
+        in the scope (0 when none show): run :attr:`repair`, which drops them."""
+        extra_documents = 0 if self.documents is None else self.documents - self.stored
+        return max(self.indexed - self.embeddable, extra_documents, 0)
+
+    @property
+    def in_step(self) -> bool:
+        """True when the index is neither :attr:`behind` nor holds
+        :attr:`orphaned` messages."""
+        return not self.behind and self.orphaned == 0
+
+    @property
     def repair(self) -> str:
         """The call that rebuilds this scope's vectors and lexical documents."""
         if self.thread_id is not None:
@@ -171,7 +185,8 @@ class VectorIndex:
 
     async def reindex(self, thread_id: str | None, resource_id: str | None) -> int:
         """Re-embed every message of one thread or one resource (exactly one
-        given), replacing their points; returns the messages indexed.
+        given), replacing the scope's points and lexical documents: those of
+        messages storage no longer holds go too. Returns the messages indexed.
 
         Raises:
             ValidationError: neither or both ids, or a bad one (before any I/O).
@@ -181,6 +196,8 @@ class VectorIndex:
         page = await self._scope(thread_id, resource_id)
         if thread_id is not None:
             await self.drop_threads("reindex", (thread_id,))
+        elif self.vector is not None and resource_id is not None:
+            await _vector_call("reindex", self.vector.delete_resource(resource_id))
         await self.index(page.items)
         return len(page.items)
 

@@ -547,9 +547,11 @@ class Memory(CloneCalls):
     @traced("update_memory")
     @paired
     async def reindex(self, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
-        """Re-embed every message of one thread or one resource, replacing their
-        vectors: the repair path after a failed vector write. Returns the number
-        of messages indexed.
+        """Re-embed every message of one thread or one resource, replacing the
+        scope's vectors (and lexical documents), those of messages storage no
+        longer holds included: the repair path after a failed vector write or
+        a prune without the vector store. Returns the number of messages
+        indexed.
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``,
@@ -654,8 +656,11 @@ class Memory(CloneCalls):
         Returns:
             :class:`IndexStatus`; ``behind`` is True when the index holds
             fewer vectors than storage has messages with text, or (a store
-            with a lexical index) fewer lexical documents than messages
-            (repair: :meth:`reindex` with the same argument).
+            with a lexical index) fewer lexical documents than messages;
+            ``orphaned`` counts messages gone from storage whose vectors or
+            documents remain (say after ``prune`` without the vector store);
+            ``in_step`` is True when neither (repair: :meth:`reindex` with
+            the same argument).
 
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``;

@@ -129,7 +129,7 @@ def _cut_off_write_then_read(folder: Path, vector: str) -> tuple[int, int]:
         try:
             listed = await memory.list_messages("t")
             status = await memory.check_index(thread_id="t")
-            return listed.total, status.stored
+            return listed.counted_total, status.stored
         finally:
             await memory.close()
 
