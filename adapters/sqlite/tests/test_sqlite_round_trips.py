@@ -7,7 +7,7 @@ file: each job is one hop to the worker thread and back.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +22,22 @@ pytestmark = pytest.mark.anyio
 
 
 class JobCounter:
-    """Counts the jobs a store hands its aiosqlite worker thread."""
+    """Counts the jobs a store hands its aiosqlite worker thread (every job,
+    the adapter's own and aiosqlite's, goes through the connection's queue)."""
 
     def __init__(self, store: SQLiteStorage) -> None:
         assert store._db is not None
         self.jobs = 0
         db = store._db
-        execute = db._execute
+        queue = db._tx
+        counter = self
 
-        async def counted(fn: Callable[[], Any]) -> Any:
-            self.jobs += 1
-            return await execute(fn)  # type: ignore[no-untyped-call]
+        class Counted:
+            def put_nowait(self, item: Any) -> None:
+                counter.jobs += 1
+                queue.put_nowait(item)
 
-        db._execute = counted  # type: ignore[method-assign]
+        db._tx = Counted()  # type: ignore[assignment]
 
     def take(self) -> int:
         jobs, self.jobs = self.jobs, 0
