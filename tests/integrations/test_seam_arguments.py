@@ -124,9 +124,10 @@ async def test_adk_ids_too_long_once_composed_are_named_in_the_callers_words() -
         ({"app_name": ":" * 100, "user_id": "u", "session_id": "s"}, "app_name", "app_name makes a resource id"),
     ]
     for ids, field, words in cases:
+        app_name, user_id, session_id = ids["app_name"], ids["user_id"], ids["session_id"]
         with pytest.raises(ValidationError, match=words) as caught:
-            await service.create_session(**ids)
+            await service.create_session(app_name=app_name, user_id=user_id, session_id=session_id)
         assert caught.value.field == field, caught.value
         with pytest.raises(ValidationError) as caught:
-            await service.get_session(**ids)
+            await service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
         assert caught.value.field == field, caught.value
