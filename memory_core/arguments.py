@@ -24,6 +24,7 @@ caller says otherwise (:func:`check_pairing`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from memory_core.capabilities import Capability, declared_capabilities
@@ -256,8 +257,10 @@ def check_pairing(storage: Storage, vector: VectorStore | None, *, allow_volatil
 
 
 def check_config(config: Any, vector: VectorStore | None, embedder: Embedder | None) -> MemoryConfig:
-    """The config of a ``Memory(storage, vector, embedder, config)``: ``config``
-    itself, or (None) semantic recall on exactly when there is a vector store.
+    """The config of a ``Memory(storage, vector, embedder, config)``:
+    ``config`` itself (``MemoryConfig()`` when None), its ``semantic_recall``
+    settled when the config leaves it unset (None): on with its defaults
+    exactly when there is a vector store. A config that sets it keeps it.
 
     Raises:
         ValidationError: ``config`` neither a MemoryConfig nor a mapping of
@@ -266,9 +269,9 @@ def check_config(config: Any, vector: VectorStore | None, embedder: Embedder | N
             store, an embedder (field ``embedder``) or semantic recall on
             (field ``config.semantic_recall``).
     """
-    if config is None:
-        return check_config(MemoryConfig(semantic_recall=vector is not None), vector, embedder)
-    checked = _memory_config(config)
+    checked = MemoryConfig() if config is None else _memory_config(config)
+    if checked.semantic_recall is None:  # not set: on exactly when there is a vector store
+        checked = replace(checked, semantic_recall=vector is not None)
     if vector is None:
         if embedder is not None:
             raise ValidationError("embedder", "given without a vector store: pass vector= too, or no embedder")

@@ -135,7 +135,10 @@ class MemoryConfig:
             as R-PAGE), or ``False`` for no history page. Default 10.
         semantic_recall: ``False`` (off), ``True`` (defaults),
             :class:`SemanticRecall`, or a mapping of its fields (``topK``,
-            ``messageRange`` accepted).
+            ``messageRange`` accepted). Default None: on with its defaults
+            when the :class:`~memory_core.memory.Memory` has a vector store,
+            else off (settled when the Memory is built; a config used
+            elsewhere reads None as off).
         working_memory: :class:`WorkingMemory` settings, or a mapping of its
             fields.
         generate_title: optional :data:`TitleGenerator` hook (a callable).
@@ -146,7 +149,7 @@ class MemoryConfig:
     """
 
     last_messages: int | Literal[False] = 10
-    semantic_recall: SemanticRecall | bool = False
+    semantic_recall: SemanticRecall | bool | None = None
     working_memory: WorkingMemory = field(default_factory=WorkingMemory)
     generate_title: TitleGenerator | None = None
 
@@ -156,9 +159,10 @@ class MemoryConfig:
         semantic: Any = self.semantic_recall
         if isinstance(semantic, Mapping):
             semantic = coerce_model(semantic, SemanticRecall, "semantic_recall")
-        elif not isinstance(semantic, bool | SemanticRecall):
+        elif semantic is not None and not isinstance(semantic, bool | SemanticRecall):
             raise ValidationError(
-                "semantic_recall", f"must be a bool, a SemanticRecall or a mapping, got {type(semantic).__name__}"
+                "semantic_recall",
+                f"must be a bool, a SemanticRecall, a mapping or None, got {type(semantic).__name__}",
             )
         object.__setattr__(self, "semantic_recall", semantic)
         wm: Any = self.working_memory

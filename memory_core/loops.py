@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 
 from memory_core.errors import ValidationError
 
-__all__ = ["GivenClientLoop", "LoopLocal", "OnceAcrossLoops", "close_everywhere", "running_loop"]
+__all__ = ["GivenClientLoop", "LoopLocal", "OnceAcrossLoops", "OpenInEachLoop", "close_everywhere", "running_loop"]
 
 T = TypeVar("T")
 
@@ -138,6 +138,62 @@ class OnceAcrossLoops:
                 with self._guard:
                     del self._pending[key]
                 pending.set_result(None)
+
+
+class OpenInEachLoop:
+    """Whether a store is open, and its opening: once across threads and
+    loops (:class:`OnceAcrossLoops`), then, for a store whose connections
+    belong to a loop (``loop_bound``), once more in each further loop that
+    uses it. The storage base and the vector-store base both open this way.
+
+    Args:
+        loop_bound: the store connects in each event loop that uses it
+            (asyncpg, redis-py, PyMongo); False: one open serves every loop.
+    """
+
+    __slots__ = ("_first", "_here", "_locks", "loop_bound", "opened")
+
+    def __init__(self, loop_bound: bool) -> None:
+        self.loop_bound = loop_bound
+        self.opened = False
+        """True once the first open has succeeded (in any loop)."""
+        self._first = OnceAcrossLoops()
+        self._here: LoopLocal[bool] = LoopLocal()
+        self._locks: LoopLocal[asyncio.Lock] = LoopLocal()
+
+    def here(self) -> bool:
+        """Whether the store is open for the running loop."""
+        return self.opened and (not self.loop_bound or self._here.get() is not None)
+
+    async def open(
+        self, first: Callable[[], Awaitable[object]], again: Callable[[], Awaitable[object]] | None = None
+    ) -> None:
+        """Open for the running loop unless it is open there already.
+
+        Args:
+            first: the store's first open (run once across threads and loops;
+                its exception propagates and the next call tries again).
+            again: a loop-bound store's open in a further loop (defaults to
+                ``first``); its exception propagates, the loop stays unopened.
+        """
+        if self.here():
+            return
+        lock = self._locks.get()
+        if lock is None:  # no await since get(): no other task of this loop can race here
+            lock = asyncio.Lock()
+            self._locks.set(lock)
+        async with lock:
+            if not self.opened:
+                await self._first.run("open", lambda: self.opened, lambda: self._open_first(first))
+            if not self.here():  # a loop-bound store opened in another loop: connect in this one
+                await (again or first)()
+                self._here.set(True)
+
+    async def _open_first(self, first: Callable[[], Awaitable[object]]) -> None:
+        await first()
+        if self.loop_bound:
+            self._here.set(True)
+        self.opened = True
 
 
 class GivenClientLoop:

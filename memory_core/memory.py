@@ -102,10 +102,10 @@ class Memory(CloneCalls):
             :class:`MemoryConfig` or a mapping of its fields
             (``{"last_messages": 20, "semantic_recall": {"top_k": 8}}``;
             Mastra's camelCase names too), checked into one: an unknown key
-            is an error naming it and the field meant. None: semantic recall
-            on with :class:`SemanticRecall`'s defaults when a vector store is
-            given, else off (``MemoryConfig()``). A config given is used as
-            it is (its ``semantic_recall`` defaults to off).
+            is an error naming it and the field meant. Semantic recall
+            not set (None, or a config that does not name it): on with
+            :class:`SemanticRecall`'s defaults when a vector store is given,
+            else off; a config that sets it (``False`` included) keeps it.
         token_counter: counts tokens for ``recall(max_tokens=...)``; default
             :class:`~memory_core.tokens.EstimateTokenCounter`.
         owns_stores: close ``storage`` and ``vector`` on :meth:`close` (default

@@ -41,7 +41,7 @@ import numpy as np
 from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError, guarded
 from memory_core.lexical import tokenize
 from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search_index
-from memory_core.loops import OnceAcrossLoops
+from memory_core.loops import OnceAcrossLoops, OpenInEachLoop
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
 from memory_core.vector_checks import check_namespace, positive_int, unit_vector
@@ -137,6 +137,12 @@ class BaseVectorStore(LexicalPrimitives, ABC):
             points (:mod:`memory_core.lexical_index`) and implements the
             ``_*_documents`` / ``_read_*`` primitives; False (the
             default): the core composes the lexical ranking from storage.
+        loop_bound: True when the store's connections belong to the event
+            loop that made them (asyncpg): ``_connect`` then runs once more
+            in each further loop that uses the store (making that loop's
+            connections, see :mod:`memory_core.loops`), and ``_disconnect``
+            releases every loop's. False (the default): one ``_connect``
+            serves every loop.
         persistent: True (the default) when the points outlive the store
             object (a server, a directory); False for an in-process store
             whose points go on close (an instance may say False where its
@@ -150,6 +156,7 @@ class BaseVectorStore(LexicalPrimitives, ABC):
 
     backend_name: ClassVar[str] = "vector"
     shares_collections: ClassVar[bool] = True
+    loop_bound: ClassVar[bool] = False
     persistent: bool = True
 
     def __init__(
@@ -166,8 +173,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         self._collection_prefix = f"{self._prefix}{COLLECTION_PREFIX}"
         self._pattern = re.compile(re.escape(self._collection_prefix) + r"([1-9][0-9]*)")
         self._known: dict[str, int] = {}
-        self._opened = False
         self._closed = False
+        self._opening = OpenInEachLoop(self.loop_bound)
         # Not anyio/asyncio locks: a store may be used from several event loops at once.
         self._setup = OnceAcrossLoops()
 
@@ -196,21 +203,28 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         """
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} vector store is closed")
-        if self._opened:
-            return
+        await self._opening.open(self._open_first, self._open_again)
 
-        async def connect() -> None:
-            with self._guard("open"):
-                try:
-                    await self._connect()
-                    await self._refresh()
-                except BaseException:
-                    with anyio.CancelScope(shield=True):
-                        await self._disconnect()  # whatever a partial connect made
-                    raise
-            self._opened = True
+    @property
+    def _opened(self) -> bool:
+        """Whether the first open has succeeded (in any loop)."""
+        return self._opening.opened
 
-        await self._setup.run("open", lambda: self._opened, connect)
+    async def _open_first(self) -> None:
+        with self._guard("open"):
+            try:
+                await self._connect()
+                await self._refresh()
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await self._disconnect()  # whatever a partial connect made
+                raise
+
+    async def _open_again(self) -> None:
+        """A loop-bound store's connect in a further event loop (the loops
+        already connected keep their connections when it fails)."""
+        with self._guard("open"):
+            await self._connect()
 
     async def close(self) -> None:
         """Release what this store created (idempotent).
@@ -270,7 +284,7 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         if not must_exist:
             return
         with self._guard("preflight"):
-            names = await self._list_collections() if self._opened else await self._existing_collections()
+            names = await self._list_collections() if self._opening.here() else await self._existing_collections()
         if not any(self.dimension_of(name) is not None for name in names):
             raise ValidationError(
                 "url",
@@ -296,7 +310,7 @@ class BaseVectorStore(LexicalPrimitives, ABC):
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} vector store is closed")
-        if not self._opened:
+        if not self._opening.here():
             await self.open()
 
     def is_retryable(self, exc: Exception) -> bool:
@@ -673,7 +687,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
 
     @abstractmethod
     async def _connect(self) -> None:
-        """Connect / prepare the backend (called once, from ``open``)."""
+        """Connect / prepare the backend (called once from ``open``; a
+        ``loop_bound`` store's also once in each further event loop)."""
 
     @abstractmethod
     async def _disconnect(self) -> None:

@@ -22,7 +22,6 @@ _CONFIG_CASES: list[tuple[Callable[[], object], str]] = [
     (lambda: MemoryConfig(last_messages="10"), "last_messages"),  # type: ignore[arg-type]
     (lambda: MemoryConfig(last_messages=MAX_PER_PAGE + 1), "last_messages"),
     (lambda: MemoryConfig(semantic_recall="yes"), "semantic_recall"),  # type: ignore[arg-type]
-    (lambda: MemoryConfig(semantic_recall=None), "semantic_recall"),  # type: ignore[arg-type]
     (lambda: MemoryConfig(semantic_recall={"top": 1}), "semantic_recall.top"),  # type: ignore[arg-type]
     (lambda: MemoryConfig(working_memory=True), "working_memory"),  # type: ignore[arg-type]
     (lambda: MemoryConfig(working_memory={"enabld": True}), "working_memory.enabld"),  # type: ignore[arg-type]

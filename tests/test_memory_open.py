@@ -2,8 +2,8 @@
 every wrong kind of argument is a ValidationError naming it and the fix,
 before any I/O; the one-line setup owns its stores and round-trips a
 conversation through a restart; a persistent storage is never silently
-paired with in-memory vectors; a vector store without a config turns semantic
-recall on."""
+paired with in-memory vectors; a vector store turns semantic recall on unless
+the config sets it."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import memory_core
-from memory_core import AdapterClosedError, InMemoryVectorStore, Memory, MemoryConfig, ValidationError
+from memory_core import AdapterClosedError, InMemoryVectorStore, Memory, MemoryConfig, SemanticRecall, ValidationError
 from memory_core.arguments import check_memory
 from memory_core.embedders import LexicalHashEmbedder, default_embedder
 from memory_core.storage import Storage
@@ -152,8 +152,28 @@ async def test_a_vector_store_without_a_config_turns_semantic_recall_on() -> Non
         result = await memory.recall(thread.id, "r1", vector_search_string="Lisbon flight")
         assert result.semantic_hits
     assert Memory(await memory_core.connect("memory://")).config.semantic() is None
-    config = MemoryConfig(last_messages=5)
+    config = MemoryConfig(last_messages=5, semantic_recall=False)
     assert Memory(await memory_core.connect("memory://"), InMemoryVectorStore(), config=config).config is config
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"working_memory": {"enabled": True}}, {"last_messages": 5}, MemoryConfig(last_messages=5), {}],
+    ids=["working-memory-mapping", "mapping", "MemoryConfig", "empty"],
+)
+async def test_a_config_that_leaves_semantic_recall_unset_keeps_the_vector_stores_default(config: Any) -> None:
+    """Enabling working memory (or any field) does not turn recall off by
+    accident: unset, semantic recall follows the vector store (was off for
+    any config given); set, it is kept (off or on)."""
+    with_vectors = Memory(await memory_core.connect("memory://"), InMemoryVectorStore(), config=config)
+    assert with_vectors.config.semantic() == SemanticRecall()
+    assert Memory(await memory_core.connect("memory://"), config=config).config.semantic() is None
+    kept = {"semantic_recall": False, "working_memory": {"enabled": True}}
+    assert Memory(await memory_core.connect("memory://"), InMemoryVectorStore(), config=kept).config.semantic() is None
+    on = {"semantic_recall": {"top_k": 2}}
+    assert Memory(await memory_core.connect("memory://"), InMemoryVectorStore(), config=on).config.semantic() == (
+        SemanticRecall(top_k=2)
+    )
 
 
 async def test_the_default_embedder_is_the_same_everywhere(tmp_path: Path) -> None:

@@ -79,7 +79,9 @@ class VectorConformance(HybridRecallCases):
         both are destroyed afterwards."""
         storage = storage_factory(ManualClock(T0))
         vectors = vector_factory()
-        memory = Memory(storage, vectors, embedder, MemoryConfig(last_messages=10), owns_stores=False)
+        memory = Memory(
+            storage, vectors, embedder, MemoryConfig(last_messages=10, semantic_recall=False), owns_stores=False
+        )
         async with memory:
             try:
                 yield memory

@@ -18,8 +18,9 @@ namespace's collections. Every test destroys the stores it made.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any, ClassVar
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, ClassVar, TypeVar
 
 import anyio
 import numpy as np
@@ -39,6 +40,7 @@ VectorStoreFactory = Callable[..., BaseVectorStore]
 DIM = 8
 
 Vector = npt.NDArray[np.float32]
+T = TypeVar("T")
 
 
 def unit(*values: float, dim: int = DIM) -> Vector:
@@ -504,3 +506,23 @@ class VectorStoreConformance:
         await store.upsert([point("m1", axis(0))])
         assert await store.count() == 1
         await store.destroy()
+
+    async def test_lifecycle_vector_store_follows_each_new_event_loop(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """One store used from one ``asyncio.run`` after another (each loop
+        closed after its call, as sync frameworks call async code), then
+        closed from yet another loop: every call works, the close too."""
+        store = vector_store_factory()
+
+        async def in_new_loop(work: Awaitable[T]) -> T:
+            return await asyncio.to_thread(asyncio.run, work)  # type: ignore[arg-type]
+
+        await in_new_loop(store.upsert([point("m1", axis(0))]))  # opens in a loop that then closes
+        await in_new_loop(store.upsert([point("m2", axis(1))]))
+        await in_new_loop(store.delete_messages(["m1"]))
+        assert await in_new_loop(store.count()) == 1
+        assert [hit.message_id for hit in await store.search(axis(1), top_k=5)] == ["m2"]  # and in this loop
+        await in_new_loop(store.close())
+        assert store.closed
+        await vector_store_factory(namespace=store.namespace).destroy()

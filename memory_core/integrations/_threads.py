@@ -16,10 +16,11 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Val
 from memory_core.ids import new_message_id
 from memory_core.memory import Memory
 from memory_core.models import Message, MessagePageRequest, PerPage, Thread
-from memory_core.validation import check_id
+from memory_core.validation import MAX_ID_LENGTH, MAX_PER_PAGE, check_id
 
 __all__ = [
     "check_limit",
+    "composed_id",
     "context_resource",
     "conversation_thread",
     "current_turn",
@@ -51,22 +52,61 @@ def scoped_thread(namespace: str, owner: str, conversation_id: str) -> str:
     return f"{namespace}:{scoped_key(owner, conversation_id)}"
 
 
-def conversation_thread(namespace: str, owner: str, conversation_id: str, *, scoped: bool, field: str) -> str:
+def composed_id(thread_id: str, field: str, parts: str, kind: str = "thread id") -> str:
+    """``thread_id``, a seam's composition of the caller's ids, checked
+    against R-ID in the caller's words: when it is too long, the error names
+    the caller's ``field`` and says the length is the composition's, not
+    that of the value the caller passed.
+
+    Args:
+        thread_id: the composed id.
+        field: the caller's parameter the error names (``"session_id"``).
+        parts: what the id is made of, as the caller knows it
+            (``"session_id with resource_id"``).
+        kind: what the id is (``"thread id"``, ``"resource id"``).
+
+    Raises:
+        ValidationError: ``field``, rule R-ID: the composed id is longer
+            than :data:`~memory_core.validation.MAX_ID_LENGTH` characters
+            (or fails another R-ID rule).
+    """
+    if len(thread_id) > MAX_ID_LENGTH:
+        raise ValidationError(
+            field,
+            f"{parts} makes a {kind} of {len(thread_id)} characters (the ids and the seam's prefix, "
+            f"':' and '%' inside an id escaped as 3 characters); at most {MAX_ID_LENGTH}: use shorter ids",
+            "R-ID",
+        )
+    return check_id(thread_id, field)
+
+
+def conversation_thread(
+    namespace: str, owner: str, conversation_id: str, *, scoped: bool, field: str, owner_field: str = "resource_id"
+) -> str:
     """The thread a seam keeps a conversation in: :func:`scoped_thread` when
     ``scoped``, else ``conversation_id`` itself (the id global across owners,
     as stores made before ids were scoped hold it).
 
     Raises:
         ValidationError: the thread id fails R-ID (more than 256 characters
-            once mapped), naming ``field`` (the seam's own parameter).
+            once mapped: :func:`composed_id`), naming ``field`` (the seam's
+            own parameter) and ``owner_field`` (where the owner came from).
     """
-    return check_id(scoped_thread(namespace, owner, conversation_id) if scoped else conversation_id, field)
+    if not scoped:
+        return check_id(conversation_id, field)
+    return composed_id(scoped_thread(namespace, owner, conversation_id), field, f"{field} with {owner_field}")
 
 
 def session_thread(app_name: str, user_id: str, session_id: str) -> str:
     """The thread id of an ADK session: ``adk:<app>:<user>:<session>``
-    (:func:`scoped_thread` in the namespace ``adk:<app>``)."""
-    return scoped_thread("adk:" + scoped_key(app_name), user_id, session_id)
+    (:func:`scoped_thread` in the namespace ``adk:<app>``).
+
+    Raises:
+        ValidationError: field ``session_id``: the id is longer than 256
+            characters (:func:`composed_id`).
+    """
+    thread_id = scoped_thread("adk:" + scoped_key(app_name), user_id, session_id)
+    return composed_id(thread_id, "session_id", "session_id with app_name and user_id")
 
 
 def check_limit(value: Any, field: str = "limit") -> int | None:
@@ -81,13 +121,19 @@ def check_limit(value: Any, field: str = "limit") -> int | None:
     Raises:
         ValidationError: anything but an int or None, a bool included (the
             SDK reads ``True`` as 1; here a flag passed as a count is an
-            error), naming ``field`` as the caller wrote it.
+            error), or an int above
+            :data:`~memory_core.validation.MAX_PER_PAGE` (the largest page
+            a read takes), naming ``field`` as the caller wrote it.
     """
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(
             field, f"must be an int (the newest n; negative: all) or None (all), got {type(value).__name__}"
+        )
+    if value > MAX_PER_PAGE:
+        raise ValidationError(
+            field, f"must be at most {MAX_PER_PAGE} (the newest n), got {value}; None or a negative int for all"
         )
     return None if value < 0 else int(value)
 

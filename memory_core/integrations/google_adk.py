@@ -61,6 +61,7 @@ from memory_core.validation import check_id, check_json_object, check_message, c
 
 from ._threads import (
     check_limit,
+    composed_id,
     delete_conversation,
     new_message_id,
     newest_messages,
@@ -161,6 +162,8 @@ def _pending(thread: Thread) -> str | None:
 def _check_names(app_name: Any, user_id: Any) -> None:
     check_id(app_name, "app_name")
     check_id(user_id, "user_id")
+    composed_id(app_resource(app_name), "app_name", "app_name", "resource id")
+    composed_id(user_resource(app_name, user_id), "user_id", "user_id with app_name", "resource id")
 
 
 def _recent_events(config: GetSessionConfig | None) -> int | None:
@@ -234,7 +237,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         _check_names(app_name, user_id)
         deltas = _split_state(state, "state")
         session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
-        thread_id = check_id(session_thread(app_name, user_id, session_id), "session_id")
+        thread_id = session_thread(app_name, user_id, session_id)
         now = platform_time.get_time()
         revision = uuid.uuid4().hex  # the first revision: a copy from before a delete and re-create is stale
         metadata = {
@@ -549,7 +552,7 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         _check_names(app_name, user_id)
         if session_id is None:
             raise ValidationError("session_id", "memory-core keeps events by session: give one")
-        thread_id = check_id(session_thread(app_name, user_id, session_id), "session_id")
+        thread_id = session_thread(app_name, user_id, session_id)
         owner = user_resource(app_name, user_id)
         stored = await newest_messages(self.memory, thread_id, owner, None)
         known = {e.id for e in map(_event_of, stored) if e is not None}

@@ -10,14 +10,13 @@ driver errors become typed :class:`~memory_core.errors.BackendError`).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from types import TracebackType
 from typing import Self, TypeVar
 
 from memory_core.clock import Clock, system_clock
 from memory_core.errors import AdapterClosedError, BackendGuard, StaleStateError, ValidationError, guarded
-from memory_core.loops import LoopLocal, OnceAcrossLoops
+from memory_core.loops import OpenInEachLoop
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.retry import STALE_WRITES, Faults
 from memory_core.storage.contract import AdapterContract
@@ -66,11 +65,8 @@ class Lifecycle(AdapterContract):
 
     def __init__(self, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock if clock is not None else system_clock
-        self._opened = False
         self._closed = False
-        self._open_locks: LoopLocal[asyncio.Lock] = LoopLocal()
-        self._loops_open: LoopLocal[bool] = LoopLocal()
-        self._first_open = OnceAcrossLoops()
+        self._opening = OpenInEachLoop(self.loop_bound)
         self.faults = Faults(self.fault_points)
         """Test hook: arm this store's ``fault_points`` (:mod:`memory_core.retry`)."""
 
@@ -97,38 +93,20 @@ class Lifecycle(AdapterContract):
         """
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")
-        if self._open_here():
-            return
-        lock = self._open_locks.get()
-        if lock is None:  # no await since get(): no other task of this loop can race here
-            lock = asyncio.Lock()
-            self._open_locks.set(lock)
-        async with lock:
-            if not self._opened:
-                await self._open_first()
-            if not self._open_here():  # a loop-bound store opened in another loop: connect in this one
-                with BackendGuard(self, "open"):
-                    await self._open()
-                self._loops_open.set(True)
+        await self._opening.open(self._open_guarded)
+
+    @property
+    def _opened(self) -> bool:
+        """Whether the first open has succeeded (in any loop)."""
+        return self._opening.opened
 
     def _open_here(self) -> bool:
         """Whether the store is open for the running loop."""
-        return self._opened and (not self.loop_bound or self._loops_open.get() is not None)
+        return self._opening.here()
 
-    async def _open_first(self) -> None:
-        """Run the store's first ``_open`` exactly once across threads and
-        loops (:class:`~memory_core.loops.OnceAcrossLoops`): the others wait
-        for its outcome without blocking their loops, and try themselves when
-        it failed."""
-
-        async def first() -> None:
-            with BackendGuard(self, "open"):
-                await self._open()
-            if self.loop_bound:
-                self._loops_open.set(True)
-            self._opened = True
-
-        await self._first_open.run("open", lambda: self._opened, first)
+    async def _open_guarded(self) -> None:
+        with BackendGuard(self, "open"):
+            await self._open()
 
     async def close(self) -> None:
         """Release connections this store created (idempotent)."""

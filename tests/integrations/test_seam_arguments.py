@@ -89,5 +89,45 @@ def test_scope_and_floor_options_are_checked_in_the_callers_words() -> None:
         with pytest.raises(ValidationError) as caught:
             build()
         assert caught.value.field == field, caught.value
+    # the length is the composed id's, said as such (was "session_id: must be 1-256 characters, got 515")
+    composed: list[tuple[Callable[[], object], str, str]] = [
+        (lambda: MemoryCoreSession("s" * 250, memory, resource_id="u" * 250).thread_id(), "session_id", "resource_id"),
+        (lambda: MessageHistory(memory, "u" * 250).thread_id("c" * 250), "conversation_id", "resource_id"),
+    ]
+    for build, field, owner in composed:
+        with pytest.raises(
+            ValidationError, match=rf"{field} with {owner} makes a thread id of 5\d\d characters"
+        ) as caught:
+            build()
+        assert caught.value.field == field, caught.value
     session = MemoryCoreSession("a:b", memory)  # the owner from the run context (F3: never over a given one)
     assert session.thread_id(RunContextWrapper({"resource_id": "x:y"})) == "openai-agents:x%3Ay:a%3Ab"
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("adk-memory" not in SEAMS, reason="google-adk is not installed")
+async def test_adk_ids_too_long_once_composed_are_named_in_the_callers_words() -> None:
+    from memory_core.integrations.google_adk import MemoryCoreSessionService
+
+    service = MemoryCoreSessionService(Memory(InMemoryStorage()))
+    cases = [
+        (
+            {"app_name": "a", "user_id": "u" * 253, "session_id": "s"},
+            "user_id",
+            "user_id with app_name makes a resource id",
+        ),
+        (
+            {"app_name": "a", "user_id": "u", "session_id": "s" * 250},
+            "session_id",
+            "session_id with app_name and user_id",
+        ),
+        ({"app_name": ":" * 100, "user_id": "u", "session_id": "s"}, "app_name", "app_name makes a resource id"),
+    ]
+    for ids, field, words in cases:
+        app_name, user_id, session_id = ids["app_name"], ids["user_id"], ids["session_id"]
+        with pytest.raises(ValidationError, match=words) as caught:
+            await service.create_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        assert caught.value.field == field, caught.value
+        with pytest.raises(ValidationError) as caught:
+            await service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
+        assert caught.value.field == field, caught.value

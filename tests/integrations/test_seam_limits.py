@@ -101,10 +101,12 @@ async def test_every_seam_reads_a_limit_the_same_way(seam: str) -> None:
     assert await read(0) == []
     assert await read(2) == TEXTS[1:]
     assert await read(10) == TEXTS
-    for wrong in (True, 2.0, "2"):
+    for wrong in (True, 2.0, "2", 10**12):
         with pytest.raises(ValidationError) as caught:
             await read(wrong)
         assert caught.value.field == field, caught.value  # the caller's own word, never "per_page"
+    with pytest.raises(ValidationError, match=r"at most 2147483647 \(the newest n\), got 10000000000000; None or"):
+        await read(10**13)  # was "[R-PAGE] per_page: ...; use False for all"
 
 
 @pytest.mark.anyio

@@ -38,6 +38,7 @@ from typing import Any
 import asyncpg
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
+from memory_core.loops import LoopLocal, close_everywhere
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from memory_core.vector_layout import point_id
 from pgvector.asyncpg import register_vector
@@ -102,6 +103,7 @@ class PgVectorStore(BaseVectorStore):
 
     backend_name = "pgvector"
     shares_collections = True
+    loop_bound = True
     lexical_index = True
 
     def __init__(
@@ -133,7 +135,7 @@ class PgVectorStore(BaseVectorStore):
         self.max_size = options["max_size"]
         self.index = index
         self.ef_search = ef_search
-        self._pool: asyncpg.Pool | None = None
+        self._pools: LoopLocal[asyncpg.Pool] = LoopLocal()
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> PgVectorStore:
@@ -170,10 +172,18 @@ class PgVectorStore(BaseVectorStore):
 
     @property
     def pool(self) -> asyncpg.Pool:
-        """The open connection pool (search_path: the schema, then pgvector's)."""
-        if self._pool is None:
+        """The running event loop's connection pool (search_path: the
+        schema, then pgvector's). asyncpg connections belong to the loop that
+        made them, so each loop using the store has its own (``loop_bound``).
+
+        Raises:
+            AdapterClosedError: no pool in this loop (closed, or not opened
+                in this loop: public methods open it first).
+        """
+        pool = self._pools.get()
+        if pool is None:
             raise AdapterClosedError("pgvector store: open it first")
-        return self._pool
+        return pool
 
     def _table(self, name: str) -> str:
         return f"{quote_ident(self.schema)}.{quote_ident(name)}"
@@ -182,7 +192,7 @@ class PgVectorStore(BaseVectorStore):
 
     async def _connect(self) -> None:
         extension_schema = await self._prepare()
-        self._pool = await asyncpg.create_pool(
+        pool = await asyncpg.create_pool(
             self.dsn,
             min_size=self.min_size,
             max_size=self.max_size,
@@ -193,6 +203,7 @@ class PgVectorStore(BaseVectorStore):
             init=lambda conn: register_vector(conn, schema=extension_schema),
             reset=keep_session,
         )
+        self._pools.set(pool)
 
     async def _prepare(self) -> str:
         """Create the extension (if missing) and the schema; returns the
@@ -239,9 +250,7 @@ class PgVectorStore(BaseVectorStore):
         return self._table(self._prefix + "memory_documents"), self._table(self._prefix + "memory_postings")
 
     async def _disconnect(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await close_everywhere(self._pools, asyncpg.Pool.close)
 
     async def _list_collections(self) -> Iterable[str]:
         rows = await self.pool.fetch(_TABLES, self.schema)
