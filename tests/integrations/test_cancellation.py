@@ -18,6 +18,7 @@ from memory_core_conformance.cancellation.seams import adk_append_event
 
 import memory_core
 from memory_core import Memory
+from memory_core.embedders import get_embedder
 from memory_core.errors import ValidationError
 from memory_core.integrations.google_adk import MemoryCoreSessionService
 from memory_core.validation import MAX_MESSAGE_BYTES
@@ -26,14 +27,21 @@ pytestmark = pytest.mark.anyio
 
 
 def opener(url: str) -> OpenMemory:
+    """Fresh stores at ``url`` paired with ``memory://`` vectors (the cases
+    check that messages and their vectors stay in step)."""
+
     @asynccontextmanager
     async def opened() -> AsyncIterator[Memory]:
         storage = await memory_core.connect(url)
+        vectors = await memory_core.connect_vector("memory://")
+        memory = Memory(storage, vectors, get_embedder("lexical"), owns_stores=False, allow_volatile_vectors=True)
         try:
-            yield Memory(storage)
+            yield memory
         finally:
+            await memory.close()
             await storage.destroy()
             await storage.close()
+            await vectors.close()
 
     return opened
 

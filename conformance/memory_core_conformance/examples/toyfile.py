@@ -96,6 +96,8 @@ class ToyFileStorage(InMemoryStorage):
             ValidationError: ``must_exist`` and no file for the namespace.
             BackendError: the file is not a toy store (as ``open`` would fail).
         """
+        if self._threads or self._messages or self._resources:
+            return  # this handle holds data not yet written (the file is written at close)
         if not await anyio.Path(self.path).exists():
             if must_exist:
                 raise ValidationError("url", f"no toyfile store at {self.path}")
