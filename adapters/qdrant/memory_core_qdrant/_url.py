@@ -22,9 +22,9 @@ from typing import Any, Literal
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memory_core.errors import ValidationError
-from memory_core.options import check_option_names
+from memory_core.options import check_option_names, option_bool
 
-__all__ = ["MEMORY", "STORE_CLASSES", "Settings", "check_bool", "check_positive_int", "parse_url", "resolve_url"]
+__all__ = ["MEMORY", "STORE_CLASSES", "Settings", "check_positive_int", "parse_url", "resolve_url"]
 
 MEMORY = ":memory:"
 """Path value of the in-memory embedded engine."""
@@ -163,7 +163,7 @@ def check_options(mode: Mode, options: dict[str, Any]) -> dict[str, Any]:
         if key in ("overfetch", "batch_size", "timeout", "grpc_port"):
             value = check_positive_int(value, key)
         elif key in ("prefer_grpc", "exact", "create_dirs"):
-            value = check_bool(value, key)
+            value = option_bool(value, key)
         elif key == "api_key" and value is not None and not isinstance(value, str):
             raise ValidationError("api_key", "must be a str")
         out[key] = value
@@ -180,21 +180,4 @@ def check_positive_int(value: Any, name: str) -> int:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(name, f"must be an int >= 1, got {value!r}")
-    return value
-
-
-def check_bool(value: Any, name: str) -> bool:
-    """A bool (``true/false/1/0/yes/no`` from a URL are accepted).
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("true", "1", "yes", "on"):
-            return True
-        if lowered in ("false", "0", "no", "off"):
-            return False
-    if not isinstance(value, bool):
-        raise ValidationError(name, f"must be a bool, got {value!r}")
     return value
