@@ -151,12 +151,16 @@ class OpenInEachLoop:
             (asyncpg, redis-py, PyMongo); False: one open serves every loop.
     """
 
-    __slots__ = ("_first", "_here", "_locks", "loop_bound", "opened")
+    __slots__ = ("_first", "_here", "_locks", "everywhere", "loop_bound", "opened")
 
     def __init__(self, loop_bound: bool) -> None:
         self.loop_bound = loop_bound
         self.opened = False
         """True once the first open has succeeded (in any loop)."""
+        self.everywhere = False
+        """True once a store that is not loop-bound has opened: open for every
+        loop, which a caller can read as an attribute on its hot path instead
+        of calling :meth:`here`."""
         self._first = OnceAcrossLoops()
         self._here: LoopLocal[bool] = LoopLocal()
         self._locks: LoopLocal[asyncio.Lock] = LoopLocal()
@@ -194,6 +198,7 @@ class OpenInEachLoop:
         if self.loop_bound:
             self._here.set(True)
         self.opened = True
+        self.everywhere = not self.loop_bound
 
 
 class GivenClientLoop:

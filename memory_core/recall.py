@@ -137,7 +137,7 @@ class Recaller:
             extra = min(semantic.top_k + len(recent), MAX_TOP_K) - semantic.top_k
             found, searched = await self.rank(text, semantic, thread_id, owner, extra)
             hits = [hit for hit in found if hit not in recent][: semantic.top_k]
-            hit_windows = await self.storage.include_windows(
+            hit_windows, _ = await self.storage.read_windows(
                 [_new_include(hit, _wider(before), _wider(after), None) for hit in hits], resource_id
             )
             include_windows = parts.windows
@@ -145,7 +145,8 @@ class Recaller:
             # Rank first, then one read: the page, every window and the owner.
             owner = resource_id
             if owner is None and semantic.scope == "resource":
-                owner = _owner(await self.storage.get_thread(thread_id), thread_id, None, semantic)
+                _, known = await self.storage.read_windows((), None, threads)
+                owner = _owner(known.get(thread_id), thread_id, None, semantic)
             hits, searched = await self.rank(text, semantic, thread_id, owner, 0)
             hit_includes = [_new_include(hit, _wider(before), _wider(after), None) for hit in hits]
             parts = await self.storage.read_message_parts(history, wide + hit_includes, threads)

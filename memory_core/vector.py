@@ -310,7 +310,7 @@ class BaseVectorStore(LexicalPrimitives, ABC):
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} vector store is closed")
-        if not self._opening.here():
+        if not (self._opening.everywhere or self._opening.here()):
             await self.open()
 
     def is_retryable(self, exc: Exception) -> bool:

@@ -41,7 +41,7 @@ from types import FrameType
 from typing import Any
 
 import memory_core
-from memory_core import Memory, MemoryConfig
+from memory_core import Memory, MemoryConfig, SemanticRecall
 from memory_core.embedders import get_embedder
 from memory_core.reference_vector import InMemoryVectorStore
 
@@ -117,12 +117,22 @@ class Trace:
         self._entered.add(module)
 
 
-async def trace_recall(messages: int = 20, folder: Path | None = None) -> Trace:
+async def trace_recall(
+    messages: int = 20,
+    folder: Path | None = None,
+    *,
+    semantic: SemanticRecall | bool = True,
+    resource_id: str | None = "user-1",
+) -> Trace:
     """Trace the second of two identical semantic recalls on SQLite.
 
     Args:
         messages: messages saved to the one thread first (int >= 1).
         folder: where the SQLite file goes (default: a temporary folder).
+        semantic: the config's ``semantic_recall`` (default True: the
+            defaults, resource scope).
+        resource_id: the recall's ``resource_id`` (None: the thread's owner
+            is read, as a caller that names only the thread makes it).
 
     Returns:
         The :class:`Trace` of the second recall.
@@ -134,7 +144,7 @@ async def trace_recall(messages: int = 20, folder: Path | None = None) -> Trace:
             storage,
             InMemoryVectorStore(),
             get_embedder("lexical"),
-            MemoryConfig(last_messages=5, semantic_recall=True),
+            MemoryConfig(last_messages=5, semantic_recall=semantic),
             allow_volatile_vectors=True,
         )
         async with memory:
@@ -151,11 +161,11 @@ async def trace_recall(messages: int = 20, folder: Path | None = None) -> Trace:
                     for i in range(messages)
                 ]
             )
-            await memory.recall("thread-1", "user-1", vector_search_string="refunds for billing")
+            await memory.recall("thread-1", resource_id, vector_search_string="refunds for billing")
             trace = Trace()
             sys.setprofile(trace.profile)
             try:
-                await memory.recall("thread-1", "user-1", vector_search_string="refunds for billing")
+                await memory.recall("thread-1", resource_id, vector_search_string="refunds for billing")
             finally:
                 sys.setprofile(None)
         return trace

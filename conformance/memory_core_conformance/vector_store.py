@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import BaseVectorStore, VectorPoint
@@ -78,6 +78,14 @@ class VectorStoreConformance:
     def vector_store_factory(self) -> VectorStoreFactory:
         """Override: ``factory(**options) -> BaseVectorStore`` (unopened, fresh namespace)."""
         raise NotImplementedError(f"{type(self).__name__} must define the fixture vector_store_factory")
+
+    @pytest.fixture
+    def unreachable_vector_store(self) -> BaseVectorStore | None:
+        """Override (optional): an unopened store, making its own client, whose
+        server cannot be reached (a closed port, a short timeout); None (the
+        default) skips the case: a store with no server (in process) has no
+        such failure."""
+        return None
 
     @pytest.fixture
     def anyio_backend(self) -> str:
@@ -500,6 +508,45 @@ class VectorStoreConformance:
             await store.upsert([point("m1", axis(0))])
         with pytest.raises(AdapterClosedError):
             await store.open()
+
+    async def test_lifecycle_vector_store_preflight_reads_before_open_and_creates_nothing(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """``preflight`` before ``open`` (what ``prune --vector`` runs): a
+        store a command writes into passes unchecked; ``must_exist`` refuses
+        a namespace holding no vectors, naming the store (its ``repr``) and
+        field ``url``, and creates nothing there; a persistent store's
+        namespace holding vectors passes, read by a store never opened."""
+        fresh = vector_store_factory()
+        await fresh.preflight()
+        with pytest.raises(ValidationError) as refused:
+            await fresh.preflight(must_exist=True)
+        assert refused.value.field == "url"
+        assert repr(fresh) in str(refused.value) and repr(fresh.namespace) in repr(fresh)
+        assert not fresh.closed
+        async with vector_store_factory(namespace=fresh.namespace) as same:
+            assert await same.dimensions() == []  # the refused preflight made no collection
+            await same.upsert([point("m1", axis(0))])
+            if same.persistent:
+                await vector_store_factory(namespace=fresh.namespace).preflight(must_exist=True)
+            await same.preflight(must_exist=True)  # open: its own listing answers
+            await same.destroy()
+
+    async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
+        self, unreachable_vector_store: BaseVectorStore | None
+    ) -> None:
+        """A server that cannot be reached fails ``open`` (and a first call,
+        which opens) with :class:`BackendError` marked retryable (the next
+        call tries again), never with the driver's own exception."""
+        if unreachable_vector_store is None:
+            pytest.skip("the store has no server to be unreachable (unreachable_vector_store is None)")
+        store = unreachable_vector_store
+        for attempt in (store.open, store.count):
+            with pytest.raises(BackendError) as failed:
+                await attempt()
+            assert failed.value.retryable, f"an unreachable server is transient: {failed.value!r}"
+        assert not store.closed
+        await store.close()
 
     async def test_lifecycle_vector_store_opens_lazily(self, vector_store_factory: VectorStoreFactory) -> None:
         store = vector_store_factory()

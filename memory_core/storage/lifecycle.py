@@ -174,7 +174,7 @@ class Lifecycle(AdapterContract):
     async def _ready(self) -> None:
         if self._closed:
             raise AdapterClosedError(f"{self.backend_name} storage is closed")
-        if not self._open_here():
+        if not (self._opening.everywhere or self._open_here()):
             await self.open()
 
     def is_retryable(self, exc: Exception) -> bool:

@@ -354,11 +354,32 @@ class Reads(Lifecycle):
         """
         if resource_id is not None:
             check_id(resource_id, "resource_id")
-        includes = check_includes(include)
-        if not includes:
-            return []
-        parts = await self._read_plan("list_messages", ReadPlan(windows=_windows(includes)))
-        return self._owned_windows(parts.windows, resource_id)
+        windows, _ = await self.read_windows(check_includes(include), resource_id)
+        return windows
+
+    async def read_windows(
+        self, include: Sequence[Include], resource_id: str | None = None, threads: tuple[str, ...] = ()
+    ) -> tuple[list[list[Message]], dict[str, Thread]]:
+        """:meth:`include_windows` of includes checked already, with
+        ``threads`` read in the same round trip (the core's read: ``recall``
+        checks its whole call once and reads its hits' windows, or a thread's
+        owner, here without checking again).
+
+        Args:
+            include: checked includes, each side at most :data:`WINDOW_SIDE_MAX`.
+            resource_id: a checked resource id: another resource's windows are
+                empty (R-OWN); None: no ownership filter.
+            threads: checked thread ids to read too.
+
+        Returns:
+            ``(windows, threads)``: one window per include, R-ORDER ascending;
+            the found threads by id. No round trip when both are empty.
+        """
+        if not include and not threads:
+            return [], {}
+        plan = ReadPlan(threads=threads, windows=_windows(include))
+        parts = await self._read_plan("list_messages", plan)
+        return self._owned_windows(parts.windows, resource_id), parts.threads
 
     @staticmethod
     def _owned_windows(windows: list[list[Message]], resource_id: str | None) -> list[list[Message]]:

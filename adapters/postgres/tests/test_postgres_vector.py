@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from memory_core.errors import ValidationError
 from memory_core.storage import BaseStorage
+from memory_core.testing import free_port
 from memory_core.vector import VectorPoint, VectorStore
 from memory_core_conformance.vector import VectorConformance, VectorFactory
 from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
@@ -54,6 +55,11 @@ class TestPgVectorStore(VectorStoreConformance):
             return PgVectorStore.from_url(vector_url, **options)
 
         return factory
+
+    @pytest.fixture
+    def unreachable_vector_store(self) -> PgVectorStore:
+        """A store for a port nobody listens on."""
+        return PgVectorStore.from_url(f"postgresql://postgres@127.0.0.1:{free_port()}/test", namespace="unreachable")
 
 
 def test_namespace_longer_than_the_identifier_limit_allows_is_refused() -> None:

@@ -70,7 +70,8 @@ def store_factory(mode: str, tmp_path: Path, local_client: AsyncQdrantClient) ->
             return from_url(f"qdrant+path:///{tmp_path / 'vectors'}", **options)
         url = server_url()
         if url is None:
-            return QdrantServerStore(client=local_client, **options)
+            # through from_url, as a user builds it; the client is the local mode's
+            return QdrantServerStore.from_url("qdrant://127.0.0.1:6333", client=local_client, **options)
         return from_url(url, **options)
 
     return factory

@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from memory_core.testing import free_port
 from memory_core.vector import BaseVectorStore, point_id
 from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory, axis, point
 
@@ -27,6 +28,13 @@ class TestQdrantVectorStore(VectorStoreConformance):
     @pytest.fixture
     def vector_store_factory(self, store_factory: VectorStoreFactory) -> VectorStoreFactory:
         return store_factory
+
+    @pytest.fixture
+    def unreachable_vector_store(self, mode: str) -> BaseVectorStore | None:
+        """A server store making its own client for a port nobody listens on."""
+        if mode != "server":
+            return None
+        return from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2", namespace="unreachable")
 
 
 async def test_collection_without_namespace_is_exactly_r_vec_name() -> None:
