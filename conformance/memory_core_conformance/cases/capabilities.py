@@ -12,6 +12,7 @@ import pytest
 
 from memory_core.capabilities import Capability
 from memory_core.clock import ManualClock
+from memory_core.errors import ValidationError
 from memory_core.models import Resource, ThreadFilter
 from memory_core_conformance.cases._base import SuiteBase, ids, requires
 from memory_core_conformance.compare import assert_same
@@ -98,6 +99,32 @@ class CapabilityCases(SuiteBase):
                 await second.destroy()
             else:
                 await first.destroy()
+
+    @requires(Capability.PERSISTENT)
+    async def test_cap_persistent_strict_preflight_reads_unopened_and_refuses_an_empty_namespace(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        """``preflight(must_exist=True)`` (``export``, ``copy``'s source,
+        ``prune``) on a store never opened: a namespace holding no store is
+        refused as a ``ValidationError`` naming the URL part and the store as
+        the user spelt it, creating nothing there (an ``open`` afterwards
+        finds an empty store); one that holds a store passes, read without
+        opening."""
+        empty = storage_factory(None)
+        assert type(empty).__name__ in repr(empty)
+        with pytest.raises(ValidationError) as refused:
+            await empty.preflight(must_exist=True)
+        assert "check" in str(refused.value), f"the refusal names the next step: {refused.value}"
+        await empty.open()
+        try:
+            assert (await empty.list_threads()).total == 0
+            await empty.save_thread(thread("t1"))
+            await empty.close()
+            again = storage_reopener(empty, None)
+            await again.preflight(must_exist=True)
+            assert await again.get_thread("t1") is not None
+        finally:
+            await storage_reopener(empty, None).destroy()
 
     @requires(Capability.PERSISTENT)
     async def test_cap_persistent_destroy_leaves_nothing(
