@@ -62,6 +62,7 @@ __all__ = [
     "STOPWORDS",
     "SentenceTransformersEmbedder",
     "default_embedder",
+    "embedder_of_index",
     "dimension_mismatch",
     "get_embedder",
     "light_stem",
@@ -773,6 +774,22 @@ def relevance_floor(embedder: Embedder | None) -> float | None:
     embedder not measured, or None. Both MiniLM embedders share one name
     and one floor (their vectors agree to cosine 0.9999)."""
     return None if embedder is None else RELEVANCE_FLOORS.get(embedder.name)
+
+
+def embedder_of_index(counts: Mapping[int, int]) -> Embedder | None:
+    """The built-in embedder that built an index holding ``counts`` (points
+    per dimension, :meth:`~memory_core.vector.BaseVectorStore.dimension_counts`),
+    when it can be told and run here: every point of one dimension, the
+    lexical hashing embedder's (1024) or MiniLM's (384, when installed);
+    None otherwise (an empty index, a mixed one, another embedder's)."""
+    dimensions = [dimension for dimension, n in counts.items() if n]
+    if len(dimensions) != 1:
+        return None
+    if dimensions[0] == LexicalHashEmbedder().dimension:
+        return LexicalHashEmbedder()
+    if dimensions[0] == MiniLMEmbedder.dimension and minilm_available():
+        return MiniLMEmbedder()
+    return None
 
 
 def default_embedder() -> Embedder:

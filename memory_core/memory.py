@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -31,7 +32,7 @@ from memory_core.arguments import (
 )
 from memory_core.clones import CloneCalls
 from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
-from memory_core.embedders import Embedder, default_embedder
+from memory_core.embedders import Embedder, default_embedder, embedder_of_index
 from memory_core.errors import ValidationError
 from memory_core.ids import new_message_id
 from memory_core.indexing import IndexStatus, VectorIndex
@@ -96,6 +97,10 @@ class Memory(CloneCalls):
             so that pairing is refused unless ``allow_volatile_vectors``.
         embedder: an embedder object (:func:`memory_core.embedders.get_embedder`
             turns a name into one); with a vector store and no embedder,
+            the built-in embedder that built the index when it holds one
+            embedder's vectors (:func:`~memory_core.embedders.embedder_of_index`,
+            settled at the first recall or write: an index built by the lexical
+            embedder stays searchable after MiniLM is installed), else
             :func:`~memory_core.embedders.default_embedder` (MiniLM when
             installed, else the lexical hashing embedder).
         config: defaults for recall and working memory: a
@@ -153,6 +158,7 @@ class Memory(CloneCalls):
         embedder = check_embedder(embedder)
         check_pairing(storage, vector, allow_volatile_vectors=allow_volatile_vectors)
         self.config = check_config(config, vector, embedder)
+        self._embedder_settled = embedder is not None or vector is None  # else: _settle_embedder
         if vector is not None and embedder is None:
             embedder = default_embedder()
         self.storage = storage
@@ -250,6 +256,7 @@ class Memory(CloneCalls):
         await self.storage.open()
         if self.vector is not None:
             await self.vector.open()
+            await self._settle_embedder()
         return self
 
     async def __aexit__(
@@ -461,8 +468,23 @@ class Memory(CloneCalls):
         Checked once per Memory, at the cost of one count per dimension;
         :meth:`reindex` is never refused (it is the fix)."""
         if not self._embedder_fits:
+            await self._settle_embedder()
             await self._vectors.check_embedder()
             self._embedder_fits = True
+
+    async def _settle_embedder(self) -> None:
+        """With no embedder given, use the built-in one whose vectors the
+        index holds (:func:`~memory_core.embedders.embedder_of_index`) instead
+        of the default, once, before the first recall or write: the default
+        changes when MiniLM is installed, the index's embedder does not."""
+        if self._embedder_settled or self.vector is None:
+            return
+        found = embedder_of_index(await self.vector.dimension_counts())
+        if found is not None and self.embedder is not None and found.dimension != self.embedder.dimension:
+            log.info("the vector index was built by %r: using it (pass embedder= to choose)", found.name)
+            self.embedder = found
+            self._recaller = replace(self._recaller, embedder=found)
+        self._embedder_settled = True
 
     @traced("update_memory")
     async def append_messages(
@@ -631,6 +653,7 @@ class Memory(CloneCalls):
             OwnershipError: the thread belongs to another resource.
         """
         await self._outbox.settle()
+        await self._settle_embedder()
         return await self._recaller.recall(
             self.config,
             thread_config,
@@ -669,6 +692,7 @@ class Memory(CloneCalls):
                 embedder (another dimension), mixed with this one's or not.
         """
         await self._outbox.settle()
+        await self._settle_embedder()
         return await self._vectors.status(thread_id, resource_id)
 
     @traced("search_memory")

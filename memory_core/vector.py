@@ -65,6 +65,7 @@ __all__ = [
     "DELETE_BATCH",
     "PAYLOAD_FIELDS",
     "POINT_NAMESPACE",
+    "SCORE_DIGITS",
     "BaseVectorStore",
     "PointFilter",
     "RawHit",
@@ -87,6 +88,22 @@ DEFAULT_OVERFETCH = 2
 each message's best one; it asks again with a 4x larger limit while fewer than
 ``top_k`` distinct messages came back and more chunks exist. Most messages are
 one chunk, so 2 rarely needs a second call."""
+
+SCORE_DIGITS = 6
+"""Decimals a search hit's score is rounded to before ranking (R-VEC):
+backends compute a cosine in float32 or float64 and in their own order, so
+two messages of equal similarity differ in the last bits, by backend; rounded,
+they tie exactly and the tie goes to the smaller message id on every backend."""
+
+
+def _tie_at_cut(last: RawHit, best: dict[str, RawHit], top_k: int) -> bool:
+    """Whether the backend's cut (its last returned chunk, ``last``) may fall
+    inside a tie for the ``top_k``-th place (rounded scores equal): then the
+    chunks beyond it must be read too, or backends keep different members
+    of the tie."""
+    kth = sorted((round(h.score, SCORE_DIGITS) for h in best.values()), reverse=True)[top_k - 1]
+    return round(last.score, SCORE_DIGITS) >= kth
+
 
 DEFAULT_BATCH_SIZE = 512
 """Points per ``_upsert`` call (a larger upsert is split into batches)."""
@@ -495,8 +512,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         """The ``top_k`` messages most similar to ``vector`` (cosine), best first.
 
         At most one hit per message: its best chunk's score. Only points of
-        the ``dim``-sized collection are searched; filters are ANDed. Ties in
-        score are ordered by message id.
+        the ``dim``-sized collection are searched; filters are ANDed. Scores are
+        rounded to :data:`SCORE_DIGITS` decimals; ties are ordered by message id.
 
         Args:
             vector: query vector, shape ``(dim,)``; normalised here.
@@ -545,11 +562,12 @@ class BaseVectorStore(LexicalPrimitives, ABC):
             best: dict[str, RawHit] = {}
             for hit in raw:  # best first, so the first chunk of a message is its best
                 best.setdefault(hit.message_id, hit)
-            if len(best) >= top_k or len(raw) < limit:
+            if len(raw) < limit or (len(best) >= top_k and not _tie_at_cut(raw[-1], best, top_k)):
                 break
             limit *= 4
-        ranked = sorted(best.values(), key=lambda h: (-h.score, h.message_id))[:top_k]
-        return [VectorHit(h.message_id, h.thread_id, h.resource_id, h.score) for h in ranked]
+        scored = [(round(h.score, SCORE_DIGITS), h) for h in best.values()]
+        ranked = sorted(scored, key=lambda pair: (-pair[0], pair[1].message_id))[:top_k]
+        return [VectorHit(h.message_id, h.thread_id, h.resource_id, score) for score, h in ranked]
 
     @traced("search_memory", "vector")
     async def count(self, resource_id: str | None = None, thread_id: str | None = None) -> int:

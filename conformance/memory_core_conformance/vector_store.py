@@ -30,7 +30,7 @@ import pytest
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
-from memory_core.vector import BaseVectorStore, VectorPoint
+from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
 
 __all__ = ["VectorStoreConformance", "VectorStoreFactory"]
 
@@ -375,6 +375,25 @@ class VectorStoreConformance:
             assert [h.message_id for h in all_hits] == ["m-long", "m0", "m1", "m2", "m3", "m4"]
         finally:
             await store.destroy()
+
+    async def test_vector_store_equal_similarity_ties_break_by_message_id(self, store: BaseVectorStore) -> None:
+        """Messages exactly as similar to the query (here: permutations of
+        one vector against a symmetric query), whose cosines a backend
+        computes to different last bits, tie: the smaller message id first,
+        also where the top k cuts a tie, with scores equal to the rounding
+        of ``SCORE_DIGITS`` decimals (R-VEC: every backend the same hits)."""
+        permutations = [(1.0, 2.0, 3.0), (3.0, 1.0, 2.0), (2.0, 3.0, 1.0), (3.0, 2.0, 1.0), (1.0, 3.0, 2.0)]
+        ids = ["m4", "m0", "m3", "m2", "m1"]
+        await store.upsert(
+            [point(message_id, unit(*values)) for message_id, values in zip(ids, permutations, strict=True)]
+        )
+        await store.upsert([point("best", unit(1.0, 1.0, 1.0)), point("far", axis(5))])
+        query = unit(1.0, 1.0, 1.0)
+        hits = await store.search(query, top_k=4)
+        assert [h.message_id for h in hits] == ["best", "m0", "m1", "m2"]
+        tied = {round(h.score, SCORE_DIGITS) for h in hits[1:]}
+        assert len(tied) == 1 and hits[1].score == pytest.approx(6 / float(np.sqrt(42)), abs=1e-5)
+        assert [h.message_id for h in await store.search(query, top_k=7)][:6] == ["best", "m0", "m1", "m2", "m3", "m4"]
 
     async def test_vector_store_top_k_zero_and_missing_collection(self, store: BaseVectorStore) -> None:
         assert await store.search(axis(0), 5) == []  # no collection yet
