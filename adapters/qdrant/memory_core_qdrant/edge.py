@@ -66,7 +66,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 
 import anyio.to_thread
 import qdrant_edge as qe
-from memory_core.errors import AdapterClosedError, ValidationError
+from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.inverted_index import InvertedIndex
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
 from memory_core.options import ensure_folder, option_bool
@@ -164,6 +164,29 @@ def _shards_in(folder: str) -> list[str]:
 async def _run(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """Run a blocking engine call in a worker thread."""
     return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
+
+
+async def _open_shard(make: Callable[[str, Any], qe.EdgeShard], where: str, config: Any) -> qe.EdgeShard:
+    """Load or create the shard at ``where`` (``EdgeShard.load``/``create``).
+
+    Raises:
+        BackendError: another process or store holds the shard (the engine
+            locks its write-ahead log, and answers "WouldBlock"): said so,
+            with the way out, instead of the engine's words.
+    """
+    try:
+        return await _run(make, where, config)
+    except Exception as exc:
+        if "WouldBlock" not in str(exc):
+            raise
+        raise BackendError(
+            "qdrant",
+            "open",
+            f"{os.path.dirname(where)!r} is open in another process or store: the in-process Qdrant engine "
+            "(qdrant+path) serves one open store per folder; close the other, or give each process its own "
+            "folder, or use a Qdrant server (qdrant://host:6333) or pgvector for several processes",
+            original=exc,
+        ) from exc
 
 
 class QdrantEdgeStore(BaseVectorStore):
@@ -285,7 +308,9 @@ class QdrantEdgeStore(BaseVectorStore):
         for name in sorted(names):
             dimension = self.dimension_of(name)
             if dimension is not None and await _run(_is_shard, os.path.join(root, name)):
-                self._shards[name] = await _run(qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension))
+                self._shards[name] = await _open_shard(
+                    qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension)
+                )
         self._documents = await self._open_documents(root)
 
     async def _open_documents(self, root: str) -> qe.EdgeShard:
@@ -298,8 +323,8 @@ class QdrantEdgeStore(BaseVectorStore):
             wal_enabled=False if self.in_memory else None,
         )
         if await _run(_is_shard, where):
-            return await _run(qe.EdgeShard.load, where, config)
-        shard = await _run(qe.EdgeShard.create, where, config)
+            return await _open_shard(qe.EdgeShard.load, where, config)
+        shard = await _open_shard(qe.EdgeShard.create, where, config)
         for field in DOCUMENT_KEYWORDS:
             schema = qe.KeywordIndexParams(is_tenant=True) if field == TENANT_FIELD else qe.PayloadSchemaType.Keyword
             await _run(shard.update, qe.UpdateOperation.create_field_index(field, schema))
@@ -332,10 +357,10 @@ class QdrantEdgeStore(BaseVectorStore):
         if shard is None:
             where = os.path.join(self._root, name)
             if await _run(_is_shard, where):
-                shard = await _run(qe.EdgeShard.load, where, shard_config(dimension))
+                shard = await _open_shard(qe.EdgeShard.load, where, shard_config(dimension))
             else:
                 config = shard_config(dimension, wal_enabled=False if self.in_memory else None)
-                shard = await _run(qe.EdgeShard.create, where, config)
+                shard = await _open_shard(qe.EdgeShard.create, where, config)
             self._shards[name] = shard
         for field in INDEXED_FIELDS:  # creating an existing index is a no-op
             schema = qe.KeywordIndexParams(is_tenant=True) if field == TENANT_FIELD else qe.PayloadSchemaType.Keyword

@@ -16,6 +16,7 @@ from memory_core.errors import BackendError, ValidationError
 from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import VectorPoint, point_id
+from memory_core_conformance.vector_store import axis, point
 
 from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, from_url
 
@@ -253,3 +254,20 @@ async def test_strict_preflight_before_open_creates_nothing(tmp_path: Path) -> N
     async with await connect_vector(url_of(tmp_path / "v")) as written:
         await written.upsert(points())
     await from_url(url_of(tmp_path / "v")).preflight(must_exist=True)
+
+
+async def test_a_folder_another_store_holds_is_refused_saying_so(tmp_path: Path) -> None:
+    """The engine serves one open store per folder (it locks each shard's
+    write-ahead log, for other processes and this one alike): the second
+    gets a typed error naming the cause and the way out, not the engine's
+    "failed to open WAL ... WouldBlock" (a fresh-user trial ran two app
+    processes on one ``qdrant+path`` folder)."""
+    url = f"qdrant+path:///{tmp_path / 'vectors'}"
+    async with from_url(url) as holder:
+        await holder.upsert([point("m1", axis(0))])
+        with pytest.raises(BackendError, match="open in another process or store") as refused:
+            async with from_url(url) as second:
+                await second.count()
+        assert "qdrant://" in str(refused.value) and not refused.value.retryable
+    async with from_url(url) as store:  # the holder closed: the folder opens again
+        assert await store.count() == 1
