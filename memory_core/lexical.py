@@ -26,8 +26,11 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
 
 from memory_core.errors import ValidationError
 
@@ -39,11 +42,13 @@ __all__ = [
     "bm25_rank",
     "bm25_idf",
     "bm25_score",
+    "bm25_scores",
     "bm25_term_bound",
     "document_terms",
     "s_stem",
     "tokenize",
     "top_scores",
+    "top_scored",
 ]
 
 BM25_K1 = 1.2
@@ -264,6 +269,42 @@ def bm25_score(
     return sum(idf[term] * tf * (k1 + 1.0) / (tf + norm) for term, tf in sorted(counts.items()))
 
 
+def bm25_scores(
+    columns: Sequence[tuple[float, npt.NDArray[np.intp], npt.NDArray[np.float64]]],
+    lengths: npt.NDArray[np.float64],
+    mean_length: float,
+    *,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+) -> npt.NDArray[np.float64]:
+    """:func:`bm25_score` of every document of a scope at once (numpy),
+    equal to it to the last bit: the same operations in the same order
+    (IEEE-754 rounds each elementwise ``+ - * /`` as Python does its
+    floats), each term's part added, term by term, only to the documents
+    holding the term.
+
+    Args:
+        columns: one ``(idf, rows, counts)`` per query term held by the scope,
+            in term order (sorted, as :func:`bm25_score` sums): the term's
+            IDF, the positions in ``lengths`` of the documents holding it
+            (distinct ints, shape ``(n,)``) and their counts of it (float64,
+            each >= 1, shape ``(n,)``).
+        lengths: each document's length in terms (float64, shape ``(D,)``;
+            a position no column names may hold anything).
+        mean_length: the scope's mean document length (> 0).
+        k1 / b: as :func:`bm25_score`.
+
+    Returns:
+        Shape ``(D,)`` float64: each document's score, 0.0 for a document
+        holding none of the terms (a document holding one scores > 0).
+    """
+    scores = np.zeros(len(lengths))
+    for idf, rows, counts in columns:
+        norm = k1 * (1.0 - b + b * lengths[rows] / mean_length)
+        scores[rows] += idf * counts * (k1 + 1.0) / (counts + norm)
+    return scores
+
+
 def bm25_term_bound(frequency: int, size: int, *, k1: float = BM25_K1) -> float:
     """The most one query term of document frequency ``frequency`` (in a
     scope of ``size`` documents) can add to a document's :func:`bm25_score`:
@@ -277,6 +318,18 @@ def top_scores(scores: Iterable[tuple[str, float]], top_k: int) -> list[tuple[st
     """The ``top_k`` best ``(message_id, score)``: by score descending, then
     message id ascending."""
     return heapq.nsmallest(top_k, scores, key=lambda pair: (-pair[1], pair[0]))
+
+
+def top_scored(ids: Sequence[str], scores: npt.NDArray[np.float64], top_k: int) -> list[tuple[str, float]]:
+    """:func:`top_scores` of the documents with a positive score (from
+    :func:`bm25_scores`; ``ids[i]`` names position ``i``): numpy keeps the
+    ``top_k``-th best score and those above or equal (ties at the cut
+    included), then they are ordered as :func:`top_scores` orders."""
+    hits = np.flatnonzero(scores > 0) if top_k > 0 else np.empty(0, np.intp)
+    if len(hits) > top_k:
+        cut = len(hits) - top_k
+        hits = hits[scores[hits] >= np.partition(scores[hits], cut)[cut]]
+    return top_scores(zip([ids[i] for i in hits.tolist()], scores[hits].tolist(), strict=True), top_k)
 
 
 def bm25_rank(

@@ -24,6 +24,7 @@ erasure, prune), which drop documents with points.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol, runtime_checkable
@@ -213,6 +214,17 @@ class LexicalPrimitives:
         their lengths and their counts of the ``counted`` terms (which include
         ``selecting``; all sorted)."""
         raise NotImplementedError(f"{type(self).__name__} sets lexical_index but has no _read_postings")
+
+    async def _search_documents(self, terms: tuple[str, ...], top_k: int, flt: PointFilter) -> list[tuple[str, float]]:
+        """The exact BM25 top ``top_k`` (int >= 1) of the scope ``flt`` for
+        the query ``terms`` (distinct, sorted): by default
+        :func:`search_index` over :meth:`_read_statistics` and
+        :meth:`_read_postings` (MaxScore). A store whose index lives in
+        process may score the scope at once instead
+        (:meth:`memory_core.inverted_index.InvertedIndex.search`), then
+        needs neither read primitive."""
+        statistics = functools.partial(self._read_statistics, flt=flt)
+        return await search_index(terms, top_k, statistics, functools.partial(self._read_postings, flt=flt))
 
     async def _count_documents(self, flt: PointFilter) -> int:
         """Exact number of documents matching ``flt`` (empty: all)."""

@@ -28,7 +28,6 @@ store in step with storage. The reference implementation is
 
 from __future__ import annotations
 
-import functools
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -40,7 +39,7 @@ import numpy as np
 
 from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError, guarded
 from memory_core.lexical import tokenize
-from memory_core.lexical_index import LexicalDocument, LexicalPrimitives, search_index
+from memory_core.lexical_index import LexicalDocument, LexicalPrimitives
 from memory_core.loops import OnceAcrossLoops, OpenInEachLoop
 from memory_core.telemetry import traced
 from memory_core.validation import check_id
@@ -669,7 +668,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
     ) -> list[tuple[str, float]]:
         """The ``top_k`` (int >= 0) best ``(message_id, BM25 score)`` of one
         scope for ``query`` from the lexical index, by score descending, then
-        id ascending: :func:`memory_core.lexical_index.search_index`, exact.
+        id ascending: the store's ``_search_documents`` (by default
+        :func:`memory_core.lexical_index.search_index`), exact.
 
         Raises:
             ValidationError: a bad ``top_k`` or id; field ``vector``: the
@@ -684,8 +684,7 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         if not terms or top_k == 0:
             return []
         with self._guard("lexical_search"):
-            statistics = functools.partial(self._read_statistics, flt=flt)
-            return await search_index(terms, top_k, statistics, functools.partial(self._read_postings, flt=flt))
+            return await self._search_documents(terms, top_k, flt)
 
     @traced("search_memory", "vector")
     async def count_documents(self, resource_id: str | None = None, thread_id: str | None = None) -> int:

@@ -7,12 +7,14 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from memory_core import Memory, MemoryConfig, SemanticRecall
 from memory_core.errors import ValidationError
 from memory_core.hybrid import reciprocal_rank_fusion
-from memory_core.lexical import bm25_rank, document_terms, s_stem, tokenize
+from memory_core.inverted_index import InvertedIndex
+from memory_core.lexical import bm25_rank, bm25_score, bm25_scores, document_terms, s_stem, tokenize
 from memory_core.lexical_index import LexicalDocument, LexicalPostings
 from memory_core.reference import InMemoryStorage
 from memory_core.reference_vector import InMemoryVectorStore
@@ -122,3 +124,60 @@ async def test_lexical_index_pruning_stops_early_and_ranks_like_bm25_rank() -> N
                 assert got == bm25_rank(query, texts.items(), top_k), (query, top_k)
                 early += len(reads) < len(set(tokenize(query)))
         assert early > 0  # MaxScore stopped before reading every term at least once
+
+
+def test_bm25_scores_equal_bm25_score_to_the_last_bit() -> None:
+    rng = random.Random(11)
+    for _ in range(200):
+        terms = sorted(rng.sample([f"t{n}" for n in range(8)], rng.randint(1, 6)))
+        documents = [
+            {term: rng.randint(1, 9) for term in rng.sample(terms, rng.randint(0, len(terms)))} for _ in range(30)
+        ]
+        lengths = [sum(counts.values()) + rng.randint(0, 40) for counts in documents]
+        mean = rng.uniform(0.5, 50.0)
+        idf = {term: rng.uniform(0.01, 9.0) for term in terms}
+        k1, b = rng.choice([(1.2, 0.75), (rng.uniform(0.1, 3), rng.uniform(0, 1))])
+        columns = []
+        for term in terms:
+            rows = [i for i, counts in enumerate(documents) if term in counts]
+            counts = [documents[i][term] for i in rows]
+            columns.append((idf[term], np.array(rows, np.intp), np.array(counts, np.float64)))
+        got = bm25_scores(columns, np.array(lengths, np.float64), mean, k1=k1, b=b)
+        want = [
+            bm25_score(counts, length, idf, mean, k1=k1, b=b) for counts, length in zip(documents, lengths, strict=True)
+        ]
+        assert got.tolist() == want  # exact, not approx
+
+
+def test_inverted_index_search_ranks_like_bm25_rank_after_rewrites_and_deletes() -> None:
+    rng = random.Random(3)
+    words = [f"w{n}" for n in range(200)]
+    weights = [1.0 / (n + 1) for n in range(len(words))]
+    pool = [" ".join(rng.choices(words, weights, k=rng.randint(0, 20))) for _ in range(150)]  # repeats: ties
+    texts: dict[str, tuple[str, str]] = {}
+    index = InvertedIndex()
+
+    def write(message_ids: list[str]) -> None:
+        for mid in message_ids:
+            texts[mid] = (rng.choice(["t1", "t2", "t3"]), rng.choice(pool))
+        index.write(LexicalDocument(mid, texts[mid][0], "r", *document_terms(texts[mid][1])) for mid in message_ids)
+
+    def check() -> None:
+        for query in [" ".join(rng.choices(words, weights, k=rng.randint(1, 10))) for _ in range(15)]:
+            terms = tuple(sorted(set(tokenize(query))))
+            for top_k in (1, 5, 10, 50):
+                want = bm25_rank(query, [(m, text) for m, (_, text) in texts.items()], top_k)
+                assert index.search(terms, top_k, PointFilter(resource_id="r")) == want, (query, top_k)
+                in_t1 = [(m, text) for m, (thread, text) in texts.items() if thread == "t1"]
+                assert index.search(terms, top_k, PointFilter(thread_id="t1")) == bm25_rank(query, in_t1, top_k)
+
+    write([f"m{i:03d}" for i in range(400)])
+    check()
+    write(rng.sample(sorted(texts), 120))  # rewritten, some moved to another thread
+    gone = rng.sample(sorted(texts), 150)
+    index.delete(PointFilter(message_ids=tuple(gone)))
+    for mid in gone:
+        del texts[mid]
+    write([f"n{i:03d}" for i in range(100)])  # reuses the freed rows
+    check()
+    assert index.search(("w1",), 5, PointFilter(thread_id="nowhere")) == []

@@ -46,8 +46,9 @@ writer (the engine locks its files), it keeps an in-process mirror, a
 :class:`memory_core.inverted_index.InvertedIndex`, read from the shard at
 the first lexical search after opening (one scroll of every document) and
 then updated after every document write and delete that succeeded (a failed
-one drops the mirror, to be read again); lexical searches read statistics
-and postings from the mirror and the core scores them. Memory: every
+one drops the mirror, to be read again); a lexical search scores the
+mirror's scope at once with numpy (:meth:`~memory_core.inverted_index.InvertedIndex.search`,
+equal to the last bit to the core's BM25). Memory: every
 document's ids, length and term counts, as the reference store holds them.
 Qdrant's own sparse-vector BM25 (the IDF modifier) is not used: its IDF
 counts the whole collection, not the searched scope, and length
@@ -68,7 +69,7 @@ import anyio.to_thread
 import qdrant_edge as qe
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.inverted_index import InvertedIndex
-from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
+from memory_core.lexical_index import LexicalDocument
 from memory_core.options import ensure_folder, option_bool
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
@@ -472,13 +473,8 @@ class QdrantEdgeStore(BaseVectorStore):
         if self._mirror is not None:
             mirror(self._mirror)
 
-    async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
-        return self._lexicon().statistics(terms, flt)
-
-    async def _read_postings(
-        self, selecting: tuple[str, ...], counted: tuple[str, ...], flt: PointFilter
-    ) -> LexicalPostings:
-        return self._lexicon().postings(selecting, counted, flt)
+    async def _search_documents(self, terms: tuple[str, ...], top_k: int, flt: PointFilter) -> list[tuple[str, float]]:
+        return self._lexicon().search(terms, top_k, flt)
 
     async def _count_documents(self, flt: PointFilter) -> int:
         return await _run(self._document_shard().count, qe.CountRequest(exact=True, filter=edge_filter(flt)))
