@@ -114,6 +114,8 @@ def test_a_selection_of_no_test_gives_no_verdict() -> None:
     result = CliRunner().invoke(app, ["check", "memory://", "-k", "no_such_test_anywhere"])
     assert result.exit_code == 1, result.output
     assert "no test ran" in result.output and "CONFORMANT" not in result.output
+    # a rule id is the natural first try (an operator trial): the line says what -k matches
+    assert "not by rule ids" in " ".join(result.output.split()), result.output
 
 
 def test_an_unknown_profile_is_one_red_line() -> None:

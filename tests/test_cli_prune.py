@@ -73,14 +73,27 @@ def test_prune_of_a_resource_the_store_lacks_says_so_and_names_close_ids(
 
     url = f"sqlite:///{tmp_path / 'm.db'}"
     _seed(url)
-    for dry_run, done in (["--dry-run"], "would be pruned"), ([], "pruned"):
+    for dry_run, outcome in (["--dry-run"], "nothing would be pruned"), ([], "nothing was pruned"):
         result = cli("prune", url, "--older-than", "30d", "--resource", resource, *dry_run)
         assert result.returncode == 0, result.stderr
-        hint = f"hint: the store holds no resource {resource!r} (no record, no thread): nothing was {done}; {says}"
+        hint = f"hint: the store holds no resource {resource!r} (no record, no thread): {outcome}; {says}"
         assert hint in " ".join(result.stderr.split()), result.stderr
     assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
     present = cli("prune", url, "--older-than", "30d", "--resource", "r2", "--dry-run")
     assert present.returncode == 0 and "hint" not in present.stderr, present.stderr
+
+
+def test_a_prune_that_empties_its_resource_gives_no_hint_that_it_was_absent(tmp_path: Path) -> None:
+    """Before: the "holds no resource" hint was read after the prune, so a
+    prune that removed the resource's last thread contradicted its own
+    "removed 1 threads" line (an operator trial)."""
+    from tests.cli_run import cli
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _seed(url)
+    result = cli("prune", url, "--older-than", "30d", "--threads", "--resource", "r1")  # its only thread
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("removed 1 threads") and "hint" not in result.stderr, result.stderr
 
 
 def test_prune_threads(tmp_path: Path) -> None:

@@ -280,7 +280,12 @@ def run_check(
         )
         return INTERRUPTED
     if not recorder.outcomes:
-        why = "the selection matches no test" if code == pytest.ExitCode.NO_TESTS_COLLECTED else f"pytest exit {code}"
+        why = (
+            "the selection matches no test; -k selects by words of test names (for example -k prune), "
+            "not by rule ids: conformance/README.md lists each rule's tests"
+            if code == pytest.ExitCode.NO_TESTS_COLLECTED
+            else f"pytest exit {code}"
+        )
         errors.print(f"[bold red]no test ran[/] ({why}): no verdict", soft_wrap=True)
         return 1
     rows = add_not_run(summarize(recorder.outcomes.values()), StorageConformance)

@@ -129,6 +129,7 @@ async def _prune(
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None
     async with Memory(storage, vectors, embedder) as memory:
-        report = await memory.prune(policy, dry_run=dry_run)
-        done = "would be pruned" if dry_run else "pruned"
-        return report, await absent_resource_hint(storage, policy.resource_id, done)
+        # Asked before pruning: a prune that empties the resource leaves none to find.
+        outcome = "nothing would be pruned" if dry_run else "nothing was pruned"
+        hint = await absent_resource_hint(storage, policy.resource_id, outcome)
+        return await memory.prune(policy, dry_run=dry_run), hint

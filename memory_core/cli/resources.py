@@ -17,18 +17,19 @@ SCANNED_IDS = 10_000
 cost stays bounded on a store with millions of users)."""
 
 
-async def absent_resource_hint(storage: Storage, resource_id: str | None, done: str) -> str | None:
+async def absent_resource_hint(storage: Storage, resource_id: str | None, outcome: str) -> str | None:
     """The hint for a ``--resource`` that names nothing, or None when it
     names a resource (or no ``--resource`` was given).
 
     Args:
         storage: the opened store the command read.
         resource_id: the ``--resource`` value, or None.
-        done: what the command did, for the hint (``"pruned"``, ``"exported"``).
+        outcome: what the command did, as a clause for the hint
+            (``"nothing was exported"``, ``"nothing would be pruned"``).
 
     Returns:
-        ``the store holds no resource 'X' (no record, no thread): nothing was
-        <done>; did you mean 'Y'?`` with up to three close ids (difflib's
+        ``the store holds no resource 'X' (no record, no thread): <outcome>;
+        did you mean 'Y'?`` with up to three close ids (difflib's
         ratio >= 0.6) among the first :data:`SCANNED_IDS`; without one, a few
         of the ids the store holds, or that it holds none.
 
@@ -48,7 +49,7 @@ async def absent_resource_hint(storage: Storage, resource_id: str | None, done: 
         cursor = listing.next_cursor
         if cursor is None:
             break
-    hint = f"the store holds no resource {resource_id!r} (no record, no thread): nothing was {done}"
+    hint = f"the store holds no resource {resource_id!r} (no record, no thread): {outcome}"
     close = difflib.get_close_matches(resource_id, ids, n=3)
     if close:
         return f"{hint}; did you mean {' or '.join(repr(i) for i in close)}?"

@@ -57,13 +57,13 @@ def _check_resource(resource: str | None) -> None:
         check_id(resource, "--resource")
 
 
-async def _hint_if_absent(storage: Storage, resource: str | None, done: str) -> None:
+async def _hint_if_absent(storage: Storage, resource: str | None, outcome: str) -> None:
     """Say on stderr that ``--resource`` named a resource the source does not
     hold, naming close ids (:func:`~memory_core.cli.resources.absent_resource_hint`).
     Not an error: the export is a valid, empty one and the exit code stays 0,
     so a script exporting resources that may have been erased keeps working,
     and a mistyped id is still visible."""
-    hint = await absent_resource_hint(storage, resource, done)
+    hint = await absent_resource_hint(storage, resource, outcome)
     if hint is not None:
         _err.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
 
@@ -196,7 +196,7 @@ def export(
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
-                await _hint_if_absent(storage, resource, "exported")
+                await _hint_if_absent(storage, resource, "nothing was exported")
 
         run_interruptible(
             work(), "run the export again" if output is None else f"{output} was not written; run the export again"
@@ -266,7 +266,7 @@ def copy(
                     report = await copy_store(
                         src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex
                     )
-                await _hint_if_absent(src, resource, "copied")
+                await _hint_if_absent(src, resource, "nothing was copied")
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)
