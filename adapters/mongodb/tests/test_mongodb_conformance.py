@@ -116,6 +116,7 @@ async def _uses_transactions(factory: Callable[[], MongoStorage]) -> bool:
         await store.destroy()
 
 
+@pytest.mark.heavy  # a state machine: run first (the repository's conftest.py)
 def test_state_machine_with_the_ordered_write_plan(mongodb_url: str, is_secantus: bool) -> None:
     """The conformance state machine with ``transactions=False`` forced.
 
@@ -149,6 +150,7 @@ class _PerCollectionWrites(MongoStorage):
         self._client_bulk = False
 
 
+@pytest.mark.heavy  # a state machine: run first (the repository's conftest.py)
 def test_state_machine_with_per_collection_writes(mongodb_url: str, is_secantus: bool) -> None:
     """The conformance state machine with the client ``bulkWrite`` turned off.
 
