@@ -94,7 +94,10 @@ class TestMongoConformance(StorageConformance):
     @pytest.fixture
     def unopenable_storage_factory(self) -> Callable[[Clock | None], BaseStorage]:
         """Stores on a loopback port where no server listens: their open fails
-        (after a short server selection)."""
+        (after a short server selection: with the adapter's default
+        ``timeoutMS`` of 60 s PyMongo selects a server for that long, ignoring
+        ``serverSelectionTimeoutMS``, and each of the case's three opens took
+        a minute)."""
 
         def factory(clock: Clock | None = None) -> BaseStorage:
             return MongoStorage.from_url(
@@ -102,6 +105,7 @@ class TestMongoConformance(StorageConformance):
                 clock=clock,
                 namespace=unique_namespace(),
                 serverSelectionTimeoutMS=300,
+                timeoutMS=300,
             )
 
         return factory
