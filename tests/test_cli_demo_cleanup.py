@@ -14,6 +14,9 @@ from typer.testing import CliRunner
 
 from memory_core.cli import app
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("cli_demo_cleanup")
+
 HAS_REDIS = importlib.util.find_spec("memory_core_redis") is not None
 HAS_MONGODB = importlib.util.find_spec("memory_core_mongodb") is not None
 

@@ -19,6 +19,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -105,6 +107,7 @@ for _name, _cls in _broken.BROKEN.items():
 """
 
 
+@pytest.mark.heavy  # the whole suite, 23 times, in one test: run first (root conftest.py)
 def test_every_broken_adapter_fails_the_suite(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text(textwrap.dedent(_PLUGIN), encoding="utf-8")
     (tmp_path / "test_generated_kills.py").write_text(

@@ -245,6 +245,7 @@ async def test_minilm_shape_and_similarity() -> None:
     assert cosine(car, vehicle) > cosine(car, banana)
 
 
+@pytest.mark.heavy  # 1,000 turns through two MiniLM forward passes: run first (root conftest.py)
 @needs_minilm
 @pytest.mark.skipif(not sentence_transformers_available(), reason="the reference (memory-core[minilm-torch]) is absent")
 @pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")

@@ -15,9 +15,11 @@ from memory_core.cli.locomo import load_dir
 
 LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[2] / "shared/data/locomo10"))
 needs_locomo = pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")
+heavy = pytest.mark.heavy  # 5,882 messages: run first (root conftest.py)
 pytest.importorskip("memory_core_sqlite", reason="memory-core-sqlite is not installed")
 
 
+@heavy
 @needs_locomo
 @pytest.mark.anyio
 async def test_all_locomo_conversations_load_into_sqlite(tmp_path: Path) -> None:
@@ -75,6 +77,7 @@ def test_demo_on_the_shipped_sample_exits_0(tmp_path: Path) -> None:
     assert "threads so far: 3" in result.output
 
 
+@heavy
 @needs_locomo
 def test_demo_on_locomo_exits_0(tmp_path: Path) -> None:
     # Lexical: the load and the session are under test here; MiniLM over 5,882

@@ -32,7 +32,8 @@ from memory_core.embedders import LexicalHashEmbedder
 from memory_core.telemetry import set_capture_content, set_tracer_provider
 from memory_core.vector import VectorPoint
 
-pytestmark = pytest.mark.anyio
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("telemetry")]
 
 
 @pytest.fixture

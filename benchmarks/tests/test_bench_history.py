@@ -21,6 +21,9 @@ from memory_core_bench.history import ADK_OURS, OPENAI_OURS, THREAD_WORKLOADS, T
 from memory_core_bench.report import ADK_DATABASE, OPENAI_SESSION
 from memory_core_bench.summary import summary_text
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("bench_history")
+
 LENGTHS = (10, 100)
 
 

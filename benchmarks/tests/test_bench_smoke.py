@@ -33,6 +33,9 @@ from memory_core_bench.report import compare_reports, markdown, targets
 from memory_core_bench.smoke import SMOKE_SIZE
 from memory_core_bench.workloads import READ_WORKLOADS, STORAGE_WORKLOADS
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("bench_smoke")
+
 
 def _installed(*modules: str) -> bool:
     # find_spec of a dotted name imports its parent, which raises when absent.

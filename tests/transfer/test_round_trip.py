@@ -40,6 +40,7 @@ async def test_generated_store_round_trip(seed: int, new_store: NewStore) -> Non
     await _hops(first, new_store)
 
 
+@pytest.mark.heavy  # 5,882 messages through secantusdb: run first (root conftest.py)
 @pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO} (set MEMORY_CORE_LOCOMO)")
 async def test_locomo_round_trip(new_store: NewStore) -> None:
     from memory_core.cli.locomo import load_dir

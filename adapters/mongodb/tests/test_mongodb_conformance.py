@@ -94,7 +94,10 @@ class TestMongoConformance(StorageConformance):
     @pytest.fixture
     def unopenable_storage_factory(self) -> Callable[[Clock | None], BaseStorage]:
         """Stores on a loopback port where no server listens: their open fails
-        (after a short server selection)."""
+        (after a short server selection: with the adapter's default
+        ``timeoutMS`` of 60 s PyMongo selects a server for that long, ignoring
+        ``serverSelectionTimeoutMS``, and each of the case's three opens took
+        a minute)."""
 
         def factory(clock: Clock | None = None) -> BaseStorage:
             return MongoStorage.from_url(
@@ -102,6 +105,7 @@ class TestMongoConformance(StorageConformance):
                 clock=clock,
                 namespace=unique_namespace(),
                 serverSelectionTimeoutMS=300,
+                timeoutMS=300,
             )
 
         return factory
@@ -116,6 +120,7 @@ async def _uses_transactions(factory: Callable[[], MongoStorage]) -> bool:
         await store.destroy()
 
 
+@pytest.mark.heavy  # a state machine: run first (the repository's conftest.py)
 def test_state_machine_with_the_ordered_write_plan(mongodb_url: str, is_secantus: bool) -> None:
     """The conformance state machine with ``transactions=False`` forced.
 
@@ -149,6 +154,7 @@ class _PerCollectionWrites(MongoStorage):
         self._client_bulk = False
 
 
+@pytest.mark.heavy  # a state machine: run first (the repository's conftest.py)
 def test_state_machine_with_per_collection_writes(mongodb_url: str, is_secantus: bool) -> None:
     """The conformance state machine with the client ``bulkWrite`` turned off.
 

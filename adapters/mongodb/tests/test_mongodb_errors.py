@@ -66,7 +66,8 @@ def test_permanent_errors_are_not_retryable(exc: Exception) -> None:
 
 
 async def test_unreachable_server_raises_a_retryable_backend_error() -> None:
-    store = MongoStorage.from_url(f"mongodb://127.0.0.1:{free_port()}/x", serverSelectionTimeoutMS=300)
+    # timeoutMS too: under the adapter's default (60 s) PyMongo selects a server for that long.
+    store = MongoStorage.from_url(f"mongodb://127.0.0.1:{free_port()}/x", serverSelectionTimeoutMS=300, timeoutMS=300)
     with pytest.raises(BackendError) as caught:
         await store.get_thread("t1")
     error = caught.value

@@ -24,6 +24,9 @@ from memory_core_conformance.query_shapes import MESSAGE_QUERIES, META, THREAD_Q
 
 from memory_core_postgres import PostgresStorage, _sql
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("postgres_plans")
+
 
 @pytest.fixture
 async def store(make_store: Callable[..., PostgresStorage]) -> AsyncIterator[PostgresStorage]:

@@ -18,6 +18,9 @@ from memory_core_redis._keys import Layout, time_key
 from memory_core_redis._scripts import script_text
 from memory_core_redis.storage import _members
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("redis_lua")
+
 LIB = script_text("get_threads").split("\n-- ARGV: thread ids.")[0]
 
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8) | st.sampled_from(

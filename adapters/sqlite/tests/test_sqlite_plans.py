@@ -28,6 +28,9 @@ from memory_core_conformance.query_shapes import MESSAGE_QUERIES, THREAD_QUERIES
 
 from memory_core_sqlite import SQLiteStorage, _sql
 
+# One worker runs this module (its module-scoped fixture once): the README's `--dist loadgroup`.
+pytestmark = pytest.mark.xdist_group("sqlite_plans")
+
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[SQLiteStorage]:

@@ -1,0 +1,40 @@
+"""Run order of the repository's suite: the heaviest tests first.
+
+The README's test command runs the suite in two worker processes
+(``pytest -n 2 --dist loadgroup``): pytest-xdist hands out one unit at a
+time, in collection order, to whichever worker is about to run out. A unit
+is one test, or a whole module marked ``xdist_group`` (a module whose
+module-scoped fixture loads a long thread or runs a benchmark: it runs on
+one worker, once; xdist hands out the larger units first). A test is never
+split, so a heavy test near the end of the collection keeps one worker busy
+while the other has nothing left. Tests marked ``heavy`` (one test costing
+tens of seconds of CPU: a whole suite in a subprocess, a state machine, the
+LoCoMo data), the conformance state machines (``conformance_stateful``) and
+property tests (``conformance_property``) therefore come first, and the
+many short tests fill the end, so both workers finish within a short test
+of each other. The order depends only on the collected items, so both
+workers collect the same list (pytest-xdist requires that); without
+pytest-xdist it changes only when each test runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+RANKS = {"heavy": 0, "conformance_stateful": 0, "conformance_property": 1}
+"""Marker -> rank: rank 0 runs first (single tests of about a minute of CPU
+or more: the ``ci`` state machine on the reference store took 63 s, the
+broken-adapter run 104 s), then rank 1 (tens of Hypothesis examples each),
+then every other test."""
+
+
+def _rank(item: pytest.Item) -> int:
+    return min((rank for name, rank in RANKS.items() if item.get_closest_marker(name)), default=max(RANKS.values()) + 1)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the tests by :data:`RANKS`: a stable sort, so each rank keeps
+    its collection order (after pytest's own grouping by fixture
+    parameters, hence ``trylast``)."""
+    items.sort(key=_rank)
