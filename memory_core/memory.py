@@ -379,9 +379,13 @@ class Memory(CloneCalls):
         """Delete messages or threads older than ``policy`` allows, with their
         vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
 
-        Each batch's vectors are deleted just before its messages, so an
-        interrupted run leaves no vector without its message; running again
-        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes it.
+        Each batch's vectors are deleted just after its messages, so an
+        interrupted run never leaves a stored message without its vectors
+        (recall would miss it); it may leave the last batch's vectors,
+        orphans that recall skips (every hit is read from storage) and that
+        :meth:`check_index` reports and :meth:`reindex` drops. Running again
+        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes the
+        messages.
 
         Returns:
             :class:`~memory_core.retention.PruneReport`.
@@ -391,7 +395,7 @@ class Memory(CloneCalls):
             BackendError: a store failed (run again to finish).
         """
         hook = None if self.vector is None else self._vectors.drop_batch
-        return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
+        return await self.storage.prune(policy, dry_run=dry_run, after_delete=hook)
 
     async def list_threads(
         self,

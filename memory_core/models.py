@@ -374,7 +374,8 @@ class RecallResult:
         has_more: more history beyond this page.
         next_cursor: keyset cursor of the next history page, or None.
         semantic_hits: message ids the vector search matched, best first
-            (empty without semantic recall).
+            (empty without semantic recall); a vector whose message storage
+            no longer holds (an orphan) is no hit.
         sources: one :data:`RecallSource` per message, aligned with
             ``messages``.
         gaps: ``(before_id, after_id)`` for each pair of neighbours in
