@@ -287,13 +287,17 @@ class Memory(CloneCalls):
     async def create_thread(
         self,
         resource_id: str,
-        *,
         thread_id: str | None = None,
+        *,
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
         replace: bool = False,
     ) -> Thread:
         """Create a thread.
+
+        Takes its ids as :meth:`get_or_create_thread` does:
+        ``create_thread("user-1", "trip-2026", title="trip")`` (positional or
+        by keyword); the rest by keyword only.
 
         Args:
             resource_id: the owner (R-ID).
@@ -326,7 +330,9 @@ class Memory(CloneCalls):
         """The thread ``thread_id`` of ``resource_id``, created with ``title``
         and ``metadata`` if it does not exist (an existing one is returned
         unchanged). Safe under races: of two concurrent calls, one creates
-        and both return the same thread.
+        and both return the same thread. Its arguments are
+        :meth:`create_thread`'s: the ids positional or by keyword, the rest
+        by keyword only.
 
         Returns:
             ``(thread, created)``.
