@@ -72,6 +72,8 @@ def test_check_index_reports_and_reindex_repairs(tmp_path: Path) -> None:
     again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert again.returncode == 0, again.stderr
     assert [line.rsplit(": ", 1)[1] for line in again.stdout.splitlines()] == ["in step", "in step"], again.stdout
+    plain = cli("check-index", url, "--vector", vectors)  # the embedder the index shows: lexical
+    assert plain.returncode == 0, plain.stderr
     thread = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--thread", "t1")
     assert thread.returncode == 0 and thread.stdout.startswith("thread 't1': 5 messages stored"), thread.stdout
 

@@ -28,7 +28,7 @@ from rich.markup import escape
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector
-from memory_core.embedders import default_embedder, get_embedder
+from memory_core.embedders import get_embedder
 from memory_core.errors import EmbedderMismatchError
 from memory_core.validation import check_id
 
@@ -45,7 +45,10 @@ NOT_IN_STEP = 1
 """Exit code of ``check-index`` when some scope is behind or holds orphans."""
 
 _VECTOR_HELP = "Vector store URL (qdrant+path:///dir, postgresql://...): the index to check."
-_EMBEDDER_HELP = "The embedder that built the index: lexical | minilm | minilm-torch (default: minilm if installed)."
+_EMBEDDER_HELP = (
+    "The embedder that built the index: lexical | minilm | minilm-torch "
+    "(default: the built-in one the index shows, else minilm if installed)."
+)
 
 
 def status_line(status: IndexStatus) -> str:
@@ -131,9 +134,11 @@ def _scope_option(resource: str | None, thread: str | None) -> list[str]:
 
 def _stores(
     url: str, vector: str, resource: str | None, thread: str | None, embedder: str | None
-) -> tuple[Storage, VectorStore, Embedder]:
+) -> tuple[Storage, VectorStore, Embedder | None]:
     """The storage and vector store (built, checked, not opened) and the
-    embedder; the scope checked. Raises as the commands document."""
+    embedder (None without ``--embedder``: the Memory takes the one the
+    index shows, :func:`~memory_core.embedders.embedder_of_index`); the
+    scope checked. Raises as the commands document."""
     if resource is not None and thread is not None:
         fail("give --resource or --thread, not both (a thread belongs to one resource)")
     if resource is not None:
@@ -142,8 +147,7 @@ def _stores(
         check_id(thread, "--thread")
     storage = command_storage(url, "URL", must_exist=True)
     vectors = command_vector(vector, "--vector", must_exist=True)
-    model = default_embedder() if embedder is None else get_embedder(embedder)
-    return storage, vectors, model
+    return storage, vectors, None if embedder is None else get_embedder(embedder)
 
 
 async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> tuple[list[str], str | None]:
@@ -160,24 +164,25 @@ async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> t
     return await resource_ids(memory.storage), None
 
 
-def _memory(storage: Storage, vectors: VectorStore, model: Embedder) -> Memory:
+def _memory(storage: Storage, vectors: VectorStore, model: Embedder | None) -> Memory:
     from memory_core.memory import Memory
 
     return Memory(storage, vectors, model)
 
 
-def _mismatch(exc: EmbedderMismatchError, model: Embedder) -> None:
+def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
     """A mismatch between ``--embedder`` and the index, as one red line naming the fix."""
-    built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != model.dimension)
+    built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != exc.dimension)
+    name = "the default embedder" if model is None else f"--embedder {model.name!r}"
     fail(
-        f"--vector holds vectors ({built}) that --embedder {model.name!r} ({model.dimension} dimensions) "
+        f"--vector holds vectors ({built}) that {name} ({exc.dimension} dimensions) "
         "did not make; give the --embedder that built the index (lexical or minilm), "
         "or rebuild it with memory-core reindex URL --vector URL --embedder NAME"
     )
 
 
 async def _check(
-    storage: Storage, vectors: VectorStore, model: Embedder, resource: str | None, thread: str | None
+    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
 ) -> tuple[list[IndexStatus], str | None]:
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
@@ -191,7 +196,7 @@ async def _check(
 
 
 async def _reindex(
-    storage: Storage, vectors: VectorStore, model: Embedder, resource: str | None, thread: str | None
+    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
 ) -> tuple[list[tuple[str, int]], str | None]:
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
