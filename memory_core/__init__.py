@@ -59,13 +59,16 @@ Where each part lives (one responsibility per module):
 - tools: :mod:`~memory_core.cli` (the ``memory-core`` command host and
   ``demo``; ``prune``, ``export``, ``import``, ``copy`` are its command
   modules, ``check`` lives in ``memory_core_conformance`` and ``bench`` in
-  ``memory_core_bench``), :mod:`~memory_core.testing` (test support).
+  ``memory_core_bench``; :mod:`~memory_core.launch`, what the command
+  line does first), :mod:`~memory_core.testing` (test support).
 
 Storage adapters are separate distributions (``memory_core_sqlite``,
 ``memory_core_redis``, ``memory_core_mongodb``, ``memory_core_postgres``;
 vectors: ``memory_core_qdrant``, pgvector in ``memory_core_postgres``).
 """
 
+# First, for its effect: a Ctrl-C while the command line imports is one line, not a traceback.
+import memory_core.launch  # noqa: F401
 from memory_core.clock import Clock, ManualClock, SystemClock, system_clock
 from memory_core.errors import (
     AdapterClosedError,

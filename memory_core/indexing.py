@@ -177,7 +177,7 @@ class VectorIndex:
             await _vector_call(operation, self.vector.delete_messages(list(ids)))
 
     async def drop_batch(self, batch: PruneBatch) -> None:
-        """The prune hook: drop one batch's points before its rows go."""
+        """The prune hook: drop one batch's points after its rows went."""
         if batch.message_ids is None:
             await self.drop_threads("prune", (batch.thread_id,))
         else:

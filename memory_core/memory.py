@@ -287,13 +287,17 @@ class Memory(CloneCalls):
     async def create_thread(
         self,
         resource_id: str,
-        *,
         thread_id: str | None = None,
+        *,
         title: str = "",
         metadata: Mapping[str, Any] | None = None,
         replace: bool = False,
     ) -> Thread:
         """Create a thread.
+
+        Takes its ids as :meth:`get_or_create_thread` does:
+        ``create_thread("user-1", "trip-2026", title="trip")`` (positional or
+        by keyword); the rest by keyword only.
 
         Args:
             resource_id: the owner (R-ID).
@@ -326,7 +330,9 @@ class Memory(CloneCalls):
         """The thread ``thread_id`` of ``resource_id``, created with ``title``
         and ``metadata`` if it does not exist (an existing one is returned
         unchanged). Safe under races: of two concurrent calls, one creates
-        and both return the same thread.
+        and both return the same thread. Its arguments are
+        :meth:`create_thread`'s: the ids positional or by keyword, the rest
+        by keyword only.
 
         Returns:
             ``(thread, created)``.
@@ -379,9 +385,13 @@ class Memory(CloneCalls):
         """Delete messages or threads older than ``policy`` allows, with their
         vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
 
-        Each batch's vectors are deleted just before its messages, so an
-        interrupted run leaves no vector without its message; running again
-        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes it.
+        Each batch's vectors are deleted just after its messages, so an
+        interrupted run never leaves a stored message without its vectors
+        (recall would miss it); it may leave the last batch's vectors,
+        orphans that recall skips (every hit is read from storage) and that
+        :meth:`check_index` reports and :meth:`reindex` drops. Running again
+        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes the
+        messages.
 
         Returns:
             :class:`~memory_core.retention.PruneReport`.
@@ -391,7 +401,7 @@ class Memory(CloneCalls):
             BackendError: a store failed (run again to finish).
         """
         hook = None if self.vector is None else self._vectors.drop_batch
-        return await self.storage.prune(policy, dry_run=dry_run, before_delete=hook)
+        return await self.storage.prune(policy, dry_run=dry_run, after_delete=hook)
 
     async def list_threads(
         self,

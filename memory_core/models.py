@@ -308,7 +308,9 @@ class Page(Generic[T]):
             None when the request said it needs none (``total=False``).
         page: echoed page number (0 when paging by cursor).
         per_page: echoed page size (``False`` stays ``False``).
-        has_more: whether more main-query matches lie beyond this page.
+        has_more: whether more main-query matches lie beyond this page;
+            for ``per_page=0`` (a count-only page, no items) whether any
+            match exists (R-PAGE), on every listing alike.
         next_cursor: opaque keyset cursor for the next window, None at the end.
     """
 
@@ -374,7 +376,8 @@ class RecallResult:
         has_more: more history beyond this page.
         next_cursor: keyset cursor of the next history page, or None.
         semantic_hits: message ids the vector search matched, best first
-            (empty without semantic recall).
+            (empty without semantic recall); a vector whose message storage
+            no longer holds (an orphan) is no hit.
         sources: one :data:`RecallSource` per message, aligned with
             ``messages``.
         gaps: ``(before_id, after_id)`` for each pair of neighbours in

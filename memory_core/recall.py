@@ -235,9 +235,14 @@ def compose(
             on each side) in ``include_windows``.
         hits: semantic hit ids, best first, each with its window in
             ``hit_windows``; ``hit_window`` is ``(before, after)`` to show.
+            A hit its window lacks (storage no longer holds the message: an
+            orphaned vector) is dropped, from the messages and from
+            ``semantic_hits`` alike.
         max_tokens: the token budget, or None; ``token_counter`` counts.
         warnings: logged, and returned in the result.
     """
+    held = [(hit, w) for hit, w in zip(hits, hit_windows, strict=True) if any(m.id == hit for m in w)]
+    hits, hit_windows = [hit for hit, _ in held], [w for _, w in held]
     adjacent: set[tuple[str, str]] = set()  # (older id, newer id) known to be neighbours in their thread
     query = parts.query
     unfiltered = query.created_from_us is None and query.created_to_us is None and not query.metadata

@@ -136,12 +136,13 @@ class RetentionPolicy:
 
 @dataclass(frozen=True, slots=True)
 class PruneBatch:
-    """One delete a prune is about to make (what a :data:`PruneHook` sees).
+    """One delete a prune makes (what a :data:`PruneHook` sees, before or
+    after it).
 
     Attributes:
         thread_id: the thread concerned.
-        message_ids: the messages about to be deleted, or None when the whole
-            thread (with every message in it) is about to be deleted.
+        message_ids: the messages deleted, or None when the whole thread
+            (with every message in it) is deleted.
     """
 
     thread_id: str
@@ -149,9 +150,12 @@ class PruneBatch:
 
 
 PruneHook = Callable[[PruneBatch], Awaitable[None]]
-"""Called before each delete (not in a dry run); ``Memory`` removes the
-batch's vectors here, so an interrupted run never leaves a vector without its
-message."""
+"""Called before (``before_delete``) or after (``after_delete``) each delete,
+not in a dry run. ``Memory`` removes the batch's vectors after its messages,
+so an interrupted run never leaves a stored message without its vectors (it
+may leave the last batch's vectors: orphans that recall skips, since it
+reads every hit from storage, and that ``check_index`` reports and
+``reindex`` drops)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +193,7 @@ async def apply_policy(
     *,
     dry_run: bool = False,
     before_delete: PruneHook | None = None,
+    after_delete: PruneHook | None = None,
 ) -> PruneReport:
     """Apply ``policy`` to ``storage`` (see the module docstring for the
     semantics), in batches of ``policy.batch_size``.
@@ -199,6 +204,7 @@ async def apply_policy(
         now: the store clock's time at the start (for ``older_than``).
         dry_run: report what would go, write nothing.
         before_delete: awaited before each delete with what it removes.
+        after_delete: awaited after each delete with what it removed.
 
     Returns:
         :class:`PruneReport`.
@@ -230,13 +236,17 @@ async def apply_policy(
                     continue
                 held = (await storage.list_messages(thread.id, per_page=0)).counted_total
                 if not dry_run:
+                    batch = PruneBatch(thread.id, None)
                     if before_delete is not None:
-                        await before_delete(PruneBatch(thread.id, None))
+                        await before_delete(batch)
                     await storage.delete_thread(thread.id)
+                    if after_delete is not None:
+                        await after_delete(batch)
                 threads.append(thread.id)
                 counts[thread.id] = held
             elif thread.last_message_at is not None:
-                removed = await _prune_messages(storage, thread.id, cutoff, policy.batch_size, dry_run, before_delete)
+                hooks = (before_delete, after_delete)
+                removed = await _prune_messages(storage, thread.id, cutoff, policy.batch_size, dry_run, hooks)
                 if removed:
                     counts[thread.id] = removed
         cursor = page.next_cursor
@@ -246,9 +256,16 @@ async def apply_policy(
 
 
 async def _prune_messages(
-    storage: Prunable, thread_id: str, cutoff: datetime, batch: int, dry_run: bool, hook: PruneHook | None
+    storage: Prunable,
+    thread_id: str,
+    cutoff: datetime,
+    batch: int,
+    dry_run: bool,
+    hooks: tuple[PruneHook | None, PruneHook | None],
 ) -> int:
-    """Delete (or count) the messages of one thread created before ``cutoff``."""
+    """Delete (or count) the messages of one thread created before ``cutoff``
+    (``hooks``: before and after each delete)."""
+    before, after = hooks
     older = MessageFilter(date_range=DateRange(end=cutoff, end_exclusive=True))
     removed = 0
     cursor: str | None = None
@@ -257,9 +274,11 @@ async def _prune_messages(
         page = await storage.list_messages(thread_id, filter=older, per_page=batch, cursor=cursor)
         found = tuple(m.id for m in page.items)
         if found and not dry_run:
-            if hook is not None:
-                await hook(PruneBatch(thread_id, found))
+            if before is not None:
+                await before(PruneBatch(thread_id, found))
             await storage.delete_messages(list(found))
+            if after is not None:
+                await after(PruneBatch(thread_id, found))
         removed += len(found)
         cursor = page.next_cursor
         if cursor is None:

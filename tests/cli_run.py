@@ -1,21 +1,53 @@
 """Run ``memory-core`` as a real process (``python -m memory_core``), with
 this interpreter and the test run's environment (its ``PYTHONPATH``), for
-tests of what a user sees: exit codes, stdout and stderr apart, signals."""
+tests of what a user sees: exit codes, stdout and stderr apart, signals.
+
+A command this checkout's ``pyproject.toml`` declares that the installed
+(editable) metadata does not know yet (an install made before the command
+was added) is registered for the process by a small ``.dist-info`` on its
+``PYTHONPATH`` (:func:`_environment`), so the tests run the checkout's
+commands through the real entry-point discovery either way.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
+import tomllib
+from functools import cache
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 __all__ = ["cli", "cli_process"]
 
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def _environment() -> dict[str, str]:
+    """This process's environment, plus the missing commands' ``.dist-info``
+    (in a folder that lives as long as the test run) on ``PYTHONPATH``."""
+    environment = dict(os.environ)
+    declared = tomllib.loads((_CHECKOUT / "pyproject.toml").read_text())["project"]["entry-points"]["memory_core.cli"]
+    installed = {entry.name for entry in entry_points(group="memory_core.cli")}
+    missing = {name: value for name, value in declared.items() if name not in installed}
+    if missing:
+        folder = Path(tempfile.mkdtemp(prefix="memory-core-commands-"))
+        info = folder / "memory_core_checkout_commands-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: memory-core-checkout-commands\nVersion: 0\n")
+        lines = "".join(f"{name} = {value}\n" for name, value in missing.items())
+        (info / "entry_points.txt").write_text(f"[memory_core.cli]\n{lines}")
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), environment.get("PYTHONPATH")]))
+    return environment
+
 
 def cli_process(*args: str, cwd: Path | None = None, **popen: Any) -> subprocess.Popen[bytes]:
     """Start ``memory-core ARGS`` (not waited for)."""
-    return subprocess.Popen([sys.executable, "-m", "memory_core", *args], cwd=cwd, env=dict(os.environ), **popen)
+    return subprocess.Popen([sys.executable, "-m", "memory_core", *args], cwd=cwd, env=dict(_environment()), **popen)
 
 
 def cli(
@@ -25,7 +57,7 @@ def cli(
     done = subprocess.run(
         [sys.executable, "-m", "memory_core", *args],
         cwd=cwd,
-        env=dict(os.environ),
+        env=dict(_environment()),
         input=input,
         capture_output=True,
         timeout=timeout,

@@ -41,7 +41,12 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
             [SCRIPT, "check", url, "--new", "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT
         )
         try:
-            time.sleep(8)
+            # Once the run's first store exists (the probe's, then the
+            # suite's), the check is past its imports: the interrupt lands
+            # in the run (an earlier one is "stopped while starting").
+            deadline = time.monotonic() + 120
+            while not list(tmp_path.glob("check-mc_check_*.db")) and time.monotonic() < deadline:
+                time.sleep(0.005)
             assert process.poll() is None, out.read_text()
             process.send_signal(signal.SIGINT)
             code = process.wait(timeout=120)

@@ -10,6 +10,7 @@ vectors" (among others) stopped at the diagnosis."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import re
 from pathlib import Path
 
@@ -88,3 +89,27 @@ def test_every_cli_error_names_a_next_step(tmp_path: Path) -> None:
         elif step not in line or not NEXT_STEP.search(line):
             failures.append(f"{args}: no next step ({step!r}) in {line!r}")
     assert failures == [], "\n".join(failures)
+
+
+def test_cli_errors_spell_it_URL(tmp_path: Path) -> None:
+    """Every error line about a URL says "URL" (or the argument's name), never
+    "url" (issue 26). Before: "url: unknown storage scheme ...", "url option
+    'journal': given twice", "cannot check ...: url: folder ... does not exist"."""
+    source = _store(tmp_path / "a.db")
+    cases = [
+        (["export", "bogus://x"], "URL: unknown storage scheme 'bogus'"),
+        (["export", f"{source}?timeout=1&timeout=2"], "URL option 'timeout': given twice"),
+        (["copy", source, "bogus://x"], "DESTINATION: unknown storage scheme 'bogus'"),
+        (
+            ["prune", source, "--older-than", "1d", "--vector", "bogus://x"],
+            "--vector: unknown vector store scheme 'bogus'",
+        ),
+    ]
+    if importlib.util.find_spec("memory_core_conformance") is not None:
+        missing = tmp_path / "missing"
+        cases.append((["check", f"sqlite:///{missing}/x.db"], f": folder '{missing}' does not exist"))
+        cases.append((["check", "bogus://x"], "URL: unknown storage scheme 'bogus'"))
+    for args, says in cases:
+        done = cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert says in done.stderr and re.search(r"\burl\b", done.stderr) is None, (args, done.stderr)

@@ -232,6 +232,30 @@ def test_a_failed_import_creates_and_changes_nothing(
     assert _message_count(url) == 2
 
 
+def test_an_export_cut_inside_a_character_is_called_truncated(tmp_path: Path) -> None:
+    """Before: "not UTF-8 text ('utf-8' codec can't decode byte ...)", as
+    if the file were another encoding; it is an export cut short."""
+    url = f"sqlite:///{tmp_path / 'source.db'}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            await storage.save_messages([{"id": "m1", "thread_id": "t1", "role": "user", "content": "café 日本"}])
+
+    asyncio.run(seed())
+    export = _export(url)
+    cut = export[: export.index("日".encode()) + 1]  # a copy that stopped inside 日 (3 bytes)
+    file = tmp_path / "cut.jsonl"
+    file.write_bytes(cut)
+    done = cli("import", f"sqlite:///{tmp_path / 'new.db'}", "-i", str(file))
+    assert done.returncode == 2, done.stderr
+    line = cut.count(b"\n") + 1
+    assert done.stderr.startswith(f"error: line {line}: cut off inside a UTF-8 character"), done.stderr
+    assert "the export is truncated" in done.stderr and "copy the whole file again" in done.stderr, done.stderr
+    assert "not UTF-8" not in done.stderr
+    assert not (tmp_path / "new.db").exists()
+
+
 def test_check_interrupted_leaves_nothing_behind(tmp_path: Path) -> None:
     pytest.importorskip("memory_core_conformance")
     data, cwd = tmp_path / "data", tmp_path / "cwd"

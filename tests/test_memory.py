@@ -287,3 +287,24 @@ async def test_recall_checks_its_history_page_before_the_vector_search(bad: dict
         assert embedder.calls == 0
         await memory.recall("t1", "r1", vector_search_string="tea")
         assert embedder.calls == 1
+
+
+async def test_create_thread_takes_its_ids_as_get_or_create_thread_does(memory: Memory) -> None:
+    """Issue 26: ``create_thread("r1", "t1")`` was a TypeError (``thread_id``
+    keyword-only) while ``get_or_create_thread("r1", "t1")`` took it by
+    position. Both take the ids either way; the rest is keyword-only in both."""
+    created = await memory.create_thread("r1", "pos", title="by position")
+    assert (created.id, created.resource_id, created.title) == ("pos", "r1", "by position")
+    keyword = await memory.create_thread("r1", thread_id="kw")
+    assert keyword.id == "kw"
+    same, made = await memory.get_or_create_thread("r1", "pos")
+    assert same.id == created.id and not made
+    generated = await memory.create_thread("r1")
+    assert generated.id and generated.resource_id == "r1"
+    for call in (
+        lambda: memory.create_thread("r1", "t9", "a title"),  # type: ignore[misc]
+        lambda: memory.get_or_create_thread("r1", "t9", "a title"),  # type: ignore[misc]
+    ):
+        with pytest.raises(TypeError):
+            await call()
+    assert await memory.get_thread("t9") is None

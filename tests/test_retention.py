@@ -10,7 +10,6 @@ import pytest
 
 from memory_core import InMemoryStorage, InMemoryVectorStore, ManualClock, Memory, RetentionPolicy, Thread
 from memory_core.embedders import LexicalHashEmbedder
-from memory_core.retention import PruneBatch
 
 pytestmark = pytest.mark.anyio
 
@@ -61,23 +60,40 @@ async def test_prune_threads_removes_their_vectors_and_dry_run_keeps_them(memory
     assert await memory.vector.count(thread_id="old") == 0 and await memory.vector.count() == 2
 
 
-async def test_vectors_go_before_their_messages(memory: Memory) -> None:
-    """An interrupted run leaves old messages without vectors, never a vector
-    without its message; the rerun finishes both."""
+@pytest.mark.parametrize("cut", ["storage", "vector"])
+async def test_an_interrupted_prune_never_leaves_a_stored_message_without_vectors(
+    memory: Memory, cut: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages go first, then their vectors: a run cut off at either step
+    leaves every stored message indexed (before, vectors went first, and a
+    run cut off between the two left stored messages recall could not
+    find). A cut after the messages went leaves their vectors behind:
+    orphans that recall skips, ``check_index`` reports and ``reindex``
+    drops."""
     assert memory.vector is not None
-    seen: list[PruneBatch] = []
-    vector = memory.vector
+    target = memory.storage if cut == "storage" else memory.vector
+    seen: list[list[str]] = []
 
-    async def fail_after_vectors(batch: PruneBatch) -> None:
-        seen.append(batch)
-        if batch.message_ids is not None:
-            await vector.delete_messages(list(batch.message_ids))
+    async def cut_off(ids: list[str]) -> int:
+        seen.append(ids)
         raise RuntimeError("cut off")
 
+    monkeypatch.setattr(target, "delete_messages", cut_off)
     policy = RetentionPolicy(before=T0 + timedelta(seconds=1), batch_size=2)
-    with pytest.raises(RuntimeError):
-        await memory.storage.prune(policy, before_delete=fail_after_vectors)
-    assert seen == [PruneBatch("live", ("l0",))]  # threads in created_at order, ties by id
-    assert await vector.count() == 4 and len(await memory.get_messages(["l0"])) == 1
+    with pytest.raises(Exception, match="cut off"):
+        await memory.prune(policy)
+    monkeypatch.undo()
+    assert seen == [["l0"]]  # threads in created_at order, ties by id
+    status = await memory.check_index(resource_id="r1")
+    assert not status.behind, status
+    if cut == "storage":
+        assert status.in_step and len(await memory.get_messages(["l0"])) == 1
+    else:
+        assert status.orphaned == 1 and await memory.get_messages(["l0"]) == []
+        recalled = await memory.recall("live", vector_search_string="tea old", thread_config={"semantic_recall": True})
+        assert "l1" in [m.id for m in recalled.messages], recalled.messages
+        assert "l0" not in [m.id for m in recalled.messages] and "l0" not in recalled.semantic_hits
     report = await memory.prune(policy)
-    assert report.message_count == 4 and await vector.count() == 1
+    assert report.message_count == (4 if cut == "storage" else 3)
+    await memory.reindex(resource_id="r1")
+    assert await memory.vector.count() == 1 and (await memory.check_index(resource_id="r1")).in_step

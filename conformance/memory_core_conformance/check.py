@@ -259,7 +259,11 @@ def run_check(
             try:
                 asyncio.run(probe(LiveStorages(url), new=new))
             except (MemoryCoreError, TimeoutError) as exc:
-                reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
+                # The URL is named just before: not again as the parameter ("url: ...").
+                if isinstance(exc, ValidationError) and exc.field == "url":
+                    reason = exc.reason
+                else:
+                    reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
                 errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
                 return 2
             with _profile(profile):

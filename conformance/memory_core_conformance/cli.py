@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from memory_core.cli.host import user_errors
+from memory_core.cli.stores import url_role
 from memory_core.registry import storage_class
 
 __all__ = ["check"]
@@ -44,7 +45,8 @@ def check(
     test runs. Ctrl-C stops the run with no verdict (exit 130); rules no
     test ran are listed as not run."""
     with user_errors():
-        storage_class(url)
+        with url_role("URL"):
+            storage_class(url)
         from memory_core_conformance.check import run_check
 
         code = run_check(url, profile=profile, keyword=keyword, new=new)

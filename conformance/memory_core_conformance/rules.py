@@ -106,7 +106,8 @@ _RULE_LIST = [
         "page is an int >= 0 and per_page an int >= 0 or False (everything, page 0 only); bools, floats, strings, "
         "negatives and offsets beyond int64 are a ValidationError naming R-PAGE. A page is the window "
         "[page*per_page, +per_page) of the matches, total counts every match (per_page=0 too), and has_more says "
-        "whether matches lie beyond the window.",
+        "whether matches lie beyond the window. per_page=0 is a count-only page on every listing: no items, "
+        "has_more True exactly when a match exists (a page of any size would hold one), next_cursor None.",
     ),
     Rule(
         "R-CURSOR",

@@ -12,8 +12,11 @@ answers: one red line that names the package to install, exit 2.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
@@ -24,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from memory_core.errors import BackendError, MemoryCoreError
+from memory_core.launch import INTERRUPTED, stop_while_starting
 
 __all__ = [
     "BACKEND_NEXT_STEP",
@@ -32,6 +36,7 @@ __all__ = [
     "INTERRUPTED",
     "OS_NEXT_STEP",
     "PROVIDERS",
+    "STOPPED",
     "USER_ERROR",
     "build_app",
     "closed_pipe",
@@ -41,6 +46,7 @@ __all__ = [
     "main",
     "run_interruptible",
     "user_errors",
+    "work_complete",
 ]
 
 T = TypeVar("T")
@@ -51,9 +57,6 @@ COMMAND_GROUP = "memory_core.cli"
 USER_ERROR = 2
 """Exit code for a mistake in the command line (bad URL, scheme, path, option
 value, missing package): one red line, no traceback."""
-
-INTERRUPTED = 130
-"""Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
 
 CLOSED_PIPE = 141
 """Exit code when the reader of stdout closed it (128 + SIGPIPE), as shells
@@ -132,21 +135,47 @@ def fail(message: str) -> None:
 
 
 def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
-    """Run ``work`` (``asyncio.run``); on Ctrl-C print ``interrupted: <interrupted>``
-    in yellow on stderr and exit with :data:`INTERRUPTED`, without a traceback.
+    """Run ``work`` (``asyncio.run``); on Ctrl-C while it runs print
+    ``interrupted: <interrupted>`` in yellow on stderr and exit with
+    :data:`INTERRUPTED`, without a traceback.
+
+    Once ``work`` has returned, the command's work is complete: from then on
+    Ctrl-C is ignored (:func:`work_complete`), so a Ctrl-C that arrives while
+    the event loop shuts down or the command prints its result does not turn
+    a finished run into an exit 130 (a script would redo it).
 
     Args:
         work: the command's coroutine.
         interrupted: what the user should know and do (``"resume with --before ..."``).
 
     Raises:
-        typer.Exit: after Ctrl-C (exit code 130).
+        typer.Exit: after a Ctrl-C that left work undone (exit code 130).
     """
+    finished: list[T] = []
+
+    async def whole() -> T:
+        result = await work
+        finished.append(result)
+        work_complete()
+        return result
+
     try:
-        return asyncio.run(work)
+        return asyncio.run(whole())
     except KeyboardInterrupt:
+        if finished:  # the Ctrl-C came between the end of the work and work_complete
+            return finished[0]
         errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
+
+
+def work_complete() -> None:
+    """Say that the command's work is complete (its output written, nothing
+    left undone): from now on SIGINT is ignored, and the process ends as the
+    command says (exit 0 for success), however late a Ctrl-C arrives.
+    Outside the main thread (a test runner's worker), where signal handlers
+    cannot be set, nothing changes."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _install_hint(name: str, distribution: str | None) -> str:
@@ -183,13 +212,23 @@ def _load(entry: EntryPoint) -> tuple[Callable[..., Any], bool]:
     return loaded, False
 
 
-def build_app(commands: Iterable[EntryPoint] | None = None) -> typer.Typer:
+def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = False) -> typer.Typer:
     """A ``memory-core`` app holding ``commands`` (default: every entry point
     of :data:`COMMAND_GROUP`) plus, for each :data:`PROVIDERS` command not
     among them, a stand-in that names the distribution to install.
 
+    Every command runs under :func:`_interruptible_command`: a Ctrl-C
+    that no command handles (while it imports what it needs, checks its
+    arguments or opens a store) ends it with one yellow line and exit
+    :data:`INTERRUPTED`, never a traceback or a silent exit.
+
     Args:
         commands: entry points to register (tests pass a chosen set).
+        process: True for the app that is the whole process (:func:`main`):
+            once a command's work is complete (:func:`work_complete`), Ctrl-C
+            stays ignored until the process ends. False (default; an app a
+            test invokes in its own process): the SIGINT handler found when a
+            command starts is restored when it ends.
 
     Returns:
         A fresh ``typer.Typer``; loading it imports each command's module
@@ -207,10 +246,44 @@ def build_app(commands: Iterable[EntryPoint] | None = None) -> typer.Typer:
             reason = f"the {name} command comes with {PROVIDERS[name][0]}, which is not installed"
             function, stand_in = _unavailable(f"{reason}; install it with: {_install_hint(name, None)}"), True
         # A stand-in accepts any arguments, so the user sees why, not a usage error.
-        app.command(name=name, context_settings=extra if stand_in else None)(function)
+        command = _interruptible_command(function, restore=not process)
+        app.command(name=name, context_settings=extra if stand_in else None)(command)
     return app
+
+
+def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Callable[..., Any]:
+    """``function`` (a command) with Ctrl-C handled from its first line to
+    its end: Python's handler replaces the command line's start-up one
+    (:mod:`memory_core.launch`), and a Ctrl-C the command lets through
+    (while it imports what it needs, checks its arguments, opens a store)
+    is ``interrupted: <STOPPED>`` (yellow, stderr) and exit
+    :data:`INTERRUPTED`, not typer's silent 130. With ``restore``, the
+    SIGINT handler found at the start is set again at the end (see
+    :func:`work_complete`). Typer reads the signature and help of
+    ``function`` through ``__wrapped__``."""
+
+    @functools.wraps(function)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGINT) if main_thread else None
+        if previous is stop_while_starting:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            return function(*args, **kwargs)
+        except KeyboardInterrupt:
+            errors.print(f"[yellow]interrupted: {escape(STOPPED)}[/]", soft_wrap=True)
+            raise typer.Exit(INTERRUPTED) from None
+        finally:
+            if restore and previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    return command
+
+
+STOPPED = "stopped before its work was done; run the command again"
+"""What a Ctrl-C that a command does not report itself says."""
 
 
 def main() -> None:  # pragma: no cover - console entry point
     """Entry point of the ``memory-core`` script and ``python -m memory_core``."""
-    build_app()()
+    build_app(process=True)()

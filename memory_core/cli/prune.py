@@ -105,9 +105,12 @@ def prune(
         vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
         resume = f"--before {cutoff.isoformat()}"
         errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
-        report, hint = run_interruptible(
-            _prune(storage, vectors, policy, dry_run), f"whole batches were deleted or not; resume with {resume}"
-        )
+        interrupted = f"whole batches were deleted or not; resume with {resume}"
+        if vector is not None:
+            interrupted += (
+                f" (the last batch's vectors may remain: memory-core reindex {url} --vector {vector} drops them)"
+            )
+        report, hint = run_interruptible(_prune(storage, vectors, policy, dry_run), interrupted)
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
     verb = "would remove" if report.dry_run else "removed"

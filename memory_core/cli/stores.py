@@ -10,6 +10,8 @@ one (``import``, ``copy``'s destination, their ``--vector``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from memory_core.arguments import check_persistent
@@ -22,7 +24,26 @@ from memory_core.vector import BaseVectorStore, VectorStore
 
 S = TypeVar("S", Storage, BaseVectorStore)
 
-__all__ = ["command_storage", "command_vector", "copy_storages"]
+__all__ = ["command_storage", "command_vector", "copy_storages", "url_role"]
+
+
+@contextmanager
+def url_role(role: str) -> Iterator[None]:
+    """A :class:`~memory_core.errors.ValidationError` about a URL as the
+    command line names it: the library's field is its parameter ``url``
+    (``url: unknown storage scheme ...``); a command says which of its URLs
+    was wrong, in its own words (``URL: ...``, ``--vector: ...``,
+    ``DESTINATION: ...``). Other errors pass unchanged.
+
+    Raises:
+        ValidationError: the same reason and rule, field ``role``.
+    """
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field != "url":
+            raise
+        raise ValidationError(role, exc.reason, exc.rule) from None
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
@@ -43,7 +64,9 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
         typer.Exit: preflight refused the location (one red line
             ``<role>: <reason>``, exit 2).
     """
-    return _preflight(build_storage(url), role, must_exist)
+    with url_role(role):
+        storage = build_storage(url)
+    return _preflight(storage, role, must_exist)
 
 
 def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
@@ -66,7 +89,8 @@ def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
         typer.Exit: preflight refused the location (one red line
             ``<role>: <reason>``, exit 2).
     """
-    vectors = build_vector(url)
+    with url_role(role):
+        vectors = build_vector(url)
     check_persistent(vectors, role)
     if isinstance(vectors, BaseVectorStore):
         _preflight(vectors, role, must_exist)
@@ -86,7 +110,10 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
             same store"), or a preflight refused a location (one red line,
             exit 2).
     """
-    src, dst = build_storage(source), build_storage(destination)
+    with url_role("SOURCE"):
+        src = build_storage(source)
+    with url_role("DESTINATION"):
+        dst = build_storage(destination)
     if same_store(src, dst):
         fail("SOURCE and DESTINATION are the same store; give a DESTINATION that names another store")
     return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)

@@ -60,7 +60,12 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
 
     @traced("delete_memory")
     async def prune(
-        self, policy: RetentionPolicy, *, dry_run: bool = False, before_delete: PruneHook | None = None
+        self,
+        policy: RetentionPolicy,
+        *,
+        dry_run: bool = False,
+        before_delete: PruneHook | None = None,
+        after_delete: PruneHook | None = None,
     ) -> PruneReport:
         """Delete messages or threads older than ``policy`` allows (R-PRUNE),
         in batches, composed from public calls (see
@@ -71,8 +76,9 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
             policy: a :class:`~memory_core.retention.RetentionPolicy`.
             dry_run: report what would be removed, write nothing.
             before_delete: awaited before each delete with its
-                :class:`~memory_core.retention.PruneBatch` (``Memory`` drops
-                vectors there).
+                :class:`~memory_core.retention.PruneBatch`.
+            after_delete: awaited after each delete with its batch
+                (``Memory`` drops the batch's vectors there).
 
         Returns:
             :class:`~memory_core.retention.PruneReport`.
@@ -80,7 +86,10 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
         Raises:
             ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
         """
-        return await apply_policy(self, policy, self.clock.now(), dry_run=dry_run, before_delete=before_delete)
+        now = self.clock.now()
+        return await apply_policy(
+            self, policy, now, dry_run=dry_run, before_delete=before_delete, after_delete=after_delete
+        )
 
     @traced("create_memory")
     async def copy_thread(self, plan: CopyPlan) -> tuple[Thread, list[str]]:

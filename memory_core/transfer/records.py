@@ -142,7 +142,8 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
         and ``trailer``.
 
     Raises:
-        TransferError: not UTF-8, not a JSON object, an unknown ``kind``, a record that
+        TransferError: not UTF-8 (or cut off inside a character: a
+            truncated file), not a JSON object, an unknown ``kind``, a record that
             the storage validation refuses (R-ID, R-JSON, R-TIME, R-SIZE ...),
             or a record without its times (or a message without its
             ``resource_id``): an import never lets the destination pick them.
@@ -152,6 +153,12 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
         # The format is UTF-8; json.loads would guess UTF-16/32 from bytes.
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data":  # the bytes stop inside a character
+            raise TransferError(
+                where,
+                f"cut off inside a UTF-8 character (byte {exc.start + 1} of the line starts one that never ends): "
+                "the export is truncated, a write or copy that stopped early; copy the whole file again",
+            ) from None
         raise TransferError(where, f"not UTF-8 text ({exc})") from None
     try:
         value = json.loads(text)

@@ -112,7 +112,7 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
     seen: set[str] = set()
     for key, value in parse_qsl(parts.query, keep_blank_values=True):
         if key in seen:
-            raise ValidationError(f"url option {key!r}", "given twice")
+            raise ValidationError(f"URL option {key!r}", "given twice")
         seen.add(key)
         if key in _OPTIONS | VECTOR_OPTIONS:
             ours[key] = value

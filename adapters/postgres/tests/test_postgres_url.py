@@ -42,7 +42,7 @@ def test_from_url_builds_settings_and_namespaces() -> None:
     [
         ("mysql://h/db", {}, "url"),
         ("postgresql-h-db", {}, "url"),
-        ("postgresql://h/db?schema=a&schema=b", {}, "url option 'schema'"),
+        ("postgresql://h/db?schema=a&schema=b", {}, "URL option 'schema'"),
         ("postgresql://h/db?schema=1abc", {}, "schema"),
         ("postgresql://h/db", {"schema": 'x"; DROP TABLE threads; --'}, "schema"),
         ("postgresql://h/db", {"schema": "a" * 64}, "schema"),

@@ -61,9 +61,9 @@ def _query(url: str, text: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for key, value in parse_qsl(text, keep_blank_values=True, strict_parsing=bool(text)):
         if key in options:
-            raise ValidationError(f"url option {key!r}", "given twice")
+            raise ValidationError(f"URL option {key!r}", "given twice")
         if key in _QUERY_ONLY_FORBIDDEN:
-            raise ValidationError(f"url option {key!r}", "can only be given as a keyword option")
+            raise ValidationError(f"URL option {key!r}", "can only be given as a keyword option")
         options[key] = value
     return options
 

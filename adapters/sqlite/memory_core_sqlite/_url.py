@@ -81,7 +81,7 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
     options: dict[str, str] = {}
     for key, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
         if key in options:
-            raise ValidationError(f"url option {key!r}", "given twice")
+            raise ValidationError(f"URL option {key!r}", "given twice")
         options[key] = value
     if rest in ("", MEMORY):
         return MEMORY, options

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
 
@@ -81,6 +82,36 @@ class PagingRules(SuiteBase):
         assert (page.items, page.total, page.has_more, page.per_page) == ([], 5, True, 0)
         threads = await store.list_threads(per_page=0, page=3)
         assert (threads.items, threads.total, threads.has_more, threads.page) == ([], 1, True, 3)
+
+    async def test_r_page_per_page_zero_is_a_count_only_page(self, store: BaseStorage) -> None:
+        """``per_page=0``, on every listing alike: no items, ``total`` every
+        match (None with ``total=False``), ``has_more`` True exactly when a
+        match exists (a page of any size would hold one), ``next_cursor``
+        None, whatever the page number."""
+        await store.save_thread(thread("t0", "r0"))  # a thread and resource with no messages
+        await _fill(store, 3)
+        none = MessageFilter(date_range=DateRange(start=at(50)))
+        listings: dict[str, Callable[..., Awaitable[Page[Any]]]] = {
+            "messages": lambda **kw: store.list_messages("t1", **kw),
+            "empty thread": lambda **kw: store.list_messages("t0", **kw),
+            "filtered to none": lambda **kw: store.list_messages("t1", filter=none, **kw),
+            "by resource": lambda **kw: store.list_messages_by_resource("r1", **kw),
+            "empty resource": lambda **kw: store.list_messages_by_resource("r0", **kw),
+            "threads": lambda **kw: store.list_threads(ThreadFilter(resource_id="r1"), **kw),
+            "no threads": lambda **kw: store.list_threads(ThreadFilter(resource_id="r9"), **kw),
+        }
+        expected = {"messages": 3, "by resource": 3, "threads": 1}
+        for name, listing in listings.items():
+            matches = expected.get(name, 0)
+            for page_number in (0, 3):
+                page = await listing(per_page=0, page=page_number)
+                got = (page.items, page.total, page.has_more, page.next_cursor, page.page)
+                assert got == ([], matches, matches > 0, None, page_number), name
+            if "threads" not in name:  # list_threads always counts
+                uncounted = await listing(per_page=0, total=False)
+                assert (uncounted.items, uncounted.total, uncounted.has_more) == ([], None, matches > 0), name
+        resources = await store.list_resource_ids(per_page=0)
+        assert (resources.items, resources.has_more, resources.next_cursor) == ([], True, None)
 
     async def test_r_page_per_page_false_means_all(self, store: BaseStorage) -> None:
         names = await _fill(store, 45)

@@ -1,0 +1,209 @@
+"""``memory-core check-index URL --vector URL`` and ``memory-core reindex
+URL --vector URL``: is a store's vector and lexical index in step with its
+messages, and rebuild it where it is not.
+
+Registered as the ``check-index`` and ``reindex`` commands of the
+entry-point group ``memory_core.cli``; the command-line faces of
+:meth:`memory_core.Memory.check_index` and :meth:`memory_core.Memory.reindex`.
+Both take one scope (``--resource`` or ``--thread``) or, by default, every
+resource the store holds, one at a time. ``check-index`` prints one line per
+resource (or the thread): what storage holds, what the index holds, and
+whether it is in step, ``behind`` (messages without vectors or lexical
+documents) or holds ``orphaned`` ones (of messages storage no longer
+holds); it exits 0 when every scope is in step, else 1, with a last line on
+stderr naming the ``reindex`` that repairs it. ``reindex`` re-embeds each
+scope and prints what it indexed; Ctrl-C leaves each resource either
+rebuilt or as it was (exit 130): run it again. Everything is checked
+(URLs, the scope, that the stores exist) before a store is opened.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.resources import absent_resource_hint
+from memory_core.cli.stores import command_storage, command_vector
+from memory_core.embedders import get_embedder
+from memory_core.errors import EmbedderMismatchError
+from memory_core.validation import check_id
+
+if TYPE_CHECKING:
+    from memory_core.embedders import Embedder
+    from memory_core.indexing import IndexStatus
+    from memory_core.memory import Memory
+    from memory_core.storage import Storage
+    from memory_core.vector import VectorStore
+
+__all__ = ["NOT_IN_STEP", "check_index", "reindex", "status_line"]
+
+NOT_IN_STEP = 1
+"""Exit code of ``check-index`` when some scope is behind or holds orphans."""
+
+_VECTOR_HELP = "Vector store URL (qdrant+path:///dir, postgresql://...): the index to check."
+_EMBEDDER_HELP = (
+    "The embedder that built the index: lexical | minilm | minilm-torch "
+    "(default: the built-in one the index shows, else minilm if installed)."
+)
+
+
+def status_line(status: IndexStatus) -> str:
+    """One scope's line: ``resource 'r1': 12 messages stored (11 with text),
+    11 indexed, 12 lexical documents: in step`` (or ``behind``, ``N
+    orphaned``, both)."""
+    scope = f"thread {status.thread_id!r}" if status.thread_id is not None else f"resource {status.resource_id!r}"
+    documents = "" if status.documents is None else f", {status.documents} lexical documents"
+    found = []
+    if status.behind:
+        found.append("behind")
+    if status.orphaned:
+        found.append(f"{status.orphaned} orphaned")
+    verdict = " and ".join(found) or "in step"
+    return (
+        f"{scope}: {status.stored} messages stored ({status.embeddable} with text), "
+        f"{status.indexed} indexed{documents}: {verdict}"
+    )
+
+
+def check_index(
+    url: Annotated[str, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
+    vector: Annotated[str, typer.Option(help=_VECTOR_HELP)],
+    resource: Annotated[str | None, typer.Option(help="Only this resource (default: every resource).")] = None,
+    thread: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
+    embedder: Annotated[str | None, typer.Option(help=_EMBEDDER_HELP)] = None,
+) -> None:
+    """Report whether the vector (and lexical) index is in step with storage.
+
+    One line per resource (or the thread): messages stored, with text,
+    indexed, lexical documents, and "in step", "behind" or "N orphaned".
+    Exit 0 when every one is in step, 1 otherwise (the last line names the
+    ``memory-core reindex`` that repairs it); reads only."""
+    with user_errors():
+        storage, vectors, model = _stores(url, vector, resource, thread, embedder)
+        statuses, hint = run_interruptible(
+            _check(storage, vectors, model, resource, thread), "nothing was changed; run the check again"
+        )
+        if hint is not None:
+            errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+    for status in statuses:
+        console.print(escape(status_line(status)), soft_wrap=True)
+    stale = [s for s in statuses if not s.in_step]
+    if stale:
+        scope = _scope_option(stale[0].resource_id, stale[0].thread_id) if len(stale) == 1 else ""
+        again = ["memory-core", "reindex", url, "--vector", vector, *scope]
+        if embedder is not None:
+            again += ["--embedder", embedder]
+        errors.print(
+            f"[yellow]{len(stale)} of {len(statuses)} not in step; run {escape(shlex.join(again))}[/]", soft_wrap=True
+        )
+        raise typer.Exit(NOT_IN_STEP)
+
+
+def reindex(
+    url: Annotated[str, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
+    vector: Annotated[str, typer.Option(help="Vector store URL: the index to rebuild.")],
+    resource: Annotated[str | None, typer.Option(help="Only this resource (default: every resource).")] = None,
+    thread: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
+    embedder: Annotated[str | None, typer.Option(help=_EMBEDDER_HELP)] = None,
+) -> None:
+    """Rebuild the vector (and lexical) index from storage.
+
+    Every resource (or one resource, or one thread) gets its messages'
+    vectors and lexical documents again; those of messages storage no
+    longer holds go. Each scope is replaced whole; Ctrl-C (exit 130) leaves the scopes done
+    rebuilt: run the command again to finish."""
+    with user_errors():
+        storage, vectors, model = _stores(url, vector, resource, thread, embedder)
+        done, hint = run_interruptible(
+            _reindex(storage, vectors, model, resource, thread),
+            "the resources reported were rebuilt, the one under way may be partly; run the reindex again",
+        )
+        if hint is not None:
+            errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+    total = sum(count for _, count in done)
+    console.print(f"reindexed {total} messages in {len(done)} {'thread' if thread else 'resources'}", soft_wrap=True)
+
+
+def _scope_option(resource: str | None, thread: str | None) -> list[str]:
+    return ["--thread", thread] if thread is not None else ["--resource", resource] if resource is not None else []
+
+
+def _stores(
+    url: str, vector: str, resource: str | None, thread: str | None, embedder: str | None
+) -> tuple[Storage, VectorStore, Embedder | None]:
+    """The storage and vector store (built, checked, not opened) and the
+    embedder (None without ``--embedder``: the Memory takes the one the
+    index shows, :func:`~memory_core.embedders.embedder_of_index`); the
+    scope checked. Raises as the commands document."""
+    if resource is not None and thread is not None:
+        fail("give --resource or --thread, not both (a thread belongs to one resource)")
+    if resource is not None:
+        check_id(resource, "--resource")
+    if thread is not None:
+        check_id(thread, "--thread")
+    storage = command_storage(url, "URL", must_exist=True)
+    vectors = command_vector(vector, "--vector", must_exist=True)
+    return storage, vectors, None if embedder is None else get_embedder(embedder)
+
+
+async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> tuple[list[str], str | None]:
+    """The resource ids to walk (one, or every one the store holds), and the
+    hint when ``--resource`` names none; ``--thread`` must name a thread."""
+    from memory_core.transfer.export import resource_ids
+
+    if thread is not None:
+        if await memory.storage.get_thread(thread) is None:
+            fail(f"--thread: the store holds no thread {thread!r}; check the id, or give --resource or neither")
+        return [], None
+    if resource is not None:
+        return [resource], await absent_resource_hint(memory.storage, resource, "checked")
+    return await resource_ids(memory.storage), None
+
+
+def _memory(storage: Storage, vectors: VectorStore, model: Embedder | None) -> Memory:
+    from memory_core.memory import Memory
+
+    return Memory(storage, vectors, model)
+
+
+def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
+    """A mismatch between ``--embedder`` and the index, as one red line naming the fix."""
+    built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != exc.dimension)
+    name = "the default embedder" if model is None else f"--embedder {model.name!r}"
+    fail(
+        f"--vector holds vectors ({built}) that {name} ({exc.dimension} dimensions) "
+        "did not make; give the --embedder that built the index (lexical or minilm), "
+        "or rebuild it with memory-core reindex URL --vector URL --embedder NAME"
+    )
+
+
+async def _check(
+    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
+) -> tuple[list[IndexStatus], str | None]:
+    async with _memory(storage, vectors, model) as memory:
+        resources, hint = await _scopes(memory, resource, thread)
+        try:
+            if thread is not None:
+                return [await memory.check_index(thread_id=thread)], hint
+            return [await memory.check_index(resource_id=r) for r in resources], hint
+        except EmbedderMismatchError as exc:
+            _mismatch(exc, model)
+            raise
+
+
+async def _reindex(
+    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
+) -> tuple[list[tuple[str, int]], str | None]:
+    async with _memory(storage, vectors, model) as memory:
+        resources, hint = await _scopes(memory, resource, thread)
+        if thread is not None:
+            return [(thread, await memory.reindex(thread_id=thread))], hint
+        done = []
+        for one in resources:
+            done.append((one, await memory.reindex(resource_id=one)))
+            errors.print(f"reindexed resource {escape(repr(one))}: {done[-1][1]} messages", soft_wrap=True)
+        return done, hint

@@ -1,0 +1,95 @@
+"""``memory-core check-index`` and ``memory-core reindex`` (issue 26):
+``Memory.check_index`` and ``Memory.reindex`` on the command line, through
+a real process. A store whose index fell behind (messages saved through
+storage alone) or holds orphans (messages deleted through storage alone)
+is reported resource by resource, exit 1 and the exact ``reindex`` command
+that repairs it; after that command the index is in step (exit 0). Before,
+no command offered either."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_core import Memory, Thread, connect, connect_vector
+from memory_core.embedders import LexicalHashEmbedder
+from tests.cli_run import cli
+
+pytest.importorskip("memory_core_sqlite")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+
+OLD = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _message(id: str, thread: str) -> dict[str, object]:
+    return {"id": id, "thread_id": thread, "role": "user", "content": f"words of {id}", "created_at": OLD}
+
+
+def _store(tmp: Path) -> tuple[str, str]:
+    """Resources r1 (thread t1) and r2 (thread t2), three messages each, indexed;
+    then two messages saved into t1 and one deleted from t2 through storage alone."""
+    url, vectors = f"sqlite:///{tmp / 'agent.db'}", f"qdrant+path:///{tmp / 'vectors'}"
+
+    async def seed() -> None:
+        storage = await connect(url)
+        index = await connect_vector(vectors)
+        async with Memory(storage, index, LexicalHashEmbedder()) as memory:
+            for thread, resource in (("t1", "r1"), ("t2", "r2")):
+                await storage.save_thread(Thread(thread, resource, created_at=OLD))
+                await memory.save_messages([_message(f"{thread}-m{i}", thread) for i in range(3)])
+            await storage.save_messages([_message(f"t1-late{i}", "t1") for i in range(2)])
+            await storage.delete_messages(["t2-m0"])
+
+    asyncio.run(seed())
+    return url, vectors
+
+
+def test_check_index_reports_and_reindex_repairs(tmp_path: Path) -> None:
+    url, vectors = _store(tmp_path)
+    checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert checked.returncode == 1, checked.stderr
+    lines = checked.stdout.splitlines()
+    assert lines[0].startswith("resource 'r1': 5 messages stored (5 with text), 3 indexed"), lines
+    assert lines[0].endswith(": behind") and lines[1].endswith(": 1 orphaned"), lines
+    assert lines[1].startswith("resource 'r2': 2 messages stored (2 with text), 3 indexed"), lines
+    repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
+    assert checked.stderr.strip() == f"2 of 2 not in step; {repair}", checked.stderr
+
+    one = cli("check-index", url, "--vector", vectors, "--resource", "r2", "--embedder", "lexical")
+    scoped = f"run memory-core reindex {url} --vector {vectors} --resource r2 --embedder lexical"
+    assert one.returncode == 1 and one.stderr.strip() == f"1 of 1 not in step; {scoped}", one.stderr
+
+    rebuilt = cli("reindex", url, *repair.split()[4:])
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert rebuilt.stdout.strip() == "reindexed 7 messages in 2 resources", rebuilt.stdout
+
+    again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert again.returncode == 0, again.stderr
+    assert [line.rsplit(": ", 1)[1] for line in again.stdout.splitlines()] == ["in step", "in step"], again.stdout
+    plain = cli("check-index", url, "--vector", vectors)  # the embedder the index shows: lexical
+    assert plain.returncode == 0, plain.stderr
+    thread = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--thread", "t1")
+    assert thread.returncode == 0 and thread.stdout.startswith("thread 't1': 5 messages stored"), thread.stdout
+
+
+def test_index_command_mistakes_are_one_red_line(tmp_path: Path) -> None:
+    url, vectors = _store(tmp_path)
+    (tmp_path / "vectrs").mkdir()
+    misspelt = f"qdrant+path:///{tmp_path / 'vectrs'}"
+    cases = [
+        ("check-index", ["--resource", "r1", "--thread", "t1"], "give --resource or --thread, not both"),
+        ("reindex", ["--thread", "t9"], "the store holds no thread 't9'; check the id"),
+        ("check-index", ["--resource", ""], "--resource"),
+    ]
+    for command, args, says in cases:
+        done = cli(command, url, "--vector", vectors, "--embedder", "lexical", *args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    wrong = cli("reindex", url, "--vector", misspelt, "--embedder", "lexical")
+    assert wrong.returncode == 2 and "check the URL for a typo" in wrong.stderr, wrong.stderr

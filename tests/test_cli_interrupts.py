@@ -1,0 +1,133 @@
+"""Ctrl-C on the command line (issue 26), through a real ``memory-core``
+process: exit 130 means work was left undone, so a Ctrl-C that arrives
+after a command finished its work (while it prints its result, while the
+process ends) changes nothing and the exit code stays 0; and a Ctrl-C at
+any moment of a ``check``, the first seconds of imports included, stops it
+with one line, no traceback and nothing left behind. Before, a prune
+whose deletes were done exited 130 (typer's silent exit) when the Ctrl-C
+came while it printed its report, and an early Ctrl-C was a traceback from
+the import it cut, or ignored in a process started with SIGINT ignored (a
+background job): the check then ran on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_core import Thread, connect
+from tests.cli_run import cli_process
+
+pytest.importorskip("memory_core_sqlite")
+
+OLD = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def _old_messages(db: Path, count: int) -> str:
+    url = f"sqlite:///{db}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            row = {"thread_id": "t1", "role": "user", "content": "old", "created_at": OLD}
+            await storage.save_messages([{**row, "id": f"m{i}"} for i in range(count)])
+
+    asyncio.run(seed())
+    return url
+
+
+def _full_pipe() -> tuple[int, int]:
+    """A pipe whose buffer is already full: a process writing to it blocks
+    until the reader drains it."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        while True:
+            os.write(write, b"." * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(write, True)
+    return read, write
+
+
+def _blocked_writing(pid: int) -> bool:
+    """True while ``pid`` waits in a pipe write (Linux's ``wchan``)."""
+    return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/wchan").exists(), reason="needs Linux's /proc/PID/wchan")
+def test_a_ctrl_c_after_the_work_is_done_exits_0(tmp_path: Path) -> None:
+    url = _old_messages(tmp_path / "agent.db", 5)
+    read, write = _full_pipe()
+    # The report's line is the command's only write to stdout: it blocks on
+    # the full pipe, after the deletes were done and the store was closed.
+    process = cli_process("prune", url, "--older-than", "30d", stdout=write, stderr=subprocess.PIPE)
+    os.close(write)
+    try:
+        assert _wait_until(lambda: _blocked_writing(process.pid), 120), "prune never reached its report"
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # the signal is handled (or not) before the pipe drains
+        with os.fdopen(read, "rb") as reader:
+            out = reader.read().lstrip(b".").decode()
+        assert process.stderr is not None
+        said = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 0, said
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert out.startswith("removed 5 messages from 1 threads"), out
+    assert "interrupted:" not in said and "Traceback" not in said, said
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_an_early_ctrl_c_stops_check_without_a_traceback(inherited: str, tmp_path: Path) -> None:
+    """``ignored``: started as a background job is (SIGINT ignored); a
+    Ctrl-C, sent here 0.5 s after the start, lands while the command
+    imports (seconds on a busy machine)."""
+    pytest.importorskip("memory_core_conformance")
+    data, cwd = tmp_path / "data", tmp_path / "cwd"
+    data.mkdir()
+    cwd.mkdir()
+    handler = signal.SIG_IGN if inherited == "ignored" else signal.default_int_handler
+    process = cli_process(
+        "check",
+        f"sqlite:///{data / 'agent.db'}",
+        "--new",
+        "--profile",
+        "quick",
+        "-k",
+        "c07",
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, handler),
+    )
+    try:
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    said = err.decode()
+    assert process.returncode == 130, said
+    assert "interrupted" in said and "Traceback" not in said, said
+    assert b"CONFORMANT" not in out
+    assert list(data.iterdir()) == []
+    assert list(cwd.iterdir()) == []
