@@ -5,6 +5,7 @@ the 1,000-trial version."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
-from memory_core_conformance.cancellation import OpenMemory, Scope, WriteCase, check_case, snapshot
+from memory_core_conformance.cancellation import OpenMemory, Scope, WriteCase, cancel_at, check_case, snapshot
 from memory_core_conformance.cancellation.__main__ import opened
 from memory_core_conformance.cancellation.cases import all_cases, base_store
 from memory_core_conformance.cancellation.seams import adk_append_event
@@ -146,3 +147,14 @@ async def test_the_full_check_finds_a_write_that_lands_after_its_trial(tmp_path:
     LATE.clear()
     changed = [line for line in result.failures if "changed after the trial" in line]
     assert [line.split(", ")[1] for line in changed] == ["trial 0", "trial 1", "trial 2"], result.failures
+
+
+async def test_cancel_at_passes_on_its_callers_own_cancellation() -> None:
+    """Before: the caller's cancellation (Ctrl-C under ``asyncio.run``)
+    reached the write's task, and ``cancel_at`` took it for the trial's own
+    and returned True: the run went on."""
+    caller = asyncio.create_task(cancel_at(asyncio.sleep(10), 5))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    done, _ = await asyncio.wait([caller], timeout=5)
+    assert done and caller.cancelled()

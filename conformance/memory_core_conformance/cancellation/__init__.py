@@ -227,6 +227,8 @@ async def cancel_at(operation: Awaitable[Any], k: int) -> bool:
     Raises:
         AssertionError: it swallowed the cancellation (completed although
             cancelled) or raised something else.
+        CancelledError: the caller's task was cancelled meanwhile (the
+            operation's task with it).
     """
     task: asyncio.Task[Any] | None = None
 
@@ -241,8 +243,9 @@ async def cancel_at(operation: Awaitable[Any], k: int) -> bool:
     try:
         await task
     except asyncio.CancelledError:
-        if not task.cancelled():
-            raise
+        caller = asyncio.current_task()
+        if not task.cancelled() or (caller is not None and caller.cancelling()):
+            raise  # this call was cancelled (a timeout, Ctrl-C): not the trial's own cancellation
         return True
     if task.cancelling():
         raise AssertionError(f"cancelled at suspension {k} but completed: the cancellation was swallowed")
