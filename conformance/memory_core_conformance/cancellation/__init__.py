@@ -423,9 +423,12 @@ async def snapshot(memory: Memory, scope: Scope) -> dict[str, Any]:
     :meth:`~memory_core.Memory.check_index` counts for the thread or the
     resource, ``(vectors, lexical documents or None)``, so vectors and
     documents left of deleted messages show; None without a vector
-    store)."""
+    store). With a vector store, the Memory's paired writes in flight
+    settle first (as for every Memory read that pairs them)."""
     storage = memory.storage
     out: dict[str, Any] = {}
+    if memory.vector is not None:
+        await memory.check_index(thread_id="cancellation-quiet")  # the next caller: paired writes settle first
     for rid in scope.resource_ids():
         record = await storage.get_resource(rid)
         threads: dict[str, Any] = {}
