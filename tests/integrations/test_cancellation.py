@@ -5,15 +5,18 @@ the 1,000-trial version."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
-from memory_core_conformance.cancellation import OpenMemory, check_case
-from memory_core_conformance.cancellation.cases import all_cases
+from memory_core_conformance.cancellation import OpenMemory, Scope, WriteCase, cancel_at, check_case, snapshot
+from memory_core_conformance.cancellation.__main__ import opened
+from memory_core_conformance.cancellation.cases import all_cases, base_store
 from memory_core_conformance.cancellation.seams import adk_append_event
 
 import memory_core
@@ -97,3 +100,61 @@ async def test_adk_state_over_the_limit_is_refused_before_any_write() -> None:
         assert [e.id for e in after.events] == [e.id for e in before.events]
         assert after.state == before.state
         assert after._storage_update_marker == before._storage_update_marker
+
+
+async def test_trials_share_one_store_each_in_its_own_scope(tmp_path: Path) -> None:
+    """The command line opens the storage once per run: every trial (and
+    the uncancelled run) leaves its own scope's resources in it, and the
+    trials still pass. Before: a fresh store per trial (1-3 s on a server)."""
+    (case,) = [c for c in all_cases() if c.name == "save_messages"]
+    async with opened("memory", str(tmp_path)) as open_memory:
+        result = await check_case(open_memory, case, trials=4, full_every=2)
+        assert result.failures == [], result.failures
+        assert result.trials == 4
+        async with open_memory() as memory:
+            ids = (await memory.storage.list_resource_ids(per_page=False)).items
+    assert len(ids) == 2 * 5  # r1 and r2 of 1 + 4 scopes
+    assert len({rid.rsplit("-", 1)[0] for rid in ids}) == 5
+
+
+LATE: list[Callable[[], Awaitable[Any]]] = []
+"""Writes of :func:`_late_case` that land when the next trial sets up."""
+
+
+def _late_case() -> WriteCase:
+    """A write that changes its scope again after the trial was viewed (as a
+    write a driver sent that lands late would)."""
+
+    async def setup(memory: Memory, scope: Scope) -> None:
+        while LATE:
+            await LATE.pop()()
+        await base_store(memory, scope)
+
+    async def operation(memory: Memory, scope: Scope) -> None:
+        await memory.storage.update_resource(scope.id("r2"), metadata={"k": 1})
+        LATE.append(lambda: memory.storage.update_resource(scope.id("r2"), metadata={"k": 2}))
+
+    return WriteCase("late", setup, operation, snapshot)
+
+
+async def test_the_full_check_finds_a_write_that_lands_after_its_trial(tmp_path: Path) -> None:
+    """Each trial's scope is viewed again at the full check: a trial's write
+    that landed during the next trial's setup is reported for that trial
+    (the last trial's never lands). Before: no full check."""
+    LATE.clear()
+    async with opened("memory", str(tmp_path)) as open_memory:
+        result = await check_case(open_memory, _late_case(), trials=4, full_every=4)
+    LATE.clear()
+    changed = [line for line in result.failures if "changed after the trial" in line]
+    assert [line.split(", ")[1] for line in changed] == ["trial 0", "trial 1", "trial 2"], result.failures
+
+
+async def test_cancel_at_passes_on_its_callers_own_cancellation() -> None:
+    """Before: the caller's cancellation (Ctrl-C under ``asyncio.run``)
+    reached the write's task, and ``cancel_at`` took it for the trial's own
+    and returned True: the run went on."""
+    caller = asyncio.create_task(cancel_at(asyncio.sleep(10), 5))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    done, _ = await asyncio.wait([caller], timeout=5)
+    assert done and caller.cancelled()

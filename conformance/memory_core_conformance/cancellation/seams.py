@@ -1,7 +1,9 @@
 """The framework seams' cases (each imports its framework inside its own
 functions, so only the installed frameworks are needed): each sets up on
 :func:`~memory_core_conformance.cancellation.cases.base_store` and views the
-store through the seam's own reads, as the next caller does."""
+store through the seam's own reads, as the next caller does (every id, the
+ADK app, user and session and the events' ids included, in the run's
+:class:`~memory_core_conformance.cancellation.Scope`)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_core import Memory
 
-from . import WriteCase
+from . import Scope, WriteCase
 from .cases import T0, base_store
 
 __all__ = ["adk_append_event", "openai_add_items", "openai_pop_item", "pydantic_ai_append"]
@@ -17,18 +19,19 @@ __all__ = ["adk_append_event", "openai_add_items", "openai_pop_item", "pydantic_
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
 
     from memory_core.integrations.google_adk import MemoryCoreSessionService
     from memory_core.integrations.openai_agents import MemoryCoreSession
 
 
-def _event(i: int, delta: dict[str, Any]) -> Event:
+def _event(scope: Scope, i: int, delta: dict[str, Any]) -> Event:
     from google.adk.events.event import Event
     from google.adk.events.event_actions import EventActions
     from google.genai import types
 
     return Event(
-        id=f"e{i}",
+        id=scope.id(f"e{i}"),
         invocation_id="inv",
         author="user" if i % 2 else "agent",
         content=types.Content(role="user", parts=[types.Part(text=f"event {i}")]),
@@ -43,30 +46,41 @@ def _adk_service(memory: Memory) -> MemoryCoreSessionService:
     return MemoryCoreSessionService(memory)
 
 
-async def _adk_setup(memory: Memory) -> None:
-    await base_store(memory)
+def _adk_names(scope: Scope) -> tuple[str, str, str]:
+    """The case's app, user and session ids in ``scope``."""
+    return scope.id("app"), scope.id("u1"), scope.id("s1")
+
+
+async def _adk_session(memory: Memory, scope: Scope) -> Session | None:
+    app, user, session = _adk_names(scope)
+    return await _adk_service(memory).get_session(app_name=app, user_id=user, session_id=session)
+
+
+async def _adk_setup(memory: Memory, scope: Scope) -> None:
+    await base_store(memory, scope)
     service = _adk_service(memory)
+    app, user, sid = _adk_names(scope)
     session = await service.create_session(
-        app_name="app", user_id="u1", session_id="s1", state={"a": 1, "app:x": 1, "user:y": 1}
+        app_name=app, user_id=user, session_id=sid, state={"a": 1, "app:x": 1, "user:y": 1}
     )
-    await service.append_event(session, _event(1, {"a": 2}))
+    await service.append_event(session, _event(scope, 1, {"a": 2}))
 
 
-async def _adk_append(memory: Memory) -> None:
-    service = _adk_service(memory)
-    session = await service.get_session(app_name="app", user_id="u1", session_id="s1")
+async def _adk_append(memory: Memory, scope: Scope) -> None:
+    session = await _adk_session(memory, scope)
     if session is None:
         raise LookupError("the case's session is missing")
-    await service.append_event(session, _event(2, {"a": 3, "b": [1, 2], "app:x": 2, "user:y": 2, "temp:z": 1}))
+    delta = {"a": 3, "b": [1, 2], "app:x": 2, "user:y": 2, "temp:z": 1}
+    await _adk_service(memory).append_event(session, _event(scope, 2, delta))
 
 
-async def _adk_view(memory: Memory) -> Any:
-    service = _adk_service(memory)
-    session = await service.get_session(app_name="app", user_id="u1", session_id="s1")
+async def _adk_view(memory: Memory, scope: Scope) -> Any:
+    session = await _adk_session(memory, scope)
     if session is None:
         return None
     events = [(e.id, e.author, e.actions.state_delta if e.actions else None) for e in session.events]
-    user = await service.get_user_state(app_name="app", user_id="u1")
+    app, user_id, _ = _adk_names(scope)
+    user = await _adk_service(memory).get_user_state(app_name=app, user_id=user_id)
     return events, dict(session.state), session.last_update_time, user
 
 
@@ -76,26 +90,28 @@ def adk_append_event() -> WriteCase:
     return WriteCase("adk append_event", _adk_setup, _adk_append, _adk_view)
 
 
-def _openai(memory: Memory) -> MemoryCoreSession:
+def _openai(memory: Memory, scope: Scope) -> MemoryCoreSession:
     from memory_core.integrations.openai_agents import MemoryCoreSession
 
-    return MemoryCoreSession("chat", memory, resource_id="r1")
+    return MemoryCoreSession(scope.id("chat"), memory, resource_id=scope.id("r1"))
 
 
-async def _openai_setup(memory: Memory) -> None:
-    await base_store(memory)
-    await _openai(memory).add_items([{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}])
+async def _openai_setup(memory: Memory, scope: Scope) -> None:
+    await base_store(memory, scope)
+    items = [{"role": "user", "content": "one"}, {"role": "assistant", "content": "two"}]
+    await _openai(memory, scope).add_items(items)  # type: ignore[arg-type]
 
 
-async def _openai_view(memory: Memory) -> Any:
-    return await _openai(memory).get_items()
+async def _openai_view(memory: Memory, scope: Scope) -> Any:
+    return await _openai(memory, scope).get_items()
 
 
 def openai_add_items() -> WriteCase:
     """OpenAI Agents ``add_items`` of two items to a session holding two."""
 
-    async def add(memory: Memory) -> None:
-        await _openai(memory).add_items([{"role": "user", "content": "three"}, {"role": "assistant", "content": "4"}])
+    async def add(memory: Memory, scope: Scope) -> None:
+        items = [{"role": "user", "content": "three"}, {"role": "assistant", "content": "4"}]
+        await _openai(memory, scope).add_items(items)  # type: ignore[arg-type]
 
     return WriteCase("openai add_items", _openai_setup, add, _openai_view)
 
@@ -103,8 +119,8 @@ def openai_add_items() -> WriteCase:
 def openai_pop_item() -> WriteCase:
     """OpenAI Agents ``pop_item`` of a session holding two items."""
 
-    async def pop(memory: Memory) -> None:
-        await _openai(memory).pop_item()
+    async def pop(memory: Memory, scope: Scope) -> None:
+        await _openai(memory, scope).pop_item()
 
     return WriteCase("openai pop_item", _openai_setup, pop, _openai_view)
 
@@ -116,20 +132,20 @@ def pydantic_ai_append() -> WriteCase:
 
     from memory_core.integrations.pydantic_ai import MessageHistory
 
-    def history(memory: Memory) -> MessageHistory:
-        return MessageHistory(memory, "r1")
+    def history(memory: Memory, scope: Scope) -> MessageHistory:
+        return MessageHistory(memory, scope.id("r1"))
 
     def request(text: str) -> ModelRequest:
         return ModelRequest(parts=[UserPromptPart(content=text, timestamp=T0)])
 
-    async def setup(memory: Memory) -> None:
-        await base_store(memory)
-        await history(memory).append("c1", [request("one")])
+    async def setup(memory: Memory, scope: Scope) -> None:
+        await base_store(memory, scope)
+        await history(memory, scope).append(scope.id("c1"), [request("one")])
 
-    async def append(memory: Memory) -> None:
-        await history(memory).append("c1", [request("two"), request("three")])
+    async def append(memory: Memory, scope: Scope) -> None:
+        await history(memory, scope).append(scope.id("c1"), [request("two"), request("three")])
 
-    async def view(memory: Memory) -> Any:
-        return [m.parts[0].content for m in await history(memory).load("c1")]  # type: ignore[union-attr]
+    async def view(memory: Memory, scope: Scope) -> Any:
+        return [m.parts[0].content for m in await history(memory, scope).load(scope.id("c1"))]  # type: ignore[union-attr]
 
     return WriteCase("pydantic_ai append", setup, append, view)
