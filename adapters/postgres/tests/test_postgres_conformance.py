@@ -6,7 +6,7 @@ Each store is its own schema; the suite opens it and ``destroy()`` drops it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 import pytest
@@ -18,6 +18,7 @@ from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_postgres import PostgresStorage
+from memory_core_postgres._url import quote_ident
 
 
 class TestPostgresConformance(StorageConformance):
@@ -57,6 +58,26 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(f"postgresql://postgres@127.0.0.1:{free_port()}/test", clock=clock)
 
         return factory
+
+    @pytest.fixture
+    async def foreign_storage_factory(
+        self, make_store: Callable[..., PostgresStorage]
+    ) -> AsyncIterator[Callable[..., BaseStorage]]:
+        """Stores on a schema holding another application's table (no
+        ``schema_version``); the schema is dropped after the test."""
+        schema = make_store().schema
+        conn = await asyncpg.connect(make_store().settings.dsn)
+        try:
+            await conn.execute(f"CREATE SCHEMA {quote_ident(schema)}")
+            await conn.execute(f"CREATE TABLE {quote_ident(schema)}.notes (id int PRIMARY KEY, body text)")
+
+            def factory(clock: Clock | None = None) -> BaseStorage:
+                return PostgresStorage(make_store().settings.dsn, schema=schema, clock=clock)
+
+            yield factory
+        finally:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            await conn.close()
 
     @pytest.fixture
     def resource_counter(self, pg_target: str) -> ResourceCounter:

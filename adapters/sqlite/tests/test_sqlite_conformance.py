@@ -6,7 +6,9 @@ in the test's temporary folder); the suite opens and destroys it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 from collections.abc import Callable
 from itertools import count
 from pathlib import Path
@@ -63,6 +65,20 @@ class TestSQLiteConformance(StorageConformance):
         def factory(clock: Clock | None = None) -> BaseStorage:
             path = tmp_path / f"not-a-database{next(numbers)}.db"
             path.write_bytes(b"this is not an SQLite database file, " * 100)
+            return SQLiteStorage(path, clock=clock)
+
+        return factory
+
+    @pytest.fixture
+    def foreign_storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:
+        """Stores on another program's SQLite database (a table of its own,
+        no ``schema_version``)."""
+        numbers = count()
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            path = tmp_path / f"another-program{next(numbers)}.db"
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
             return SQLiteStorage(path, clock=clock)
 
         return factory

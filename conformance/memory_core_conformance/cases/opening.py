@@ -34,7 +34,7 @@ from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
 from memory_core_conformance.harness import StorageFactory, message, open_store, thread
 
-__all__ = ["LOOP_CASE_SECONDS", "LOOP_THREADS", "NO_UNOPENABLE_TARGET", "OpeningCases"]
+__all__ = ["LOOP_CASE_SECONDS", "LOOP_THREADS", "NO_FOREIGN_TARGET", "NO_UNOPENABLE_TARGET", "OpeningCases"]
 
 LOOP_THREADS = 5
 """Threads (each with its own event loop) sharing one store at once."""
@@ -45,6 +45,11 @@ NO_UNOPENABLE_TARGET = (
     "the test class defines no unopenable_storage_factory fixture (stores on a target that cannot be opened)"
 )
 """Skip reason of the failed-open case without that fixture."""
+
+NO_FOREIGN_TARGET = (
+    "the test class defines no foreign_storage_factory fixture (stores on a target holding no memory-core store)"
+)
+"""Skip reason of the strict-preflight refusal case without that fixture."""
 
 
 def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None:
@@ -115,6 +120,34 @@ class OpeningCases(SuiteBase):
         async with open_store(storage_factory) as good:
             await good.save_thread(thread("t1"))
             assert await good.get_thread("t1") is not None
+
+    @pytest.fixture
+    def foreign_storage_factory(self) -> StorageFactory | None:
+        """Override to run the strict-preflight refusal case: return
+        ``factory(clock=None)`` building new, unopened stores on a target
+        that exists and holds another application's data but no memory-core
+        store (SQLite: another program's database file; PostgreSQL: a schema
+        holding other tables). The fixture prepares and removes that target.
+        Default None: the case is skipped."""
+        return None
+
+    async def test_lifecycle_strict_preflight_refuses_a_target_holding_no_store(
+        self, foreign_storage_factory: StorageFactory | None
+    ) -> None:
+        """``preflight(must_exist=True)`` refuses a target that exists but
+        holds no memory-core store (what a misspelt schema or another
+        application's file is) with :func:`~memory_core.storage.no_store`'s
+        ``ValidationError``, and again the second time: it created nothing."""
+        if foreign_storage_factory is None:
+            pytest.skip(NO_FOREIGN_TARGET)
+        store = foreign_storage_factory(None)
+        try:
+            for _ in range(2):
+                with pytest.raises(ValidationError, match="holds no memory-core store") as raised:
+                    await store.preflight(must_exist=True)
+                assert raised.value.field, f"the refusal must name the URL part: {raised.value!r}"
+        finally:
+            await store.close()
 
     async def test_lifecycle_a_store_with_data_passes_the_strict_preflight(
         self, storage_factory: StorageFactory
