@@ -18,6 +18,7 @@ from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_postgres import PostgresStorage
+from memory_core_postgres._schema import _VERSION_TABLE, MIGRATIONS, SCHEMA_VERSION
 from memory_core_postgres._url import quote_ident
 
 
@@ -58,6 +59,37 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(f"postgresql://postgres@127.0.0.1:{free_port()}/test", clock=clock)
 
         return factory
+
+    @pytest.fixture
+    async def release_storage_factory(
+        self, make_store: Callable[..., PostgresStorage]
+    ) -> AsyncIterator[Callable[[int], BaseStorage]]:
+        """Stores on schemas another release left: step -1 every migration
+        but the last, +1 a version past :data:`SCHEMA_VERSION`; both schemas
+        are made first and dropped after the test."""
+        schemas = {step: make_store().schema for step in (-1, 1)}
+        dsn = make_store().settings.dsn
+        conn = await asyncpg.connect(dsn)
+        try:
+            for step, schema in schemas.items():
+                quoted = quote_ident(schema)
+                await conn.execute(f"CREATE SCHEMA {quoted}; " + _VERSION_TABLE.format(s=quoted))
+                for number, script in MIGRATIONS[:-1] if step < 0 else MIGRATIONS:
+                    await conn.execute(script.format(s=quoted))
+                    await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", number)
+                if step > 0:
+                    await conn.execute(
+                        f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", SCHEMA_VERSION + step
+                    )
+
+            def factory(step: int) -> BaseStorage:
+                return PostgresStorage(dsn, schema=schemas[step])
+
+            yield factory
+        finally:
+            for schema in schemas.values():
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            await conn.close()
 
     @pytest.fixture
     async def foreign_storage_factory(

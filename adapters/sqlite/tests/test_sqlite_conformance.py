@@ -21,6 +21,7 @@ from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_sqlite import SQLiteStorage
+from memory_core_sqlite._schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class TestSQLiteConformance(StorageConformance):
@@ -66,6 +67,27 @@ class TestSQLiteConformance(StorageConformance):
             path = tmp_path / f"not-a-database{next(numbers)}.db"
             path.write_bytes(b"this is not an SQLite database file, " * 100)
             return SQLiteStorage(path, clock=clock)
+
+        return factory
+
+    @pytest.fixture
+    def release_storage_factory(self, tmp_path: Path) -> Callable[[int], BaseStorage]:
+        """Stores on files another release's schema left: step -1 every
+        migration but the last, +1 a version past :data:`SCHEMA_VERSION`."""
+        numbers = count()
+
+        def factory(step: int) -> BaseStorage:
+            path = tmp_path / f"release{step:+d}-{next(numbers)}.db"
+            applied = MIGRATIONS[:-1] if step < 0 else MIGRATIONS
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY NOT NULL, applied_at INTEGER)")
+                for number, statements in applied:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version VALUES (?, 0)", (number,))
+                if step > 0:
+                    conn.execute("INSERT INTO schema_version VALUES (?, 0)", (SCHEMA_VERSION + step,))
+            return SQLiteStorage(path)
 
         return factory
 
