@@ -19,7 +19,10 @@ sources give the same sample), runs the tests once per mutant with
 again until it has run ``--confirm`` times, so a kill that depends on
 timing shows as ``killed 2/3``. Mutants inside type annotations of a
 module with ``from __future__ import annotations`` are left out of the draw
-(never evaluated: equivalent by construction). It prints one line per mutant (survivors
+(never evaluated: equivalent by construction). A drawn mutant whose code
+does not compile (Cosmic Ray edits some tokens, such as the ``**`` of
+``{**a, **b}``, into invalid syntax) is reported ``incompetent`` without a
+test run: every test command fails on it, which is no kill. It prints one line per mutant (survivors
 with their diff) and the kill rate, and writes the same as JSON with
 ``--json``. Decide by reading each survivor's diff whether it is
 equivalent (no behaviour can tell it apart: a log message, a cache size)
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import json
 import os
 import random
@@ -45,7 +49,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["MutantResult", "annotation_spans", "main", "run"]
+__all__ = ["MutantResult", "annotation_spans", "compiles", "main", "mutated_source", "run"]
 
 _IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "*.sqlite"
@@ -63,7 +67,7 @@ class MutantResult:
         operator: Cosmic Ray's operator name.
         occurrence: which occurrence of the operator in the file.
         outcome: ``killed``, ``survived``, ``timeout`` or ``incompetent`` (the
-            mutant does not import, or the run crashed).
+            mutant does not compile, and was not run; or the run crashed).
         kills: of ``runs`` runs, how many failed the tests.
         runs: how many times the tests ran against it.
         diff: the mutation as a unified diff.
@@ -122,6 +126,32 @@ def _in_annotation(module: Path, start: Position, spans: dict[Path, list[tuple[P
     if module not in spans:
         spans[module] = annotation_spans(module.read_text("utf-8"))
     return any(low <= start < high for low, high in spans[module])
+
+
+def mutated_source(source: str, operator: str, occurrence: int) -> str | None:
+    """``source`` with Cosmic Ray's ``operator`` (its plugin name, such as
+    ``core/NumberReplacer``) applied at ``occurrence``; None when the
+    operator has no such occurrence in it."""
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_code
+
+    mutated: str | None = mutate_code(source, cosmic_ray.plugins.get_operator(operator)(), occurrence)
+    return mutated
+
+
+def compiles(source: str) -> bool:
+    """Whether ``source`` is valid Python (a mutant that is not can only be
+    incompetent: it fails any test command at import)."""
+    try:
+        compile(source, "<mutant>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _diff(module: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{module}", f"b/{module}")
+    return "--- mutation diff ---\n" + "".join(lines)
 
 
 def _python_path(root: Path) -> str:
@@ -211,7 +241,15 @@ def run(
                 and not any(_in_annotation(copy / m.module_path, m.start_pos, spans) for m in item.mutations)
             ]
             chosen = {item.job_id for item in random.Random(seed).sample(items, min(sample, len(items)))}
-            skipped = [item.job_id for item in db.work_items if item.job_id not in chosen]
+            invalid: dict[str, str] = {}  # job id -> diff of a drawn mutant that does not compile
+            for item in db.work_items:
+                if item.job_id in chosen:
+                    spec = item.mutations[0]
+                    before = (copy / spec.module_path).read_text("utf-8")
+                    after = mutated_source(before, spec.operator_name, spec.occurrence)
+                    if after is not None and not compiles(after):
+                        invalid[item.job_id] = _diff(str(spec.module_path), before, after)
+            skipped = [item.job_id for item in db.work_items if item.job_id not in chosen or item.job_id in invalid]
             db.set_multiple_results(skipped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
         _cosmic(["exec", str(config), str(session)], copy, env)
         results: list[MutantResult] = []
@@ -222,13 +260,15 @@ def run(
                     continue
                 mutation = item.mutations[0]
                 result = outcomes[item.job_id]
-                if result.test_outcome == TestOutcome.KILLED:
+                if item.job_id in invalid:
+                    outcome = "incompetent"
+                elif result.test_outcome == TestOutcome.KILLED:
                     outcome = "timeout" if result.output == "timeout" else "killed"
                 elif result.test_outcome == TestOutcome.SURVIVED:
                     outcome = "survived"
                 else:
                     outcome = "incompetent"
-                kills, runs = int(outcome in ("killed", "timeout")), 1
+                kills, runs = int(outcome in ("killed", "timeout")), int(item.job_id not in invalid)
                 if outcome == "killed":
                     spec = evolve(mutation, module_path=copy / mutation.module_path)
                     for _ in range(confirm - 1):
@@ -245,7 +285,7 @@ def run(
                         outcome=outcome,
                         kills=kills,
                         runs=runs,
-                        diff=result.diff or "",
+                        diff=invalid.get(item.job_id) or result.diff or "",
                     )
                 )
         return results

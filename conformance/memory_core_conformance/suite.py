@@ -83,6 +83,10 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         unopenable_storage_factory: optional. Returns ``factory(clock=None)
             -> BaseStorage`` on a target that cannot be opened (its ``open``
             raises); without it the failed-open case is skipped.
+        foreign_storage_factory: optional. Returns ``factory(clock=None)
+            -> BaseStorage`` on a target that exists but holds no
+            memory-core store (another application's file or schema); without
+            it the strict-preflight refusal case is skipped.
         storage_address: optional. Returns ``address(store) ->
             StoreAddress``, a picklable recipe for a second instance on
             ``store``'s namespace; runs the two-process cases

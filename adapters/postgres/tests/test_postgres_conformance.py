@@ -6,7 +6,7 @@ Each store is its own schema; the suite opens it and ``destroy()`` drops it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 import pytest
@@ -18,6 +18,8 @@ from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_postgres import PostgresStorage
+from memory_core_postgres._schema import _VERSION_TABLE, MIGRATIONS, SCHEMA_VERSION
+from memory_core_postgres._url import quote_ident
 
 
 class TestPostgresConformance(StorageConformance):
@@ -57,6 +59,57 @@ class TestPostgresConformance(StorageConformance):
             return PostgresStorage(f"postgresql://postgres@127.0.0.1:{free_port()}/test", clock=clock)
 
         return factory
+
+    @pytest.fixture
+    async def release_storage_factory(
+        self, make_store: Callable[..., PostgresStorage]
+    ) -> AsyncIterator[Callable[[int], BaseStorage]]:
+        """Stores on schemas another release left: step -1 every migration
+        but the last, +1 a version past :data:`SCHEMA_VERSION`; both schemas
+        are made first and dropped after the test."""
+        schemas = {step: make_store().schema for step in (-1, 1)}
+        dsn = make_store().settings.dsn
+        conn = await asyncpg.connect(dsn)
+        try:
+            for step, schema in schemas.items():
+                quoted = quote_ident(schema)
+                await conn.execute(f"CREATE SCHEMA {quoted}; " + _VERSION_TABLE.format(s=quoted))
+                for number, script in MIGRATIONS[:-1] if step < 0 else MIGRATIONS:
+                    await conn.execute(script.format(s=quoted))
+                    await conn.execute(f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", number)
+                if step > 0:
+                    await conn.execute(
+                        f"INSERT INTO {quoted}.schema_version (version) VALUES ($1)", SCHEMA_VERSION + step
+                    )
+
+            def factory(step: int) -> BaseStorage:
+                return PostgresStorage(dsn, schema=schemas[step])
+
+            yield factory
+        finally:
+            for schema in schemas.values():
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            await conn.close()
+
+    @pytest.fixture
+    async def foreign_storage_factory(
+        self, make_store: Callable[..., PostgresStorage]
+    ) -> AsyncIterator[Callable[..., BaseStorage]]:
+        """Stores on a schema holding another application's table (no
+        ``schema_version``); the schema is dropped after the test."""
+        schema = make_store().schema
+        conn = await asyncpg.connect(make_store().settings.dsn)
+        try:
+            await conn.execute(f"CREATE SCHEMA {quote_ident(schema)}")
+            await conn.execute(f"CREATE TABLE {quote_ident(schema)}.notes (id int PRIMARY KEY, body text)")
+
+            def factory(clock: Clock | None = None) -> BaseStorage:
+                return PostgresStorage(make_store().settings.dsn, schema=schema, clock=clock)
+
+            yield factory
+        finally:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            await conn.close()
 
     @pytest.fixture
     def resource_counter(self, pg_target: str) -> ResourceCounter:

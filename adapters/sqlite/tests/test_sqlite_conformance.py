@@ -6,7 +6,9 @@ in the test's temporary folder); the suite opens and destroys it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 from collections.abc import Callable
 from itertools import count
 from pathlib import Path
@@ -19,6 +21,7 @@ from memory_core_conformance.cases.faults import ResourceCounter
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_sqlite import SQLiteStorage
+from memory_core_sqlite._schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class TestSQLiteConformance(StorageConformance):
@@ -63,6 +66,41 @@ class TestSQLiteConformance(StorageConformance):
         def factory(clock: Clock | None = None) -> BaseStorage:
             path = tmp_path / f"not-a-database{next(numbers)}.db"
             path.write_bytes(b"this is not an SQLite database file, " * 100)
+            return SQLiteStorage(path, clock=clock)
+
+        return factory
+
+    @pytest.fixture
+    def release_storage_factory(self, tmp_path: Path) -> Callable[[int], BaseStorage]:
+        """Stores on files another release's schema left: step -1 every
+        migration but the last, +1 a version past :data:`SCHEMA_VERSION`."""
+        numbers = count()
+
+        def factory(step: int) -> BaseStorage:
+            path = tmp_path / f"release{step:+d}-{next(numbers)}.db"
+            applied = MIGRATIONS[:-1] if step < 0 else MIGRATIONS
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY NOT NULL, applied_at INTEGER)")
+                for number, statements in applied:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_version VALUES (?, 0)", (number,))
+                if step > 0:
+                    conn.execute("INSERT INTO schema_version VALUES (?, 0)", (SCHEMA_VERSION + step,))
+            return SQLiteStorage(path)
+
+        return factory
+
+    @pytest.fixture
+    def foreign_storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:
+        """Stores on another program's SQLite database (a table of its own,
+        no ``schema_version``)."""
+        numbers = count()
+
+        def factory(clock: Clock | None = None) -> BaseStorage:
+            path = tmp_path / f"another-program{next(numbers)}.db"
+            with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+                conn.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
             return SQLiteStorage(path, clock=clock)
 
         return factory

@@ -32,9 +32,16 @@ import pytest
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
-from memory_core_conformance.harness import StorageFactory, message, open_store, thread
+from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
 
-__all__ = ["LOOP_CASE_SECONDS", "LOOP_THREADS", "NO_UNOPENABLE_TARGET", "OpeningCases"]
+__all__ = [
+    "LOOP_CASE_SECONDS",
+    "LOOP_THREADS",
+    "NO_FOREIGN_TARGET",
+    "NO_RELEASE_TARGETS",
+    "NO_UNOPENABLE_TARGET",
+    "OpeningCases",
+]
 
 LOOP_THREADS = 5
 """Threads (each with its own event loop) sharing one store at once."""
@@ -45,6 +52,16 @@ NO_UNOPENABLE_TARGET = (
     "the test class defines no unopenable_storage_factory fixture (stores on a target that cannot be opened)"
 )
 """Skip reason of the failed-open case without that fixture."""
+
+NO_FOREIGN_TARGET = (
+    "the test class defines no foreign_storage_factory fixture (stores on a target holding no memory-core store)"
+)
+"""Skip reason of the strict-preflight refusal case without that fixture."""
+
+NO_RELEASE_TARGETS = (
+    "the test class defines no release_storage_factory fixture (stores another release's schema version left)"
+)
+"""Skip reason of the schema-upgrade cases without that fixture."""
 
 
 def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None:
@@ -115,6 +132,85 @@ class OpeningCases(SuiteBase):
         async with open_store(storage_factory) as good:
             await good.save_thread(thread("t1"))
             assert await good.get_thread("t1") is not None
+
+    @pytest.fixture
+    def foreign_storage_factory(self) -> StorageFactory | None:
+        """Override to run the strict-preflight refusal case: return
+        ``factory(clock=None)`` building new, unopened stores on a target
+        that exists and holds another application's data but no memory-core
+        store (SQLite: another program's database file; PostgreSQL: a schema
+        holding other tables). The fixture prepares and removes that target.
+        Default None: the case is skipped."""
+        return None
+
+    async def test_lifecycle_strict_preflight_refuses_a_target_holding_no_store(
+        self, foreign_storage_factory: StorageFactory | None
+    ) -> None:
+        """``preflight(must_exist=True)`` refuses a target that exists but
+        holds no memory-core store (what a misspelt schema or another
+        application's file is) with :func:`~memory_core.storage.no_store`'s
+        ``ValidationError``, and again the second time: it created nothing."""
+        if foreign_storage_factory is None:
+            pytest.skip(NO_FOREIGN_TARGET)
+        store = foreign_storage_factory(None)
+        try:
+            for _ in range(2):
+                with pytest.raises(ValidationError, match="holds no memory-core store") as raised:
+                    await store.preflight(must_exist=True)
+                assert raised.value.field, f"the refusal must name the URL part: {raised.value!r}"
+        finally:
+            await store.close()
+
+    @pytest.fixture
+    def release_storage_factory(self) -> Callable[[int], BaseStorage] | None:
+        """Override to run the schema-upgrade cases: return ``factory(step)``
+        building a new, unopened store on a fresh target whose schema another
+        release of the adapter left: ``step`` -1 the previous schema version
+        (every migration but the last applied, no data), +1 one version newer
+        than this release knows. The fixture prepares and removes the
+        targets. Default None (an adapter without schema versions): skipped."""
+        return None
+
+    async def test_lifecycle_a_store_of_the_previous_schema_version_is_upgraded(
+        self, release_storage_factory: Callable[[int], BaseStorage] | None, storage_reopener: StorageReopener
+    ) -> None:
+        """Opening a store the previous release left applies the missing
+        migrations (and only those): every operation then works, counted
+        totals included, and the next open finds nothing to do."""
+        if release_storage_factory is None:
+            pytest.skip(NO_RELEASE_TARGETS)
+        store = release_storage_factory(-1)
+        try:
+            await store.open()
+            await store.save_thread(thread("t1"))
+            await store.save_messages([message("m1"), message("m2")])
+        finally:
+            await store.close()
+        again = storage_reopener(store, None)
+        try:
+            await again.save_messages([message("m3")])
+            page = await again.list_messages("t1", per_page=1)
+            assert ([m.id for m in page.items], page.total) == (["m1"], 3)
+            assert (await again.list_messages_by_resource("r1", per_page=0)).total == 3
+        finally:
+            await again.close()
+
+    async def test_lifecycle_a_store_of_a_newer_schema_version_is_refused(
+        self, release_storage_factory: Callable[[int], BaseStorage] | None
+    ) -> None:
+        """Opening a store a newer release wrote fails typed (BackendError,
+        operation ``open``), every time, and leaves nothing half-open."""
+        if release_storage_factory is None:
+            pytest.skip(NO_RELEASE_TARGETS)
+        store = release_storage_factory(1)
+        try:
+            for _ in range(2):
+                with pytest.raises(BackendError) as raised:
+                    await store.open()
+                _assert_typed_open_failure(raised.value, store)
+                assert "newer" in str(raised.value), f"the refusal must say the store is newer: {raised.value!r}"
+        finally:
+            await store.close()
 
     async def test_lifecycle_a_store_with_data_passes_the_strict_preflight(
         self, storage_factory: StorageFactory
