@@ -49,7 +49,7 @@ from memory_core.models import (
     ThreadFilter,
     WorkingMemoryState,
 )
-from memory_core.outbox import Outbox, paired
+from memory_core.outbox import Outbox, paired, wrote
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
 from memory_core.retention import PruneReport, RetentionPolicy
@@ -358,6 +358,7 @@ class Memory(CloneCalls):
     async def delete_thread(self, thread_id: str) -> None:
         """Delete the thread, its messages and their vectors (unknown: no-op)."""
         await self.storage.delete_thread(thread_id)
+        wrote()
         if self.vector is not None:
             await self.vector.delete_thread(thread_id)
 
@@ -377,6 +378,7 @@ class Memory(CloneCalls):
             BackendError: a store failed (call again to finish).
         """
         erased = await self.storage.delete_resource(resource_id)
+        wrote()
         await self._vectors.drop_threads("delete_resource", erased.thread_ids)
         return erased
 
@@ -467,6 +469,7 @@ class Memory(CloneCalls):
         if batch:
             await self._check_embedder()
         saved = await self.storage.save_messages(CheckedMessages(batch)) if batch else []
+        wrote()
         await self._vectors.index(saved)
         if self.config.generate_title is not None and saved:
             await threads.generate_titles(self.storage, self.config.generate_title, saved)
@@ -543,6 +546,7 @@ class Memory(CloneCalls):
         if touched:
             await self._check_embedder()
         updated = await self.storage.update_messages(updates)
+        wrote()
         await self._vectors.index([m for m in updated if m.id in touched])
         return updated
 
@@ -552,6 +556,7 @@ class Memory(CloneCalls):
         """Delete messages and their vectors (unknown ids ignored); returns
         how many messages this call removed (see :meth:`BaseStorage.delete_messages`)."""
         removed = await self.storage.delete_messages(ids)
+        wrote()
         await self._vectors.drop_messages("delete_messages", ids)
         return removed
 

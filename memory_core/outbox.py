@@ -15,8 +15,15 @@ The next caller completes what is outstanding: every paired write, recall,
 and :meth:`~memory_core.Memory.close` first waits for the jobs in flight
 (:meth:`Outbox.settle`), so a recall after a cancelled save finds its
 messages, and a later write on the same thread never overtakes an earlier
-one. A job whose caller was cancelled and that then failed is logged (its
-repair, ``reindex``, is the same as for any failed vector write).
+one. A job whose caller was cancelled and that then failed is logged: as a
+warning naming the repair (``reindex``, as for any failed vector write)
+when it may have left something behind, that is when it failed after its
+storage write was made (the method marks that point with :func:`wrote`) or
+with anything but a refusal (a ``ValidationError``, ``NotFoundError``,
+``OwnershipError`` or ``ConflictError``, raised by the checks or by a
+storage write, which is all or nothing: it wrote nothing); a refused job
+(say the first save to a thread that does not exist yet, which a framework
+seam then creates) stored nothing, and is logged at debug level only.
 
 The jobs live in the process: a process killed while a job runs leaves
 what its storage write stored without vectors, which
@@ -35,9 +42,12 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-__all__ = ["Outbox", "paired"]
+from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
+
+__all__ = ["Outbox", "paired", "wrote"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -45,17 +55,48 @@ S = TypeVar("S", bound="_Paired")
 
 log = logging.getLogger("memory_core")
 
+_REFUSALS = (ValidationError, NotFoundError, OwnershipError, ConflictError)
+"""What a check or an all-or-nothing storage write raises having written nothing."""
+
+
+class _Progress:
+    """How far one job got: whether its storage write was made."""
+
+    __slots__ = ("wrote",)
+
+    def __init__(self) -> None:
+        self.wrote = False
+
+
+_progress: ContextVar[_Progress | None] = ContextVar("memory_core_outbox_progress", default=None)
+
+
+def wrote() -> None:
+    """Mark the running job (a :func:`paired` method's): its storage write
+    has been made, so a failure from here on may leave part of it behind
+    (logged with its repair when its caller was cancelled). A no-op outside
+    a job."""
+    progress = _progress.get()
+    if progress is not None:
+        progress.wrote = True
+
+
+async def _tracked(work: Coroutine[Any, Any, T], progress: _Progress) -> T:
+    _progress.set(progress)  # the job's own context: a task runs in a copy
+    return await work
+
 
 class Outbox:
     """The paired writes of one :class:`~memory_core.Memory` in flight
     (see the module docstring). Used from any number of event loops: each
     job belongs to the loop that started it."""
 
-    __slots__ = ("_abandoned", "_jobs")
+    __slots__ = ("_abandoned", "_jobs", "_progress")
 
     def __init__(self) -> None:
         self._jobs: set[asyncio.Task[Any]] = set()
         self._abandoned: set[asyncio.Task[Any]] = set()
+        self._progress: dict[asyncio.Task[Any], _Progress] = {}
 
     @property
     def pending(self) -> int:
@@ -78,8 +119,10 @@ class Outbox:
         except BaseException:
             work.close()
             raise
-        job = asyncio.get_running_loop().create_task(work)
+        progress = _Progress()
+        job = asyncio.get_running_loop().create_task(_tracked(work, progress))
         self._jobs.add(job)
+        self._progress[job] = progress
         job.add_done_callback(self._finished)
         try:
             return await asyncio.shield(job)
@@ -100,12 +143,14 @@ class Outbox:
         for job in [j for j in self._jobs if j.get_loop().is_closed()]:
             self._jobs.discard(job)
             self._abandoned.discard(job)
+            self._progress.pop(job, None)
         return {j for j in self._jobs if j.get_loop() is loop and not j.done()}
 
     def _finished(self, job: asyncio.Task[Any]) -> None:
         self._jobs.discard(job)
         abandoned = job in self._abandoned
         self._abandoned.discard(job)
+        progress = self._progress.pop(job, None)
         if job.cancelled():
             # Only the job's loop cancels a job (its shutdown: asyncio.run ends
             # with the write unfinished), so what it stored may lack vectors.
@@ -115,8 +160,12 @@ class Outbox:
             )
             return
         error = job.exception()  # retrieved here, so an abandoned job's error is never "never retrieved"
-        if error is not None and abandoned:
+        if error is None or not abandoned:
+            return
+        if (progress is not None and progress.wrote) or not isinstance(error, _REFUSALS):
             log.warning("a Memory write whose caller was cancelled failed: %r (repair: Memory.reindex)", error)
+        else:
+            log.debug("a Memory write whose caller was cancelled was refused, nothing stored: %r", error)
 
 
 class _Paired(Protocol):

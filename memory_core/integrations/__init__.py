@@ -17,5 +17,6 @@ whose ``type`` names the format (``"openai-agents/item"`` ...). Thread ids
 are scoped per user (``<namespace>:<user>:<conversation>``), so users pick
 their own conversation ids. Shared rules live in ``_threads`` (ids, the one
 meaning of a history ``limit``, the current turn) and ``_tools`` (recall
-that leaves out the current turn, under a relevance floor).
+under the Memory's semantic-recall settings, of user and assistant messages,
+leaving out the current turn, under a relevance floor).
 """

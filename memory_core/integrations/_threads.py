@@ -109,32 +109,47 @@ def session_thread(app_name: str, user_id: str, session_id: str) -> str:
     return composed_id(thread_id, "session_id", "session_id with app_name and user_id")
 
 
-def check_limit(value: Any, field: str = "limit") -> int | None:
+def check_limit(value: Any, field: str = "limit", *, negative_reads_all: bool = True) -> int | None:
     """The one meaning of a history limit in every seam (``get_items(limit)``,
-    ``load(limit=)``, ADK's ``num_recent_events``), the SDK's
-    ``SQLiteSession`` rule: None -> every message; an int n >= 0 -> the
-    newest n (0: none); a negative int -> every message.
+    ``session_settings={"limit": ...}``, ``load(limit=)``, ADK's
+    ``num_recent_events``), the SDK's ``SQLiteSession`` rule: None -> every
+    message; an int n >= 0 -> the newest n (0: none); a negative int ->
+    every message, or refused where the seam's framework refuses it
+    (``negative_reads_all=False``: ADK's ``GetSessionConfig``).
+
+    Args:
+        value: the caller's limit, as given.
+        field: the caller's own name for it (``"limit"``,
+            ``"session_settings.limit"``, ``"num_recent_events"``).
+        negative_reads_all: True (default): a negative int reads every
+            message; False: it is refused, and no error hints at it.
 
     Returns:
         The number of newest messages to read, or None for all.
 
     Raises:
-        ValidationError: anything but an int or None, a bool included (the
-            SDK reads ``True`` as 1; here a flag passed as a count is an
-            error), or an int above
-            :data:`~memory_core.validation.MAX_PER_PAGE` (the largest page
-            a read takes), naming ``field`` as the caller wrote it.
+        ValidationError: ``field``: anything but an int or None (a bool, a
+            float such as ``2.0`` and a numeric string included: the SDK
+            reads ``True`` as 1 and ``"2"`` as 2; here a flag or a text
+            passed as a count is an error), an int above
+            :data:`~memory_core.validation.MAX_PER_PAGE` (the largest page a
+            read takes), or a negative int with ``negative_reads_all=False``;
+            each hint says what the seam reads.
     """
+    counts = (
+        "an int (the newest n; negative: all) or None (all)"
+        if negative_reads_all
+        else ("an int >= 0 (the newest n) or None (all)")
+    )
+    everything = "None or a negative int for all" if negative_reads_all else "None for all"
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(
-            field, f"must be an int (the newest n; negative: all) or None (all), got {type(value).__name__}"
-        )
+        raise ValidationError(field, f"must be {counts}, got {type(value).__name__} {value!r}")
     if value > MAX_PER_PAGE:
-        raise ValidationError(
-            field, f"must be at most {MAX_PER_PAGE} (the newest n), got {value}; None or a negative int for all"
-        )
+        raise ValidationError(field, f"must be at most {MAX_PER_PAGE} (the newest n), got {value}; {everything}")
+    if value < 0 and not negative_reads_all:
+        raise ValidationError(field, f"must be {counts}, got {value}")
     return None if value < 0 else int(value)
 
 

@@ -1,14 +1,15 @@
-"""What the integrations' agent tools do, once: semantic recall across a
-resource's conversations (leaving out the turn being answered, under a
-relevance floor) and its working memory."""
+"""What the integrations' agent tools do, once: recall under the Memory's
+semantic-recall settings (of what the user and the assistant said, leaving
+out the turn being answered, under a relevance floor) and working memory."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Literal
 
 from memory_core.arguments import check_memory
 from memory_core.embedders import relevance_floor
-from memory_core.errors import ValidationError
+from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
 from memory_core.validation import MAX_TOP_K, check_min_score, check_text
@@ -19,12 +20,16 @@ from ._threads import current_turn
 __all__ = [
     "REFUSED_BLANK",
     "REFUSED_TEMPLATE",
+    "RECALLED_ROLES",
     "MinScore",
+    "can_recall",
     "check_recall_options",
+    "check_recallable",
     "offered_tools",
     "read_working_memory",
     "recall_hits",
     "recall_texts",
+    "tool_recall",
     "write_working_memory",
 ]
 
@@ -59,6 +64,63 @@ def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     return int(top_k), check_min_score(min_score, "min_score")
 
 
+RECALLED_ROLES = frozenset({"user", "assistant"})
+"""The roles the recall tools search: what the user and the assistant said.
+Tool results are left out (the recall tools' own among them: their text is
+earlier hits, so a recall would find its own past answers and feed on them),
+and so are system instructions."""
+
+_GROWTH = 4
+"""How much deeper a recall tool searches again when tool results took
+slots (:func:`recall_hits`)."""
+
+
+def tool_recall(memory: Memory, top_k: int, min_score: MinScore) -> SemanticRecall:
+    """The semantic-recall settings a recall tool searches ``memory`` with:
+    the Memory's own (``memory.config.semantic_recall``: ``mode``, the
+    fusion weights, ``scope``; :class:`SemanticRecall` defaults while it is
+    off, as a tool call is an explicit search), with the tool's ``top_k``,
+    no context around hits (``message_range=0``), the turn being answered
+    left out (``exclude_recent``) and the floor the tool's ``min_score``
+    names: a number or None as given; ``"auto"``: the Memory's
+    ``min_score`` when it sets one, else the floor measured for its
+    embedder (:func:`~memory_core.embedders.relevance_floor`)."""
+    base = memory.config.semantic() or SemanticRecall()
+    if min_score != "auto":
+        floor = min_score
+    elif base.min_score is not None:
+        floor = base.min_score
+    else:
+        floor = relevance_floor(memory.embedder)
+    return replace(base, top_k=top_k, message_range=0, exclude_recent=True, min_score=floor)
+
+
+def can_recall(memory: Memory) -> bool:
+    """Whether the recall tools can search ``memory``: it has a vector
+    store, or its semantic recall runs in ``"lexical"`` mode (BM25 over
+    storage, no vectors needed)."""
+    semantic = memory.config.semantic()
+    return memory.vector is not None or (semantic is not None and semantic.mode == "lexical")
+
+
+def check_recallable(memory: Any, field: str = "memory") -> Memory:
+    """``memory`` if the recall tools can search it (:func:`can_recall`).
+
+    Raises:
+        ValidationError: not a Memory (:func:`~memory_core.arguments.check_memory`),
+            or (field ``<field>.vector``) a Memory without a vector store
+            whose semantic recall is not in ``"lexical"`` mode, naming both fixes.
+    """
+    checked = check_memory(memory, field)
+    if not can_recall(checked):
+        raise ValidationError(
+            f"{field}.vector",
+            "recall needs a vector store (Memory(storage, vector) or Memory.open(url, vector=url)) or lexical "
+            'semantic recall (MemoryConfig(semantic_recall=SemanticRecall(mode="lexical")))',
+        )
+    return checked
+
+
 async def recall_hits(
     memory: Memory,
     resource_id: str,
@@ -69,48 +131,64 @@ async def recall_hits(
     min_score: MinScore = "auto",
     leave_out_turn: bool = True,
 ) -> list[Message]:
-    """The ``top_k`` stored messages of the resource nearest to ``query``
-    (semantic recall with resource scope, no context window), best first,
-    leaving out the turn being answered and those under the floor.
+    """The ``top_k`` best user and assistant messages for ``query``
+    (:data:`RECALLED_ROLES`), best first, searched under the Memory's
+    semantic-recall settings (:func:`tool_recall`: its mode, weights and
+    scope, resource or thread), leaving out the turn being answered and
+    those under the floor.
 
     The turn being answered is the newest ``user`` message (of ``thread_id``,
     or of any thread of the resource when None) and what follows it in its
     thread (:func:`~memory_core.integrations._threads.current_turn`): a
     runner stores the question before the model calls the tool, and it
     would otherwise be the first hit. The search asks for ``top_k`` more
-    hits than that turn holds, so all ``top_k`` slots go to memory.
+    hits than that turn holds, so all ``top_k`` slots go to memory; when
+    tool results or system messages took slots, it searches again
+    :data:`_GROWTH` times deeper (up to 1000 hits) until ``top_k`` remain or
+    the scope holds no more.
+
+    With scope ``"thread"`` only the thread is searched: ``thread_id``, or
+    (None) the thread of the turn being answered; a thread not stored yet
+    holds nothing (``[]``).
 
     Args:
         thread_id: the conversation the tool runs in (None: any of the
             resource's, as ADK's memory service is asked without one).
-        min_score: hits under this cosine similarity are dropped
-            (:attr:`SemanticRecall.min_score`); ``"auto"`` (default) is the
-            floor measured for the Memory's embedder, none for an embedder
-            not measured.
+        min_score: the tool's floor (:func:`tool_recall`); ``"auto"``
+            (default): the Memory's, else the one measured for its embedder.
         leave_out_turn: False for a seam whose runs are stored only after
             they end (Pydantic AI's :meth:`MessageHistory.append`): the
             newest stored turn is then a finished one, and stays searchable.
 
     Raises:
-        ValidationError: ``memory`` has no vector store, or a bad query/top_k.
+        ValidationError: ``memory`` cannot be searched
+            (:func:`check_recallable`), or a bad query/top_k.
         OwnershipError: ``thread_id`` belongs to another resource.
     """
-    check_memory(memory, needs_vectors=True)
-    floor = relevance_floor(memory.embedder) if min_score == "auto" else min_score
+    check_recallable(memory)
+    settings = tool_recall(memory, top_k, min_score)
     turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
     anchor = thread_id if thread_id is not None else turn_thread
     if anchor is None:  # the resource holds no message: nothing to find
         return []
-    semantic = SemanticRecall(top_k=top_k, message_range=0, exclude_recent=True, min_score=floor)
-    config = MemoryConfig(last_messages=0, semantic_recall=semantic)
     # With exclude_recent the history page (the newest `turn` messages of the
     # turn's thread, i.e. the turn itself) is left out of the hits.
     where = turn_thread if turn_thread is not None and turn else anchor
-    result = await memory.recall(
-        where, resource_id, vector_search_string=query, per_page=turn, thread_config=config, total=False
-    )
-    found = {m.id: m for m in result.messages}
-    return [found[hit] for hit in result.semantic_hits if hit in found]
+    want = top_k
+    while True:
+        config = MemoryConfig(last_messages=0, semantic_recall=replace(settings, top_k=want))
+        try:
+            result = await memory.recall(
+                where, resource_id, vector_search_string=query, per_page=turn, thread_config=config, total=False
+            )
+        except NotFoundError:  # thread scope, and the conversation is not stored yet
+            return []
+        found = {m.id: m for m in result.messages}
+        hits = [found[hit] for hit in result.semantic_hits if hit in found]
+        kept = [m for m in hits if m.role in RECALLED_ROLES]
+        if len(kept) >= top_k or len(hits) < want or want >= MAX_TOP_K:
+            return kept[:top_k]
+        want = min(want * _GROWTH, MAX_TOP_K)
 
 
 async def recall_texts(
@@ -148,19 +226,21 @@ def offered_tools(memory: Memory) -> tuple[bool, bool]:
     recall)``. The working-memory tools only when the Memory's config turns
     working memory on (``MemoryConfig(working_memory={"enabled": True})``; off
     by default, and then :meth:`~memory_core.memory.Memory.read_working_memory`
-    refuses too); ``recall_memory`` only with a vector store.
+    refuses too); ``recall_memory`` only when the Memory can be searched
+    (:func:`can_recall`: a vector store, or lexical semantic recall).
 
     Raises:
         ValidationError: field ``memory``: neither (no tool to offer), naming
             both ways to turn one on.
     """
-    working, recall = memory.config.working_memory.enabled, memory.vector is not None
+    working, recall = memory.config.working_memory.enabled, can_recall(memory)
     if not working and not recall:
         raise ValidationError(
             "memory",
             "no memory tool to offer: working memory is off (turn it on with "
             'MemoryConfig(working_memory={"enabled": True})) and the Memory has no vector store for recall_memory '
-            '(Memory.open(url, vector="qdrant+path:///app.vectors"))',
+            '(Memory.open(url, vector="qdrant+path:///app.vectors")) nor lexical semantic recall '
+            '(MemoryConfig(semantic_recall=SemanticRecall(mode="lexical")))',
         )
     return working, recall
 

@@ -70,7 +70,7 @@ from ._threads import (
     scoped_key,
     session_thread,
 )
-from ._tools import MinScore, check_recall_options, recall_hits
+from ._tools import MinScore, check_recall_options, check_recallable, recall_hits
 
 __all__ = [
     "EVENT_TYPE",
@@ -129,7 +129,15 @@ def event_text(event: Event) -> str:
 
 def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[str, Any]]:
     """ADK's split of a state (delta) into ``app``, ``user`` and ``session``
-    parts (``temp:`` dropped), each checked as JSON (R-JSON)."""
+    parts (``temp:`` dropped), each checked as JSON (R-JSON).
+
+    Raises:
+        ValidationError: ``field``: ``state`` is neither None nor a mapping
+            with str keys, or a part is not JSON.
+    """
+    if state is not None and not (isinstance(state, Mapping) and all(isinstance(k, str) for k in state)):
+        got = type(state).__name__ if not isinstance(state, Mapping) else "a mapping with a key that is not a str"
+        raise ValidationError(field, f"must be a dict of str keys (the state) or None, got {got}", "R-JSON")
     deltas: dict[str, dict[str, Any]] = _session_util.extract_state_delta(dict(state or {}))
     for scope, delta in deltas.items():
         check_json_object(delta, f"{field} ({scope} state)")
@@ -171,18 +179,13 @@ def _recent_events(config: GetSessionConfig | None) -> int | None:
     every event; n >= 0: the newest n.
 
     Raises:
-        ValidationError: not an int or None (:func:`check_limit`), or
-            negative: ADK's ``GetSessionConfig`` refuses it, and its two
-            services disagree on one built past the validator (in-memory:
-            all but the first n; SQLite: all).
+        ValidationError: field ``num_recent_events``: not an int or None
+            (:func:`check_limit`), or negative: ADK's ``GetSessionConfig``
+            refuses it, and its two services disagree on one built past the
+            validator (in-memory: all but the first n; SQLite: all).
     """
     recent = None if config is None else config.num_recent_events
-    if isinstance(recent, int) and not isinstance(recent, bool) and recent < 0:
-        raise ValidationError(
-            "num_recent_events",
-            f"must be >= 0 (ADK's GetSessionConfig rule), got {recent}; None reads every event",
-        )
-    return check_limit(recent, "num_recent_events")
+    return check_limit(recent, "num_recent_events", negative_reads_all=False)
 
 
 class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
@@ -281,9 +284,15 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         and only the events it returns (walking back from the newest),
         however long the session.
 
+        ADK's ``GetSessionConfig`` is a pydantic model that turns ``True``
+        into 1 and ``2.0`` or ``"2"`` into 2 when it is built, before the
+        service sees it; what reaches the service unconverted (a value set
+        on the config afterwards, or one built with ``model_construct``) is
+        refused.
+
         Raises:
-            ValidationError: ``num_recent_events`` is not an int or None, or
-                is negative.
+            ValidationError: field ``num_recent_events``: not an int or None
+                (a bool, float or str), or negative.
         """
         _check_names(app_name, user_id)
         session_id = check_id(session_id.strip() if isinstance(session_id, str) else session_id, "session_id")
@@ -500,30 +509,35 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
 
 
 class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
-    """An ADK ``BaseMemoryService``: search is memory-core semantic recall
-    over the user's sessions (resource scope).
+    """An ADK ``BaseMemoryService``: search is memory-core recall under the
+    Memory's semantic-recall settings (mode, weights, scope:
+    :func:`~memory_core.integrations._tools.tool_recall`) over the user's
+    sessions, of what the user and the agent said (events carrying function
+    responses, ``load_memory``'s own among them, are left out).
 
     Args:
-        memory: a Memory with a vector store (the one the session service
-            writes to, so events stored there are searchable at once).
+        memory: a Memory with a vector store, or whose semantic recall is in
+            ``"lexical"`` mode (the one the session service writes to, so
+            events stored there are searchable at once).
         top_k: at most this many memories per search, 1-1000 (default 5).
         min_score: the relevance floor, a cosine similarity from -1 to 1:
             events scoring under it are left out, so an unrelated query finds
             few or none (as ADK's own keyword-matching services find none).
-            ``"auto"`` (default): the floor measured for the Memory's
-            embedder (:func:`~memory_core.embedders.relevance_floor`); None:
-            no floor, always ``top_k`` when the user has that many events.
+            ``"auto"`` (default): the Memory's ``semantic_recall.min_score``
+            when set, else the floor measured for the Memory's embedder
+            (:func:`~memory_core.embedders.relevance_floor`); None: no
+            floor, always ``top_k`` when the user has that many events.
 
     Raises:
         ValidationError: ``memory`` is not a Memory
-            (:func:`~memory_core.arguments.check_memory`) or has no vector
-            store (field ``memory.vector``), or a bad ``top_k`` or
-            ``min_score``.
+            (:func:`~memory_core.arguments.check_memory`) or cannot be
+            searched (field ``memory.vector``:
+            :func:`~memory_core.integrations._tools.check_recallable`), or a
+            bad ``top_k`` or ``min_score``.
     """
 
     def __init__(self, memory: Memory, *, top_k: int = 5, min_score: MinScore = "auto") -> None:
-        check_memory(memory, needs_vectors=True)
-        self.memory = memory
+        self.memory = check_recallable(memory)
         self.top_k, self.min_score = check_recall_options(top_k, min_score)
 
     async def add_session_to_memory(self, session: Session) -> None:
@@ -566,11 +580,14 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         ``query`` that carry content, best first, as ``MemoryEntry`` (id,
         content, author, ISO-8601 local timestamp, as ADK's in-memory service).
 
-        Left out: events under ``min_score``, and the turn being answered
-        (the user's newest message, in any of the app's sessions, and the
-        events after it in its session: the runner stores the question
-        before a tool searches, and ``preload_memory`` searches with its
-        very text); see :func:`~memory_core.integrations._tools.recall_hits`.
+        Left out: events under ``min_score``, events carrying function
+        responses (tool results), and the turn being answered (the user's
+        newest message, in any of the app's sessions, and the events after
+        it in its session: the runner stores the question before a tool
+        searches, and ``preload_memory`` searches with its very text). With
+        the Memory's ``semantic_recall.scope`` ``"thread"``, only the session
+        of that newest message is searched; see
+        :func:`~memory_core.integrations._tools.recall_hits`.
         """
         _check_names(app_name, user_id)
         owner = user_resource(app_name, user_id)

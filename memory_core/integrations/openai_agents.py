@@ -34,7 +34,7 @@ from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_bool, check_id
+from memory_core.validation import check_bool, check_id, check_json_object, check_message
 
 from ._threads import (
     check_limit,
@@ -124,8 +124,13 @@ class MemoryCoreSession:
         session_settings: the SDK's settings, a ``SessionSettings`` or a dict
             of its fields (turned into one by the SDK's own
             ``coerce_session_settings``, as its sessions do); ``limit`` is the
-            default of :meth:`get_items` (None: every item). Default: an empty
-            ``SessionSettings()``.
+            default of :meth:`get_items`, meaning what ``limit`` means there
+            (None: every item). A dict's ``limit`` is checked before the
+            SDK's coercion, which would read ``True`` as 1, ``False`` as 0
+            and ``"2"`` or ``2.0`` as 2; a ``SessionSettings`` the caller
+            built has been coerced by the SDK already, so only a value set on
+            it afterwards can be refused (by :meth:`get_items`). Default: an
+            empty ``SessionSettings()``.
         scope_ids: True (default): the session's thread is scoped to the
             owner, ``openai-agents:<owner>:<session_id>`` (see
             :meth:`thread_id`), so two users' ``"chat"`` sessions are two
@@ -138,9 +143,12 @@ class MemoryCoreSession:
     runner passes it and the owner can come from ``wrapper.context``.
 
     Raises:
-        ValidationError: at construction, a bad id or a ``memory`` that is
+        ValidationError: at construction, a bad id, a ``memory`` that is
             not a Memory (:func:`~memory_core.arguments.check_memory`: a URL
-            goes to ``await Memory.open(url)``); a method without any owner
+            goes to ``await Memory.open(url)``), or a dict
+            ``session_settings`` whose ``limit`` is not an int or None
+            (field ``session_settings.limit``,
+            :func:`~memory_core.integrations._threads.check_limit`); a method without any owner
             (neither context nor ``resource_id``), or whose context names
             another owner than ``resource_id``.
         TypeError: ``session_settings`` is a dict with a key that is not a
@@ -167,6 +175,9 @@ class MemoryCoreSession:
         self.scope_ids = check_bool(scope_ids, "scope_ids")
         self.memory = check_memory(memory)
         self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
+        if isinstance(session_settings, Mapping):
+            # Checked before the SDK's coercion, which reads True as 1 and "2" as 2.
+            check_limit(session_settings.get("limit"), "session_settings.limit")
         self.session_settings: SessionSettings | None = (
             SessionSettings()
             if session_settings is None
@@ -264,9 +275,10 @@ class MemoryCoreSession:
         every seam).
 
         Raises:
-            ValidationError: a limit that is not an int or None, a bool
-                included (``SQLiteSession`` reads ``True`` as 1), naming
-                ``limit`` or ``session_settings.limit``, whichever gave it.
+            ValidationError: a limit that is not an int or None (a bool, a
+                float or a str included: ``SQLiteSession`` reads ``True`` as
+                1), naming ``limit`` or ``session_settings.limit``,
+                whichever gave it.
         """
         field = "limit" if limit is not None else "session_settings.limit"
         effective = check_limit(resolve_session_limit(limit, self.session_settings), field)
@@ -280,8 +292,10 @@ class MemoryCoreSession:
         """Append items in order, in one batch (all or nothing).
 
         Raises:
-            ValidationError: an item that is not a JSON object (R-JSON),
-                before anything is written.
+            ValidationError: an item that is not a JSON object (R-JSON: NaN
+                and infinities included) or is too large (R-SIZE), before
+                anything is written, named by its index and the path within
+                it (``items[1]['content']``).
             AdapterClosedError: the store is closed (an empty list too, as
                 the SDK's sessions).
         """
@@ -295,8 +309,10 @@ class MemoryCoreSession:
         for index, item in enumerate(items):
             if not isinstance(item, Mapping):
                 raise ValidationError(f"items[{index}]", f"must be a dict, got {type(item).__name__}", "R-JSON")
-            record = {"item": dict(item), "content": item_text(item)}
-            messages.append(Message(new_message_id(), thread, item_role(item), record, owner, ITEM_TYPE))
+            where = f"items[{index}]"
+            record = {"item": check_json_object(dict(item), where), "content": item_text(item)}
+            message = Message(new_message_id(), thread, item_role(item), record, owner, ITEM_TYPE)
+            messages.append(check_message(message, where, by_id=False))  # R-SIZE, named by index too
         await save_to(self.memory, thread, owner, messages)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> TResponseInputItem | None:
@@ -322,18 +338,23 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     owner's working memory (``Resource.working_memory``); an update with
     blank notes or the Memory's unfilled working-memory template writes
     nothing and tells the model to send the complete notes
-    (:func:`~memory_core.integrations._tools.write_working_memory`). With a vector store
-    in ``session.memory``, ``recall_memory(query)`` also returns up to
-    ``top_k`` (1-1000, default 4) most similar messages across the owner's
-    threads (semantic recall, resource scope), leaving out the turn being
+    (:func:`~memory_core.integrations._tools.write_working_memory`). When
+    ``session.memory`` can be searched (a vector store, or lexical semantic
+    recall), ``recall_memory(query)`` also returns up to ``top_k`` (1-1000,
+    default 4) best user and assistant messages, searched under the Memory's
+    semantic-recall settings (``mode``, weights, ``scope``: every thread of
+    the owner, or with scope ``"thread"`` the session's own thread, so a
+    branch does not recall what was edited away in its source), leaving out
+    tool results (its own earlier answers among them), the turn being
     answered (the question the runner stored and what followed it) and hits
     under ``min_score`` (cosine similarity; ``"auto"``, the default: the
-    floor measured for the Memory's embedder; None: no floor); see
+    Memory's ``semantic_recall.min_score`` when set, else the floor measured
+    for its embedder; None: no floor); see
     :func:`~memory_core.integrations._tools.recall_hits`.
 
     Raises:
         ValidationError: ``top_k`` out of range or a bad ``min_score``; no
-            tool to offer (working memory off and no vector store, field
+            tool to offer (working memory off and no recall, field
             ``memory``: :func:`~memory_core.integrations._tools.offered_tools`).
     """
     top_k, min_score = check_recall_options(top_k, min_score)

@@ -178,13 +178,17 @@ class MessageHistory:
         ``get_working_memory`` and
         ``update_working_memory(notes)`` (blank notes or the Memory's
         unfilled working-memory template are refused, nothing written: see
-        :func:`~memory_core.integrations._tools.write_working_memory`) and, with a vector store,
-        ``recall_memory(query)``: up to ``top_k`` nearest messages across the
-        resource's conversations (the run being answered is not among them:
-        its messages are stored by :meth:`append` after it), leaving out hits
-        under ``min_score`` (cosine
-        similarity; ``"auto"``, the default: the floor measured for the
-        Memory's embedder; None: no floor); see
+        :func:`~memory_core.integrations._tools.write_working_memory`) and,
+        when the Memory can be searched (a vector store, or lexical semantic
+        recall), ``recall_memory(query)``: up to ``top_k`` best user and
+        assistant messages under the Memory's semantic-recall settings
+        (``mode``, weights, ``scope``: the resource's conversations, or with
+        scope ``"thread"`` this conversation's), tool returns left out (its
+        own earlier answers among them; the run being answered is not
+        searched either: its messages are stored by :meth:`append` after
+        it), and hits under ``min_score`` (cosine similarity; ``"auto"``, the
+        default: the Memory's ``semantic_recall.min_score`` when set, else
+        the floor measured for its embedder; None: no floor); see
         :func:`~memory_core.integrations._tools.recall_hits`.
 
         The tools act for the store's ``resource_id``. A run whose ``deps``
@@ -196,7 +200,7 @@ class MessageHistory:
         Raises:
             ValidationError: ``top_k`` is not an int from 1 to 1000, or a bad
                 ``min_score`` or ``conversation_id``; no tool to offer
-                (working memory off and no vector store, field ``memory``:
+                (working memory off and no recall, field ``memory``:
                 :func:`~memory_core.integrations._tools.offered_tools`); when a tool runs, a
                 ``deps`` naming another resource (field
                 ``context.resource_id``, nothing read or written).

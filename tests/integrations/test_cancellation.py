@@ -6,7 +6,8 @@ the 1,000-trial version."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,11 @@ from memory_core_conformance.cancellation.seams import adk_append_event
 
 import memory_core
 from memory_core import Memory
-from memory_core.embedders import get_embedder
+from memory_core.embedders import CallableEmbedder, get_embedder
 from memory_core.errors import ValidationError
 from memory_core.integrations.google_adk import MemoryCoreSessionService
+from memory_core.integrations.openai_agents import MemoryCoreSession
+from memory_core.models import Thread
 from memory_core.validation import MAX_MESSAGE_BYTES
 
 pytestmark = pytest.mark.anyio
@@ -158,3 +161,56 @@ async def test_cancel_at_passes_on_its_callers_own_cancellation() -> None:
     caller.cancel()
     done, _ = await asyncio.wait([caller], timeout=5)
     assert done and caller.cancelled()
+
+
+async def _cancel_while_the_job_runs(memory: Memory, write: Coroutine[Any, Any, Any]) -> None:
+    """Start ``write``, cancel its caller once its outbox job runs, and
+    wait for the job to end."""
+    task = asyncio.get_running_loop().create_task(write)
+    for _ in range(10_000):  # a few loop turns: the caller reaches its outbox job
+        if memory._outbox.pending or task.done():
+            break
+        await asyncio.sleep(0)
+    assert not task.done(), "the write ended before it could be cancelled"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await memory._outbox.settle()
+
+
+async def test_a_cancelled_first_write_that_stored_nothing_names_no_repair(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: the cancelled first write to a new session (refused: its
+    thread did not exist yet) was logged as "failed: NotFoundError(...)
+    (repair: Memory.reindex)" although nothing was stored."""
+    async with opener(f"sqlite:///{tmp_path}/s.db")() as memory:
+        session = MemoryCoreSession("chat", memory, resource_id="alice")
+        with caplog.at_level(logging.DEBUG, logger="memory_core"):
+            await _cancel_while_the_job_runs(memory, session.add_items([{"role": "user", "content": "hi"}]))
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert "refused, nothing stored: NotFoundError" in caplog.text
+        assert await memory.list_threads() is not None and (await memory.list_threads()).items == []
+
+
+async def test_a_cancelled_write_that_failed_after_storing_names_the_repair(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refusal after the storage write (here the embedder's bad output, a
+    ValidationError) may leave messages without vectors: the repair is named."""
+
+    def broken(texts: list[str]) -> list[list[float]]:
+        return [[float("nan"), 1.0] for _ in texts]
+
+    storage = await memory_core.connect(f"sqlite:///{tmp_path}/s.db")
+    vectors = await memory_core.connect_vector("memory://")
+    embedder = CallableEmbedder(broken, 2, name="broken")
+    async with Memory(storage, vectors, embedder, owns_stores=False, allow_volatile_vectors=True) as memory:
+        await memory.storage.insert_thread(Thread("t", "alice"))
+        with caplog.at_level(logging.DEBUG, logger="memory_core"):
+            await _cancel_while_the_job_runs(memory, memory.append_messages("t", [("user", "hi")], resource_id="alice"))
+        warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any("ValidationError" in m and "repair: Memory.reindex" in m for m in warned), caplog.text
+        assert len((await memory.list_messages("t")).items) == 1  # stored, without its vector
+    await storage.close()
+    await vectors.close()

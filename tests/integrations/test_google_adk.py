@@ -201,7 +201,9 @@ async def test_get_session_config_through_the_runner_matches_adks_own_services(
         sqlite = await conversation(SqliteSessionService(str(tmp_path / "adk.db")))
         assert ours == in_memory == sqlite, (ours, in_memory, sqlite)
         negative = GetSessionConfig.model_construct(num_recent_events=-1, after_timestamp=None)
-        with pytest.raises(ValidationError, match=r"num_recent_events: must be >= 0 \(ADK's GetSessionConfig rule\)"):
+        with pytest.raises(
+            ValidationError, match=r"num_recent_events: must be an int >= 0 \(the newest n\) or None \(all\), got -1$"
+        ):
             await MemoryCoreSessionService(memory).get_session(
                 app_name="a", user_id="u", session_id="s", config=negative
             )

@@ -131,3 +131,34 @@ async def test_adk_ids_too_long_once_composed_are_named_in_the_callers_words() -
         with pytest.raises(ValidationError) as caught:
             await service.get_session(app_name=app_name, user_id=user_id, session_id=session_id)
         assert caught.value.field == field, caught.value
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("openai-session" not in SEAMS, reason="openai-agents is not installed")
+async def test_a_bad_item_is_named_by_its_index_and_path_not_an_internal_id() -> None:
+    """Before: ``message '01a2…'.content['item']['content']``, an id the
+    session generated and the caller never saw."""
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
+    session = MemoryCoreSession("s", Memory(InMemoryStorage()), resource_id="u")
+    bad: Any = [{"role": "user", "content": "ok"}, {"role": "user", "content": [{"type": "x", "v": float("nan")}]}]
+    with pytest.raises(ValidationError) as caught:
+        await session.add_items(bad)
+    assert caught.value.field == "items[1]['content'][0]['v']" and caught.value.rule == "R-JSON", caught.value
+    huge: Any = [{"role": "user", "content": "x" * (16 * 2**20)}]
+    with pytest.raises(ValidationError) as caught:
+        await session.add_items(huge)
+    assert caught.value.field.startswith("items[0]"), caught.value
+    assert await session.get_items() == []
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("adk-sessions" not in SEAMS, reason="google-adk is not installed")
+@pytest.mark.parametrize("state", [[1], "k=v", {1: "v"}])
+async def test_adk_state_that_is_not_a_dict_is_named(state: Any) -> None:
+    """Before: ``create_session(state=[1])`` raised a raw TypeError."""
+    memory = Memory(InMemoryStorage())
+    with pytest.raises(ValidationError) as caught:
+        await SEAMS["adk-sessions"](memory).create_session(app_name="a", user_id="u", session_id="s", state=state)  # type: ignore[attr-defined]
+    assert caught.value.field == "state", caught.value
+    assert await memory.list_threads() is not None and (await memory.list_threads()).items == []

@@ -1,10 +1,11 @@
 """One meaning of a history limit in every seam
 (:func:`memory_core.integrations._threads.check_limit`, the Agents SDK's
 ``SQLiteSession`` rule): None and a negative int read everything, 0 nothing,
-n the newest n; anything else is a ValidationError naming the caller's own
-parameter (``limit``, ``session_settings.limit``, ``num_recent_events``).
-ADK's ``num_recent_events`` is the one exception: ADK's own
-``GetSessionConfig`` refuses a negative count, and so does the seam."""
+n the newest n; anything else (a bool, a float, a str) is a ValidationError
+naming the caller's own parameter (``limit``, ``session_settings.limit``,
+``num_recent_events``). ADK's ``num_recent_events`` is the one exception:
+ADK's own ``GetSessionConfig`` refuses a negative count, and so does the
+seam, whose hints then never offer a negative count."""
 
 from __future__ import annotations
 
@@ -94,30 +95,41 @@ async def test_every_seam_reads_a_limit_the_same_way(seam: str) -> None:
     assert await read(None) == TEXTS
     for negative in (-1, -5):
         if seam == "adk":  # ADK's GetSessionConfig refuses it; its services disagree past the validator
-            with pytest.raises(ValidationError, match=r"num_recent_events: must be >= 0 \(ADK's GetSessionConfig"):
+            with pytest.raises(ValidationError, match=r"num_recent_events: must be an int >= 0 \(the newest n\)"):
                 await read(negative)
         else:  # the SDK's rule: was a "per_page" error (Pydantic)
             assert await read(negative) == TEXTS
     assert await read(0) == []
     assert await read(2) == TEXTS[1:]
     assert await read(10) == TEXTS
-    for wrong in (True, 2.0, "2", 10**12):
+    for wrong in (True, False, 2.0, "2", 10**12):
         with pytest.raises(ValidationError) as caught:
             await read(wrong)
         assert caught.value.field == field, caught.value  # the caller's own word, never "per_page"
-    with pytest.raises(ValidationError, match=r"at most 2147483647 \(the newest n\), got 10000000000000; None or"):
+        # Each seam's hint says what that seam reads: ADK refuses negatives (was "(negative: all)" there too).
+        assert ("negative" in str(caught.value)) is (seam != "adk"), caught.value
+    everything = "None for all" if seam == "adk" else "None or a negative int for all"
+    with pytest.raises(
+        ValidationError, match=rf"at most 2147483647 \(the newest n\), got 10000000000000; {everything}$"
+    ):
         await read(10**13)  # was "[R-PAGE] per_page: ...; use False for all"
 
 
 @pytest.mark.anyio
 @pytest.mark.skipif("openai" not in SEAMS, reason="openai-agents is not installed")
-async def test_a_bad_default_limit_names_the_session_setting() -> None:
+@pytest.mark.parametrize("wrong", [True, False, "2", 2.0])
+async def test_a_bad_default_limit_names_the_session_setting(wrong: Any) -> None:
+    """Before: the SDK's coercion read True as 1, False as 0, "2" and 2.0 as
+    2, and the session returned that many items."""
     from memory_core.integrations.openai_agents import MemoryCoreSession
 
-    session = MemoryCoreSession("s", Memory(InMemoryStorage()), resource_id="u", session_settings={"limit": True})
+    memory = Memory(InMemoryStorage())
+    with pytest.raises(ValidationError) as caught:
+        MemoryCoreSession("s", memory, resource_id="u", session_settings={"limit": wrong})
+    assert caught.value.field == "session_settings.limit", caught.value
+    session = MemoryCoreSession("s", memory, resource_id="u", session_settings={"limit": 2})
     assert session.session_settings is not None
-    assert session.session_settings.limit == 1  # the SDK's own SessionSettings coerces True to 1
-    session.session_settings.limit = "2"  # type: ignore[assignment]  # set after construction, unchecked by the SDK
+    session.session_settings.limit = wrong  # set after construction, unchecked by the SDK
     with pytest.raises(ValidationError) as caught:
         await session.get_items()
     assert caught.value.field == "session_settings.limit"

@@ -1,0 +1,210 @@
+"""The recall tools (``recall_memory``, ADK's ``search_memory``) search under
+the Memory's own semantic-recall settings and rank only what the user and
+the assistant said (issue 26), through each framework's runner with a
+scripted model where the behaviour is a tool's."""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from agents import Agent, RunContextWrapper, Runner, set_tracing_disabled
+from google.adk.events.event import Event
+from google.genai import types
+from pydantic_ai import Agent as PydanticAgent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+import memory_core
+from memory_core import InMemoryStorage, Memory, MemoryConfig, SemanticRecall, ValidationError
+from memory_core.embedders import CallableEmbedder, Embedder, get_embedder
+from memory_core.integrations.google_adk import MemoryCoreMemoryService, MemoryCoreSessionService
+from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
+from memory_core.integrations.pydantic_ai import MessageHistory
+
+from .test_openai_agents_run import RecallingModel
+from .test_pydantic_ai import recalling
+
+set_tracing_disabled(True)  # no exporter, no network
+pytestmark = pytest.mark.anyio
+
+ALICE = {"resource_id": "alice"}
+SAID = [
+    "We talked about the garden and the tomatoes.",
+    "The train to Lyon leaves at nine.",
+    "The wifi password is the word blorptangle.",
+    "I like long walks by the river, and the longer the walk, the better the day feels to me.",
+]
+
+
+def by_length(texts: list[str]) -> list[list[float]]:
+    """A poor embedder: a text's direction follows its length alone, so its
+    vectors miss a made-up word that BM25 finds (the longest text wins)."""
+    return [[float(len(text)), 1.0] for text in texts]
+
+
+@asynccontextmanager
+async def vector_memory(
+    semantic: SemanticRecall | None = None, embedder: Embedder | None = None
+) -> AsyncIterator[Memory]:
+    """An in-memory store and vector store, semantic recall as given; the
+    lexical-hash embedder (fast, deterministic) unless another is given."""
+    vectors = await memory_core.connect_vector("memory://")
+    config = MemoryConfig(semantic_recall=semantic)
+    chosen = get_embedder("lexical") if embedder is None else embedder
+    async with Memory(InMemoryStorage(), vectors, chosen, config=config, allow_volatile_vectors=True) as memory:
+        yield memory
+
+
+async def test_pydantic_recall_memory_follows_the_memorys_hybrid_settings() -> None:
+    """Before: the tool searched vector-only whatever the config said, and
+    missed the message ``memory.recall`` found by its rare word."""
+    hybrid = SemanticRecall(mode="hybrid", lexical_weight=3)
+    async with vector_memory(hybrid, CallableEmbedder(by_length, 2, name="length", in_thread=False)) as memory:
+        history = MessageHistory(memory, "alice")
+        for number, text in enumerate(SAID):
+            run = await PydanticAgent(FunctionModel(lambda m, i: _answer("Noted."))).run(text)
+            await history.append(f"before-{number}", run.new_messages())
+        recalled = await memory.recall(
+            history.thread_id("before-0"),
+            "alice",
+            vector_search_string="blorptangle",
+            thread_config={"last_messages": 0},
+        )
+        assert any("blorptangle" in str(m.content) for m in recalled.messages)
+        agent = PydanticAgent(FunctionModel(recalling), tools=history.tools("chat", top_k=1))
+        result = await agent.run("blorptangle")
+        assert json.loads(result.output) == ["The wifi password is the word blorptangle."]
+
+
+def _answer(text: str) -> ModelResponse:
+    return ModelResponse(parts=[TextPart(text)])
+
+
+async def test_lexical_recall_needs_no_vector_store_in_every_seam() -> None:
+    """Before: every seam refused a Memory without a vector store
+    (``offered_tools``: no tool to offer; ADK: field ``memory.vector``)."""
+    config = MemoryConfig(semantic_recall=SemanticRecall(mode="lexical"))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        history = MessageHistory(memory, "alice")
+        await history.append(
+            "before", (await PydanticAgent(FunctionModel(lambda m, i: _answer("ok"))).run(SAID[2])).new_messages()
+        )
+        result = await PydanticAgent(FunctionModel(recalling), tools=history.tools("chat")).run("blorptangle")
+        assert json.loads(result.output) == ["The wifi password is the word blorptangle."]
+
+        session = MemoryCoreSession("chat", memory)
+        agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session)])
+        answer = await Runner.run(agent, "wifi password?", session=session, context=ALICE)
+        assert [hit["text"] for hit in ast.literal_eval(answer.final_output)] == [SAID[2]]
+
+        sessions, search = MemoryCoreSessionService(memory), MemoryCoreMemoryService(memory)
+        adk = await sessions.create_session(app_name="a", user_id="alice", session_id="s")
+        said = types.Content(role="user", parts=[types.Part(text=SAID[2])])
+        await sessions.append_event(adk, Event(author="user", content=said))
+        await sessions.append_event(
+            adk, Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")]))
+        )
+        found = await search.search_memory(app_name="a", user_id="alice", query="blorptangle")
+        assert [p.text for m in found.memories for p in m.content.parts or []] == [SAID[2]]
+
+    async with Memory(InMemoryStorage()) as memory:  # vector mode, no vector store: still refused
+        with pytest.raises(ValidationError) as caught:
+            MemoryCoreMemoryService(memory)
+        assert caught.value.field == "memory.vector" and "lexical" in str(caught.value)
+
+
+async def test_a_branch_with_thread_scope_does_not_recall_the_edited_away_message() -> None:
+    """Before: the tool searched every thread of the owner, so the branch
+    recalled the message its turn 2 was edited away from."""
+    async with vector_memory(SemanticRecall(scope="thread")) as memory:
+        wrapper = RunContextWrapper(ALICE)
+        session = MemoryCoreSession("trip", memory)
+        said: Any = [
+            {"role": "user", "content": "My cat is called Miso."},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "No wait, my cat is called Zorro."},
+            {"role": "assistant", "content": "Noted again."},
+        ]
+        await session.add_items(said, wrapper=wrapper)
+        await session.branch_from_turn(2, "trip-edit", wrapper=wrapper)
+        agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, min_score=None)])
+        answer = await Runner.run(agent, "What is my cat called?", session=session, context=ALICE)
+        texts = [hit["text"] for hit in ast.literal_eval(answer.final_output)]
+        assert "My cat is called Miso." in texts
+        assert all("Zorro" not in text for text in texts), texts
+        session.switch_to("trip")  # the source thread still recalls its own turn 2
+        answer = await Runner.run(agent, "What is my cat called?", session=session, context=ALICE)
+        assert any("Zorro" in hit["text"] for hit in ast.literal_eval(answer.final_output))
+
+
+async def test_recall_never_returns_its_own_earlier_answers_after_a_restart() -> None:
+    """Before: the first recall's function-call output (its result list) was
+    indexed, and the next recall returned it as a memory."""
+    async with vector_memory() as memory:
+        earlier = MemoryCoreSession("trip", memory)
+        await earlier.add_items(
+            [{"role": "user", "content": "My cat is called Miso."}],  # type: ignore[list-item]
+            wrapper=RunContextWrapper(ALICE),
+        )
+        session = MemoryCoreSession("chat", memory)
+        agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, top_k=10, min_score=None)])
+        await Runner.run(agent, "recall: what is my cat called?", session=session, context=ALICE)
+        # A restart: a new session object on the same store, the same question.
+        again = MemoryCoreSession("chat", memory)
+        agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(again, top_k=10, min_score=None)])
+        answer = await Runner.run(agent, "recall: what is my cat called?", session=again, context=ALICE)
+        hits = ast.literal_eval(answer.final_output)
+        assert {hit["role"] for hit in hits} <= {"user", "assistant"}, hits
+        assert "My cat is called Miso." in [hit["text"] for hit in hits]
+        stored = await memory.list_messages(again.thread_id(RunContextWrapper(ALICE)), per_page=False)
+        assert "tool" in [m.role for m in stored.items]  # the outputs are kept, just not recalled
+
+
+def noting(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``read_notes`` once, then says it is done."""
+    if messages[-1].parts[-1].part_kind == "tool-return":
+        return ModelResponse(parts=[TextPart("Done.")])
+    return ModelResponse(parts=[ToolCallPart("read_notes", {}, tool_call_id="n1")])
+
+
+async def test_pydantic_recall_memory_leaves_out_tool_returns() -> None:
+    """Before: a tool's text return (role ``tool``) was a hit like any message."""
+    async with vector_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        agent = PydanticAgent(FunctionModel(noting))
+
+        @agent.tool_plain
+        def read_notes() -> str:
+            """The notes."""
+            return "Notes: the cat is Miso."
+
+        first = await agent.run("My cat is called Miso.")
+        await history.append("before", first.new_messages())
+        recaller = PydanticAgent(FunctionModel(recalling), tools=history.tools("chat", top_k=10, min_score=None))
+        texts = json.loads((await recaller.run("what is my cat called?")).output)
+        assert "My cat is called Miso." in texts
+        assert "Notes: the cat is Miso." not in texts, texts
+
+
+async def test_adk_search_memory_leaves_out_function_responses() -> None:
+    async with vector_memory() as memory:
+        sessions, search = MemoryCoreSessionService(memory), MemoryCoreMemoryService(memory, top_k=10, min_score=None)
+        session = await sessions.create_session(app_name="a", user_id="alice", session_id="s")
+        said = types.Content(role="user", parts=[types.Part(text="My cat is called Miso.")])
+        await sessions.append_event(session, Event(author="user", content=said))
+        response = types.FunctionResponse(id="r", name="load_memory", response={"memories": ["My cat is called Miso."]})
+        part = types.Part(function_response=response, text="My cat is called Miso.")
+        await sessions.append_event(
+            session, Event(author="assistant", content=types.Content(role="user", parts=[part]))
+        )
+        await sessions.append_event(
+            session, Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")]))
+        )
+        found = await search.search_memory(app_name="a", user_id="alice", query="what is my cat called?")
+        assert [m.author for m in found.memories] == ["user"]
+        assert all(p.function_response is None for m in found.memories for p in m.content.parts or [])
