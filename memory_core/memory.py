@@ -475,6 +475,17 @@ class Memory(CloneCalls):
             await threads.generate_titles(self.storage, self.config.generate_title, saved)
         return saved
 
+    async def wait_for_writes(self) -> None:
+        """Wait until this event loop's paired writes in flight have
+        finished: a write whose caller was cancelled completes in the
+        background (see the class docstring), and a read of
+        :attr:`storage` after this sees it. Recall, ``check_index`` and
+        every write wait by themselves; the framework seams call this before
+        they read :attr:`storage` directly. The writes' errors belong to
+        their callers (logged), never raised here; cancelling the wait
+        leaves the writes running."""
+        await self._outbox.settle()
+
     async def _check_embedder(self) -> None:
         """Before this Memory's first write of vectors: refuse an index that
         holds another embedder's (EmbedderMismatchError, nothing written).

@@ -167,6 +167,7 @@ async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limi
         ValidationError: bad ids or limit.
     """
     per_page: PerPage = False if limit is None else limit
+    await memory.wait_for_writes()  # a cancelled write still in flight is seen whole
     page = await memory.storage.page_messages(
         MessagePageRequest(
             thread_ids=(thread_id,), resource_id=resource_id, per_page=per_page, newest=True, total=False
@@ -205,6 +206,7 @@ async def newest_until(
     taken: list[Message] = []  # newest first
     thread: Thread | None = None
     cursor: str | None = None
+    await memory.wait_for_writes()  # a cancelled write still in flight is seen whole
     while True:
         want = _WALK_PAGE if limit is None else min(limit - len(taken), _WALK_PAGE)
         request = MessagePageRequest(
@@ -246,6 +248,7 @@ async def current_turn(
     """
     threads = None if thread_id is None else (thread_id,)
     seen: dict[str, int] = {}  # thread -> messages walked in it
+    await memory.wait_for_writes()  # a cancelled write still in flight is seen whole
     newest_thread = thread_id
     cursor: str | None = None
     while sum(seen.values()) < within:

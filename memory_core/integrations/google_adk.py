@@ -313,6 +313,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         self, thread_id: str, owner: str, limit: int | None, after: float | None
     ) -> tuple[Thread | None, list[Message]]:
         """The session's thread and the event messages ``get_session`` returns."""
+        await self.memory.wait_for_writes()  # a cancelled append still in flight is seen whole
         if after is None:
             thread = await self.memory.storage.get_thread(thread_id, owner)
             return thread, [] if thread is None else await newest_messages(self.memory, thread_id, owner, limit)
@@ -346,6 +347,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         where = ThreadFilter(resource_id=owner, metadata={"adk_app": app_name})
         threads: list[Thread] = []
         cursor: str | None = None
+        await self.memory.wait_for_writes()
         while True:
             page = await self.memory.storage.list_threads(where, per_page=_LIST_PAGE, cursor=cursor)
             threads += page.items

@@ -214,3 +214,37 @@ async def test_a_cancelled_write_that_failed_after_storing_names_the_repair(
         assert len((await memory.list_messages("t")).items) == 1  # stored, without its vector
     await storage.close()
     await vectors.close()
+
+
+async def test_a_seam_read_after_a_cancelled_write_waits_for_it(tmp_path: Path) -> None:
+    """The OpenAI Agents seam's ``get_items`` right after a cancelled
+    ``add_items`` whose write goes on in the background: before, it read
+    storage at once, so on a backend with several connections (PostgreSQL,
+    a Valkey cluster: the cancellation trials) it showed the old items and
+    the new ones a moment later. Now no seam read starts while a write of
+    its Memory is in flight (checked where the read starts: SQLite's single
+    connection would hide the overtaking itself)."""
+    async with opener(f"sqlite:///{tmp_path}/s.db")() as memory:
+        session = MemoryCoreSession("chat", memory, resource_id="alice")
+        await session.add_items([{"role": "user", "content": "first"}])
+        in_flight_at_read: list[int] = []
+        read = memory.storage.page_messages
+
+        async def watched(request: Any) -> Any:
+            in_flight_at_read.append(memory._outbox.pending)
+            return await read(request)
+
+        memory.storage.page_messages = watched  # type: ignore[method-assign]
+        task = asyncio.get_running_loop().create_task(
+            session.add_items([{"role": "assistant", "content": "second"}, {"role": "user", "content": "third"}])
+        )
+        for _ in range(10_000):  # a few loop turns: the caller reaches its outbox job
+            if memory._outbox.pending or task.done():
+                break
+            await asyncio.sleep(0)
+        assert not task.done(), "the write ended before it could be cancelled"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [item.get("content") for item in await session.get_items()] == ["first", "second", "third"]
+        assert in_flight_at_read == [0], in_flight_at_read
