@@ -1,17 +1,30 @@
-"""Test support shared by every distribution: loopback ports and waiting for
-a server to listen. Standard library only (no driver), so adapters' test-server
+"""Test support shared by every distribution: loopback ports, waiting for
+a server to listen, and the bytes of a folder's files. Standard library only (no driver), so adapters' test-server
 launchers (``memory_core_redis.testing``, ``memory_core_mongodb.testing``),
 their tests, the conformance examples and the benchmarks all use these.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
 from typing import Any
 
-__all__ = ["free_port", "port_is_free", "wait_listening"]
+__all__ = ["folder_bytes", "free_port", "port_is_free", "wait_listening"]
+
+
+def folder_bytes(folder: str | os.PathLike[str]) -> bytes:
+    """Every byte of every file under ``folder`` (recursively), concatenated
+    in walk order: what an erasure test scans for an erased id (R-ERASE).
+    A missing folder gives ``b""``."""
+    chunks = []
+    for root, _dirs, files in os.walk(folder):
+        for name in sorted(files):
+            with open(os.path.join(root, name), "rb") as handle:
+                chunks.append(handle.read())
+    return b"".join(chunks)
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

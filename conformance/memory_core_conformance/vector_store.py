@@ -11,7 +11,8 @@ A vector adapter's test module subclasses :class:`VectorStoreConformance`
 and provides one fixture, ``vector_store_factory``: ``factory(**options) ->
 BaseVectorStore``, unopened, in a fresh namespace unless ``namespace=`` is
 given; the options are the base's (``namespace``, ``overfetch``,
-``batch_size``). Stores made by one factory share one location (directory,
+``batch_size``). An adapter whose store keeps no deleted bytes provides
+``raw_scan`` too (see the fixture). Stores made by one factory share one location (directory,
 client or server), so a store built again with a namespace sees that
 namespace's collections. Every test destroys the stores it made.
 """
@@ -32,10 +33,13 @@ from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
 
-__all__ = ["VectorStoreConformance", "VectorStoreFactory"]
+__all__ = ["RawScan", "VectorStoreConformance", "VectorStoreFactory"]
 
 VectorStoreFactory = Callable[..., BaseVectorStore]
 """``factory(**options) -> BaseVectorStore``: unopened, fresh namespace unless given."""
+
+RawScan = Callable[[BaseVectorStore], Awaitable[bytes]]
+"""``await scan(store) -> bytes``: every byte the backend holds for ``store``."""
 
 DIM = 8
 
@@ -85,6 +89,15 @@ class VectorStoreConformance:
         server cannot be reached (a closed port, a short timeout); None (the
         default) skips the case: a store with no server (in process) has no
         such failure."""
+        return None
+
+    @pytest.fixture
+    def raw_scan(self) -> RawScan | None:
+        """Override (optional): ``await scan(store) -> bytes``, every byte the
+        backend holds for the opened ``store`` (every file of its folder, say),
+        for the case that an erased resource leaves no trace there. None (the
+        default) skips that case: a server keeps deleted bytes until its own
+        compaction (the adapter's README says what an operator does)."""
         return None
 
     @pytest.fixture
@@ -332,6 +345,35 @@ class VectorStoreConformance:
         assert [h.message_id for h in await store.search(axis(0), 5)] == ["b1"]
         await store.delete_resource("never-existed")
         assert await store.count(resource_id="r2") == 1
+
+    async def test_vector_store_delete_resource_leaves_no_trace_in_a_raw_scan(
+        self, store: BaseVectorStore, raw_scan: RawScan | None
+    ) -> None:
+        """R-ERASE at the store: no byte of the erased resource's id, thread
+        ids or (lexical index) words stays in the backend."""
+        if raw_scan is None:
+            pytest.skip("the adapter provides no raw_scan (its backend keeps deleted bytes until compaction)")
+        erased = ("ZZerasemeRID", "ZZerasemeT1", "ZZerasemeT2")
+        words = "xylophonequark zebrawombat"
+        await store.upsert(
+            [
+                point("e1", axis(0), erased[1], erased[0]),
+                point("e2", axis(1, dim=16), erased[2], erased[0]),
+                point("k1", axis(2), "keptT", "keptR"),
+            ]
+        )
+        if store.lexical_index:
+            await store.index_documents(
+                [
+                    LexicalDocument("e1", erased[1], erased[0], *document_terms(words)),
+                    LexicalDocument("k1", "keptT", "keptR", *document_terms("kept words")),
+                ]
+            )
+        assert erased[0].encode() in await raw_scan(store)  # the scan sees what the store holds
+        await store.delete_resource(erased[0])
+        blob = await raw_scan(store)
+        assert [text for text in (*erased, *words.split()) if text.encode() in blob] == []
+        assert await store.count(resource_id="keptR") == 1
 
     # ------------------------------------------------------------------ search
 

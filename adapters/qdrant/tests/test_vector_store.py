@@ -10,12 +10,12 @@ import ast
 from pathlib import Path
 
 import pytest
-from memory_core.testing import free_port
+from memory_core.testing import folder_bytes, free_port
 from memory_core.vector import BaseVectorStore, point_id
-from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory, axis, point
+from memory_core_conformance.vector_store import RawScan, VectorStoreConformance, VectorStoreFactory, axis, point
 
 import memory_core_qdrant
-from memory_core_qdrant import from_url
+from memory_core_qdrant import QdrantEdgeStore, from_url
 
 pytestmark = pytest.mark.anyio
 
@@ -35,6 +35,19 @@ class TestQdrantVectorStore(VectorStoreConformance):
         if mode != "server":
             return None
         return from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2", namespace="unreachable")
+
+    @pytest.fixture
+    def raw_scan(self, mode: str) -> RawScan | None:
+        """The engine's folder, every file (its erasures rebuild the shards);
+        a server keeps deleted bytes until its optimizer runs (README)."""
+        if mode == "server":
+            return None
+
+        async def scan(store: BaseVectorStore) -> bytes:
+            assert isinstance(store, QdrantEdgeStore) and store._root is not None
+            return folder_bytes(store._root)
+
+        return scan
 
 
 async def test_collection_without_namespace_is_exactly_r_vec_name() -> None:
