@@ -31,6 +31,7 @@ import pytest
 
 from memory_core.capabilities import Capability
 from memory_core.reference import InMemoryStorage
+from memory_core.storage import no_store
 from memory_core_conformance import StorageConformance
 from memory_core_conformance.examples.toyfile import ToyFileStorage
 from memory_core_conformance.examples.toyfile_conformance import TestToyFileConformance
@@ -70,6 +71,10 @@ class SharedMemory(InMemoryStorage):
         )
         self._threads, self._messages, self._resources, self._sequence = state
 
+    async def preflight(self, *, must_exist=False):
+        if must_exist and self.namespace not in _Namespaces.stores:
+            raise no_store("namespace", self.namespace, "no such namespace")
+
 
 class TestDeclaresEverything(StorageConformance):
     @pytest.fixture
@@ -108,9 +113,9 @@ def test_an_under_declaring_adapter_is_told_what_it_skipped_and_what_it_seems_to
     code, section = _summary(tmp_path, capsys, "TestUnderDeclared")
     assert code == 0, section
     persistent, shared = [line.strip() for line in section.splitlines() if line.startswith("  ")]
-    assert persistent.startswith("persistent: not declared, 2 tests skipped; declaring it needs: add Capability")
+    assert persistent.startswith("persistent: not declared, 3 tests skipped; declaring it needs: add Capability")
     assert "Probe: your store seems to have persistent (a new instance read back what a closed one saved)" in persistent
-    assert persistent.endswith("declare it to run 2 more tests.")
+    assert persistent.endswith("declare it to run 3 more tests.")
     assert shared.startswith("shared_namespace: not declared, 3 tests skipped")
     assert "Probe: no sign of shared_namespace (a second open instance did not see" in shared
 
@@ -130,7 +135,7 @@ def test_an_honest_in_memory_adapter_gets_the_skip_list_and_passes(
     assert code == 0, section
     lines = [line.strip() for line in section.splitlines() if line.startswith("  ")]
     assert [line.split(";")[0] for line in lines] == [
-        "persistent: not declared, 2 tests skipped",
+        "persistent: not declared, 3 tests skipped",
         "shared_namespace: not declared, 3 tests skipped",
     ]
     assert all(line.endswith("Not probed: the test class defines no storage_reopener fixture.") for line in lines)
@@ -148,7 +153,7 @@ def test_check_reports_undeclared_capabilities_after_its_table() -> None:
     assert code == 0, text
     table, found, summary = text.partition(TITLE)
     assert found and "CAP:persistent" in table
-    assert "persistent: not declared, 2 tests skipped" in summary
+    assert "persistent: not declared, 3 tests skipped" in summary
     assert "Probe: no sign of persistent (a new instance did not see what a closed one saved)" in summary
     assert "shared_namespace: not declared, 3 tests skipped" in summary
 

@@ -30,6 +30,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import Clock
 from memory_core.errors import BackendGuard, ValidationError
 from memory_core.reference import InMemoryStorage
+from memory_core.storage import no_store
 
 __all__ = ["ToyFileStorage"]
 
@@ -93,14 +94,15 @@ class ToyFileStorage(InMemoryStorage):
             must_exist: the namespace's file must be there already.
 
         Raises:
-            ValidationError: ``must_exist`` and no file for the namespace.
+            ValidationError: ``must_exist`` and no file for the namespace
+                (:func:`memory_core.storage.no_store`, naming the next step).
             BackendError: the file is not a toy store (as ``open`` would fail).
         """
         if self._threads or self._messages or self._resources:
             return  # this handle holds data not yet written (the file is written at close)
         if not await anyio.Path(self.path).exists():
             if must_exist:
-                raise ValidationError("url", f"no toyfile store at {self.path}")
+                raise no_store("url", str(self.path), "no such file")  # the wording every adapter shares
             return
         with BackendGuard(self, "open"):
             await self._load()
