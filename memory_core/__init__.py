@@ -44,7 +44,9 @@ Where each part lives (one responsibility per module):
   titles), :mod:`~memory_core.lineage` (clones, branches and their
   lineage; :mod:`~memory_core.clones` the Memory calls),
   :mod:`~memory_core.indexing` (the vector index kept in step with
-  storage), :mod:`~memory_core.outbox` (paired storage-and-vector writes
+  storage; :mod:`~memory_core.index_calls` the Memory calls: waiting for
+  writes in flight, the embedder, ``check_index``, ``reindex``),
+  :mod:`~memory_core.outbox` (paired storage-and-vector writes
   carried out whole under cancellation), :mod:`~memory_core.arguments`
   (the stores, embedder and Memory handed to constructors, checked; the
   persistence pairing rule), :mod:`~memory_core.tokens` (token budgets),

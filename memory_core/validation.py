@@ -265,11 +265,8 @@ def check_datetime(value: Any, field: str) -> datetime:
         try:
             value = datetime.fromisoformat(value)  # 3.11+: also "Z" and offsets
         except ValueError:
-            raise ValidationError(
-                field,
-                f"not an ISO-8601 datetime: {value!r} (for example 2024-02-01 or 2024-02-01T09:30:00+01:00)",
-                "R-TIME",
-            ) from None
+            example = "2024-02-01 or 2024-02-01T09:30:00+01:00"
+            raise ValidationError(field, f"not an ISO-8601 datetime: {value!r} (e.g. {example})", "R-TIME") from None
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime or ISO-8601 str, got {type(value).__name__}", "R-TIME")
     try:
