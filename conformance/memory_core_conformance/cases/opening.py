@@ -172,13 +172,14 @@ class OpeningCases(SuiteBase):
         return None
 
     async def test_lifecycle_a_store_of_the_previous_schema_version_is_upgraded(
-        self, release_storage_factory: Callable[[int], BaseStorage] | None, storage_reopener: StorageReopener
+        self, request: pytest.FixtureRequest, release_storage_factory: Callable[[int], BaseStorage] | None
     ) -> None:
         """Opening a store the previous release left applies the missing
         migrations (and only those): every operation then works, counted
         totals included, and the next open finds nothing to do."""
         if release_storage_factory is None:
             pytest.skip(NO_RELEASE_TARGETS)
+        storage_reopener: StorageReopener = request.getfixturevalue("storage_reopener")  # only with release targets
         store = release_storage_factory(-1)
         try:
             await store.open()
