@@ -292,8 +292,16 @@ def read_parts(plan: ReadPlan, docs: list[Doc]) -> ReadParts:
 
 def state_aggregate(thread_ids: list[str], message_ids: list[str]) -> Aggregate:
     """One command reading the threads and the messages among these ids (a
-    write's checks: ``_read_state`` / ``_save_checked``)."""
-    return _aggregate([_by_ids(THREADS, thread_ids, "t"), _by_ids(MESSAGES, message_ids, "s")])
+    write's checks: ``_read_state`` / ``_save_checked``).
+
+    The messages are the aggregate's own pipeline, the threads (a few ids)
+    the ``$unionWith`` branch: secantusdb runs a ``$unionWith`` branch as a
+    scan of its whole collection testing each document against the ``$in``
+    list (README, "secantusdb differences"), so a save of 1,000 messages
+    into a 10^4-message collection took it over a minute (the client's
+    ``timeoutMS``) with the messages there; MongoDB plans either on the
+    ``_id`` index."""
+    return _aggregate([_by_ids(MESSAGES, message_ids, "s"), _by_ids(THREADS, thread_ids, "t")])
 
 
 def state_parts(docs: list[Doc]) -> tuple[dict[str, Thread], list[Message]]:

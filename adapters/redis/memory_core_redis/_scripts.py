@@ -19,6 +19,8 @@ from typing import Any
 from memory_core.clock import TIME_MAX_US
 from redis.exceptions import NoScriptError
 
+from memory_core_redis._patient import call_patiently
+
 INTENT_LEASE_MS = 30_000
 """How long (ms) an intent of a multi-slot write is presumed in flight: an
 older one whose write never finished is rolled forward or back by whoever
@@ -123,8 +125,11 @@ class Scripts:
         for text in self._texts.values():
             await self._client.script_load(text)
 
-    async def run(self, name: str, base: str, args: list[Any]) -> Any:
-        """EVALSHA script ``name`` in the slot of ``base`` with ``args``.
+    async def run(self, name: str, base: str, args: list[Any], *, long: bool = False) -> Any:
+        """EVALSHA script ``name`` in the slot of ``base`` with ``args``;
+        ``long`` (a script whose work grows with the data) reads the reply
+        without the client's ``socket_timeout``, probing the server's
+        liveness instead (:func:`~memory_core_redis._patient.call_patiently`).
 
         Reloads the script and retries once if the server lost it (restart,
         failover, SCRIPT FLUSH). EVALSHA goes straight to the client's
@@ -133,7 +138,12 @@ class Scripts:
         """
         sha = self._shas[name]
         try:
-            return await self._client.execute_command("EVALSHA", sha, 1, base, *args)
+            return await self._evalsha(sha, base, args, long)
         except NoScriptError:
             await self._client.script_load(self._texts[name])
-            return await self._client.execute_command("EVALSHA", sha, 1, base, *args)
+            return await self._evalsha(sha, base, args, long)
+
+    async def _evalsha(self, sha: str, base: str, args: list[Any], long: bool) -> Any:
+        if long:
+            return await call_patiently(self._client, base, "EVALSHA", sha, 1, base, *args)
+        return await self._client.execute_command("EVALSHA", sha, 1, base, *args)

@@ -77,6 +77,15 @@ _SCRIPT_CHUNKS = (500, 1000)
 """The chunk sizes inside the Lua scripts: delete_thread.lua unlinks 500
 keys per UNLINK, locate.lua asks 1,000 ids per HMGET (Lua's ``unpack``
 must stay under its stack limit)."""
+_LONG_SCRIPTS = frozenset({"copy_thread", "delete_thread", "delete_resource", "erase"})
+"""Scripts (or steps of ``solo.lua``) whose work grows with the data, not
+bounded by a chunk: their replies are read without the client's
+``socket_timeout``, the server's liveness probed instead
+(:mod:`memory_core_redis._patient`)."""
+_LONG_ARGS = 2 * max(_SCRIPT_CHUNKS)
+"""A script call with more arguments than this is read as a long one too:
+its work grows with them (the claim and apply of a clone's 10^4 ids on a
+cluster); chunked calls stay below it."""
 _RETRYABLE = (
     redis_errors.ConnectionError,  # includes BusyLoadingError
     redis_errors.TimeoutError,
@@ -573,8 +582,11 @@ class RedisStorage(BaseStorage):
         return self._keys.resource(resource_id)
 
     async def _run(self, name: str, base: str, args: list[Any]) -> Any:
-        """Run script ``name`` in the slot of ``base``; every call passes the
-        store's fault points first (a test hook, :mod:`memory_core.retry`):
+        """Run script ``name`` in the slot of ``base`` (a long one,
+        :data:`_LONG_SCRIPTS`, ``solo.lua`` running one or any call of over
+        :data:`_LONG_ARGS` arguments, not cut by the client's
+        ``socket_timeout``); every call passes the store's fault
+        points first (a test hook, :mod:`memory_core.retry`):
         an armed ``scripts_lost`` empties the server's script cache (``SCRIPT
         FLUSH``), an armed ``connection_lost`` makes the server close every
         client connection (``CLIENT KILL TYPE normal``), each then handled as
@@ -582,7 +594,8 @@ class RedisStorage(BaseStorage):
         link = self._link()
         async with link.calls:
             await self._fire_faults(link.client)
-            return await link.scripts.run(name, base, args)
+            long = (args[0] if name == "solo" else name) in _LONG_SCRIPTS or len(args) > _LONG_ARGS
+            return await link.scripts.run(name, base, args, long=long)
 
     async def _fire_faults(self, client: Any) -> None:
         """Produce each armed fault of ``fault_points`` with the server's own commands."""

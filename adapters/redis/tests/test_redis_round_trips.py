@@ -21,7 +21,8 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Sta
 from memory_core.plan import ReadPlan
 from redis.asyncio.cluster import RedisCluster
 
-from memory_core_redis import RedisStorage
+from memory_core_redis import RedisStorage, _scripts
+from memory_core_redis._patient import call_patiently
 
 from .test_redis_specific import T0, seed
 
@@ -85,9 +86,11 @@ async def test_a_plan_with_ids_outside_its_slot_falls_back_to_the_default(make_s
         await store.destroy()
 
 
-def _sent(store: RedisStorage) -> list[str]:
+def _sent(store: RedisStorage, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """From now on, the name of every command the store's client sends:
-    redis-py routes each command, EVALSHA included, through
+    a long script's EVALSHA goes on a connection of the client's own
+    (``memory_core_redis._patient``, counted where the scripts call it);
+    redis-py routes every other command, EVALSHA included, through
     ``execute_command``, except the cluster client's multi-key commands
     (``DEL``), which it sends as a pipeline per slot (counted ``PIPELINE``:
     the adapter's have one key, so one round trip)."""
@@ -110,8 +113,13 @@ def _sent(store: RedisStorage) -> list[str]:
         pipe.execute = counted_execute
         return pipe
 
+    async def counted_patiently(patient_client: Any, key: str, *args: Any) -> Any:
+        sent.append(str(args[0]).upper())
+        return await call_patiently(patient_client, key, *args)
+
     client.execute_command = counting
     client.pipeline = counted_pipeline
+    monkeypatch.setattr(_scripts, "call_patiently", counted_patiently)
     return sent
 
 
@@ -178,20 +186,20 @@ WRITES: dict[str, tuple[Callable[[RedisStorage, Memory], Awaitable[object]], int
 
 
 @pytest.mark.parametrize("name", list(WRITES))
-async def test_write_round_trips(make_store: MakeStore, name: str) -> None:
+async def test_write_round_trips(make_store: MakeStore, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     call, standalone, cluster = WRITES[name]
     store = make_store(clock=ManualClock(T0))
     async with Memory(store) as memory:
         await seed(store, n=3)
         await seed(store, thread="t2", n=1)
-        sent = _sent(store)
+        sent = _sent(store, monkeypatch)
         await call(store, memory)
         expected = cluster if isinstance(store.client, RedisCluster) else standalone
         assert len(sent) == expected, sent
         await store.destroy()
 
 
-async def test_a_standalone_write_reports_what_it_found(redis_standalone: str) -> None:
+async def test_a_standalone_write_reports_what_it_found(redis_standalone: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # one script each, and still the facts of a failed check (nothing written)
     store = RedisStorage.from_url(redis_standalone, namespace=f"one-{uuid.uuid4().hex[:12]}")
     async with store:
@@ -199,7 +207,7 @@ async def test_a_standalone_write_reports_what_it_found(redis_standalone: str) -
         await seed(store, resource="r2", thread="t9", n=0)
         before = await store.get_thread("t1")
         assert before is not None
-        sent = _sent(store)
+        sent = _sent(store, monkeypatch)
 
         async def sends(call: Awaitable[object], expected: object = None) -> int:
             """Commands ``call`` sent (all script calls), checking its result."""
@@ -225,7 +233,9 @@ async def test_a_standalone_write_reports_what_it_found(redis_standalone: str) -
         await store.destroy()
 
 
-async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone: str) -> None:
+async def test_a_save_on_a_wrong_guess_reads_and_decides_again(
+    redis_standalone: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the store guesses from its cache (thread t1 in r1, the message ids
     # new); another store changed all of that meanwhile
     namespace = f"guess-{uuid.uuid4().hex[:12]}"
@@ -236,7 +246,7 @@ async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone:
         await seed(store, n=1)
         await seed(store, thread="t2", n=0)
         first = await other.save_messages([{"id": "x", "thread_id": "t1", "role": "user", "content": "a"}])
-        sent = _sent(store)
+        sent = _sent(store, monkeypatch)
         again = await store.save_messages([{"id": "x", "thread_id": "t2", "role": "user", "content": "b"}])
         assert len(sent) > 1  # the script refused the guess "x is new", then the core read
         assert (again[0].created_at, again[0].sequence) == (first[0].created_at, first[0].sequence)
@@ -255,7 +265,9 @@ async def test_a_save_on_a_wrong_guess_reads_and_decides_again(redis_standalone:
         await store.destroy()
 
 
-async def test_delete_and_thread_save_need_no_cached_location(make_store: MakeStore) -> None:
+async def test_delete_and_thread_save_need_no_cached_location(
+    make_store: MakeStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A store that never saw the ids (nothing cached) deletes messages and
     replaces a thread in one script call on a standalone server: the script
     asks the directory. A thread id of another resource writes nothing and
@@ -270,7 +282,7 @@ async def test_delete_and_thread_save_need_no_cached_location(make_store: MakeSt
             standalone = not isinstance(fresh.client, RedisCluster)
             before = await store.get_thread("t1")
             assert before is not None
-            sent = _sent(fresh)
+            sent = _sent(fresh, monkeypatch)
             assert await fresh.delete_messages(["t1-m2", "t9-m0", "gone"]) == 2
             # cluster: locate, a read in each slot, claim, a delete in each slot, apply
             assert len(sent) == (1 if standalone else 7), sent
