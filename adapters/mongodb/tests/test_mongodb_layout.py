@@ -10,6 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb._layout import decode_object, encode_object
+from memory_core_mongodb._plan import state_aggregate
+from memory_core_mongodb._schema import MESSAGES, THREADS
 from pymongo import AsyncMongoClient
 
 from memory_core.models import Message, Resource, Thread
@@ -144,3 +146,16 @@ async def test_upsert_keeps_created_at_and_sequence(store: MongoStorage) -> None
     assert [m.id for m in page.items] == ["m1", "m2"]
     sequences = [m.sequence or 0 for m in page.items]
     assert sequences == sorted(sequences) and len(set(sequences)) == 2 and min(sequences) >= 1
+
+
+def test_the_save_check_reads_the_messages_in_the_aggregate_s_own_pipeline() -> None:
+    """secantusdb runs a ``$unionWith`` branch as a scan of its collection
+    testing every document against the ``$in`` list: with the messages
+    there, a save of 1,000 messages into a thread of 10^4 ran past the
+    client's timeoutMS. The messages lead; the threads (a few ids) are the
+    branch."""
+    command = state_aggregate(["t1"], [f"m{i}" for i in range(1000)])
+    assert command.collection == MESSAGES
+    assert command.pipeline[0] == {"$match": {"_id": {"$in": [f"m{i}" for i in range(1000)]}}}
+    unions = [stage["$unionWith"] for stage in command.pipeline if "$unionWith" in stage]
+    assert [union["coll"] for union in unions] == [THREADS]
