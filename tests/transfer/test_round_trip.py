@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import Storage
+from memory_core import Storage, lineage
+from memory_core.models import Message, Thread
 from memory_core.transfer import copy_store, summarize
 from tests.transfer.conftest import NewStore
 from tests.transfer.stores import fill, snapshot
@@ -54,3 +55,38 @@ async def test_locomo_round_trip(new_store: NewStore) -> None:
     assert (await summarize(first))["counts"] == {"resources": 10, "threads": 272, "messages": 5882}
     # Default page and batch sizes: fewer round trips to secantusdb, which writes slowly.
     await _hops(first, new_store, page_size=1000, batch_size=500)
+
+
+async def test_lineage_survives_copies_between_backends(new_store: NewStore) -> None:
+    """R-LINEAGE across export/import (``copy_store``): a clone into another
+    resource and a branch keep their lineage record, their source, the
+    source's clones (paged) and the chain to the root on every backend."""
+    first = await new_store("sqlite")
+    await first.save_thread(Thread("t1", "r1", "plan"))
+    await first.save_messages([Message(f"m{i}", "t1", "user", f"m{i} text") for i in range(3)])
+    await lineage.clone_thread(first, "t1", "c1", resource_id="r2", source_resource_id="r1")
+    await lineage.branch_thread(first, "t1", "m1", "b1")
+    await lineage.clone_thread(first, "b1", "b2", message_limit=1)
+    await lineage.clone_thread(first, "t1", "c2", message_limit=2)
+
+    async def tree(store: Storage) -> tuple[object, ...]:
+        clones = await lineage.list_clones(store, "t1", "r1", per_page=1)
+        assert clones.next_cursor is not None
+        rest = await lineage.list_clones(store, "t1", "r1", per_page=1, cursor=clones.next_cursor)
+        assert rest.next_cursor is None
+        return (
+            [await lineage.get_lineage(store, tid) for tid in ("t1", "c1", "b1", "b2", "c2")],
+            [t.id for t in [*clones.items, *rest.items]],
+            [t.id for t in (await lineage.list_clones(store, "t1", "r2")).items],
+            [t.id for t in await lineage.clone_history(store, "b2")],
+            await lineage.source_thread(store, "c1", "r2"),
+        )
+
+    expected = await tree(first)
+    assert sorted(expected[1]) == ["b1", "c2"] and expected[2:4] == (["c1"], ["t1", "b1", "b2"])
+    source = first
+    for kind in ("valkey", "secantus", "postgres"):
+        destination = await new_store(kind)
+        assert (await copy_store(source, destination)).verified, kind
+        assert await tree(destination) == expected, kind
+        source = destination
