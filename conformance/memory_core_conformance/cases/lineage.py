@@ -176,6 +176,15 @@ class LineageRules(SuiteBase):
             cursor=first.next_cursor,
         )
         assert ids(rest) == ["c3", "c4"] and rest.next_cursor is None
+        for other in (("t1", "r2"), ("a", "r1")):  # a cursor pages only the listing it came from
+            with pytest.raises(ValidationError):
+                await lineage.list_clones(
+                    store,
+                    *other,
+                    per_page=4,
+                    order_by={"field": "created_at", "direction": "ASC"},
+                    cursor=first.next_cursor,
+                )
         assert ids(await lineage.list_clones(store, "a", "r1")) == ["a1"]
         assert ids(await lineage.list_clones(store, "t1", "r2")) == ["other"]
         with pytest.raises(ValidationError):
