@@ -113,3 +113,27 @@ async def test_recall_tool_through_the_agent_has_a_relevance_floor(open_memory: 
         unfloored = Agent(FunctionModel(recalling), tools=history.tools("chat", top_k=1, min_score=None))
         result = await unfloored.run("apricots", message_history=await history.load("chat"))
         assert len(json.loads(result.output)) == 1  # without a floor: top_k hits, however unrelated
+
+
+@pytest.mark.anyio
+async def test_edit_an_earlier_prompt_through_memory_branch_thread(open_memory: OpenMemory) -> None:
+    """Pydantic AI has no branch call: ``Memory.branch_thread`` on the
+    history's thread, at the message before the edited prompt, gives a new
+    conversation holding the turns before it; the original keeps all."""
+    agent = Agent(FunctionModel(scripted))
+    async with open_memory() as memory:
+        alice = MessageHistory(memory, "alice")
+        first = await agent.run("Hello", message_history=await alice.load("chat"))
+        await alice.append("chat", first.new_messages())
+        second = await agent.run("What did I ask?", message_history=await alice.load("chat"))
+        await alice.append("chat", second.new_messages())
+        stored = (await memory.storage.list_messages(alice.thread_id("chat"), per_page=False)).items
+        assert len(stored) == 4
+        branch = await memory.branch_thread(alice.thread_id("chat"), stored[1].id, alice.thread_id("chat-edit"))
+        assert list(branch.message_ids) == [m.id for m in stored[:2]]
+        assert await memory.get_lineage(alice.thread_id("chat-edit")) is not None
+        edited = await agent.run("Say again?", message_history=await alice.load("chat-edit"))
+        assert edited.output == "You said first: Hello"
+        await alice.append("chat-edit", edited.new_messages())
+        assert await alice.load("chat-edit") == [*first.new_messages(), *edited.new_messages()]
+        assert await alice.load("chat") == [*first.new_messages(), *second.new_messages()]
