@@ -20,6 +20,7 @@ from memory_core.integrations.google_adk import (
     STALE_SESSION_MESSAGE,
     MemoryCoreMemoryService,
     MemoryCoreSessionService,
+    session_thread,
     user_resource,
 )
 
@@ -216,3 +217,34 @@ def test_the_stale_session_text_is_adks_own() -> None:
     must match ours too (it is private in ADK, so compared here, not imported)."""
     adk = pytest.importorskip("google.adk.sessions.database_session_service", reason="needs sqlalchemy")
     assert STALE_SESSION_MESSAGE == adk._STALE_SESSION_ERROR_MESSAGE
+
+
+@pytest.mark.anyio
+async def test_a_session_branched_through_memory_is_a_session(open_memory: OpenMemory) -> None:
+    """ADK has no branch call: ``Memory.branch_thread`` on the session's
+    thread, into the thread of a new session id of the same app and user
+    (the session id kept in the thread's metadata, ``adk_session``,
+    overridden: the session service reads the id from there), gives a
+    session holding the events up to the cut, with the state, that appends
+    like any other; the original keeps every event."""
+    async with open_memory() as memory:
+        service = MemoryCoreSessionService(memory)
+        await service.create_session(app_name="a", user_id="u", session_id="s")
+        session = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert session is not None
+        for event in (said("user", "hello", k=1), said("assistant", "hi"), said("user", "never mind")):
+            await service.append_event(session, event)
+        thread = session_thread("a", "u", "s")
+        stored = (await memory.storage.list_messages(thread, per_page=False)).items
+        new = session_thread("a", "u", "s2")
+        await memory.branch_thread(thread, stored[1].id, new, metadata={"adk_session": "s2"})
+        branch = await service.get_session(app_name="a", user_id="u", session_id="s2")
+        assert branch is not None and branch.id == "s2" and branch.state == {"k": 1}
+        assert [e.content.parts[0].text for e in branch.events if e.content and e.content.parts] == ["hello", "hi"]
+        await service.append_event(branch, said("user", "edited"))
+        again = await service.get_session(app_name="a", user_id="u", session_id="s2")
+        assert again is not None and len(again.events) == 3
+        listed = await service.list_sessions(app_name="a", user_id="u")
+        assert sorted(s.id for s in listed.sessions) == ["s", "s2"]
+        original = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert original is not None and len(original.events) == 3
