@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ async def test_lineage_survives_copies_between_backends(new_store: NewStore) -> 
     await lineage.clone_thread(first, "b1", "b2", message_limit=1)
     await lineage.clone_thread(first, "t1", "c2", message_limit=2)
 
-    async def tree(store: Storage) -> tuple[object, ...]:
+    async def tree(store: Storage) -> tuple[Any, ...]:
         clones = await lineage.list_clones(store, "t1", "r1", per_page=1)
         assert clones.next_cursor is not None
         rest = await lineage.list_clones(store, "t1", "r1", per_page=1, cursor=clones.next_cursor)
