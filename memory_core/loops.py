@@ -22,11 +22,19 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from memory_core.errors import ValidationError
 
-__all__ = ["GivenClientLoop", "LoopLocal", "OnceAcrossLoops", "OpenInEachLoop", "close_everywhere", "running_loop"]
+__all__ = [
+    "GivenClientLoop",
+    "LoopLocal",
+    "OnceAcrossLoops",
+    "OpenInEachLoop",
+    "close_everywhere",
+    "connect_through_cancel",
+    "running_loop",
+]
 
 T = TypeVar("T")
 
@@ -37,6 +45,50 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+async def connect_through_cancel(
+    connect: Callable[[], Awaitable[T]], undo: Callable[[T], Awaitable[object]] | None = None
+) -> T:
+    """``await connect()``, run in its own task that a cancellation of the
+    caller does not cut: the caller then waits for it to end, undoes what it
+    made (``undo(result)``, e.g. ``asyncpg.Pool.close``) and the
+    ``CancelledError`` propagates. For a driver whose connect leaves a future
+    or a socket behind when cancelled mid-way (asyncpg: a cancelled TLS
+    negotiation logs "Future exception was never retrieved" once the server
+    drops the half-made connection).
+
+    A cancelled caller waits at most as long as the connect itself takes
+    (its own connect timeout bounds it); a further cancellation while it
+    waits changes nothing. ``connect``'s or ``undo``'s failure after a
+    cancellation is retrieved and dropped: the cancellation is what the
+    caller gets.
+
+    Returns:
+        What ``connect`` returned (when not cancelled).
+
+    Raises:
+        Whatever ``connect`` raises; ``asyncio.CancelledError`` when the
+        caller was cancelled (after ``undo``).
+    """
+    task = asyncio.ensure_future(connect())
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await _to_its_end(task)
+        if undo is not None and not task.cancelled() and task.exception() is None:
+            await _to_its_end(asyncio.ensure_future(undo(task.result())))
+        raise
+
+
+async def _to_its_end(task: asyncio.Future[Any]) -> None:
+    """Wait until ``task`` is done, through any cancellation of the caller,
+    and retrieve its exception (nothing logs it as never retrieved)."""
+    while not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait([task])
+    if not task.cancelled():
+        task.exception()
 
 
 class LoopLocal(Generic[T]):

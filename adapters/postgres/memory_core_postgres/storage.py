@@ -28,7 +28,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
 from memory_core.lineage import CopyPlan
-from memory_core.loops import LoopLocal, close_everywhere
+from memory_core.loops import LoopLocal, close_everywhere, connect_through_cancel
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch
@@ -345,18 +345,29 @@ class PostgresStorage(BaseStorage):
             return
         schema = self.settings.schema
         with self._guard("open"):
-            conn = await asyncpg.connect(self.settings.dsn)
-            try:
-                exists = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
-                version = await schema_version(conn, schema) if exists else 0
-            finally:
-                await conn.close()
+            exists, version = await connect_through_cancel(self._find_store)
         if not exists:
             raise ValidationError("schema", f"{schema!r} does not exist in the database; check ?schema= in the URL")
         if not version:
             raise no_store("schema", schema, "no schema_version table")
 
+    async def _find_store(self) -> tuple[bool, int]:
+        """Whether the schema exists, and its schema version (0: none)."""
+        schema = self.settings.schema
+        conn = await asyncpg.connect(self.settings.dsn)
+        try:
+            exists = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
+            return bool(exists), await schema_version(conn, schema) if exists else 0
+        finally:
+            await conn.close()
+
     async def _open(self) -> None:
+        # asyncpg cut mid-connect leaves a future behind: a cancelled open
+        # lets the pool come up, then closes it (connect_through_cancel).
+        self._pools.set(await connect_through_cancel(self._new_pool, asyncpg.Pool.close))
+
+    async def _new_pool(self) -> asyncpg.Pool:
+        """A pool on the store's schema, migrated (closed again if that fails)."""
         settings = self.settings
         pool = await asyncpg.create_pool(
             settings.dsn,
@@ -371,7 +382,7 @@ class PostgresStorage(BaseStorage):
         except BaseException:
             await pool.close()
             raise
-        self._pools.set(pool)
+        return pool
 
     async def _close(self) -> None:
         await close_everywhere(self._pools, asyncpg.Pool.close)

@@ -38,7 +38,7 @@ from typing import Any
 import asyncpg
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
-from memory_core.loops import LoopLocal, close_everywhere
+from memory_core.loops import LoopLocal, close_everywhere, connect_through_cancel
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from memory_core.vector_layout import point_id
 from pgvector.asyncpg import register_vector
@@ -191,8 +191,14 @@ class PgVectorStore(BaseVectorStore):
     # ------------------------------------------------------------------ primitives
 
     async def _connect(self) -> None:
+        # asyncpg cut mid-connect leaves a future behind: a cancelled open
+        # lets the pool come up, then closes it (connect_through_cancel).
+        self._pools.set(await connect_through_cancel(self._new_pool, asyncpg.Pool.close))
+
+    async def _new_pool(self) -> asyncpg.Pool:
+        """The extension and tables prepared, then a pool on the schema."""
         extension_schema = await self._prepare()
-        pool = await asyncpg.create_pool(
+        return await asyncpg.create_pool(
             self.dsn,
             min_size=self.min_size,
             max_size=self.max_size,
@@ -203,7 +209,6 @@ class PgVectorStore(BaseVectorStore):
             init=lambda conn: register_vector(conn, schema=extension_schema),
             reset=keep_session,
         )
-        self._pools.set(pool)
 
     async def _prepare(self) -> str:
         """Create the extension (if missing) and the schema; returns the
@@ -257,7 +262,11 @@ class PgVectorStore(BaseVectorStore):
         return [row[0] for row in rows]
 
     async def _existing_collections(self) -> Iterable[str]:
-        # _connect would create the extension and the schema.
+        # _connect would create the extension and the schema; a cancelled
+        # caller lets the connection finish and close (connect_through_cancel).
+        return await connect_through_cancel(self._read_collections)
+
+    async def _read_collections(self) -> list[str]:
         conn = await asyncpg.connect(self.dsn)
         try:
             rows = await conn.fetch(_TABLES, self.schema)

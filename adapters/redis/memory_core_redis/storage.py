@@ -32,7 +32,7 @@ from memory_core.errors import (
     ValidationError,
 )
 from memory_core.lineage import CopyPlan
-from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
+from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, connect_through_cancel
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
@@ -508,6 +508,17 @@ class RedisStorage(BaseStorage):
             raise no_store("prefix", self.prefix, f"no {store}rsv key")
 
     async def _open(self) -> None:
+        # redis-py's cluster client cut mid-initialize is left unclosed: a
+        # cancelled open lets the connect finish, then closes it.
+        await connect_through_cancel(self._connect_here, lambda _: self._drop_link())
+
+    async def _drop_link(self) -> None:
+        """Forget the running loop's client, closing it when it is ours."""
+        link = self._links.pop()
+        if link is not None and self._owns_client:
+            await link.close()
+
+    async def _connect_here(self) -> None:
         """Connect in the running loop (once per loop: ``loop_bound``): a
         client (ours, or the given one in its own loop), its scripts loaded
         and a gate of ``max_connections`` concurrent calls; the resource

@@ -22,6 +22,7 @@ the suite (its threads are daemons).
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from memory_core_conformance.cases._base import SuiteBase
 from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
 
 __all__ = [
+    "CANCEL_POINTS",
     "LOOP_CASE_SECONDS",
     "LOOP_THREADS",
     "NO_FOREIGN_TARGET",
@@ -47,6 +49,10 @@ LOOP_THREADS = 5
 """Threads (each with its own event loop) sharing one store at once."""
 LOOP_CASE_SECONDS = 30.0
 """Time a threads-and-loops case may take before it counts as a hang."""
+
+CANCEL_POINTS: tuple[int | float, ...] = (0, 1, 2, 3, 5, 8, 13, 0.002, 0.005, 0.01, 0.02, 0.05)
+"""Where the cancelled-open case cuts an open: an int is that many turns of
+the event loop after it started, a float that many seconds."""
 
 NO_UNOPENABLE_TARGET = (
     "the test class defines no unopenable_storage_factory fixture (stores on a target that cannot be opened)"
@@ -238,6 +244,48 @@ class OpeningCases(SuiteBase):
             assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
         finally:
             await store.destroy()
+
+    async def test_lifecycle_an_open_cancelled_midway_leaves_nothing_behind(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        """An open cancelled at any point (a request's timeout, a task group
+        torn down: :data:`CANCEL_POINTS`) leaves no task running and no
+        future or task whose failure nobody retrieved (asyncio logs those
+        as "... exception was never retrieved" when they are collected: a
+        driver cut mid-connect, asyncpg's TLS negotiation); the store opens
+        on its next call."""
+        loop = asyncio.get_running_loop()
+        before = asyncio.all_tasks()
+        reported: list[dict[str, object]] = []
+        previous = loop.get_exception_handler()
+        loop.set_exception_handler(lambda _loop, context: reported.append(context))
+        try:
+            for point in CANCEL_POINTS:
+                store = storage_factory(None)
+                opening = asyncio.ensure_future(store.open())
+                if isinstance(point, float):
+                    await asyncio.sleep(point)
+                else:
+                    for _ in range(point):
+                        await asyncio.sleep(0)
+                opening.cancel()
+                with suppress(asyncio.CancelledError):
+                    await opening
+                try:
+                    await store.save_thread(thread("t1"))  # opens again
+                finally:
+                    await store.destroy()
+            ending = asyncio.all_tasks() - before - {asyncio.current_task()}
+            if ending:  # a task a close started may still be ending
+                await asyncio.wait(ending, timeout=5)
+            await asyncio.sleep(0.2)  # a connection the server drops reports to its protocol
+            gc.collect()  # a future dropped with its failure unretrieved reports it when collected
+            await asyncio.sleep(0)
+        finally:
+            loop.set_exception_handler(previous)
+        left = asyncio.all_tasks() - before - {asyncio.current_task()}
+        assert not left, f"a cancelled open left tasks running: {left}"
+        assert not reported, f"a cancelled open left a failure nobody retrieved: {[c.get('message') for c in reported]}"
 
     async def test_lifecycle_close_before_open_ends_the_store(self, storage_factory: StorageFactory) -> None:
         store = storage_factory(None)
