@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_core.cli import app
+from tests.cli_run import cli
 
 HAS_BENCH = importlib.util.find_spec("memory_core_bench") is not None
 SCRIPTS = ["retrieval", "recall_coverage", "embed_throughput"]
@@ -68,3 +69,33 @@ def test_the_readme_says_what_locomo_dir_is() -> None:
     assert "`LOCOMO_DIR` is a folder of LoCoMo" in readme
     for guide in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
         assert "shared/data" not in guide.read_text(encoding="utf-8"), guide.name
+
+
+_WHOLE = (
+    b'{"speaker_a": "Caroline", "speaker_b": "Mel", "session_1": [{"text": "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"}]}'
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        # a download cut inside the 3 bytes of 日: before, "is not UTF-8 text"
+        (_WHOLE[: _WHOLE.index("日".encode()) + 1], "is truncated: it ends inside a UTF-8 character (at byte 76)"),
+        # cut between two values: before, "is not valid JSON (Expecting ',' delimiter ...)"
+        (_WHOLE[:40], "is truncated: its JSON stops before it is complete, at position 40 (line 1 column 41)"),
+        (_WHOLE[:45], "is truncated: its JSON stops before it is complete, at position 45 (line 1 column 46)"),
+        (b"", "is empty: no JSON in it"),
+        (b'{"a": 1} x', "is not valid JSON (Extra data at position 9 (line 1 column 10))"),
+        (b'{"a": "\xff"}', "is not UTF-8 text (invalid start byte at byte 7)"),
+    ],
+)
+def test_demo_on_a_truncated_locomo_file_says_truncated_and_where(content: bytes, says: str, tmp_path: Path) -> None:
+    """Through a real ``memory-core demo --locomo`` process."""
+    folder = tmp_path / "locomo"
+    folder.mkdir()
+    (folder / "conv.json").write_bytes(content)
+    done = cli("demo", "--locomo", str(folder), "--db", str(tmp_path / "d.db"))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert f"{folder / 'conv.json'}: {says}" in done.stderr, done.stderr
+    assert not (tmp_path / "d.db").exists()

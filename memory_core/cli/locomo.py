@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.errors import ValidationError
+from memory_core.json_text import UnreadableJSON, load_json_text
 from memory_core.models import Message, Thread
 
 __all__ = [
@@ -205,14 +206,11 @@ def _no_files(folder: Path) -> str:
 
 def _read_json(path: Path) -> Any:
     """The parsed JSON in ``path``; ValidationError (field: the path) when it
-    is not UTF-8 JSON."""
+    is not UTF-8 JSON (truncated, not UTF-8, invalid: :func:`load_json_text`)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ValidationError(str(path), f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        reason = f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        raise ValidationError(str(path), reason) from None
+        return load_json_text(path.read_bytes())
+    except UnreadableJSON as exc:
+        raise ValidationError(str(path), exc.reason) from None
 
 
 def load_sample() -> list[Conversation]:
