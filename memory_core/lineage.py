@@ -13,6 +13,12 @@ top-level metadata keys (:data:`LINEAGE_KEYS`).
 - ``cloned_last_message_id``: the id of the last source message the copy
   holds (None when it holds none).
 
+Only a real clone or branch (or an import restoring an export) writes these
+keys: every other thread write that gives one a value the stored thread does
+not hold is refused (:func:`check_hand_set_lineage`), so ``metadata.cloned_from``
+set by hand on an ordinary thread does not make it look like a clone, on any
+backend. Threads of stores written before keep the lineage they hold.
+
 The time of the copy is the new thread's ``created_at``. Because the record
 is top-level scalar metadata, every lineage query is an ordinary thread
 listing (R-META equality, keyset cursors, R-OWN), composed here once and
@@ -32,7 +38,9 @@ before anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -72,6 +80,7 @@ __all__ = [
     "CopyPlan",
     "Lineage",
     "branch_thread",
+    "check_hand_set_lineage",
     "clone_history",
     "clone_thread",
     "forget_resource",
@@ -80,6 +89,7 @@ __all__ = [
     "list_clones",
     "size_limit",
     "source_thread",
+    "writing_lineage",
 ]
 
 SOURCE = "cloned_from"
@@ -92,6 +102,52 @@ may not set them (ValidationError, R-LINEAGE)."""
 
 _RULE = "R-LINEAGE"
 _ERASE_PAGE = 100
+
+_WRITING_LINEAGE: ContextVar[bool] = ContextVar("memory_core_writing_lineage", default=False)
+
+
+@contextmanager
+def writing_lineage() -> Iterator[None]:
+    """Within it (this task and what it awaits), thread writes may set the
+    lineage keys: the calls here that record or erase lineage, and an import
+    restoring an export (:mod:`memory_core.transfer`). Everywhere else
+    :func:`check_hand_set_lineage` refuses them."""
+    token = _WRITING_LINEAGE.set(True)
+    try:
+        yield
+    finally:
+        _WRITING_LINEAGE.reset(token)
+
+
+async def check_hand_set_lineage(storage: Storage, thread_id: str, metadata: Mapping[str, Any] | None) -> None:
+    """Refuse lineage set by hand: a thread write (``save_thread``,
+    ``insert_thread``, ``update_thread``, so every ``Memory`` call and seam
+    that writes a thread) whose ``metadata`` gives a key of
+    :data:`LINEAGE_KEYS` a value (not None) other than the one the stored
+    thread ``thread_id`` holds. So only a real clone or branch makes a thread
+    a clone, the same on every backend; a clone read and saved back whole
+    keeps its lineage, and threads of stores written before keep theirs.
+    Reads the stored thread only when such a key is given (outside
+    :func:`writing_lineage`).
+
+    Raises:
+        ValidationError: field ``metadata.<key>``, rule R-LINEAGE; nothing
+            has been written.
+    """
+    if metadata is None or _WRITING_LINEAGE.get():
+        return
+    claimed = {key: metadata[key] for key in LINEAGE_KEYS if metadata.get(key) is not None}
+    if not claimed:
+        return
+    stored = await storage.get_thread(thread_id)
+    for key, value in claimed.items():
+        if stored is None or stored.metadata.get(key) != value:
+            raise ValidationError(
+                f"metadata.{key}",
+                "is reserved for the lineage a clone or branch records (clone_thread, branch_thread): "
+                "it cannot be set or changed by hand",
+                _RULE,
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,7 +578,8 @@ class _Request:
             tuple(new_message_ids(selection.bound if last is not None else 0)),
             size_limit(new),
         )
-        thread, copied = await storage.copy_thread(plan)
+        with writing_lineage():  # the copy records its lineage
+            thread, copied = await storage.copy_thread(plan)
         return Clone(thread, dict(zip(copied, plan.new_ids, strict=False)))
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memory_core.clock import to_us
 from memory_core.errors import ConflictError, NotFoundError, StaleStateError, ValidationError
+from memory_core.lineage import check_hand_set_lineage
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.storage.decisions import WriteTimes, as_stored, check_patch, combine, decide_patch, decide_save
@@ -34,6 +35,9 @@ from memory_core.validation import (
     check_thread,
 )
 
+if TYPE_CHECKING:
+    from memory_core.storage import Storage
+
 __all__ = ["Writes"]
 
 
@@ -51,10 +55,13 @@ class Writes(Lifecycle):
         belong to the first resource).
 
         Raises:
-            ValidationError: bad field (R-ID, R-JSON, R-TIME).
+            ValidationError: bad field (R-ID, R-JSON, R-TIME); metadata
+                setting a lineage key by hand (``metadata.cloned_from`` ...,
+                R-LINEAGE: :func:`~memory_core.lineage.check_hand_set_lineage`).
             ConflictError: the id belongs to another resource.
         """
         stored = self._thread_to_store(thread)
+        await check_hand_set_lineage(cast("Storage", self), stored.id, stored.metadata)
 
         async def attempt() -> Thread:
             saved = await self._save_thread_checked(stored)
@@ -71,10 +78,12 @@ class Writes(Lifecycle):
         otherwise). Atomic: of two racing inserts of one id, one fails.
 
         Raises:
-            ValidationError: bad field (R-ID, R-JSON, R-TIME, R-SIZE).
+            ValidationError: bad field (R-ID, R-JSON, R-TIME, R-SIZE); a
+                lineage key set by hand (R-LINEAGE, as :meth:`save_thread`).
             ConflictError: a thread with this id exists (under any resource).
         """
         stored = self._thread_to_store(thread)
+        await check_hand_set_lineage(cast("Storage", self), stored.id, stored.metadata)
 
         await self._ready()
         with self._guard("insert_thread"):
@@ -98,7 +107,9 @@ class Writes(Lifecycle):
         merged one level (shallow); ``updated_at`` is bumped (R-BUMP).
 
         Raises:
-            ValidationError: bad id, title not a str, metadata not JSON.
+            ValidationError: bad id, title not a str, metadata not JSON, or
+                a lineage key set or changed by hand (R-LINEAGE, as
+                :meth:`save_thread`).
             NotFoundError: no such thread.
         """
         check_id(thread_id, "thread_id")
@@ -106,6 +117,7 @@ class Writes(Lifecycle):
             check_text(title, "title")
         patch = None if metadata is None else check_json_object(metadata, "metadata")
         check_record_size("thread update", {"title": title, "metadata": patch})
+        await check_hand_set_lineage(cast("Storage", self), thread_id, patch)
         await self._ready()
         with self._guard("update_thread"):
             updated = await self._patch_thread(thread_id, title, patch, to_us(self.clock.now()))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.errors import ConflictError, ValidationError
+from memory_core.lineage import writing_lineage
 from memory_core.models import Message, Resource, Thread
 from memory_core.storage import Storage
 from memory_core.transfer.digest import Summary, first_difference
@@ -321,7 +322,8 @@ async def import_lines(
         raise ValidationError("batch_size", f"must be an int >= 1, got {batch_size!r}")
     state = _Import(storage, batch_size, on_total, on_progress, on_resource)
     try:
-        return await _import(state, lines)
+        with writing_lineage():  # an export's clones keep their lineage (R-LINEAGE)
+            return await _import(state, lines)
     except TransferError as exc:
         if exc.written or not any(state.report.written.values()):
             raise

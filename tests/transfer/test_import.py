@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_core import ConflictError, InMemoryStorage, Message, Storage, Thread
+from memory_core import ConflictError, InMemoryStorage, Message, Storage, Thread, ValidationError
 from memory_core.transfer import TransferError, export_lines, import_lines, summarize, verify_lines
 from tests.transfer.conftest import NewStore
 from tests.transfer.stores import fill, snapshot
@@ -232,3 +232,22 @@ async def test_verify_lines_checks_a_whole_export_without_a_store() -> None:
     tampered = [line.replace('"hello"', '"hullo"') for line in lines]
     with pytest.raises(TransferError, match="do not match the trailer"):
         await verify_lines(tampered)
+
+
+async def test_an_imported_clone_keeps_its_lineage_and_a_hand_set_one_is_refused() -> None:
+    """An import restores an export's clones with their lineage, while a
+    thread write outside an import still cannot set a lineage key by hand
+    (R-LINEAGE)."""
+    from memory_core import lineage
+
+    source, destination = InMemoryStorage(), InMemoryStorage()
+    await source.save_thread(Thread("t1", "r1"))
+    await source.save_messages([Message("m1", "t1", "user", "hi")])
+    await lineage.clone_thread(source, "t1", "c1")
+    lines = [line async for line in export_lines(source)]
+    await import_lines(destination, lines)
+    record = await lineage.get_lineage(destination, "c1")
+    assert record is not None and (record.source_thread_id, record.last_message_id) == ("t1", "m1")
+    with pytest.raises(ValidationError) as raised:
+        await destination.save_thread(Thread("fake", "r1", metadata={"cloned_from": "t1"}))
+    assert raised.value.field == "metadata.cloned_from"

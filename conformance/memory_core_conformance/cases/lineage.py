@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -212,11 +213,45 @@ class LineageRules(SuiteBase):
 
     async def test_r_lineage_reads_clones_written_before_lineage(self, store: BaseStorage) -> None:
         await _source(store)
-        await store.save_thread(thread("old", metadata={"cloned_from": "t1"}, created_at=at(7)))
+        with lineage.writing_lineage():  # as a store written before (or its import) holds it
+            await store.save_thread(thread("old", metadata={"cloned_from": "t1"}, created_at=at(7)))
         assert await lineage.get_lineage(store, "old") == Lineage("t1", None, at(7), None)
         assert ids(await lineage.list_clones(store, "t1", "r1")) == ["old"]
         source = await lineage.source_thread(store, "old")
         assert source is not None and source.id == "t1"
+
+    async def test_r_lineage_cannot_be_set_by_hand_through_metadata(self, store: BaseStorage) -> None:
+        """Only a real clone or branch makes a thread a clone: a lineage key
+        given a value by hand (a new thread, a replaced one, a metadata
+        patch) is a ValidationError naming ``metadata.<key>``, nothing
+        written; a clone saved back unchanged keeps its lineage, and a
+        lineage key set to None changes nothing."""
+        await _source(store)
+        made = await lineage.clone_thread(store, "t1", "c1")
+        forged = {"cloned_from": "t1", "cloned_from_resource": "r1", "cloned_last_message_id": "m6"}
+        for key, value in forged.items():
+            changed = {key: "k1" if key == "cloned_from" else "other"}
+            calls = [
+                partial(store.save_thread, thread("fake", metadata={key: value})),
+                partial(store.insert_thread, thread("fake", metadata={key: value})),
+            ]
+            for target in ("t1", "c1"):  # an ordinary thread; a clone re-pointed
+                stored = await store.get_thread(target)
+                assert stored is not None
+                calls.append(partial(store.update_thread, target, metadata=changed))
+                calls.append(partial(store.save_thread, replace(stored, metadata={**stored.metadata, **changed})))
+            for call in calls:
+                raised = await unchanged_after(store, call)
+                assert isinstance(raised, ValidationError)
+                assert (raised.field, raised.rule) == (f"metadata.{key}", "R-LINEAGE"), raised
+        assert await lineage.get_lineage(store, "fake") is None and await lineage.get_lineage(store, "t1") is None
+        assert ids(await lineage.list_clones(store, "t1", "r1")) == ["c1"]
+        again = await store.save_thread(replace(made.thread, title="renamed"))  # read, changed, saved back
+        await store.update_thread("c1", metadata={"cloned_from": "t1", "topic": "y"})  # the same value: no change
+        await store.save_thread(thread("plain", metadata=dict.fromkeys(forged)))  # None: no lineage
+        assert again.title == "renamed"
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
+        assert await lineage.get_lineage(store, "plain") is None
 
     async def test_ops_race_clone_holds_a_consistent_prefix(self, storage_factory: StorageFactory) -> None:
         """A clone racing appends to its source holds exactly a prefix of the
