@@ -76,7 +76,11 @@ class IndexStatus:
 
     @property
     def repair(self) -> str:
-        """The call that rebuilds this scope's vectors and lexical documents."""
+        """The call that rebuilds this scope's vectors and lexical documents
+        (for the entries no resource of storage owns,
+        :meth:`VectorIndex.unowned`: the whole-store reindex)."""
+        if self.thread_id is None and self.resource_id is None:
+            return "memory-core reindex STORAGE_URL --vector VECTOR_URL (no --resource: the whole store)"
         if self.thread_id is not None:
             return f"await memory.reindex(thread_id={self.thread_id!r})"
         return f"await memory.reindex(resource_id={self.resource_id!r})"
@@ -225,6 +229,50 @@ class VectorIndex:
             documents = await self.vector.count_documents(resource_id=resource_id, thread_id=thread_id)
         embeddable = sum(1 for m in listing.items if chunk_text(message_text(m), self.embedder.max_input_chars))
         return IndexStatus(thread_id, resource_id, listing.counted_total, embeddable, indexed, documents)
+
+    async def unowned(self, statuses: Sequence[IndexStatus]) -> IndexStatus:
+        """What the whole index holds beyond ``statuses`` (the status of
+        every resource storage holds): the vectors and lexical documents of
+        resources storage no longer holds (erased through storage alone),
+        which no per-resource check sees. Counts only (two whole-store
+        counts); ``thread_id`` and ``resource_id`` are None, ``stored`` 0,
+        so :attr:`IndexStatus.orphaned` is what is left over.
+
+        Raises:
+            BackendError: the vector store failed.
+        """
+        if self.vector is None:
+            return IndexStatus(None, None, 0, 0, 0)
+        indexed = await _vector_call("check_index", self.vector.count()) - sum(s.indexed for s in statuses)
+        documents = None
+        if isinstance(self.vector, LexicalIndex) and self.vector.lexical_index:
+            total = await _vector_call("check_index", self.vector.count_documents())
+            documents = total - sum(s.documents or 0 for s in statuses)
+        return IndexStatus(None, None, 0, 0, indexed, documents)
+
+    async def drop_unowned(self, batch: int = 500) -> int:
+        """Drop the vectors and lexical documents of every message with
+        vectors that storage no longer holds, store-wide (the whole-store
+        reindex's last step: resources erased through storage alone leave
+        them, and no per-resource reindex reaches them). Reads every message
+        id the index holds, then storage in batches of ``batch`` ids.
+        Returns how many messages' entries were dropped. A lexical document
+        of such a message without any vector (empty text) is not reached.
+
+        Raises:
+            BackendError: a store failed.
+        """
+        if not isinstance(self.vector, BaseVectorStore):
+            return 0
+        held = sorted(await _vector_call("reindex", self.vector.message_ids()))
+        gone: list[str] = []
+        for start in range(0, len(held), batch):
+            ids = held[start : start + batch]
+            found = {m.id for m in await self.storage.get_messages(ids)}
+            gone += [i for i in ids if i not in found]
+        if gone:
+            await _vector_call("reindex", self.vector.delete_messages(gone))
+        return len(gone)
 
     async def _scope(self, thread_id: str | None, resource_id: str | None) -> Page[Message]:
         if thread_id is not None:

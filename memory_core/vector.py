@@ -581,13 +581,30 @@ class BaseVectorStore(LexicalPrimitives, ABC):
             ValidationError: a bad id.
             BackendError: the backend failed.
         """
+        return len(await self._ids_of("count", resource_id, thread_id))
+
+    @traced("search_memory", "vector")
+    async def message_ids(self, resource_id: str | None = None, thread_id: str | None = None) -> set[str]:
+        """The distinct message ids with at least one point under the filter
+        (every dimension; all of this store's messages when both are None):
+        what :meth:`count` counts, for a caller that compares them with
+        storage (``memory-core reindex`` finds the messages storage no
+        longer holds). One id per message, all in memory at once.
+
+        Raises:
+            ValidationError: a bad id.
+            BackendError: the backend failed.
+        """
+        return await self._ids_of("message_ids", resource_id, thread_id)
+
+    async def _ids_of(self, operation: str, resource_id: str | None, thread_id: str | None) -> set[str]:
         flt = _scope(resource_id, thread_id)
         await self._ready()
-        with self._guard("count"):
+        with self._guard(operation):
             found: set[str] = set()
             for name in await self._collections():
                 found.update(await self._message_ids(name, flt))
-            return len(found)
+            return found
 
     @traced("search_memory", "vector")
     async def count_points(self, resource_id: str | None = None, thread_id: str | None = None) -> int:

@@ -93,3 +93,37 @@ def test_index_command_mistakes_are_one_red_line(tmp_path: Path) -> None:
         assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1, done.stderr
     wrong = cli("reindex", url, "--vector", misspelt, "--embedder", "lexical")
     assert wrong.returncode == 2 and "check the URL for a typo" in wrong.stderr, wrong.stderr
+
+
+def test_a_whole_store_check_finds_the_entries_of_an_erased_resource_and_reindex_drops_them(tmp_path: Path) -> None:
+    """Resource r2 erased through storage alone: its 3 messages' vectors
+    (and lexical documents, where kept) belong to no resource storage holds.
+    Before, the whole-store check walked storage's resources only and said
+    "in step" (exit 0), and reindex left them; only --resource r2 saw them."""
+    url, vectors = f"sqlite:///{tmp_path / 'agent.db'}", f"qdrant+path:///{tmp_path / 'vectors'}"
+
+    async def seed() -> None:
+        storage = await connect(url)
+        index = await connect_vector(vectors)
+        async with Memory(storage, index, LexicalHashEmbedder()) as memory:
+            for thread, resource in (("t1", "r1"), ("t2", "r2")):
+                await storage.save_thread(Thread(thread, resource, created_at=OLD))
+                await memory.save_messages([_message(f"{thread}-m{i}", thread) for i in range(3)])
+            await storage.delete_resource("r2")  # storage alone
+
+    asyncio.run(seed())
+    checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    lines = checked.stdout.splitlines()
+    assert lines[0].endswith(": in step") and len(lines) == 2, lines
+    assert lines[1].startswith("resources storage no longer holds: 0 messages stored (0 with text), 3 indexed"), lines
+    assert lines[1].endswith(": 3 orphaned"), lines
+    repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
+    assert checked.stderr.strip() == f"1 of 2 not in step; {repair}", checked.stderr
+
+    rebuilt = cli("reindex", url, *repair.split()[4:])
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "dropped the index entries of 3 messages storage no longer holds" in rebuilt.stderr, rebuilt.stderr
+    again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines() == [lines[0]], again.stdout

@@ -34,7 +34,7 @@ from memory_core.validation import check_id
 
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
-    from memory_core.indexing import IndexStatus
+    from memory_core.indexing import IndexStatus, VectorIndex
     from memory_core.memory import Memory
     from memory_core.storage import Storage
     from memory_core.vector import VectorStore
@@ -55,7 +55,12 @@ def status_line(status: IndexStatus) -> str:
     """One scope's line: ``resource 'r1': 12 messages stored (11 with text),
     11 indexed, 12 lexical documents: in step`` (or ``behind``, ``N
     orphaned``, both)."""
-    scope = f"thread {status.thread_id!r}" if status.thread_id is not None else f"resource {status.resource_id!r}"
+    if status.thread_id is not None:
+        scope = f"thread {status.thread_id!r}"
+    elif status.resource_id is not None:
+        scope = f"resource {status.resource_id!r}"
+    else:
+        scope = "resources storage no longer holds"
     documents = "" if status.documents is None else f", {status.documents} lexical documents"
     found = []
     if status.behind:
@@ -164,6 +169,13 @@ async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> t
     return await resource_ids(memory.storage), None
 
 
+def _index(memory: Memory) -> VectorIndex:
+    """The whole-store index calls over ``memory``'s stores."""
+    from memory_core.indexing import VectorIndex
+
+    return VectorIndex(memory.storage, memory.vector, memory.embedder)
+
+
 def _memory(storage: Storage, vectors: VectorStore, model: Embedder | None) -> Memory:
     from memory_core.memory import Memory
 
@@ -189,7 +201,12 @@ async def _check(
         try:
             if thread is not None:
                 return [await memory.check_index(thread_id=thread)], hint
-            return [await memory.check_index(resource_id=r) for r in resources], hint
+            statuses = [await memory.check_index(resource_id=r) for r in resources]
+            if resource is None:  # the whole store: also what no resource of storage owns
+                unowned = await _index(memory).unowned(statuses)
+                if unowned.orphaned:
+                    statuses.append(unowned)
+            return statuses, hint
         except EmbedderMismatchError as exc:
             _mismatch(exc, model)
             raise
@@ -206,4 +223,8 @@ async def _reindex(
         for one in resources:
             done.append((one, await memory.reindex(resource_id=one)))
             errors.print(f"reindexed resource {escape(repr(one))}: {done[-1][1]} messages", soft_wrap=True)
+        if resource is None:  # the whole store: what no resource of storage owns goes too
+            dropped = await _index(memory).drop_unowned()
+            if dropped:
+                errors.print(f"dropped the index entries of {dropped} messages storage no longer holds", soft_wrap=True)
         return done, hint
