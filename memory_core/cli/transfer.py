@@ -28,9 +28,9 @@ from typing import Annotated, Any, BinaryIO, TextIO
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memory_core.cli.host import errors, fail, run_interruptible, user_errors
+from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector, copy_storages
 from memory_core.embedders import Embedder, default_embedder, get_embedder
@@ -66,31 +66,6 @@ async def _hint_if_absent(storage: Storage, resource: str | None, outcome: str) 
     hint = await absent_resource_hint(storage, resource, outcome)
     if hint is not None:
         _err.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
-
-
-@contextmanager
-def _progress(label: str) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]]]:
-    """A rich progress bar on stderr (messages, rate, ETA); yields the
-    ``on_total`` and ``on_progress`` callbacks of the transfer functions."""
-    columns = (
-        TextColumn(f"{label} messages"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=_err, transient=False) as bar:
-        task: TaskID = bar.add_task(label, total=None, rate="")
-
-        def total(count: int) -> None:
-            bar.update(task, total=count)
-
-        def advance(done: int) -> None:
-            bar.update(task, completed=done)
-            speed = bar.tasks[0].speed
-            bar.update(task, rate=f"{speed:,.0f}/s" if speed else "")
-
-        yield total, advance
 
 
 @asynccontextmanager
@@ -192,10 +167,14 @@ def export(
 
         async def work() -> None:
             async with storage:
-                with nullcontext(sys.stdout) if output is None else _whole_file(output) as target:
+                with (
+                    nullcontext(sys.stdout) if output is None else _whole_file(output) as target,
+                    tracked("export", _err, "records") as progress,
+                ):
                     async for line in export_lines(storage, resource):
                         target.write(line)
                         target.write("\n")
+                        progress.done(progress.count + 1)
                 await _hint_if_absent(storage, resource, "nothing was exported")
 
         run_interruptible(
@@ -230,12 +209,12 @@ def import_(
                 await verify_lines(source)
                 source.seek(0)
                 async with _opened(vectors, model), storage:
-                    with _progress("import") as (total, advance):
+                    with tracked("import", _err) as progress:
                         report = await import_lines(
                             storage,
                             source,
-                            on_total=total,
-                            on_progress=advance,
+                            on_total=progress.total,
+                            on_progress=progress.done,
                             on_resource=reindex,
                         )
             _err.print(f"imported: written {report.written}, already there {report.skipped}")
@@ -262,9 +241,9 @@ def copy(
 
         async def work() -> None:
             async with _opened(vectors, model), src, dst:
-                with _progress("copy") as (total, advance):
+                with tracked("copy", _err) as progress:
                     report = await copy_store(
-                        src, dst, resource, on_total=total, on_progress=advance, on_resource=reindex
+                        src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
                     )
                 await _hint_if_absent(src, resource, "nothing was copied")
             if report.difference is not None:
