@@ -45,9 +45,12 @@ def _environment() -> dict[str, str]:
     return environment
 
 
-def cli_process(*args: str, cwd: Path | None = None, **popen: Any) -> subprocess.Popen[bytes]:
-    """Start ``memory-core ARGS`` (not waited for)."""
-    return subprocess.Popen([sys.executable, "-m", "memory_core", *args], cwd=cwd, env=dict(_environment()), **popen)
+def cli_process(
+    *args: str, cwd: Path | None = None, env_extra: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[bytes]:
+    """Start ``memory-core ARGS`` (not waited for); ``env_extra`` adds to its environment."""
+    environment = {**_environment(), **(env_extra or {})}
+    return subprocess.Popen([sys.executable, "-m", "memory_core", *args], cwd=cwd, env=environment, **popen)
 
 
 def cli(

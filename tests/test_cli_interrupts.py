@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import time
@@ -128,6 +129,46 @@ def test_an_early_ctrl_c_stops_check_without_a_traceback(inherited: str, tmp_pat
     said = err.decode()
     assert process.returncode == 130, said
     assert "interrupted" in said and "Traceback" not in said, said
+    assert said.count("\n") == 1 and said.endswith("\n"), said  # that one line only (no pytest-asyncio warning)
     assert b"CONFORMANT" not in out
     assert list(data.iterdir()) == []
     assert list(cwd.iterdir()) == []
+
+
+def test_a_ctrl_c_while_the_suite_runs_is_one_line_and_exit_130(tmp_path: Path) -> None:
+    """SIGINT to the ``check`` process once its suite runs (the run's
+    Hypothesis folder exists, then a test's SQLite namespace file):
+    stderr is the one "interrupted after N of M tests: no verdict" line.
+    Before, pytest-asyncio's "asyncio_default_fixture_loop_scope is unset"
+    warning (4 lines) came first on every check."""
+    pytest.importorskip("memory_core_conformance")
+    data, temporary = tmp_path / "data", tmp_path / "tmp"
+    data.mkdir()
+    temporary.mkdir()
+    process = cli_process(
+        "check",
+        f"sqlite:///{data / 'agent.db'}",
+        "--new",
+        "--profile",
+        "quick",
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env_extra={"TMPDIR": str(temporary)},
+    )
+    try:
+        started = _wait_until(lambda: any(temporary.glob("memory-core-check-*")), 120)
+        time.sleep(1)  # the probe's namespace comes and goes first
+        started = started and _wait_until(lambda: any(data.glob("*mc_check_*")), 120)  # a test's store
+        time.sleep(1)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    said = err.decode()
+    assert started, said
+    assert process.returncode == 130, said
+    assert re.fullmatch(r"interrupted after \d+ of (\d+|\?) tests: no verdict\n", said), said
+    assert b"CONFORMANT" not in out
+    assert list(data.iterdir()) == []

@@ -14,6 +14,7 @@ probes saw, and the exit code is non-zero on any failure.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 import signal
@@ -182,14 +183,28 @@ def _profile(name: str | None) -> Iterator[None]:
 class _Interrupts:
     """While active (main thread only), SIGINT is recorded, then raised as
     usual (KeyboardInterrupt): a test may catch that, or report it as its own
-    failure, but the run is still known to be interrupted."""
+    failure, but the run is still known to be interrupted. Also a pytest
+    plugin: after each test's report, a recorded SIGINT stops the session
+    (``shouldstop``), for the KeyboardInterrupt Python itself drops, one
+    raised while a ``gc`` callback runs (Hypothesis has one) is only
+    "ignored", and the suite ran on to its end before the no-verdict line."""
 
     def __init__(self) -> None:
         self.seen = False
+        self._session: pytest.Session | None = None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.seen = True
         signal.default_int_handler(signum, frame)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Keep the session to stop."""
+        self._session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Stop the run after a SIGINT, even one whose KeyboardInterrupt was lost."""
+        if self.seen and self._session is not None:
+            self._session.shouldstop = "interrupted"
 
     @contextmanager
     def active(self) -> Iterator[None]:
@@ -267,7 +282,8 @@ def run_check(
                 errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
                 return 2
             with _profile(profile):
-                code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=[recorder, tally, progress])
+                plugins = [recorder, tally, progress, interrupts]
+                code = pytest.main(_pytest_args(url, keyword, pytest_args), plugins=plugins)
     except KeyboardInterrupt:
         interrupts.seen = True
         code = pytest.ExitCode.INTERRUPTED
@@ -348,6 +364,9 @@ def _pytest_args(url: str, keyword: str | None, extra: Sequence[str]) -> list[st
         # rewrite its asserts (they still run, with plain messages).
         "-W",
         "ignore::pytest.PytestAssertRewriteWarning",
+        # pytest-asyncio, when installed, warns on stderr that its loop
+        # scope is unset (the empty configuration): the suite runs on anyio.
+        *(["-o", "asyncio_default_fixture_loop_scope=function"] if importlib.util.find_spec("pytest_asyncio") else []),
         *(["-k", keyword] if keyword else []),
         *extra,
     ]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from memory_core_conformance.check import LiveStorages, run_check
 from memory_core_conformance.report import TestOutcome, rules_of, summarize
 from rich.console import Console
@@ -83,3 +86,46 @@ def test_check_reports_an_unknown_scheme_on_its_error_console() -> None:
     errors, said = _console()
     assert run_check("nosuchdb://x", console=console, errors=errors) == 2
     assert "nosuchdb" in said.getvalue() and out.getvalue() == ""
+
+
+_LOST_INTERRUPT = '''
+import gc
+import signal
+
+fired = []
+
+
+def pytest_runtest_call(item):
+    """In the first test: a Ctrl-C whose KeyboardInterrupt Python drops (it
+    is raised while a gc callback runs, as Hypothesis's can be)."""
+    if fired:
+        return
+    fired.append(item.nodeid)
+
+    def callback(phase, info):
+        gc.callbacks.remove(callback)
+        signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+
+    gc.callbacks.append(callback)
+    gc.collect()
+'''
+
+
+def test_a_ctrl_c_whose_keyboard_interrupt_was_lost_still_stops_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the suite ran all its tests, then printed "interrupted after
+    N of N tests" (a Ctrl-C at the wrong moment cost the whole run)."""
+    (tmp_path / "lost_interrupt.py").write_text(_LOST_INTERRUPT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    console, out = _console()
+    errors, said = _console()
+    args = ["-p", "lost_interrupt", "-k", "test_r_page"]
+    code = run_check("memory://", profile="quick", console=console, errors=errors, pytest_args=args)
+    line = said.getvalue().strip().splitlines()[-1]
+    assert code == 130, said.getvalue()
+    found = re.fullmatch(r"interrupted after (\d+) of (\d+) tests: no verdict", line)
+    assert found is not None, line
+    done, total = (int(n) for n in found.groups())
+    assert done <= 2 < total, line
+    assert "CONFORMANT" not in out.getvalue()
