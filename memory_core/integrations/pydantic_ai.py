@@ -13,6 +13,17 @@ were scoped hold it). Each
 is ``{"message": <the framework's own JSON of it>, "content": <its text>}``
 (Pydantic AI's ``ModelMessagesTypeAdapter``, so the round trip is lossless);
 ``role`` follows :func:`message_role`.
+
+System prompts: Pydantic AI sends them in the first ``ModelRequest``, beside
+the user's prompt (one message, as ``ModelMessagesTypeAdapter`` has it: the
+framework's JSON, stored whole, is what :meth:`MessageHistory.load` gives
+back, byte for byte). Such a request is stored as one message with role
+``user`` (the turn is the user's), its text (``content["content"]``, what
+recall embeds and returns) the user's prompt only, never the system prompt
+as words the user said, and ``metadata["parts"]`` listing its part kinds
+(``["system-prompt", "user-prompt"]``) so a reader of ``list_messages`` sees
+the system part. A request of system prompts only is role ``system`` with
+their text.
 """
 
 from __future__ import annotations
@@ -74,13 +85,28 @@ def message_role(message: ModelMessage) -> Role:
 
 def message_text(message: ModelMessage) -> str:
     """The text semantic recall embeds: the message's text parts (user
-    prompts, model text, tool returns, system prompts), newline-joined."""
+    prompts, model text, tool returns, system prompts), newline-joined; the
+    system prompts of a request that also holds other parts (the first
+    request of a run) are left out: they are not the user's words."""
     texts = []
+    kinds = {part.part_kind for part in message.parts}
+    skipped = {"system-prompt"} if isinstance(message, ModelRequest) and kinds != {"system-prompt"} else set()
     for part in message.parts:
+        if part.part_kind in skipped:
+            continue
         content = getattr(part, "content", None)
         if part.part_kind in _TEXT_PARTS and isinstance(content, str):
             texts.append(content)
     return "\n".join(texts)
+
+
+def _parts_note(message: ModelMessage) -> dict[str, Any]:
+    """``{"parts": [part kinds]}`` for a request whose system prompts share
+    it with other parts (its role and text are the user's); else ``{}``."""
+    kinds = [part.part_kind for part in message.parts]
+    if isinstance(message, ModelRequest) and "system-prompt" in kinds and set(kinds) != {"system-prompt"}:
+        return {"parts": kinds}
+    return {}
 
 
 class MessageHistory:
@@ -163,6 +189,7 @@ class MessageHistory:
                 {"message": data, "content": message_text(message)},
                 self.resource_id,
                 MESSAGE_TYPE,
+                metadata=_parts_note(message),
             )
             for message, data in zip(messages, encoded, strict=True)
         ]

@@ -11,10 +11,18 @@ from typing import Any
 import pytest
 from memory_core_conformance.integrations.pydantic_ai import run_history_machine
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memory_core import OwnershipError, ValidationError
+from memory_core import Message, OwnershipError, ValidationError
 from memory_core.integrations.pydantic_ai import MessageHistory
 
 from .conftest import OpenMemory
@@ -137,3 +145,50 @@ async def test_edit_an_earlier_prompt_through_memory_branch_thread(open_memory: 
         await alice.append("chat-edit", edited.new_messages())
         assert await alice.load("chat-edit") == [*first.new_messages(), *edited.new_messages()]
         assert await alice.load("chat") == [*first.new_messages(), *second.new_messages()]
+
+
+def _text(message: Message) -> object:
+    """The text a stored Pydantic AI message carries (``content["content"]``)."""
+    assert isinstance(message.content, dict)
+    return message.content["content"]
+
+
+def _answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("Booked.")])
+
+
+@pytest.mark.anyio
+async def test_a_system_prompt_is_kept_byte_for_byte_and_never_stored_as_the_users_words(
+    open_memory: OpenMemory,
+) -> None:
+    """Pydantic AI puts the system prompt in the first request, beside the
+    user's prompt. ``ModelMessagesTypeAdapter`` is the oracle: what ``load``
+    gives back is byte for byte the framework's own JSON of the run's
+    messages. Before, that request's stored text (what recall embeds and
+    returns, what ``list_messages`` shows) was "<system prompt>\\n<prompt>",
+    role user: the system prompt read as words the user said."""
+    agent = Agent(FunctionModel(_answer), system_prompt="You are a terse travel agent.", instructions="Be brief.")
+    async with open_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        first = await agent.run("Book Lisbon", message_history=await history.load("trip"))
+        await history.append("trip", first.new_messages())
+        second = await agent.run("And Porto?", message_history=await history.load("trip"))
+        await history.append("trip", second.new_messages())
+        sent = first.new_messages() + second.new_messages()
+        loaded = await history.load("trip")
+        assert ModelMessagesTypeAdapter.dump_json(loaded) == ModelMessagesTypeAdapter.dump_json(sent)
+        assert [p.part_kind for p in loaded[0].parts] == ["system-prompt", "user-prompt"]
+
+        stored = (await memory.list_messages(history.thread_id("trip"), per_page=False)).items
+        assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+        assert [_text(m) for m in stored] == ["Book Lisbon", "Booked.", "And Porto?", "Booked."]
+        assert stored[0].metadata == {"parts": ["system-prompt", "user-prompt"]}
+        assert [m.metadata for m in stored[1:]] == [{}, {}, {}]
+
+        only_system = ModelRequest(parts=[SystemPromptPart("Speak French.")])
+        await history.append("rules", [only_system])
+        (rules,) = (await memory.list_messages(history.thread_id("rules"), per_page=False)).items
+        assert (rules.role, _text(rules), rules.metadata) == ("system", "Speak French.", {})
+        assert ModelMessagesTypeAdapter.dump_json(await history.load("rules")) == ModelMessagesTypeAdapter.dump_json(
+            [only_system]
+        )
