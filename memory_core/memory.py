@@ -52,7 +52,7 @@ from memory_core.models import (
 from memory_core.outbox import Outbox, paired, wrote
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
-from memory_core.retention import PruneReport, RetentionPolicy
+from memory_core.retention import PruneBatch, PruneHook, PruneReport, RetentionPolicy
 from memory_core.storage import Storage
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter
@@ -378,7 +378,9 @@ class Memory(CloneCalls, IndexCalls):
         return erased
 
     @traced("delete_memory")
-    async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
+    async def prune(
+        self, policy: RetentionPolicy, *, dry_run: bool = False, after_batch: PruneHook | None = None
+    ) -> PruneReport:
         """Delete messages or threads older than ``policy`` allows, with their
         vectors (R-PRUNE; semantics in :mod:`memory_core.retention`).
 
@@ -390,15 +392,30 @@ class Memory(CloneCalls, IndexCalls):
         with ``RetentionPolicy(before=report.cutoff, ...)`` finishes the
         messages.
 
+        Args:
+            policy: what to delete.
+            dry_run: report what would be removed, write nothing.
+            after_batch: awaited after each delete (its messages and their
+                vectors gone) with its :class:`~memory_core.retention.PruneBatch`;
+                never in a dry run (``memory-core prune`` reports progress so).
+
         Returns:
             :class:`~memory_core.retention.PruneReport`.
 
         Raises:
-            ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
+            ValidationError: bad ``policy`` or ``dry_run``, or an
+                ``after_batch`` that is not callable (before any I/O).
             BackendError: a store failed (run again to finish).
         """
-        hook = None if self.vector is None else self._vectors.drop_batch
-        return await self.storage.prune(policy, dry_run=dry_run, after_delete=hook)
+        if after_batch is not None and not callable(after_batch):
+            raise ValidationError("after_batch", f"must be an async function or None, got {type(after_batch).__name__}")
+        hooks = [hook for hook in (None if self.vector is None else self._vectors.drop_batch, after_batch) if hook]
+
+        async def after(batch: PruneBatch) -> None:
+            for hook in hooks:
+                await hook(batch)
+
+        return await self.storage.prune(policy, dry_run=dry_run, after_delete=after if hooks else None)
 
     async def list_threads(
         self,

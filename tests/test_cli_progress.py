@@ -1,5 +1,5 @@
 """Progress of long commands when stderr is not a terminal (issue 26): an
-operator piping ``memory-core import``/``copy``/``export`` to a log saw
+operator piping ``memory-core import``/``copy``/``export``/``prune`` to a log saw
 nothing for minutes (rich draws its bar only on a terminal). Now plain
 lines, one every few seconds (``MEMORY_CORE_PROGRESS_SECONDS``; 0 here, so
 every update prints), through a real process with stderr a pipe."""
@@ -43,7 +43,10 @@ def _seed(db: Path) -> str:
     async def seed() -> None:
         async with await connect(url) as storage:
             await storage.save_thread(Thread("t1", "r1", created_at=OLD))
-            rows = [{"id": f"m{i:05}", "thread_id": "t1", "role": "user", "content": f"turn {i}"} for i in range(COUNT)]
+            rows = [
+                {"id": f"m{i:05}", "thread_id": "t1", "role": "user", "content": f"turn {i}", "created_at": OLD}
+                for i in range(COUNT)
+            ]
             await storage.save_messages(rows)
 
     asyncio.run(seed())
@@ -82,3 +85,13 @@ def test_a_short_command_prints_no_progress_line(tmp_path: Path) -> None:
     exported = _run("export", source, "-o", str(tmp_path / "e.jsonl"), seconds="3600")
     assert exported.returncode == 0, exported.stderr
     assert _progress_lines(exported.stderr, "export") == [], exported.stderr
+
+
+def test_prune_prints_plain_progress_lines_when_stderr_is_a_pipe(tmp_path: Path) -> None:
+    url = _seed(tmp_path / "old.db")  # every message created in 2025: all older than 30 days
+    pruned = _run("prune", url, "--older-than", "30d", "--batch-size", "100", seconds="0")
+    assert pruned.returncode == 0, pruned.stderr
+    lines = _progress_lines(pruned.stderr, "prune")
+    assert lines and re.fullmatch(r"prune: 1 deletes, [\d,]+/s, \d+ s", lines[0]), pruned.stderr
+    assert lines[-1].startswith(f"prune: {COUNT // 100} deletes, done in"), lines[-1]
+    assert pruned.stdout.startswith(f"removed {COUNT:,} messages".replace(",", "")), pruned.stdout

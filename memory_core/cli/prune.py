@@ -23,6 +23,7 @@ import typer
 from rich.markup import escape
 
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector
 from memory_core.errors import ValidationError
@@ -128,6 +129,7 @@ async def _prune(
     """The report, and the hint when ``--resource`` named no resource."""
     from memory_core.embedders import LexicalHashEmbedder
     from memory_core.memory import Memory
+    from memory_core.retention import PruneBatch
 
     # Pruning embeds nothing: the cheap embedder only satisfies Memory's pairing check.
     embedder = LexicalHashEmbedder() if vectors is not None else None
@@ -135,4 +137,9 @@ async def _prune(
         # Asked before pruning: a prune that empties the resource leaves none to find.
         outcome = "nothing would be pruned" if dry_run else "nothing was pruned"
         hint = await absent_resource_hint(storage, policy.resource_id, outcome)
-        return await memory.prune(policy, dry_run=dry_run), hint
+        with tracked("prune", errors, "deletes") as progress:
+
+            async def deleted(batch: PruneBatch) -> None:
+                progress.done(progress.count + 1)
+
+            return await memory.prune(policy, dry_run=dry_run, after_batch=deleted), hint
