@@ -203,6 +203,8 @@ def _tampered(export: bytes) -> bytes:
         (b'{"kind":"header","format":"memory-core/jsonl","version":9}\n', "line 1: format version 9"),
         ("tampered", "the records read do not match the trailer"),
         ("cut", "without a trailer: the export is incomplete"),
+        ("cut mid-line", "line 23: cut off mid-line (the last line has no newline"),
+        ("header count", "line 1: messages: the header counts 21 messages, the file holds 20"),
     ],
 )
 @pytest.mark.parametrize("through", ["stdin", "file"])
@@ -213,6 +215,13 @@ def test_a_failed_import_creates_and_changes_nothing(
         content = _tampered(_export(_many_old_messages(tmp_path / "source.db", 20)))
     elif content == "cut":
         content = b"".join(_export(_many_old_messages(tmp_path / "source.db", 20)).splitlines(keepends=True)[:-1])
+    elif content == "cut mid-line":  # a copy that stopped inside a record: before, "not valid JSON"
+        export = _export(_many_old_messages(tmp_path / "source.db", 20))
+        content = export[: export.rindex(b'"kind":"trailer"') - 40]
+    elif content == "header count":  # before, imported with exit 0: the header was never compared
+        content = _export(_many_old_messages(tmp_path / "source.db", 20)).replace(
+            b'"messages":20,', b'"messages":21,', 1
+        )
     assert isinstance(content, bytes)
     file = tmp_path / "in.jsonl"
     file.write_bytes(content)

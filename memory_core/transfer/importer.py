@@ -78,6 +78,7 @@ class _Import:
         self.threads: dict[str, Thread] = {}
         self.batch: dict[str, tuple[int, Message]] = {}
         self.resumed: dict[str, int] = {}
+        self.declared = 0
 
     async def line(self, text: str | bytes, number: int) -> None:
         """Handle one line (the trailer: check it and keep it in the report)."""
@@ -88,8 +89,14 @@ class _Import:
                 raise TransferError(where, f"not a {FORMAT} export (the first line must be its header)")
             if value.get("version") != VERSION:
                 raise TransferError(where, f"format version {value.get('version')!r}; this memory-core reads {VERSION}")
-            if self.on_total is not None and type(value.get("messages")) is int:
-                self.on_total(value["messages"])
+            declared = value.get("messages")
+            if type(declared) is not int or declared < 0:
+                raise TransferError(
+                    f"{where}: messages", f"must be the export's message count (an int >= 0), not {declared!r}"
+                )
+            self.declared = declared
+            if self.on_total is not None:
+                self.on_total(declared)
             return
         if kind == "header":
             raise TransferError(where, "a second header")
@@ -223,6 +230,13 @@ class _Import:
         difference = first_difference(trailer, self.summary.trailer())
         if difference is not None:
             raise TransferError(where, f"the records read do not match the trailer: {difference}")
+        counted = self.summary.counts.get("messages", 0)
+        if counted != self.declared:
+            raise TransferError(
+                "line 1: messages",
+                f"the header counts {self.declared} messages, the file holds {counted} (and its trailer agrees): "
+                "the header was altered or the export is damaged; export the store again",
+            )
         self.report.trailer = trailer
 
 
@@ -252,6 +266,13 @@ async def _lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> A
     else:
         for line in lines:
             yield line
+
+
+def _cut_mid_line(text: str | bytes, error: TransferError) -> bool:
+    """Whether ``text`` failed as a line a truncated file ends with: no
+    newline at its end and not valid JSON (the caller checks it is the last)."""
+    end = text[-1:]
+    return end not in ("\n", b"\n") and error.reason.startswith("not valid JSON")
 
 
 async def import_lines(
@@ -355,13 +376,23 @@ async def verify_lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
 
 async def _import(state: _Import, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> ImportReport:
     number = 0
-    async for text in _lines(lines):
+    source = aiter(_lines(lines))
+    async for text in source:
         number += 1
         if state.report.trailer:
             if not text.strip():
                 continue  # blank lines after the trailer are harmless
             raise TransferError(f"line {number}", "a record after the trailer")
-        await state.line(text, number)
+        try:
+            await state.line(text, number)
+        except TransferError as exc:
+            if _cut_mid_line(text, exc) and await anext(source, None) is None:
+                raise TransferError(
+                    exc.field,
+                    "cut off mid-line (the last line has no newline and is not a whole record, no trailer follows): "
+                    "the export is truncated, a write or copy that stopped early; copy the whole file again",
+                ) from None
+            raise
     if number == 0:
         raise TransferError("input", "empty: no header")
     if not state.report.trailer:
