@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import signal
+import sqlite3
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -324,3 +325,39 @@ def test_demo_on_a_storage_url_creates_no_vectors_folder(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert list(cwd.iterdir()) == []  # no ./memory-core-demo.vectors
     assert list(data.iterdir()) == []  # the namespace's database is removed too
+
+
+def _other_application(db: Path) -> bytes:
+    """A SQLite file holding another application's table (and no memory-core store): its bytes."""
+    connection = sqlite3.connect(db)
+    connection.execute("CREATE TABLE foo (x)")
+    connection.commit()
+    connection.close()
+    return db.read_bytes()
+
+
+@pytest.mark.parametrize("command", ["import", "copy"])
+def test_a_write_into_another_applications_database_is_refused_and_changes_nothing(
+    command: str, tmp_path: Path
+) -> None:
+    """Before: ``import`` exited 0 and wrote memory-core's tables beside ``foo``."""
+    source = _many_old_messages(tmp_path / "source.db", 3)
+    other = tmp_path / "other.db"
+    before = _other_application(other)
+    if command == "import":
+        file = tmp_path / "in.jsonl"
+        file.write_bytes(_export(source))
+        done = cli("import", f"sqlite:///{other}", "-i", str(file))
+        role = "URL"
+    else:
+        done = cli("copy", source, f"sqlite:///{other}")
+        role = "DESTINATION"
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        f"error: {role}: {str(other)!r} is another application's database (table 'foo'), not a memory-core store"
+    ), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert other.read_bytes() == before
+    assert (
+        sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "other.db", "source.db"][command == "copy" :]
+    )

@@ -52,8 +52,11 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
 
     Refuses before any I/O an unknown scheme or an adapter not installed (the
     registry's error names the package) and a malformed URL; then the adapter
-    checks, creating nothing, that the store can be opened where the URL says
-    and, with ``must_exist`` (a command that reads or deletes existing data),
+    checks, creating nothing, that the store can be opened where the URL says;
+    without ``must_exist`` (a command that writes into it) that it is not
+    another application's database (SQLite tables, a PostgreSQL schema or a
+    MongoDB database with other data: memory-core's tables would land
+    beside them), and with ``must_exist`` (a command that reads or deletes existing data),
     that it is there: opening a missing SQLite file would create an empty
     database, and the command would report on nothing instead of naming the
     typo.
@@ -121,9 +124,15 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
 
 def _preflight(store: S, role: str, must_exist: bool) -> S:
     """``store`` after its ``preflight`` (a storage or a vector store); a
-    refusal is one red line ``<role>: <reason>``."""
+    refusal is one red line ``<role>: <reason>``. A storage the command does
+    not read (``must_exist`` false) is one it writes into: its preflight
+    also refuses another application's data there (``writes``), the one
+    check every writing command shares."""
     try:
-        asyncio.run(store.preflight(must_exist=must_exist))
+        if isinstance(store, BaseVectorStore):
+            asyncio.run(store.preflight(must_exist=must_exist))
+        else:
+            asyncio.run(store.preflight(must_exist=must_exist, writes=not must_exist))
     except ValidationError as exc:
         fail(f"{role}: {exc.reason}")
     return store

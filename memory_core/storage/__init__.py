@@ -36,7 +36,7 @@ from memory_core.storage.base import BaseStorage
 from memory_core.storage.composed import CONCURRENT_READS, ComposedStorage
 from memory_core.storage.contract import AdapterContract
 from memory_core.storage.decisions import PatchDecision, SaveDecision
-from memory_core.storage.lifecycle import no_store
+from memory_core.storage.lifecycle import foreign_data, listed, no_store
 from memory_core.storage.paging import MESSAGE_ORDER_DEFAULT, WINDOW_SIDE_MAX, message_key
 from memory_core.storage.parts import MessageParts, order_key
 from memory_core.storage.protocol import Storage
@@ -52,6 +52,8 @@ __all__ = [
     "PatchDecision",
     "SaveDecision",
     "Storage",
+    "foreign_data",
+    "listed",
     "message_key",
     "no_store",
     "order_key",

@@ -21,7 +21,7 @@ from memory_core.plan import ReadParts, ReadPlan
 from memory_core.retry import STALE_WRITES, Faults
 from memory_core.storage.contract import AdapterContract
 
-__all__ = ["Lifecycle", "no_store"]
+__all__ = ["Lifecycle", "foreign_data", "no_store"]
 
 T = TypeVar("T")
 
@@ -50,6 +50,39 @@ def no_store(field: str, where: str, missing: str) -> ValidationError:
         f"{where!r} holds no memory-core store ({missing}); check the URL for a typo "
         "(a command that reads a store never creates one: import, copy or Memory.open do)",
     )
+
+
+def foreign_data(field: str, where: str, found: str) -> ValidationError:
+    """The refusal of :meth:`BaseStorage.preflight` with ``writes`` when the
+    place a URL names holds another application's data and no memory-core
+    store (a SQLite file with other tables, a PostgreSQL schema or MongoDB
+    database with other tables or collections): a command that writes
+    (``import``, ``copy``'s destination, ``demo --storage``) must not add
+    memory-core's tables beside them. One wording for every adapter.
+
+    Args:
+        field: the URL part that names the place (``"url"``, ``"schema"``,
+            ``"database"``): :attr:`ValidationError.field`.
+        where: the place as the user spelt it (shown with ``repr``).
+        found: what is there instead (``"table 'foo'"``), in parentheses.
+
+    Returns:
+        ``ValidationError(field, "'<where>' is another application's
+        database (<found>), not a memory-core store; ...")``, to raise.
+    """
+    return ValidationError(
+        field,
+        f"{where!r} is another application's database ({found}), not a memory-core store; memory-core never "
+        "writes beside another application's data: name a new or a memory-core store",
+    )
+
+
+def listed(kind: str, names: list[str]) -> str:
+    """``"table 'a'"`` / ``"tables 'a', 'b' and 3 more"``: what
+    :func:`foreign_data` found, short."""
+    shown = ", ".join(repr(name) for name in sorted(names)[:2])
+    more = f" and {len(names) - 2} more" if len(names) > 2 else ""
+    return f"{kind}{'s' if len(names) > 1 else ''} {shown}{more}"
 
 
 class Lifecycle(AdapterContract):
@@ -126,7 +159,7 @@ class Lifecycle(AdapterContract):
             await self._destroy()
         await self.close()
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, creating and writing nothing, that the store this instance
         names can be opened as it is (``memory-core check`` runs it before
         the suite, whose stores live in fresh namespaces beside the named one;
@@ -141,6 +174,13 @@ class Lifecycle(AdapterContract):
                 (and an empty export succeeding). Without it (a destination,
                 ``memory-core check``) a missing store passes: ``open``
                 creates it.
+            writes: the command will write into the store (``import``,
+                ``copy``'s destination, ``demo --storage``): what the URL
+                names must be absent, empty or a memory-core store; another
+                application's data there is refused (:func:`foreign_data`)
+                before ``open`` adds memory-core's tables beside it. The
+                SQLite, PostgreSQL and MongoDB adapters check it; a Redis
+                prefix is memory-core's own key space and is not scanned.
 
         The default checks nothing (``memory://`` lives in its instance).
         Every persistent adapter overrides it: a file store's folder must
@@ -151,7 +191,8 @@ class Lifecycle(AdapterContract):
         Raises:
             ValidationError: the store cannot be where the URL says (e.g. a
                 missing folder), or with ``must_exist`` it is not there
-                (a missing file; :func:`no_store`: no memory-core store).
+                (a missing file; :func:`no_store`: no memory-core store), or
+                with ``writes`` it holds another application's data.
             BackendError: what is there cannot be opened (e.g. a file that is
                 not a database), with the message ``open`` would give.
         """

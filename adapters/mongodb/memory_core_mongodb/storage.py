@@ -35,7 +35,7 @@ from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import FaultPoint, RetryPolicy
-from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, foreign_data, listed, no_store
 from memory_core.storage.composed import erase_threads
 from memory_core.workmem import MemoryDecision, MemoryWrite
 from memory_core_mongodb._copy import copy_pipeline, staging_id, stale_staging
@@ -279,14 +279,16 @@ class MongoStorage(BaseStorage):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, creating nothing, that the database holds a store when it must.
 
         With ``must_exist`` (``export``, ``copy``'s source, ``prune``) one
         ``listCollections`` (which never creates a database) checks that the
         database has memory-core's ``threads`` and ``messages`` collections,
         so a misspelt database name is an error instead of an empty export
-        (``open`` would create the database, its collections and indexes).
+        (``open`` would create the database, its collections and indexes);
+        with ``writes`` (``import``, ``copy``'s destination) a database that
+        has collections must have those two.
         The store's own client is used if it has one, else a client made for
         the check and closed after it. Without ``must_exist`` nothing is
         checked: ``open`` creates the database.
@@ -294,10 +296,12 @@ class MongoStorage(BaseStorage):
         Raises:
             ValidationError: field ``database``, with ``must_exist``: the
                 database lacks those collections
-                (:func:`~memory_core.storage.no_store`).
+                (:func:`~memory_core.storage.no_store`); with ``writes``: it
+                holds another application's collections
+                (:func:`~memory_core.storage.foreign_data`).
             BackendError: the server could not be reached or refused the call.
         """
-        if not must_exist:
+        if not (must_exist or writes):
             return
         conn = self._conns.get()
         own = None if conn is None else conn.client
@@ -311,7 +315,10 @@ class MongoStorage(BaseStorage):
                 if client is not own:
                     await client.close()
         lacking = [name for name in (THREADS, MESSAGES) if name not in names]
-        if lacking:
+        others = [name for name in names if not name.startswith("system.")]
+        if writes and lacking and others:
+            raise foreign_data("database", self.database_name, listed("collection", others))
+        if must_exist and lacking:
             raise no_store(
                 "database", self.database_name, "no " + " or ".join(f"{n!r}" for n in lacking) + " collection"
             )

@@ -43,3 +43,24 @@ async def test_strict_preflight_needs_both_collections_and_creates_nothing(
     finally:
         await raw_client.drop_database(unopened.database_name)
         await unopened.close()
+
+
+async def test_a_write_into_another_applications_database_is_refused(
+    store_factory: StoreFactory, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    """``preflight(writes=True)`` (``import``, ``copy``'s destination): a
+    database with other collections and not memory-core's is refused before
+    ``open`` adds memory-core's beside them; an absent one passes."""
+    store = store_factory(namespace=unique_namespace())
+    await store.preflight(writes=True)  # absent: open() creates it
+    try:
+        await raw_client[store.database_name].create_collection("orders")
+        with pytest.raises(
+            ValidationError, match="is another application's database \\(collection 'orders'\\)"
+        ) as caught:
+            await store.preflight(writes=True)
+        assert caught.value.field == "database"
+        assert await raw_client[store.database_name].list_collection_names() == ["orders"]
+    finally:
+        await raw_client.drop_database(store.database_name)
+        await store.close()

@@ -33,7 +33,7 @@ from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import COMPARE_AND_SET, ROLLED_BACK, FaultPoint, RetryPolicy
-from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, foreign_data, listed, no_store, order_key
 from memory_core.vector import message_text
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
@@ -326,38 +326,48 @@ class PostgresStorage(BaseStorage):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, creating nothing, that the store is there when it must be.
 
         With ``must_exist`` (a command that reads or deletes existing data:
         ``export``, ``copy``'s source, ``prune``), one connection checks that
         the store's schema exists and holds memory-core's tables (its
         ``schema_version``), so a misspelt ``?schema=`` is an error instead
-        of an empty export; nothing is written. Without it nothing is
+        of an empty export; with ``writes`` (``import``, ``copy``'s
+        destination) a schema that exists must hold no tables or
+        memory-core's. Nothing is written. Without either nothing is
         checked: ``open`` creates the schema.
 
         Raises:
             ValidationError: field ``schema``, with ``must_exist``: the schema
-                does not exist, or holds no memory-core store.
+                does not exist, or holds no memory-core store; with
+                ``writes``: it holds another application's tables
+                (:func:`~memory_core.storage.foreign_data`).
             BackendError: the server could not be reached or refused the login.
         """
-        if not must_exist:
+        if not (must_exist or writes):
             return
         schema = self.settings.schema
         with self._guard("open"):
-            exists, version = await connect_through_cancel(self._find_store)
-        if not exists:
+            exists, version, tables = await connect_through_cancel(self._find_store)
+        if must_exist and not exists:
             raise ValidationError("schema", f"{schema!r} does not exist in the database; check ?schema= in the URL")
-        if not version:
+        if must_exist and not version:
             raise no_store("schema", schema, "no schema_version table")
+        if writes and not version and tables:
+            raise foreign_data("schema", schema, listed("table", tables))
 
-    async def _find_store(self) -> tuple[bool, int]:
-        """Whether the schema exists, and its schema version (0: none)."""
+    async def _find_store(self) -> tuple[bool, int, list[str]]:
+        """Whether the schema exists, its schema version (0: none) and its tables."""
         schema = self.settings.schema
         conn = await asyncpg.connect(self.settings.dsn)
         try:
             exists = await conn.fetchval("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema)
-            return bool(exists), await schema_version(conn, schema) if exists else 0
+            version = await schema_version(conn, schema) if exists else 0
+            tables = [
+                row[0] for row in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)
+            ]
+            return bool(exists), version, tables
         finally:
             await conn.close()
 

@@ -70,3 +70,21 @@ def test_export_of_a_misspelt_schema_is_one_red_line(pg_target: str) -> None:
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: URL: '{schema}' does not exist in the database"), result.output
     assert result.output.count("\n") == 1
+
+
+async def test_a_write_into_another_applications_schema_is_refused(make_store: Callable[..., PostgresStorage]) -> None:
+    """``preflight(writes=True)`` (``import``, ``copy``'s destination): a
+    schema holding other tables and no memory-core store is refused before
+    ``open`` adds memory-core's tables beside them; an empty one passes."""
+    store = make_store()
+    conn = await asyncpg.connect(store.settings.dsn)
+    try:
+        await conn.execute(f"CREATE SCHEMA {quote_ident(store.schema)}")
+        await store.preflight(writes=True)  # empty: open() fills it
+        await conn.execute(f"CREATE TABLE {quote_ident(store.schema)}.foo (x int)")
+        with pytest.raises(ValidationError, match="is another application's database \\(table 'foo'\\)") as caught:
+            await store.preflight(writes=True)
+        assert caught.value.field == "schema"
+    finally:
+        await conn.execute(f"DROP SCHEMA {quote_ident(store.schema)} CASCADE")
+        await conn.close()

@@ -472,7 +472,7 @@ class RedisStorage(BaseStorage):
             return RedisCluster.from_url(url, decode_responses=True, **options)
         return Redis.from_url(url, decode_responses=True, **options)
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, writing nothing, that the prefix holds a store when it must.
 
         With ``must_exist`` (``export``, ``copy``'s source, ``prune``) one
@@ -482,7 +482,9 @@ class RedisStorage(BaseStorage):
         ``?prefix=`` is an error instead of an empty export (``open`` would
         set ``{P}:rsv``). The store's own client is used if it has one, else a
         client made for the check and closed after it. Without ``must_exist``
-        nothing is checked: a new prefix is a new store.
+        nothing is checked: a new prefix is a new store (``writes`` checks
+        nothing more: the prefix is memory-core's own key space, and finding
+        another application's keys in it would take a scan of the server).
 
         Raises:
             ValidationError: field ``prefix``, with ``must_exist``: no

@@ -30,7 +30,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.options import ensure_folder, option_bool
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.retry import FaultPoint, Faults
-from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store
+from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, foreign_data, listed, no_store
 from memory_core.workmem import MemoryDecision, MemoryWrite
 
 from memory_core_sqlite import _faults, _ops
@@ -55,7 +55,7 @@ _FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every non-empty database file
 
 
-def _inspect_file(path: str, must_exist: bool) -> None:
+def _inspect_file(path: str, must_exist: bool, writes: bool) -> None:
     """:meth:`SQLiteStorage.preflight` on a database file path (blocking)."""
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
@@ -81,14 +81,20 @@ def _inspect_file(path: str, must_exist: bool) -> None:
         raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
     if header and header != _HEADER:
         raise BackendError(SQLiteStorage.backend_name, "open", "DatabaseError: file is not a database")
-    if must_exist and not _holds_store(path, bool(header)):
+    if not (must_exist or writes):
+        return
+    ours, tables = _tables(path, bool(header))
+    if must_exist and not ours:
         raise no_store("url", path, "no schema_version table")
+    if writes and not ours and tables:
+        raise foreign_data("url", path, listed("table", tables))
 
 
-def _holds_store(path: str, has_header: bool) -> bool:
+def _tables(path: str, has_header: bool) -> tuple[bool, list[str]]:
     """Whether the SQLite file at ``path`` has memory-core's schema (a
-    ``schema_version`` table with a migration), read without writing: an
-    empty file (``has_header`` false) holds nothing. Without a ``-wal`` file
+    ``schema_version`` table with a migration), and the names of its tables,
+    read without writing: an empty file (``has_header`` false) holds
+    nothing. Without a ``-wal`` file
     (no writer, or all checkpointed) it is opened ``immutable`` so not even a
     ``-shm`` file is made; with one, ``mode=ro`` reads the WAL as well.
 
@@ -96,13 +102,14 @@ def _holds_store(path: str, has_header: bool) -> bool:
         BackendError: SQLite cannot read the file (corrupt, locked, no access).
     """
     if not has_header:
-        return False
+        return False, []
     flags = "mode=ro" if os.path.exists(path + "-wal") else "immutable=1"
     uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?" + flags
     try:
         conn = sqlite3.connect(uri, uri=True)
         try:
-            return schema_version(conn) > 0
+            tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            return schema_version(conn) > 0, tables
         finally:
             conn.close()
     except sqlite3.Error as exc:
@@ -273,7 +280,7 @@ class SQLiteStorage(BaseStorage):
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, creating nothing, that the database file can be opened: its
         folder exists, and the file, if there, is empty or has the SQLite
         header (a file SQLite would refuse fails here with the message
@@ -281,17 +288,21 @@ class SQLiteStorage(BaseStorage):
         file must be there and hold memory-core's schema (its
         ``schema_version`` table), read without writing, so ``export`` of a
         0-byte file or of another application's database is refused instead
-        of ``open`` adding memory-core's tables to it. An in-memory database
+        of ``open`` adding memory-core's tables to it; with ``writes`` an
+        existing file with tables must hold that schema (``import`` into
+        another application's database is refused the same way, with
+        :func:`~memory_core.storage.foreign_data`). An in-memory database
         always passes.
 
         Raises:
             ValidationError: field ``url``: the folder is missing, the path is
                 a folder, or (``must_exist``) the file is missing or holds no
-                memory-core store (:func:`~memory_core.storage.no_store`).
+                memory-core store (:func:`~memory_core.storage.no_store`), or
+                (``writes``) it holds another application's tables.
             BackendError: the file is not a SQLite database.
         """
         if not self.settings.in_memory:
-            await asyncio.to_thread(_inspect_file, self.settings.path, must_exist)
+            await asyncio.to_thread(_inspect_file, self.settings.path, must_exist, writes)
 
     async def _open(self) -> None:
         settings = self.settings

@@ -85,13 +85,15 @@ class ToyFileStorage(InMemoryStorage):
             )
         return cls(unquote(folder), **options)
 
-    async def preflight(self, *, must_exist: bool = False) -> None:
+    async def preflight(self, *, must_exist: bool = False, writes: bool = False) -> None:
         """Check, creating nothing, that this namespace can be opened: an
         existing file must be a toy store (``memory-core check`` and the
         commands that move data call this first).
 
         Args:
             must_exist: the namespace's file must be there already.
+            writes: the command writes into it: nothing more to check (an
+                existing file that is not a toy store is refused anyway).
 
         Raises:
             ValidationError: ``must_exist`` and no file for the namespace
