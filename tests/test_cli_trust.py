@@ -327,6 +327,20 @@ def test_demo_on_a_storage_url_creates_no_vectors_folder(tmp_path: Path) -> None
     assert list(data.iterdir()) == []  # the namespace's database is removed too
 
 
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_demo_on_a_new_vector_folder_leaves_no_folder(tmp_path: Path) -> None:
+    """Before: exit 0 and an empty ``./new.vectors/`` left behind (the guide: no folder is created)."""
+    done = cli("demo", "--vector", "qdrant+path:///new.vectors", "--embedder", "lexical", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / "new.vectors").exists()
+    kept = tmp_path / "kept.vectors"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    again = cli("demo", "--vector", f"qdrant+path:///{kept}", "--embedder", "lexical", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert sorted(path.name for path in kept.iterdir()) == ["notes.txt"]  # a folder it did not make stays
+
+
 def _other_application(db: Path) -> bytes:
     """A SQLite file holding another application's table (and no memory-core store): its bytes."""
     connection = sqlite3.connect(db)

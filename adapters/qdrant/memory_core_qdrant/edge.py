@@ -66,6 +66,7 @@ or words (R-ERASE). The mirror's documents do not change, so it stays.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -268,6 +269,7 @@ class QdrantEdgeStore(BaseVectorStore):
         self._documents: qe.EdgeShard | None = None
         self._mirror: InvertedIndex | None = None
         self._erased: set[str] = set()  # shards holding deleted points' bytes
+        self._made_dirs: list[str] = []  # folders the first open created, deepest first
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> Self:
@@ -408,8 +410,12 @@ class QdrantEdgeStore(BaseVectorStore):
             self._root = await _run(tempfile.mkdtemp, prefix="memory-core-qdrant-")
         else:
             example = f"qdrant+path:///{self.path}?create_dirs=true"
-            await _run(ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=example)
-            await _run(os.makedirs, self.path, exist_ok=True)
+            parents = await _run(
+                ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=example
+            )
+            if not await _run(os.path.isdir, self.path):
+                await _run(os.makedirs, self.path, exist_ok=True)
+                self._made_dirs = [self.path, *parents]
             self._root = self.path
         root = self._root
         await _run(_recover_folder, root)
@@ -442,6 +448,17 @@ class QdrantEdgeStore(BaseVectorStore):
         for field, schema in DOCUMENT_INDEXES:
             await _run(shard.update, qe.UpdateOperation.create_field_index(field, schema))
         return shard
+
+    async def destroy(self) -> None:
+        """Drop this store's collections and close (:meth:`BaseVectorStore.destroy`),
+        then remove the folders its open created (the data folder, and with
+        ``create_dirs`` its parents) when nothing else is left in them: a
+        ``memory-core demo --vector qdrant+path:///new`` leaves no empty
+        ``new/`` behind; a folder holding another namespace's shards stays."""
+        await super().destroy()
+        for folder in self._made_dirs:
+            with contextlib.suppress(OSError):  # not empty: another namespace's data
+                await _run(os.rmdir, folder)
 
     async def _existing_collections(self) -> Iterable[str]:
         # _connect would create the folder (and, in memory, a temporary one).
