@@ -12,6 +12,7 @@ background job): the check then ran on."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import re
 import signal
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import Thread, connect
-from tests.cli_run import cli_process
+from tests.cli_run import cli, cli_process
 
 pytest.importorskip("memory_core_sqlite")
 
@@ -172,3 +173,45 @@ def test_a_ctrl_c_while_the_suite_runs_is_one_line_and_exit_130(tmp_path: Path) 
     assert re.fullmatch(r"interrupted after \d+ of (\d+|\?) tests: no verdict\n", said), said
     assert b"CONFORMANT" not in out
     assert list(data.iterdir()) == []
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+def test_a_ctrl_c_while_an_import_closes_its_stores_exits_0(tmp_path: Path) -> None:
+    """The import's report line comes once every record and vector is
+    written, before the stores close (closing a vector store takes
+    seconds); a Ctrl-C then lets the closing finish and the exit code stays
+    0. Before: the line came after the closing, and a Ctrl-C during it was
+    exit 130 with "resume with ..." for a finished import."""
+    source = _old_messages(tmp_path / "source.db", 300)
+    export = tmp_path / "in.jsonl"
+    exported = cli("export", source)
+    assert exported.returncode == 0, exported.stderr
+    export.write_text(exported.stdout)
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    process = cli_process(
+        "import",
+        url,
+        "-i",
+        str(export),
+        "--vector",
+        f"qdrant+path:///{tmp_path / 'new.vectors'}",
+        "--embedder",
+        "lexical",
+        stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    said = []
+    for raw in process.stderr:
+        said.append(raw.decode())
+        if raw.startswith(b"imported: "):
+            alive = process.poll() is None
+            process.send_signal(signal.SIGINT)
+            break
+    said.append(process.stderr.read().decode())
+    code = process.wait(timeout=120)
+    text = "".join(said)
+    assert alive, "the import ended before its report line could be answered with a Ctrl-C"
+    assert code == 0, text
+    assert "interrupted" not in text, text

@@ -29,7 +29,7 @@ from typing import Annotated, Any, BinaryIO, TextIO
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import errors, fail, run_interruptible, user_errors
+from memory_core.cli.host import errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector, copy_storages
@@ -217,11 +217,19 @@ def import_(
                             on_progress=progress.done,
                             on_resource=reindex,
                         )
-            _err.print(f"imported: written {report.written}, already there {report.skipped}")
-            if note:
-                _err.print(note)
+                    # Every record is committed: closing the stores (seconds for
+                    # a vector store) finishes even after a Ctrl-C, and exit 0.
+                    work_complete()
+                    _err.print(f"imported: written {report.written}, already there {report.skipped}")
+                    if note:
+                        _err.print(note)
 
-        _run(work(), "run the import again on the same file to resume")
+        again = (
+            "run the import again on the same file to resume"
+            if input is not None
+            else ("pipe the same export into the same import again to resume (records already there are skipped)")
+        )
+        _run(work(), again)
 
 
 def copy(
@@ -246,6 +254,7 @@ def copy(
                         src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
                     )
                 await _hint_if_absent(src, resource, "nothing was copied")
+                work_complete()  # copied and verified: closing the stores finishes after a Ctrl-C
             if report.difference is not None:
                 _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)
