@@ -143,6 +143,23 @@ def test_prune_cutoff_mistakes_are_one_red_line(args: list[str], says: str, tmp_
     assert _message_count(url) == 3
 
 
+def test_a_dry_run_names_its_cutoff_without_a_resume_hint_and_a_future_cutoff_is_a_warning(tmp_path: Path) -> None:
+    """Before: a dry run printed "an interrupted run resumes with --before"
+    (it changes nothing to resume), and ``--before`` a time in the future
+    was accepted without a word although it prunes everything up to now."""
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    done = cli("prune", url, "--dry-run", "--before", "2199-01-01")
+    assert done.returncode == 0, done.stderr
+    assert "resumes with" not in done.stderr, done.stderr
+    assert "warning: --before 2199-01-01T00:00:00+00:00 is in the future: everything up to now is pruned" in (
+        done.stderr
+    ), done.stderr
+    assert done.stdout.startswith("would remove 3 messages"), done.stdout
+    past = cli("prune", url, "--dry-run", "--older-than", "30d")
+    assert "warning" not in past.stderr and "resumes with" not in past.stderr, past.stderr
+    assert _message_count(url) == 3
+
+
 def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     url = _many_old_messages(tmp_path / "agent.db", 3000)  # far more than a pipe buffers
     process = cli_process("export", url, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_storage, command_vector
@@ -105,7 +105,16 @@ def prune(
         storage = command_storage(url, "URL", must_exist=True)
         vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
         resume = f"--before {cutoff.isoformat()}"
-        errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
+        if cutoff > datetime.now(UTC):
+            errors.print(
+                f"[yellow]warning: --before {cutoff.isoformat()} is in the future: everything up to now is pruned "
+                "(the whole store, or the whole --resource); check the date, try --dry-run first[/]",
+                soft_wrap=True,
+            )
+        if dry_run:
+            errors.print(f"cutoff {cutoff.isoformat()}", soft_wrap=True)
+        else:
+            errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
         interrupted = f"whole batches were deleted or not; resume with {resume}"
         if vector is not None:
             interrupted += (
@@ -142,4 +151,8 @@ async def _prune(
             async def deleted(batch: PruneBatch) -> None:
                 progress.done(progress.count + 1)
 
-            return await memory.prune(policy, dry_run=dry_run, after_batch=deleted), hint
+            report = await memory.prune(policy, dry_run=dry_run, after_batch=deleted)
+        # Every batch is committed: a Ctrl-C while the stores close (seconds
+        # for a vector store) no longer makes a finished prune exit 130.
+        work_complete()
+        return report, hint
