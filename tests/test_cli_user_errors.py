@@ -23,6 +23,7 @@ from memory_core import (
 from memory_core.cli import app, build_app
 from memory_core.cli.demo import print_banner, run_session
 from memory_core.cli.locomo import load_sample
+from tests.cli_run import cli
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +92,23 @@ async def test_demo_marks_the_found_messages() -> None:
     assert target_rows[0].split("│")[3].strip() == lines[include_step].split("'")[1]
     hit_ranks = sorted(int(m.group(1)) for line in lines[recall_step:] if (m := rank.match(line)))
     assert hit_ranks == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["check-index", "sqlite:///x.db"], "error: Missing option '--vector'; see "),
+        (["prune"], "error: Missing argument 'url'; see "),
+        (["import", "--bogus", "x"], "error: No such option: --bogus; see "),
+        (["exprot"], "error: No such command 'exprot'. Did you mean 'export'?; see "),
+        (["demo", "--embedder"], "error: Option '--embedder' requires an argument; see "),
+    ],
+)
+def test_usage_errors_are_one_red_line_on_stderr_and_exit_2(args: list[str], says: str, tmp_path: Path) -> None:
+    """Before: typer's box of several lines (``Usage: ... ╭─ Error ─╮``)."""
+    done = cli(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(says) and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.rstrip().endswith("--help"), done.stderr
+    assert done.stdout == ""
+    assert list(tmp_path.iterdir()) == []

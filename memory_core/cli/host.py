@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import os
 import signal
 import sys
@@ -284,6 +285,38 @@ STOPPED = "stopped before its work was done; run the command again"
 """What a Ctrl-C that a command does not report itself says."""
 
 
+def _click_exceptions() -> Any:
+    """The exceptions module of the click typer runs on: its own copy
+    (``typer._click``, typer 0.2x) or, for an older typer, click itself."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
 def main() -> None:  # pragma: no cover - console entry point
-    """Entry point of the ``memory-core`` script and ``python -m memory_core``."""
-    build_app(process=True)()
+    """Entry point of the ``memory-core`` script and ``python -m memory_core``.
+
+    A command-line mistake typer would show in a box (a missing argument or
+    option, an unknown option or command, a bad choice) is one red line
+    ``error: <what>; see <command> --help`` on stderr and exit
+    :data:`USER_ERROR`, like every other user error; ``memory-core`` alone
+    prints its help."""
+    click = _click_exceptions()
+    command = typer.main.get_command(build_app(process=True))
+    try:
+        code = command.main(standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        exc.show()
+        code = USER_ERROR
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "memory-core"
+        message = exc.format_message().rstrip(".")
+        errors.print(f"[red]error: {escape(message)}; see {escape(where)} --help[/]", soft_wrap=True)
+        code = USER_ERROR
+    except click.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except click.Abort:
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)
