@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import signal
 import sqlite3
+import stat
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -185,6 +187,16 @@ def test_an_interrupted_export_to_a_file_leaves_no_file(tmp_path: Path) -> None:
     assert process.wait(timeout=60) == 130, said
     assert f"interrupted: {out} was not written; run the export again" in said
     assert list(out.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_an_export_to_a_file_gets_the_mode_of_a_new_file(umask: int, tmp_path: Path) -> None:
+    """Before: always 0600 (the temporary file's), where ``> FILE`` gives 0644."""
+    url = _many_old_messages(tmp_path / "agent.db", 2)
+    out = tmp_path / "out.jsonl"
+    process = cli_process("export", url, "-o", str(out), preexec_fn=lambda: os.umask(umask))
+    assert process.wait(timeout=120) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
 
 
 def test_an_export_to_a_file_appears_whole(tmp_path: Path) -> None:

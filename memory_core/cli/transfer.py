@@ -83,7 +83,8 @@ async def _opened(store: VectorStore | None, embedder: Embedder | None) -> Async
 @contextmanager
 def _whole_file(path: Path) -> Iterator[TextIO]:
     """A text file that appears at ``path`` only once the block has ended
-    without an error: it is written under a temporary name in the same folder
+    without an error, with the mode a newly created file gets (0666 less
+    the umask): it is written under a temporary name in the same folder
     (``.<name>.<random>.partial``), then linked to ``path``, which never
     replaces a file made there meanwhile; on any error, Ctrl-C included, the
     temporary file is removed and ``path`` never existed.
@@ -93,6 +94,11 @@ def _whole_file(path: Path) -> Iterator[TextIO]:
     """
     descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
+        # mkstemp makes the file 0600; the export gets the mode of a file the
+        # shell would create (0666 less the umask), as ``> FILE`` gives it.
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(descriptor, 0o666 & ~mask)
         with open(descriptor, "w", encoding="utf-8") as handle:
             yield handle
         try:
