@@ -215,10 +215,7 @@ class PgVectorStore(BaseVectorStore):
         schema the extension lives in (its type and operators are found there)."""
         conn = await asyncpg.connect(self.dsn)
         try:
-            if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
-                raise BackendError(
-                    self.backend_name, "open", "the server has no pgvector extension (CREATE EXTENSION vector)"
-                )
+            await self._require_pgvector(conn)
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext('vector'))", LOCK_CLASS)
                 await conn.execute(
@@ -232,6 +229,20 @@ class PgVectorStore(BaseVectorStore):
             )
         finally:
             await conn.close()
+
+    async def _require_pgvector(self, conn: asyncpg.Connection) -> None:
+        """Refuse a server without the pgvector extension: one message for
+        ``open`` (``import --vector``) and :meth:`preflight` (``prune
+        --vector``, ``check-index``), which would otherwise report a schema
+        without vectors.
+
+        Raises:
+            BackendError: operation ``"open"``, naming the missing extension.
+        """
+        if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
+            raise BackendError(
+                self.backend_name, "open", "the server has no pgvector extension (CREATE EXTENSION vector)"
+            )
 
     def _lexical_tables(self) -> str:
         """The script creating the lexical index's tables (module notes)."""
@@ -269,6 +280,7 @@ class PgVectorStore(BaseVectorStore):
     async def _read_collections(self) -> list[str]:
         conn = await asyncpg.connect(self.dsn)
         try:
+            await self._require_pgvector(conn)
             rows = await conn.fetch(_TABLES, self.schema)
         finally:
             await conn.close()

@@ -5,17 +5,23 @@ empty export."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 import asyncpg
 import pytest
+from memory_core import Thread, connect
 from memory_core.cli import app
 from memory_core.errors import ValidationError
+from tests.cli_run import cli
 from typer.testing import CliRunner
 
 from memory_core_postgres import PostgresStorage
 from memory_core_postgres._url import quote_ident
+
+from .conftest import _has_pgvector
 
 pytestmark = pytest.mark.anyio
 
@@ -88,3 +94,25 @@ async def test_a_write_into_another_applications_schema_is_refused(make_store: C
     finally:
         await conn.execute(f"DROP SCHEMA {quote_ident(store.schema)} CASCADE")
         await conn.close()
+
+
+@pytest.mark.parametrize("command", ["prune", "check-index"])
+def test_vectors_on_a_server_without_pgvector_name_the_extension(command: str, pg_target: str, tmp_path: Path) -> None:
+    """``prune --vector`` and ``check-index`` on a server without pgvector
+    say what ``import --vector`` says (the extension is missing). Before:
+    "holds no memory-core vectors", as if the URL were mistyped."""
+    if asyncio.run(_has_pgvector(pg_target)):
+        pytest.skip("the server has pgvector (run with POSTGRES_URL naming one without it)")
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1"))
+
+    asyncio.run(seed())
+    extra = ["--older-than", "30d", "--dry-run"] if command == "prune" else []
+    done = cli(command, url, "--vector", pg_target, *extra)
+    assert done.returncode == 2, done.stderr
+    assert "the server has no pgvector extension (CREATE EXTENSION vector)" in done.stderr, done.stderr
+    assert "holds no memory-core vectors" not in done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
