@@ -215,3 +215,45 @@ def test_a_ctrl_c_while_an_import_closes_its_stores_exits_0(tmp_path: Path) -> N
     assert alive, "the import ended before its report line could be answered with a Ctrl-C"
     assert code == 0, text
     assert "interrupted" not in text, text
+
+
+def _one_thread(db: Path, content: str) -> str:
+    url = f"sqlite:///{db}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            await storage.save_messages([{"id": "m1", "thread_id": "t1", "role": "user", "content": content}])
+
+    asyncio.run(seed())
+    return url
+
+
+@pytest.mark.parametrize("vector", [[], ["--vector", "qdrant+path:///{tmp}/new.vectors", "--embedder", "lexical"]])
+def test_a_ctrl_c_right_after_an_error_keeps_the_errors_exit_code(vector: list[str], tmp_path: Path) -> None:
+    """A failed import (its thread exists in the destination with other
+    content) ends as soon as its error is printed, and a Ctrl-C then
+    changes nothing: exit 2. Before: the interpreter's finalization took a
+    second or more after the line (seconds with --vector), and a Ctrl-C in
+    it ended the process by the signal."""
+    if vector and importlib.util.find_spec("memory_core_qdrant") is None:
+        pytest.skip("memory-core-qdrant is not installed")
+    exported = cli("export", _one_thread(tmp_path / "source.db", "a"))
+    assert exported.returncode == 0, exported.stderr
+    export = tmp_path / "in.jsonl"
+    export.write_text(exported.stdout)
+    destination = _one_thread(tmp_path / "destination.db", "b")
+    args = [arg.replace("{tmp}", str(tmp_path)) for arg in vector]
+    process = cli_process("import", destination, "-i", str(export), *args, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    said = []
+    for raw in process.stderr:
+        said.append(raw.decode())
+        if raw.startswith(b"error: "):
+            process.send_signal(signal.SIGINT)
+            break
+    said.append(process.stderr.read().decode())
+    code = process.wait(timeout=120)
+    assert code == 2, "".join(said)
+    assert "exists in the destination with other content" in "".join(said), said
+    assert "Traceback" not in "".join(said) and "interrupted" not in "".join(said), said

@@ -12,6 +12,8 @@ answers: one red line that names the package to install, exit 2.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import functools
 import importlib
 import os
@@ -21,7 +23,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -42,6 +44,7 @@ __all__ = [
     "build_app",
     "closed_pipe",
     "console",
+    "end_process",
     "errors",
     "fail",
     "main",
@@ -126,11 +129,14 @@ def closed_pipe() -> None:
 
 
 def fail(message: str) -> None:
-    """Print ``error: <message>`` as one red line on stderr and exit with :data:`USER_ERROR`.
+    """Print ``error: <message>`` as one red line on stderr and exit with
+    :data:`USER_ERROR`; Ctrl-C is ignored from here (:func:`work_complete`),
+    so one that comes while the process ends keeps the error's code.
 
     Raises:
         typer.Exit: always.
     """
+    work_complete()  # the outcome is decided: a Ctrl-C from here changes neither the line nor the code
     errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
 
@@ -319,4 +325,28 @@ def main() -> None:  # pragma: no cover - console entry point
         code = exc.exit_code
     except click.Abort:
         code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+    except SystemExit as exc:
+        code = exc.code
+    end_process(code if isinstance(code, int) else 0)
+
+
+def end_process(code: int) -> NoReturn:
+    """End the ``memory-core`` process with ``code`` at once, the command
+    being over (its stores closed, its output written): Ctrl-C is ignored
+    from here, threads that are not daemons are waited for, ``atexit``
+    handlers run and the output is flushed; then the interpreter's
+    finalization (freeing every module and native object: a second or more
+    on a loaded machine, with the embedder and vector engine loaded) is
+    skipped. Before, a failed ``import --vector`` printed its error seconds
+    before the process ended, and a Ctrl-C in that window ended it by
+    signal instead of with the error's exit code."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing more to say
+            stream.flush()
+    os._exit(code)
