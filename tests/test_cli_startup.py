@@ -9,13 +9,11 @@ import subprocess
 import sys
 
 _PROBE = """
-import runpy, sys
+import atexit, runpy, sys
 sys.argv = ["memory-core", "export", "--help"]
-try:
-    runpy.run_module("memory_core", run_name="__main__")
-except SystemExit:
-    pass
-print(sorted(name for name in ("pytest", "_pytest", "hypothesis") if name in sys.modules))
+# The command host ends the process itself (its atexit handlers run first).
+atexit.register(lambda: print(sorted(name for name in ("pytest", "_pytest", "hypothesis") if name in sys.modules)))
+runpy.run_module("memory_core", run_name="__main__")
 """
 
 

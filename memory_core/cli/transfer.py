@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, TextIO
@@ -36,7 +36,15 @@ from memory_core.cli.stores import command_storage, command_vector, copy_storage
 from memory_core.embedders import Embedder, default_embedder, get_embedder
 from memory_core.errors import ValidationError
 from memory_core.storage import Storage
-from memory_core.transfer import check_fits, copy_store, export_lines, import_lines, reembedder, verify_lines
+from memory_core.transfer import (
+    Reembedder,
+    check_fits,
+    copy_store,
+    export_lines,
+    import_lines,
+    reembedder,
+    verify_lines,
+)
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
 
@@ -78,6 +86,19 @@ async def _opened(store: VectorStore | None, embedder: Embedder | None) -> Async
     async with store:
         await check_fits(store, embedder)
         yield
+
+
+@asynccontextmanager
+async def _settled(reindex: Reembedder | None) -> AsyncIterator[None]:
+    """On the way out (an error, a Ctrl-C), let a re-embedding in flight
+    finish before the stores close (:meth:`Reembedder.settle`): closing them
+    under it would print its failures ("store is closed", "Shard is not
+    initialized") beside the command's one line."""
+    try:
+        yield
+    finally:
+        if reindex is not None:
+            await reindex.settle()
 
 
 @contextmanager
@@ -130,7 +151,7 @@ def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
 
 def _reembedding(
     storage: Storage, vector: str | None, embedder: str | None
-) -> tuple[VectorStore | None, Embedder | None, Callable[[str], Awaitable[None]] | None, str]:
+) -> tuple[VectorStore | None, Embedder | None, Reembedder | None, str]:
     """The vector store of ``--vector`` (built, not opened), the embedder,
     its re-embed hook and the line that names the embedder; checked before
     any I/O.
@@ -214,7 +235,7 @@ def import_(
                 # (which may create it): a failed import changes nothing.
                 await verify_lines(source)
                 source.seek(0)
-                async with _opened(vectors, model), storage:
+                async with _opened(vectors, model), storage, _settled(reindex):
                     with tracked("import", _err) as progress:
                         report = await import_lines(
                             storage,
@@ -235,6 +256,11 @@ def import_(
             if input is not None
             else ("pipe the same export into the same import again to resume (records already there are skipped)")
         )
+        if vector is not None:
+            again += (
+                "; the --vector index may be behind what was written (check-index says so): "
+                "the rerun re-embeds every resource it reads and repairs it"
+            )
         _run(work(), again)
 
 
@@ -254,7 +280,7 @@ def copy(
         vectors, model, reindex, note = _reembedding(dst, vector, embedder)
 
         async def work() -> None:
-            async with _opened(vectors, model), src, dst:
+            async with _opened(vectors, model), src, dst, _settled(reindex):
                 with tracked("copy", _err) as progress:
                     report = await copy_store(
                         src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
@@ -271,4 +297,8 @@ def copy(
             if note:
                 _err.print(note)
 
-        _run(work(), "run the copy again to resume")
+        _run(
+            work(),
+            "run the copy again to resume"
+            + ("" if vector is None else "; the --vector index may be behind: the rerun re-embeds and repairs it"),
+        )

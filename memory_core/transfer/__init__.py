@@ -24,9 +24,10 @@ from memory_core.transfer.digest import Difference, Summary, first_difference
 from memory_core.transfer.export import count_messages, export_lines, summarize
 from memory_core.transfer.importer import ImportReport, import_lines, verify_lines
 from memory_core.transfer.records import FORMAT, VERSION, TransferError
-from memory_core.transfer.reembed import check_fits, check_persistent, reembedder
+from memory_core.transfer.reembed import Reembedder, check_fits, check_persistent, reembedder
 
 __all__ = [
+    "Reembedder",
     "FORMAT",
     "VERSION",
     "CopyReport",

@@ -14,8 +14,6 @@ wants vectors in memory calls :meth:`memory_core.Memory.reindex` itself.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from memory_core.arguments import check_persistent
 from memory_core.embedders import Embedder, dimension_mismatch
 from memory_core.errors import ValidationError
@@ -23,12 +21,36 @@ from memory_core.memory import Memory
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
 
-__all__ = ["check_fits", "check_persistent", "reembedder"]  # check_persistent: memory_core.arguments's, re-exported
+__all__ = [
+    "Reembedder",
+    "check_fits",
+    "check_persistent",
+    "reembedder",
+]  # check_persistent: memory_core.arguments's, re-exported
+
+
+class Reembedder:
+    """The ``on_resource`` hook :func:`reembedder` returns: ``await
+    hook(resource_id)`` re-embeds a resource; :meth:`settle` waits for a
+    re-embedding whose caller was cancelled (a Ctrl-C) to finish before the
+    stores close."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    async def __call__(self, resource: str) -> None:
+        await self._memory.reindex(resource_id=resource)
+
+    async def settle(self) -> None:
+        """Wait for the re-embedding in flight (:meth:`Memory.wait_for_writes`):
+        a command interrupted mid-resource lets it finish, so closing the
+        stores never cuts a write (no "store is closed" errors from it)."""
+        await self._memory.wait_for_writes()
 
 
 def reembedder(
     storage: Storage, vectors: VectorStore, field: str = "vector", embedder: Embedder | None = None
-) -> Callable[[str], Awaitable[None]]:
+) -> Reembedder:
     """The ``on_resource`` hook that embeds every message of a resource of
     ``storage`` again into ``vectors`` (:meth:`memory_core.Memory.reindex`;
     the stores are not closed by it).
@@ -44,19 +66,15 @@ def reembedder(
             found by its queries.
 
     Returns:
-        ``async hook(resource_id)``.
+        ``async hook(resource_id)``, a :class:`Reembedder` (its
+        :meth:`~Reembedder.settle` before the stores close).
 
     Raises:
         ValidationError: ``vectors`` is not persistent (:func:`check_persistent`),
             before any I/O.
     """
     check_persistent(vectors, field)
-    memory = Memory(storage, vectors, embedder, owns_stores=False)
-
-    async def reindex(resource: str) -> None:
-        await memory.reindex(resource_id=resource)
-
-    return reindex
+    return Reembedder(Memory(storage, vectors, embedder, owns_stores=False))
 
 
 async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--embedder") -> None:
