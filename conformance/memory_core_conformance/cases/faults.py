@@ -119,6 +119,8 @@ class FaultCases(SuiteBase):
             for store in (sut, reference):  # the ids deleted and never saved are free for another resource
                 await store.save_thread(thread("t9", "r2"))
                 await store.save_messages([message("m0", "t9"), message("m7", "t9")])
+                # more ids reserved by dead writes in one write than a write is retried
+                await store.save_messages([message(f"n{i}", "t9") for i in range(12)])
             sut.faults.arm(FaultPoint.DEAD_WRITE, times=0)
             got, want = await snapshot(sut, ["r1", "r2"]), await snapshot(reference, ["r1", "r2"])
             changes = describe_difference(got, want, ("adapter", "reference"), root="store")
