@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -48,6 +49,15 @@ class TestRedisConformance(StorageConformance):
             return StoreAddress(RedisStorage.from_url, (redis_target,), {"namespace": store.prefix})
 
         return address
+
+    @pytest.fixture
+    def options_storage_factory(self, redis_target: str) -> Callable[[dict[str, Any]], RedisStorage]:
+        """A new store (no I/O) on the target with extra keyword options."""
+
+        def factory(options: dict[str, Any]) -> RedisStorage:
+            return RedisStorage.from_url(redis_target, namespace=f"conf-{uuid.uuid4().hex}", **options)
+
+        return factory
 
     @pytest.fixture
     def unopenable_storage_factory(self, redis_target: str) -> Callable[..., RedisStorage]:

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,9 @@ __all__ = [
     "LOOP_CASE_SECONDS",
     "LOOP_THREADS",
     "NO_FOREIGN_TARGET",
+    "NO_OPTIONS_FACTORY",
     "NO_RELEASE_TARGETS",
+    "NOT_OPTION_NAMES",
     "NO_UNOPENABLE_TARGET",
     "OpeningCases",
 ]
@@ -68,6 +71,16 @@ NO_RELEASE_TARGETS = (
     "the test class defines no release_storage_factory fixture (stores another release's schema version left)"
 )
 """Skip reason of the schema-upgrade cases without that fixture."""
+
+NO_OPTIONS_FACTORY = (
+    "the test class defines no options_storage_factory fixture (stores built with extra keyword options)"
+)
+"""Skip reason of the unknown-option case without that fixture."""
+
+NOT_OPTION_NAMES = ("kwargs", "args", "connection_kwargs", "no_such_option")
+"""Keyword names no store or driver option has: catch-all parameters of
+driver signatures (an adapter that collects a driver's parameter names must
+leave them out) and a made-up one."""
 
 
 def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None:
@@ -117,6 +130,32 @@ class OpeningCases(SuiteBase):
         building new, unopened stores whose target cannot be opened (its
         ``open`` raises). Default None: the case is skipped."""
         return None
+
+    @pytest.fixture
+    def options_storage_factory(self) -> Callable[[dict[str, Any]], BaseStorage] | None:
+        """Override to run the unknown-option case: return ``factory(options)``
+        building a new, unopened store on the usual target with ``options``
+        as extra keyword options (what a user adds to the adapter's
+        constructor or ``from_url``). Default None: the case is skipped."""
+        return None
+
+    @pytest.mark.parametrize("name", NOT_OPTION_NAMES)
+    async def test_lifecycle_an_option_no_store_takes_is_refused_by_name(
+        self, options_storage_factory: Callable[[dict[str, Any]], BaseStorage] | None, name: str
+    ) -> None:
+        """An option no store or driver takes is a ``ValidationError`` naming
+        it, raised building the store or at the latest by its ``open``."""
+        if options_storage_factory is None:
+            pytest.skip(NO_OPTIONS_FACTORY)
+        store: BaseStorage | None = None
+        try:
+            with pytest.raises(ValidationError) as refused:
+                store = options_storage_factory({name: 1})
+                await store.open()
+            assert name in str(refused.value), f"the refusal does not name the option {name!r}: {refused.value}"
+        finally:
+            if store is not None:
+                await store.close()
 
     async def test_lifecycle_failed_open_is_typed_and_leaves_nothing_half_open(
         self, unopenable_storage_factory: StorageFactory | None, storage_factory: StorageFactory
