@@ -101,6 +101,14 @@ class VectorStoreConformance:
         return None
 
     @pytest.fixture
+    def integer_option_ranges(self) -> dict[str, tuple[int, int]]:
+        """Override (optional): the adapter's own integer options (beyond the
+        base's) and the lowest and highest value each takes, for the case
+        that both ends are taken and one step beyond either, or a bool, is
+        refused. Empty (the default): the case checks nothing."""
+        return {}
+
+    @pytest.fixture
     def anyio_backend(self) -> str:
         """Adapters run on asyncio."""
         return "asyncio"
@@ -554,6 +562,21 @@ class VectorStoreConformance:
             await store.count(resource_id=5)  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             await store.count_points(thread_id="\x00")
+
+    async def test_vector_store_integer_options_take_their_range_and_refuse_beyond_it(
+        self, vector_store_factory: VectorStoreFactory, integer_option_ranges: dict[str, tuple[int, int]]
+    ) -> None:
+        """Each integer option the adapter declares (``integer_option_ranges``)
+        builds a store at its lowest and highest value and refuses one step
+        beyond either, and a bool, with a ValidationError naming it."""
+        if not integer_option_ranges:
+            pytest.skip("the test class declares no integer_option_ranges")
+        for name, (low, high) in integer_option_ranges.items():
+            for value in (low, high):
+                vector_store_factory(**{name: value})
+            for value in (low - 1, high + 1, True):
+                with pytest.raises(ValidationError, match=name):
+                    vector_store_factory(**{name: value})
 
     # ------------------------------------------------------------------ life cycle
 

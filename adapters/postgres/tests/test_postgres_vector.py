@@ -57,6 +57,11 @@ class TestPgVectorStore(VectorStoreConformance):
         return factory
 
     @pytest.fixture
+    def integer_option_ranges(self) -> dict[str, tuple[int, int]]:
+        """``ef_search``: HNSW's search breadth, 1 to 1000."""
+        return {"ef_search": (1, 1000)}
+
+    @pytest.fixture
     def unreachable_vector_store(self) -> PgVectorStore:
         """A store for a port nobody listens on."""
         return PgVectorStore.from_url(f"postgresql://postgres@127.0.0.1:{free_port()}/test", namespace="unreachable")
