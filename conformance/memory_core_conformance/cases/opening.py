@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
+from memory_core.identity import same_store
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
 from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
@@ -40,6 +41,7 @@ __all__ = [
     "CANCEL_POINTS",
     "LOOP_CASE_SECONDS",
     "LOOP_THREADS",
+    "NO_ELSEWHERE_REOPENER",
     "NO_FOREIGN_TARGET",
     "NO_OPTIONS_FACTORY",
     "NO_RELEASE_TARGETS",
@@ -76,6 +78,11 @@ NO_OPTIONS_FACTORY = (
     "the test class defines no options_storage_factory fixture (stores built with extra keyword options)"
 )
 """Skip reason of the unknown-option case without that fixture."""
+
+NO_ELSEWHERE_REOPENER = (
+    "the test class defines no elsewhere_storage_reopener fixture (a store on another target, same namespace)"
+)
+"""Skip reason of the same-namespace-elsewhere case without that fixture."""
 
 NOT_OPTION_NAMES = ("kwargs", "args", "connection_kwargs", "no_such_option")
 """Keyword names no store or driver option has: catch-all parameters of
@@ -130,6 +137,33 @@ class OpeningCases(SuiteBase):
         building new, unopened stores whose target cannot be opened (its
         ``open`` raises). Default None: the case is skipped."""
         return None
+
+    @pytest.fixture
+    def elsewhere_storage_reopener(self) -> StorageReopener | None:
+        """Override to run the same-namespace-elsewhere case: return
+        ``reopen(store, clock=None)`` building a new, unopened store with
+        ``store``'s namespace on another target (another server, database or
+        folder), which the case destroys. Default None: the case is skipped."""
+        return None
+
+    async def test_lifecycle_the_same_namespace_on_another_target_is_another_store(
+        self, storage_factory: StorageFactory, elsewhere_storage_reopener: StorageReopener | None
+    ) -> None:
+        """A store with the same namespace on another target holds other data
+        and is not the same store (``same_store``: what ``copy`` checks
+        before it copies a store onto itself)."""
+        if elsewhere_storage_reopener is None:
+            pytest.skip(NO_ELSEWHERE_REOPENER)
+        async with open_store(storage_factory) as here:
+            there = elsewhere_storage_reopener(here, None)
+            try:
+                assert not same_store(here, there), (
+                    f"stores on two targets count as one: {here.store_identity!r} == {there.store_identity!r}"
+                )
+                await here.save_thread(thread("t1"))
+                assert await there.get_thread("t1") is None
+            finally:
+                await there.destroy()
 
     @pytest.fixture
     def options_storage_factory(self) -> Callable[[dict[str, Any]], BaseStorage] | None:
