@@ -20,6 +20,7 @@ namespace's collections. Every test destroys the stores it made.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -466,6 +467,34 @@ class VectorStoreConformance:
             await first.destroy()
             assert await second.count() == 2
             assert [h.message_id for h in await second.search(axis(2), 1)] == ["m2"]
+            await second.destroy()
+
+    @pytest.mark.parametrize("length", [40, 48])
+    async def test_vector_store_long_namespaces_are_refused_or_kept_whole(
+        self, vector_store_factory: VectorStoreFactory, length: int
+    ) -> None:
+        """A namespace ``length`` characters long (48: the longest any store
+        takes) is refused (a ValidationError naming ``namespace``, before any
+        I/O) or kept whole: apart from one differing only in its last
+        character, and its collections of two dimensions apart (no backend
+        may cut names short silently: PostgreSQL truncates identifiers past
+        63 bytes)."""
+        stem = ("n" + uuid.uuid4().hex * 2)[: length - 1]
+        try:
+            first = vector_store_factory(namespace=stem + "a")
+        except ValidationError as refused:
+            assert "namespace" in str(refused)
+            return
+        second = vector_store_factory(namespace=stem + "b")
+        await first.open()
+        await second.open()
+        try:
+            await first.upsert([point("m1", axis(0)), point("m2", axis(0, dim=16))])
+            assert await second.count() == 0, f"namespaces of {length} characters differing at the end share data"
+            assert [h.message_id for h in await first.search(axis(0), 5)] == ["m1"]
+            assert [h.message_id for h in await first.search(axis(0, dim=16), 5)] == ["m2"]
+        finally:
+            await first.destroy()
             await second.destroy()
 
     async def test_vector_store_destroy_removes_the_collections(self, vector_store_factory: VectorStoreFactory) -> None:
