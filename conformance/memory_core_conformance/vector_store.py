@@ -34,13 +34,20 @@ from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
 
-__all__ = ["RawScan", "VectorStoreConformance", "VectorStoreFactory"]
+__all__ = ["IndexKinds", "RawScan", "VectorStoreConformance", "VectorStoreFactory"]
 
 VectorStoreFactory = Callable[..., BaseVectorStore]
 """``factory(**options) -> BaseVectorStore``: unopened, fresh namespace unless given."""
 
 RawScan = Callable[[BaseVectorStore], Awaitable[bytes]]
 """``await scan(store) -> bytes``: every byte the backend holds for ``store``."""
+
+IndexKinds = tuple[
+    dict[str, tuple[dict[str, Any], frozenset[str]]], Callable[[BaseVectorStore, int], Awaitable[frozenset[str]]]
+]
+"""``(variants, probe)``: store variants (name -> (factory options, index
+kinds their collections carry)) and ``await probe(store, dimension) ->
+kinds``, the approximate index kinds the backend holds for a collection."""
 
 DIM = 8
 
@@ -108,6 +115,15 @@ class VectorStoreConformance:
         that both ends are taken and one step beyond either, or a bool, is
         refused. Empty (the default): the case checks nothing."""
         return {}
+
+    @pytest.fixture
+    def index_kinds(self) -> IndexKinds | None:
+        """Override (optional): ``(variants, probe)``. ``variants`` maps a
+        name to the factory options of a store variant and the approximate
+        index kinds (say ``{"hnsw"}``) its collections must carry;
+        ``await probe(store, dimension)`` names the kinds the backend holds
+        for that collection. None (the default) skips the case."""
+        return None
 
     @pytest.fixture
     def anyio_backend(self) -> str:
@@ -606,6 +622,28 @@ class VectorStoreConformance:
             for value in (low - 1, high + 1, True):
                 with pytest.raises(ValidationError, match=name):
                     vector_store_factory(**{name: value})
+
+    async def test_vector_store_each_variant_builds_the_indexes_it_names(
+        self, vector_store_factory: VectorStoreFactory, index_kinds: IndexKinds | None
+    ) -> None:
+        """Each store variant the adapter declares (``index_kinds``) carries
+        exactly the approximate indexes it names, whatever the dimension,
+        also when its option values are strings built at run time (read
+        from a config file: equal, not identical, to the adapter's own)."""
+        if index_kinds is None:
+            pytest.skip("the test class declares no index_kinds")
+        variants, probe = index_kinds
+        for name, (options, kinds) in variants.items():
+            fresh = {key: "".join(list(value)) if isinstance(value, str) else value for key, value in options.items()}
+            store = vector_store_factory(**fresh)
+            await store.open()
+            try:
+                await store.upsert([point("m1", axis(0)), point("m2", axis(0, dim=16))])
+                for dimension in (DIM, 16):
+                    found = await probe(store, dimension)
+                    assert found == kinds, f"variant {name!r}, dimension {dimension}: indexes {found}, want {kinds}"
+            finally:
+                await store.destroy()
 
     # ------------------------------------------------------------------ life cycle
 
