@@ -142,6 +142,13 @@ class FaultPoint(StrEnum):
     """Another connection holds the backend's write lock past the store's
     wait for it (SQLite: the busy timeout runs out): the call raises a
     retryable BackendError, writes nothing, and the store keeps working."""
+    DEAD_WRITE = "dead_write"
+    """A writer of a write taking several steps (a Redis Cluster's: claim,
+    one step per slot, apply) died: ids it reserved for another resource
+    stay reserved, and it never ran the write's last step; the lease of its
+    intents has run out. The next write meeting such a reservation releases
+    it, the next listing rolls the intents forward, and every answer is the
+    one the finished write gives."""
     SCRIPTS_LOST = "scripts_lost"
     """The server forgets the scripts the adapter loaded (a restart, a
     failover, ``SCRIPT FLUSH``): the adapter loads them again and the call

@@ -22,9 +22,15 @@ module with ``from __future__ import annotations`` are left out of the draw
 (never evaluated: equivalent by construction). A drawn mutant whose code
 does not compile (Cosmic Ray edits some tokens, such as the ``**`` of
 ``{**a, **b}``, into invalid syntax) is reported ``incompetent`` without a
-test run: every test command fails on it, which is no kill. It prints one line per mutant (survivors
-with their diff) and the kill rate, and writes the same as JSON with
-``--json``. Decide by reading each survivor's diff whether it is
+test run: every test command fails on it, which is no kill. A mutant
+whose test run outlasts ``--timeout`` is reported ``timeout``: neither
+killed nor survived (Cosmic Ray counts it killed, but a hang, or a machine
+too slow for the limit, is not a failed assertion), left out of the kill
+rate and listed with its diff to judge by hand; a confirming run that
+times out is no kill either. It prints one line per mutant (survivors and
+timeouts with their diff), the kill rate over killed and survived mutants,
+and the counts of timeouts and incompetent mutants, and writes the same
+as JSON with ``--json``. Decide by reading each survivor's diff whether it is
 equivalent (no behaviour can tell it apart: a log message, a cache size)
 before counting it against the suite.
 
@@ -49,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["MutantResult", "annotation_spans", "compiles", "main", "mutated_source", "run"]
+__all__ = ["MutantResult", "annotation_spans", "compiles", "main", "mutated_source", "outcome_of", "run", "summary"]
 
 _IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "*.sqlite"
@@ -66,9 +72,12 @@ class MutantResult:
         line: the mutated line (1-based).
         operator: Cosmic Ray's operator name.
         occurrence: which occurrence of the operator in the file.
-        outcome: ``killed``, ``survived``, ``timeout`` or ``incompetent`` (the
+        outcome: ``killed``, ``survived``, ``timeout`` (the first test run
+            outlasted the timeout: neither killed nor survived, not
+            confirmed, left out of the kill rate) or ``incompetent`` (the
             mutant does not compile, and was not run; or the run crashed).
-        kills: of ``runs`` runs, how many failed the tests.
+        kills: of ``runs`` runs, how many failed the tests (a run that timed
+            out is no kill).
         runs: how many times the tests ran against it.
         diff: the mutation as a unified diff.
     """
@@ -149,6 +158,32 @@ def compiles(source: str) -> bool:
     return True
 
 
+def outcome_of(test_outcome: str, output: str | None) -> str:
+    """The outcome of one test run, from Cosmic Ray's ``TestOutcome`` value
+    (``killed``, ``survived``, ``incompetent``) and its output: ``timeout``
+    for a run Cosmic Ray stopped at the time limit (which it reports as
+    killed, with the output ``"timeout"``), else the value as given."""
+    if test_outcome == "killed" and output == "timeout":
+        return "timeout"
+    return test_outcome
+
+
+def summary(results: Sequence[MutantResult], seed: int) -> str:
+    """The closing line of the report: the kill rate over the mutants the
+    tests judged (killed or survived; timeouts and incompetent mutants are
+    counted apart, never in the rate), and how many kills held on every run."""
+    killed = [r for r in results if r.outcome == "killed"]
+    judged = len(killed) + sum(r.outcome == "survived" for r in results)
+    steady = [r for r in killed if r.kills == r.runs]
+    timeouts = sum(r.outcome == "timeout" for r in results)
+    incompetent = sum(r.outcome == "incompetent" for r in results)
+    return (
+        f"sampled {len(results)} (seed {seed}); killed {len(killed)}/{judged}"
+        f" ({100 * len(killed) / max(1, judged):.0f}%), every run {len(steady)}/{len(killed)};"
+        f" timeout {timeouts} (not in the rate); incompetent {incompetent}"
+    )
+
+
 def _diff(module: str, before: str, after: str) -> str:
     lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{module}", f"b/{module}")
     return "--- mutation diff ---\n" + "".join(lines)
@@ -212,7 +247,7 @@ def run(
     from attrs import evolve
     from cosmic_ray.mutating import mutate_and_test
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
     with tempfile.TemporaryDirectory(prefix="mc-mutation-") as scratch:
         copy = Path(scratch) / "root"
@@ -260,20 +295,17 @@ def run(
                     continue
                 mutation = item.mutations[0]
                 result = outcomes[item.job_id]
-                if item.job_id in invalid:
+                if item.job_id in invalid or result.test_outcome is None:
                     outcome = "incompetent"
-                elif result.test_outcome == TestOutcome.KILLED:
-                    outcome = "timeout" if result.output == "timeout" else "killed"
-                elif result.test_outcome == TestOutcome.SURVIVED:
-                    outcome = "survived"
                 else:
-                    outcome = "incompetent"
-                kills, runs = int(outcome in ("killed", "timeout")), int(item.job_id not in invalid)
+                    outcome = outcome_of(result.test_outcome.value, result.output)
+                kills, runs = int(outcome == "killed"), int(item.job_id not in invalid)
                 if outcome == "killed":
                     spec = evolve(mutation, module_path=copy / mutation.module_path)
                     for _ in range(confirm - 1):
                         again = mutate_and_test([spec], command, timeout_s)
-                        kills += again.test_outcome == TestOutcome.KILLED
+                        ran = "incompetent" if again.test_outcome is None else again.test_outcome.value
+                        kills += outcome_of(ran, again.output) == "killed"
                         runs += 1
                 results.append(
                     MutantResult(
@@ -327,16 +359,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for r in results:
         print(f"{r.outcome:<11} {r.kills}/{r.runs}  {r.module}:{r.line}  {r.operator} #{r.occurrence}")
-        if r.outcome == "survived":
+        if r.outcome in ("survived", "timeout"):
             print("    " + r.diff.strip().replace("\n", "\n    "))
-    judged = [r for r in results if r.outcome in ("killed", "survived", "timeout")]
-    killed = [r for r in judged if r.outcome != "survived"]
-    steady = [r for r in killed if r.kills == r.runs]
-    print(
-        f"sampled {len(results)} (seed {args.seed}); killed {len(killed)}/{len(judged)}"
-        f" ({100 * len(killed) / max(1, len(judged)):.0f}%), every run {len(steady)}/{len(killed)};"
-        f" incompetent {len(results) - len(judged)}"
-    )
+    print(summary(results, args.seed))
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
     return 0

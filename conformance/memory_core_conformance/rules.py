@@ -280,7 +280,8 @@ _RULE_LIST = [
         "absorbed when it fires twice in a row (answers equal the "
         "reference's), gives up with a typed error after a bounded number of attempts when it never ends, a lock "
         "held past the store's wait is a retryable BackendError that writes nothing, and a lost connection is a "
-        "retryable BackendError after which the store works.",
+        "retryable BackendError after which the store works; writes that meet what a dead writer left (ids it "
+        "reserved, its last step undone) answer as the reference's.",
     ),
     Rule(
         "MODEL",

@@ -20,6 +20,7 @@ namespace's collections. Every test destroys the stores it made.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
 
@@ -33,13 +34,20 @@ from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
 
-__all__ = ["RawScan", "VectorStoreConformance", "VectorStoreFactory"]
+__all__ = ["IndexKinds", "RawScan", "VectorStoreConformance", "VectorStoreFactory"]
 
 VectorStoreFactory = Callable[..., BaseVectorStore]
 """``factory(**options) -> BaseVectorStore``: unopened, fresh namespace unless given."""
 
 RawScan = Callable[[BaseVectorStore], Awaitable[bytes]]
 """``await scan(store) -> bytes``: every byte the backend holds for ``store``."""
+
+IndexKinds = tuple[
+    dict[str, tuple[dict[str, Any], frozenset[str]]], Callable[[BaseVectorStore, int], Awaitable[frozenset[str]]]
+]
+"""``(variants, probe)``: store variants (name -> (factory options, index
+kinds their collections carry)) and ``await probe(store, dimension) ->
+kinds``, the approximate index kinds the backend holds for a collection."""
 
 DIM = 8
 
@@ -98,6 +106,23 @@ class VectorStoreConformance:
         for the case that an erased resource leaves no trace there. None (the
         default) skips that case: a server keeps deleted bytes until its own
         compaction (the adapter's README says what an operator does)."""
+        return None
+
+    @pytest.fixture
+    def integer_option_ranges(self) -> dict[str, tuple[int, int]]:
+        """Override (optional): the adapter's own integer options (beyond the
+        base's) and the lowest and highest value each takes, for the case
+        that both ends are taken and one step beyond either, or a bool, is
+        refused. Empty (the default): the case checks nothing."""
+        return {}
+
+    @pytest.fixture
+    def index_kinds(self) -> IndexKinds | None:
+        """Override (optional): ``(variants, probe)``. ``variants`` maps a
+        name to the factory options of a store variant and the approximate
+        index kinds (say ``{"hnsw"}``) its collections must carry;
+        ``await probe(store, dimension)`` names the kinds the backend holds
+        for that collection. None (the default) skips the case."""
         return None
 
     @pytest.fixture
@@ -460,6 +485,34 @@ class VectorStoreConformance:
             assert [h.message_id for h in await second.search(axis(2), 1)] == ["m2"]
             await second.destroy()
 
+    @pytest.mark.parametrize("length", [40, 48])
+    async def test_vector_store_long_namespaces_are_refused_or_kept_whole(
+        self, vector_store_factory: VectorStoreFactory, length: int
+    ) -> None:
+        """A namespace ``length`` characters long (48: the longest any store
+        takes) is refused (a ValidationError naming ``namespace``, before any
+        I/O) or kept whole: apart from one differing only in its last
+        character, and its collections of two dimensions apart (no backend
+        may cut names short silently: PostgreSQL truncates identifiers past
+        63 bytes)."""
+        stem = ("n" + uuid.uuid4().hex * 2)[: length - 1]
+        try:
+            first = vector_store_factory(namespace=stem + "a")
+        except ValidationError as refused:
+            assert "namespace" in str(refused)
+            return
+        second = vector_store_factory(namespace=stem + "b")
+        await first.open()
+        await second.open()
+        try:
+            await first.upsert([point("m1", axis(0)), point("m2", axis(0, dim=16))])
+            assert await second.count() == 0, f"namespaces of {length} characters differing at the end share data"
+            assert [h.message_id for h in await first.search(axis(0), 5)] == ["m1"]
+            assert [h.message_id for h in await first.search(axis(0, dim=16), 5)] == ["m2"]
+        finally:
+            await first.destroy()
+            await second.destroy()
+
     async def test_vector_store_destroy_removes_the_collections(self, vector_store_factory: VectorStoreFactory) -> None:
         store = vector_store_factory()
         namespace = store.namespace
@@ -554,6 +607,43 @@ class VectorStoreConformance:
             await store.count(resource_id=5)  # type: ignore[arg-type]
         with pytest.raises(ValidationError):
             await store.count_points(thread_id="\x00")
+
+    async def test_vector_store_integer_options_take_their_range_and_refuse_beyond_it(
+        self, vector_store_factory: VectorStoreFactory, integer_option_ranges: dict[str, tuple[int, int]]
+    ) -> None:
+        """Each integer option the adapter declares (``integer_option_ranges``)
+        builds a store at its lowest and highest value and refuses one step
+        beyond either, and a bool, with a ValidationError naming it."""
+        if not integer_option_ranges:
+            pytest.skip("the test class declares no integer_option_ranges")
+        for name, (low, high) in integer_option_ranges.items():
+            for value in (low, high):
+                vector_store_factory(**{name: value})
+            for value in (low - 1, high + 1, True):
+                with pytest.raises(ValidationError, match=name):
+                    vector_store_factory(**{name: value})
+
+    async def test_vector_store_each_variant_builds_the_indexes_it_names(
+        self, vector_store_factory: VectorStoreFactory, index_kinds: IndexKinds | None
+    ) -> None:
+        """Each store variant the adapter declares (``index_kinds``) carries
+        exactly the approximate indexes it names, whatever the dimension,
+        also when its option values are strings built at run time (read
+        from a config file: equal, not identical, to the adapter's own)."""
+        if index_kinds is None:
+            pytest.skip("the test class declares no index_kinds")
+        variants, probe = index_kinds
+        for name, (options, kinds) in variants.items():
+            fresh = {key: "".join(list(value)) if isinstance(value, str) else value for key, value in options.items()}
+            store = vector_store_factory(**fresh)
+            await store.open()
+            try:
+                await store.upsert([point("m1", axis(0)), point("m2", axis(0, dim=16))])
+                for dimension in (DIM, 16):
+                    found = await probe(store, dimension)
+                    assert found == kinds, f"variant {name!r}, dimension {dimension}: indexes {found}, want {kinds}"
+            finally:
+                await store.destroy()
 
     # ------------------------------------------------------------------ life cycle
 

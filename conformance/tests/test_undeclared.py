@@ -116,7 +116,7 @@ def test_an_under_declaring_adapter_is_told_what_it_skipped_and_what_it_seems_to
     assert persistent.startswith("persistent: not declared, 3 tests skipped; declaring it needs: add Capability")
     assert "Probe: your store seems to have persistent (a new instance read back what a closed one saved)" in persistent
     assert persistent.endswith("declare it to run 3 more tests.")
-    assert shared.startswith("shared_namespace: not declared, 3 tests skipped")
+    assert shared.startswith("shared_namespace: not declared, 4 tests skipped")
     assert "Probe: no sign of shared_namespace (a second open instance did not see" in shared
 
 
@@ -136,7 +136,7 @@ def test_an_honest_in_memory_adapter_gets_the_skip_list_and_passes(
     lines = [line.strip() for line in section.splitlines() if line.startswith("  ")]
     assert [line.split(";")[0] for line in lines] == [
         "persistent: not declared, 3 tests skipped",
-        "shared_namespace: not declared, 3 tests skipped",
+        "shared_namespace: not declared, 4 tests skipped",
     ]
     assert all(line.endswith("Not probed: the test class defines no storage_reopener fixture.") for line in lines)
 
@@ -155,7 +155,7 @@ def test_check_reports_undeclared_capabilities_after_its_table() -> None:
     assert found and "CAP:persistent" in table
     assert "persistent: not declared, 3 tests skipped" in summary
     assert "Probe: no sign of persistent (a new instance did not see what a closed one saved)" in summary
-    assert "shared_namespace: not declared, 3 tests skipped" in summary
+    assert "shared_namespace: not declared, 4 tests skipped" in summary
 
 
 def _twin(store: BaseStorage, clock: Clock | None = None) -> InMemoryStorage:

@@ -15,9 +15,9 @@ import pytest
 from memory_core.errors import ValidationError
 from memory_core.storage import BaseStorage
 from memory_core.testing import free_port
-from memory_core.vector import VectorPoint, VectorStore
+from memory_core.vector import BaseVectorStore, VectorPoint, VectorStore, collection_name
 from memory_core_conformance.vector import VectorConformance, VectorFactory
-from memory_core_conformance.vector_store import VectorStoreConformance, VectorStoreFactory
+from memory_core_conformance.vector_store import IndexKinds, VectorStoreConformance, VectorStoreFactory
 
 from memory_core_postgres import PgVectorStore, PostgresStorage
 
@@ -55,6 +55,32 @@ class TestPgVectorStore(VectorStoreConformance):
             return PgVectorStore.from_url(vector_url, **options)
 
         return factory
+
+    @pytest.fixture
+    def index_kinds(self, vector_url: str) -> IndexKinds:
+        """``exact`` builds no approximate index, ``hnsw`` an HNSW one on
+        each collection (read from ``pg_indexes``)."""
+
+        async def probe(store: BaseVectorStore, dimension: int) -> frozenset[str]:
+            assert isinstance(store, PgVectorStore)
+            conn = await asyncpg.connect(vector_url)
+            try:
+                rows = await conn.fetch(
+                    "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND tablename = $2",
+                    store.schema,
+                    f"{store.namespace}_{collection_name(dimension)}",
+                )
+            finally:
+                await conn.close()
+            return frozenset("hnsw" for row in rows if "USING hnsw" in row["indexdef"])
+
+        variants = {"exact": ({"index": "exact"}, frozenset()), "hnsw": ({"index": "hnsw"}, frozenset({"hnsw"}))}
+        return variants, probe
+
+    @pytest.fixture
+    def integer_option_ranges(self) -> dict[str, tuple[int, int]]:
+        """``ef_search``: HNSW's search breadth, 1 to 1000."""
+        return {"ef_search": (1, 1000)}
 
     @pytest.fixture
     def unreachable_vector_store(self) -> PgVectorStore:

@@ -37,7 +37,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch, MessageQuery, MetaCondition, ThreadQuery
-from memory_core.retry import STALE_WRITES, FaultPoint, RetryPolicy
+from memory_core.retry import STALE_WRITES, FaultPoint, Faults, RetryPolicy
 from memory_core.storage import BaseStorage, PatchDecision, SaveDecision, no_store, order_key
 from memory_core.storage.composed import compose_read, compose_read_state, erase_threads
 from redis import exceptions as redis_errors
@@ -47,7 +47,7 @@ from redis.asyncio.connection import Connection, ConnectionPool, SSLConnection, 
 from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 
 from memory_core_redis._keys import Layout, canon, filter_fields, seq_text, thread_member, time_key, time_of_key
-from memory_core_redis._scripts import Scripts
+from memory_core_redis._scripts import INTENT_LEASE_MS, Scripts
 from memory_core_redis._url import DEFAULT_PREFIX, URL_OPTIONS, parse_url, server_identity
 
 __all__ = ["RELEASE_CHUNK", "RedisStorage"]
@@ -60,6 +60,8 @@ late, reordered update of the global index cannot resurrect it."""
 
 _CACHE_SIZE = 65_536
 _CONCURRENT_CALLS = 50
+_DEAD_HOLDER = "memory-core:dead-writer"
+"""The resource a dead writer (fault point ``dead_write``) reserved ids for."""
 """Script calls one store runs at once (the ``max_connections`` option when
 given): redis-py's cluster client has no blocking pool and fails past its
 per-node limit, so the store queues its own calls instead."""
@@ -362,7 +364,7 @@ class RedisStorage(BaseStorage):
     loop_bound: ClassVar[bool] = True
     chunk_limits: ClassVar[frozenset[int]] = frozenset({RELEASE_CHUNK, *_SCRIPT_CHUNKS})
     capabilities = frozenset({Capability.PERSISTENT, Capability.SHARED_NAMESPACE})
-    fault_points = frozenset({FaultPoint.SCRIPTS_LOST, FaultPoint.CONNECTION_LOST})
+    fault_points = frozenset({FaultPoint.SCRIPTS_LOST, FaultPoint.CONNECTION_LOST, FaultPoint.STALE_WRITE})
 
     def __init__(
         self,
@@ -399,6 +401,11 @@ class RedisStorage(BaseStorage):
         self._thread_at = _Locations()
         self._message_at = _Locations()
         self._solo = False
+        self._dying: set[str] = set()  # claim stamps of writes whose last step a dead_write fault skips
+        if self._cluster if client is None else isinstance(client, RedisCluster):
+            # only a cluster's writes take several steps a writer can die between
+            self.fault_points = self.fault_points | {FaultPoint.DEAD_WRITE}
+            self.faults = Faults(self.fault_points)
 
     @classmethod
     def from_url(
@@ -603,7 +610,8 @@ class RedisStorage(BaseStorage):
         an armed ``scripts_lost`` empties the server's script cache (``SCRIPT
         FLUSH``), an armed ``connection_lost`` makes the server close every
         client connection (``CLIENT KILL TYPE normal``), each then handled as
-        the real one is."""
+        the real one is. (``stale_write`` fires in :meth:`_write_saves`,
+        ``dead_write`` in :meth:`_claim`.)"""
         link = self._link()
         async with link.calls:
             await self._fire_faults(link.client)
@@ -670,10 +678,39 @@ class RedisStorage(BaseStorage):
         """Step one of a write on a cluster (README: "Crash safety"): claim.lua
         with ``claim_args`` (:meth:`_claim_args`).
 
+        Fault point ``dead_write`` (a test hook, :mod:`memory_core.retry`),
+        produced as a writer that died leaves things: before the claim a
+        dead write reserves the write's message ids for another resource
+        (the claim then meets and releases it), and this write's last step
+        (:meth:`_apply`) does not run, leaving its intents for the next
+        listing to roll forward; the leases of both have run out.
+
         Raises:
             StaleStateError: an id is held by another resource (see :meth:`_claimed`).
         """
-        return await self._claimed(lambda: self._run("claim", self._keys.store, claim_args), claim_args)
+        dead = self.faults.take(FaultPoint.DEAD_WRITE)
+        if dead:
+            at = 3 + 2 * int(claim_args[2])  # where the (message id, resource id) pairs are counted
+            mids = claim_args[at + 1 : at + 1 + 2 * int(claim_args[at]) : 2]
+            reserved = await self._run(
+                "claim", self._keys.store, self._claim_args(messages=[(mid, _DEAD_HOLDER) for mid in mids])
+            )
+            if mids and reserved[0] == "ok":  # else one id is held already: the dead write reserved nothing
+                await self._outlive([], [(mid, reserved[3]) for mid in mids])
+        claim = await self._claimed(lambda: self._run("claim", self._keys.store, claim_args), claim_args)
+        if dead:
+            self._dying.add(claim.stamp)
+        return claim
+
+    async def _outlive(self, threads: Sequence[tuple[str, str]], messages: Sequence[tuple[str, str]]) -> None:
+        """Move the (id, stamp) intents of a dead write (fault point
+        ``dead_write``) past their lease, as time passing does."""
+        link, aged = self._link(), 2 * INTENT_LEASE_MS * 1000
+        async with link.calls:
+            for suffix, intents in (("pt", threads), ("pm", messages)):
+                if intents:
+                    scores = {item: int(stamp) - aged for item, stamp in intents}
+                    await link.client.zadd(self._keys.store + suffix, scores, xx=True)
 
     @staticmethod
     def _claim_args(
@@ -830,7 +867,14 @@ class RedisStorage(BaseStorage):
         """Last step of a write (README: "apply"): update the store slot's
         thread records and indexes from snapshots, release deleted message
         ids (RELEASE_CHUNK per call), then clear the (id, stamp) intents of
-        ``threads`` and ``messages``."""
+        ``threads`` and ``messages``. A write whose claim met fault point
+        ``dead_write`` dies here instead (:meth:`_claim`): its intents are
+        moved past their lease and nothing else is done."""
+        dying = {stamp for _, stamp in (*threads, *messages)} & self._dying
+        if dying:
+            self._dying -= dying
+            await self._outlive(threads, messages)
+            return
         flat_release = [part for pair in release for part in pair]
         step = 2 * RELEASE_CHUNK
         chunks = [flat_release[i : i + step] for i in range(0, len(flat_release), step)] or [[]]
@@ -1126,6 +1170,14 @@ class RedisStorage(BaseStorage):
         return found
 
     async def _write_saves(self, messages: Sequence[Message], bump: Sequence[str], now_us: int) -> list[int]:
+        """save_messages.lua in each resource of ``messages`` (claim first,
+        apply last on a cluster); raises StaleStateError when a slot finds
+        the core's read stale (the core reads, decides and writes again).
+        Fault point ``stale_write`` (a test hook, :mod:`memory_core.retry`)
+        tells the script the first message's stored/new state the other way
+        round from the read, as a concurrent save or delete of that id does:
+        the script detects it as it detects the real one."""
+        stale_first = self.faults.take(FaultPoint.STALE_WRITE)
         groups: dict[str, list[Any]] = defaultdict(list)
         sizes: dict[str, int] = defaultdict(int)
         for index, m in enumerate(messages):
@@ -1144,7 +1196,7 @@ class RedisStorage(BaseStorage):
                 dumps(m.content),
                 dumps(m.metadata),
                 to_us(m.created_at),
-                "*" if new else "",
+                "*" if new != (stale_first and index == 0) else "",
                 index + 1 if new else m.sequence,
                 *_counted(filter_fields(m.metadata)),
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -48,6 +49,32 @@ class TestRedisConformance(StorageConformance):
             return StoreAddress(RedisStorage.from_url, (redis_target,), {"namespace": store.prefix})
 
         return address
+
+    @pytest.fixture
+    def elsewhere_storage_reopener(
+        self, redis_target: str, request: pytest.FixtureRequest
+    ) -> Callable[..., RedisStorage] | None:
+        """A store on the other test server (the cluster for the standalone
+        server and back) with ``store``'s key prefix; none for REDIS_URL's."""
+        other = {"redis_standalone": "redis_cluster", "redis_cluster": "redis_standalone"}
+        here = next((name for name in other if request.getfixturevalue(name) == redis_target), None)
+        if here is None:
+            return None
+        elsewhere = str(request.getfixturevalue(other[here]))
+
+        def reopen(store: RedisStorage, clock: Clock | None = None) -> RedisStorage:
+            return RedisStorage.from_url(elsewhere, clock=clock, namespace=store.prefix)
+
+        return reopen
+
+    @pytest.fixture
+    def options_storage_factory(self, redis_target: str) -> Callable[[dict[str, Any]], RedisStorage]:
+        """A new store (no I/O) on the target with extra keyword options."""
+
+        def factory(options: dict[str, Any]) -> RedisStorage:
+            return RedisStorage.from_url(redis_target, namespace=f"conf-{uuid.uuid4().hex}", **options)
+
+        return factory
 
     @pytest.fixture
     def unopenable_storage_factory(self, redis_target: str) -> Callable[..., RedisStorage]:

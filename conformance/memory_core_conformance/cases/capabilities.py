@@ -173,3 +173,35 @@ class CapabilityCases(SuiteBase):
         finally:
             await second.close()
             await first.destroy()
+
+    @requires(Capability.SHARED_NAMESPACE)
+    async def test_cap_shared_namespace_a_thread_recreated_elsewhere_by_another_instance_is_seen(
+        self, storage_factory: StorageFactory, storage_reopener: StorageReopener
+    ) -> None:
+        """An instance that has read a thread (and may remember where it
+        lives) sees it, and its messages, under the resource another instance
+        re-created it in after deleting it: a resource ordered before the old
+        one, then one after."""
+        clock = ManualClock(T0)
+        first = storage_factory(clock)
+        second = storage_reopener(first, clock)
+        await first.open()
+        await second.open()
+        try:
+            await first.save_thread(thread("t1", "r1"))
+            await first.save_messages([message("m1", created_at=at(0))])
+            for rid in ("r0", "r2"):
+                assert await first.get_thread("t1") is not None
+                assert ids(await first.list_messages("t1")) == ["m1"]
+                await second.delete_thread("t1")
+                await second.save_thread(thread("t1", rid, title=rid))
+                await second.save_messages([message("m1", created_at=at(1), content=rid)])
+                got = await first.get_thread("t1")
+                assert got is not None and (got.resource_id, got.title) == (rid, rid), (
+                    f"after another instance re-created t1 under {rid!r}, this one reads {got!r}"
+                )
+                page = await first.list_messages("t1")
+                assert [(m.id, m.resource_id, m.content) for m in page.items] == [("m1", rid, rid)]
+        finally:
+            await second.close()
+            await first.destroy()

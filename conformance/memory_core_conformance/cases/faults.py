@@ -106,6 +106,26 @@ class FaultCases(SuiteBase):
             assert (await store.list_messages("t1")).items == [], "a write that gave up left a message"
             await store.save_messages([message("m1")])
 
+    async def test_faults_every_write_meets_what_a_dead_writer_left(self, storage_factory: StorageFactory) -> None:
+        """Armed for every write, ``dead_write`` leaves ids reserved for
+        another resource and each write's last step undone (leases run out):
+        the writes and the reads after them must answer as the reference."""
+        async with paired_stores(storage_factory) as (sut, reference, _):
+            _declared(sut, FaultPoint.DEAD_WRITE)
+            sut.faults.arm(FaultPoint.DEAD_WRITE, times=1_000)
+            await _writes(sut)
+            await _writes(reference)
+            assert sut.faults.fired(FaultPoint.DEAD_WRITE) > 0, "the adapter declares dead_write but no write met it"
+            for store in (sut, reference):  # the ids deleted and never saved are free for another resource
+                await store.save_thread(thread("t9", "r2"))
+                await store.save_messages([message("m0", "t9"), message("m7", "t9")])
+                # more ids reserved by dead writes in one write than a write is retried
+                await store.save_messages([message(f"n{i}", "t9") for i in range(12)])
+            sut.faults.arm(FaultPoint.DEAD_WRITE, times=0)
+            got, want = await snapshot(sut, ["r1", "r2"]), await snapshot(reference, ["r1", "r2"])
+            changes = describe_difference(got, want, ("adapter", "reference"), root="store")
+            assert not changes, "after writes that met dead writers:\n" + "\n".join(changes)
+
     async def test_faults_a_lock_held_too_long_is_typed_and_writes_nothing(
         self, storage_factory: StorageFactory
     ) -> None:

@@ -79,6 +79,22 @@ class LineageRules(SuiteBase):
         assert (await lineage.clone_thread(store, "t1", "more", message_limit=99)).message_ids.keys() == set(source)
         assert ids(await store.list_messages("t1", per_page=False)) == source  # the source is untouched
 
+    async def test_r_lineage_clone_date_bounds_hold_to_the_microsecond(self, store: BaseStorage) -> None:
+        """Messages one microsecond apart around each bound of a clone's
+        ``date_range``: an inclusive end keeps its own instant and drops the
+        next microsecond, an exclusive one drops its own; a start alike."""
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message(f"u{i}", created_at=at(5, us=i)) for i in range(-2, 3)])
+        cases = [
+            (DateRange(end=at(5)), ["u-2", "u-1", "u0"]),
+            (DateRange(end=at(5), end_exclusive=True), ["u-2", "u-1"]),
+            (DateRange(start=at(5)), ["u0", "u1", "u2"]),
+            (DateRange(start=at(5), start_exclusive=True), ["u1", "u2"]),
+        ]
+        for index, (dates, want) in enumerate(cases):
+            made = await lineage.clone_thread(store, "t1", f"c{index}", date_range=dates)
+            assert list(made.message_ids) == want, f"{dates}: copied {list(made.message_ids)}"
+
     async def test_r_lineage_clone_records_its_source_and_overrides(self, store: BaseStorage) -> None:
         await _source(store)
         made = await lineage.clone_thread(store, "t1", "c1", date_range={"end": at(2)})

@@ -27,10 +27,12 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from typing import Any
 
 import pytest
 
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
+from memory_core.identity import same_store
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
 from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
@@ -39,8 +41,11 @@ __all__ = [
     "CANCEL_POINTS",
     "LOOP_CASE_SECONDS",
     "LOOP_THREADS",
+    "NO_ELSEWHERE_REOPENER",
     "NO_FOREIGN_TARGET",
+    "NO_OPTIONS_FACTORY",
     "NO_RELEASE_TARGETS",
+    "NOT_OPTION_NAMES",
     "NO_UNOPENABLE_TARGET",
     "OpeningCases",
 ]
@@ -68,6 +73,21 @@ NO_RELEASE_TARGETS = (
     "the test class defines no release_storage_factory fixture (stores another release's schema version left)"
 )
 """Skip reason of the schema-upgrade cases without that fixture."""
+
+NO_OPTIONS_FACTORY = (
+    "the test class defines no options_storage_factory fixture (stores built with extra keyword options)"
+)
+"""Skip reason of the unknown-option case without that fixture."""
+
+NO_ELSEWHERE_REOPENER = (
+    "the test class defines no elsewhere_storage_reopener fixture (a store on another target, same namespace)"
+)
+"""Skip reason of the same-namespace-elsewhere case without that fixture."""
+
+NOT_OPTION_NAMES = ("kwargs", "args", "connection_kwargs", "no_such_option")
+"""Keyword names no store or driver option has: catch-all parameters of
+driver signatures (an adapter that collects a driver's parameter names must
+leave them out) and a made-up one."""
 
 
 def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None:
@@ -117,6 +137,59 @@ class OpeningCases(SuiteBase):
         building new, unopened stores whose target cannot be opened (its
         ``open`` raises). Default None: the case is skipped."""
         return None
+
+    @pytest.fixture
+    def elsewhere_storage_reopener(self) -> StorageReopener | None:
+        """Override to run the same-namespace-elsewhere case: return
+        ``reopen(store, clock=None)`` building a new, unopened store with
+        ``store``'s namespace on another target (another server, database or
+        folder), which the case destroys. Default None: the case is skipped."""
+        return None
+
+    async def test_lifecycle_the_same_namespace_on_another_target_is_another_store(
+        self, storage_factory: StorageFactory, elsewhere_storage_reopener: StorageReopener | None
+    ) -> None:
+        """A store with the same namespace on another target holds other data
+        and is not the same store (``same_store``: what ``copy`` checks
+        before it copies a store onto itself)."""
+        if elsewhere_storage_reopener is None:
+            pytest.skip(NO_ELSEWHERE_REOPENER)
+        async with open_store(storage_factory) as here:
+            there = elsewhere_storage_reopener(here, None)
+            try:
+                assert not same_store(here, there), (
+                    f"stores on two targets count as one: {here.store_identity!r} == {there.store_identity!r}"
+                )
+                await here.save_thread(thread("t1"))
+                assert await there.get_thread("t1") is None
+            finally:
+                await there.destroy()
+
+    @pytest.fixture
+    def options_storage_factory(self) -> Callable[[dict[str, Any]], BaseStorage] | None:
+        """Override to run the unknown-option case: return ``factory(options)``
+        building a new, unopened store on the usual target with ``options``
+        as extra keyword options (what a user adds to the adapter's
+        constructor or ``from_url``). Default None: the case is skipped."""
+        return None
+
+    @pytest.mark.parametrize("name", NOT_OPTION_NAMES)
+    async def test_lifecycle_an_option_no_store_takes_is_refused_by_name(
+        self, options_storage_factory: Callable[[dict[str, Any]], BaseStorage] | None, name: str
+    ) -> None:
+        """An option no store or driver takes is a ``ValidationError`` naming
+        it, raised building the store or at the latest by its ``open``."""
+        if options_storage_factory is None:
+            pytest.skip(NO_OPTIONS_FACTORY)
+        store: BaseStorage | None = None
+        try:
+            with pytest.raises(ValidationError) as refused:
+                store = options_storage_factory({name: 1})
+                await store.open()
+            assert name in str(refused.value), f"the refusal does not name the option {name!r}: {refused.value}"
+        finally:
+            if store is not None:
+                await store.close()
 
     async def test_lifecycle_failed_open_is_typed_and_leaves_nothing_half_open(
         self, unopenable_storage_factory: StorageFactory | None, storage_factory: StorageFactory

@@ -88,6 +88,24 @@ class ResourceListingRules(SuiteBase):
         assert not pages[-1].has_more and pages[-1].next_cursor is None
         assert len(pages) == max(1, -(-len(expected) // per_page))
 
+    @pytest.mark.parametrize("per_page", [1, 2, 3])
+    async def test_r_resources_pages_pass_over_resources_emptied_by_deletes(
+        self, store: BaseStorage, per_page: int
+    ) -> None:
+        """Resources whose last thread was just deleted (no record) sort
+        between the listed ones, more of them than a page holds: every page
+        is full of listed ids, none twice (an adapter that keeps such ids
+        as candidates must resume after the last one it looked at)."""
+        listed = ["b", "d", "f", "h"]
+        for index, rid in enumerate(["a0", "a1", "a2", "b", "c0", "c1", "c2", "c3", "d", "e0", "f", "g0", "g1", "h"]):
+            await store.save_thread(thread(f"t{index}", rid))
+            if rid not in listed:
+                await store.delete_thread(f"t{index}")
+        seen, pages = await _walk(store, per_page)
+        assert seen == listed
+        assert all(len(page.items) == per_page for page in pages[:-1])
+        assert (await store.list_resource_ids(per_page=False)).items == listed
+
     async def test_r_resources_cursor_resumes_after_writes(self, store: BaseStorage) -> None:
         for rid in ("a", "c", "e", "g"):
             await store.save_resource({"id": rid})
