@@ -9,10 +9,17 @@ conversation's last session (default 0: none) plus the ``top_k`` hits and
 ``message_range`` adds and, with a history page, what
 ``SemanticRecall(exclude_recent=True)`` adds (each pair is run both ways).
 
+With ``--cache DIR`` (the folder :mod:`memory_core_bench.hybrid_retrieval`
+and :mod:`memory_core_bench.retrieval` keep), the turns and questions are
+embedded once, or read from that folder, and every ``Memory`` call that
+embeds a text already seen is answered from them (:class:`MemoEmbedder`):
+the vectors are the embedder's own, only computed once.
+
 Run::
 
     python -m memory_core_bench.recall_coverage /path/to/locomo10 --embedder lexical --embedder minilm
     python -m memory_core_bench.recall_coverage /path/to/locomo10 --embedder minilm --last-messages 10
+    python -m memory_core_bench.recall_coverage /path/to/locomo10 --embedder minilm --mode hybrid --cache CACHE
 """
 
 from __future__ import annotations
@@ -26,15 +33,70 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from memory_core import Memory, MemoryConfig, SemanticRecall, connect, connect_vector
-from memory_core.cli.locomo import LOCOMO_DIR_HELP, load_dir, require_locomo_dir
-from memory_core.embedders import get_embedder
+from memory_core.cli.locomo import LOCOMO_DIR_HELP, Conversation, load_dir, require_locomo_dir
+from memory_core.embedders import Embedder, Matrix, get_embedder
+from memory_core.vector import chunk_text, message_text
 from rich.console import Console
 from rich.table import Table
 
-from memory_core_bench.retrieval import coverage
+from memory_core_bench.retrieval import coverage, embed_texts, locomo_questions
 
-__all__ = ["main", "run_coverage"]
+__all__ = ["MemoEmbedder", "main", "run_coverage"]
+
+
+class MemoEmbedder:
+    """An embedder that answers texts it has seen from their vectors and
+    embeds only the rest (once each) with the embedder it wraps.
+
+    Args:
+        inner: the embedder (its ``name``, ``dimension`` and
+            ``max_input_chars`` are this one's).
+        known: text -> its vector by ``inner`` (unit float32 rows of length
+            ``inner.dimension``), e.g. read from a cache.
+
+    Attributes:
+        misses: how many texts ``inner`` has embedded so far.
+    """
+
+    def __init__(self, inner: Embedder, known: dict[str, Matrix]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.max_input_chars = inner.max_input_chars
+        self.known = dict(known)
+        self.misses = 0
+
+    async def embed(self, texts: Sequence[str]) -> Matrix:
+        """The vectors of ``texts``, shape ``(len(texts), dimension)``
+        float32 (``inner.embed``'s rows for the texts not seen before)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self.known]
+        if missing:
+            for text, vector in zip(missing, await self.inner.embed(missing), strict=True):
+                self.known[text] = vector
+        self.misses += len(missing)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self.known[text] for text in texts]).astype(np.float32, copy=False)
+
+
+async def memo_embedder(embedder: Embedder, conversations: Sequence[Conversation], cache_dir: Path) -> MemoEmbedder:
+    """``embedder`` knowing every chunk of every turn (as Memory
+    chunks them) and every question with evidence, embedded in two batches
+    kept in ``cache_dir`` under the keys of
+    :func:`~memory_core_bench.retrieval.embed_conversations` and the retrieval
+    reports' question batch, so a cache they left is read, not recomputed."""
+    turns = [
+        text
+        for conversation in conversations
+        for message in conversation.messages
+        for text in chunk_text(message_text(message), embedder.max_input_chars)
+    ]
+    questions = [case.question for case in locomo_questions(conversations)]
+    known = dict(zip(turns, await embed_texts(embedder, turns, cache_dir), strict=True))
+    known.update(zip(questions, await embed_texts(embedder, questions, cache_dir), strict=True))
+    return MemoEmbedder(embedder, known)
 
 
 async def run_coverage(
@@ -45,17 +107,23 @@ async def run_coverage(
     vector_url: str,
     last_messages: int = 0,
     modes: Sequence[str] = ("vector",),
+    cache_dir: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Load every conversation into ``memory://`` + ``vector_url`` through
     ``Memory`` (so vectors are made exactly as in production), then score the
     coverage of each (top_k, message_range), and with ``last_messages`` > 0
     each also with ``exclude_recent``, under each ``SemanticRecall.mode`` of
-    ``modes``. Returns one row per setting."""
+    ``modes``. With ``cache_dir``, texts are embedded through
+    :func:`memo_embedder` (each once, kept there). Returns one row per
+    setting."""
     conversations = load_dir(folder)
     storage = await connect("memory://")
     vectors = await connect_vector(vector_url)
     rows: list[dict[str, Any]] = []
-    async with Memory(storage, vectors, get_embedder(embedder_name)) as memory:
+    embedder: Embedder = get_embedder(embedder_name)
+    if cache_dir is not None:
+        embedder = await memo_embedder(embedder, conversations, cache_dir)
+    async with Memory(storage, vectors, embedder) as memory:
         started = time.perf_counter()
         for conversation in conversations:
             for thread in conversation.threads:
@@ -109,6 +177,7 @@ async def run_coverage(
                     "mean_messages_returned": sum(sizes) / len(sizes),
                     "recall_ms_mean": 1000 * elapsed / len(sizes),
                     "load_seconds": load_seconds,
+                    "embedded_uncached": embedder.misses if isinstance(embedder, MemoEmbedder) else None,
                 }
             )
     return rows
@@ -125,6 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", default=None, help="vector | lexical | hybrid (repeat)")
     parser.add_argument("--vector", default="qdrant::memory:")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cache", type=Path, default=None, help="embedding cache folder (embed each text once)")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for name in args.embedder or ["lexical"]:
@@ -137,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.vector,
                 args.last_messages,
                 args.mode or ["vector"],
+                args.cache,
             )
         )
     table = Table(title="LoCoMo evidence coverage of whole recall results (resource scope)")
