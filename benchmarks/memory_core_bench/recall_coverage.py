@@ -41,6 +41,7 @@ from memory_core.vector import chunk_text, message_text
 from rich.console import Console
 from rich.table import Table
 
+from memory_core_bench.hybrid_retrieval import halves
 from memory_core_bench.retrieval import coverage, embed_texts, locomo_questions
 
 __all__ = ["MemoEmbedder", "main", "run_coverage"]
@@ -108,15 +109,21 @@ async def run_coverage(
     last_messages: int = 0,
     modes: Sequence[str] = ("vector",),
     cache_dir: Path | None = None,
+    lexical_weight: float | None = None,
 ) -> list[dict[str, Any]]:
     """Load every conversation into ``memory://`` + ``vector_url`` through
     ``Memory`` (so vectors are made exactly as in production), then score the
     coverage of each (top_k, message_range), and with ``last_messages`` > 0
     each also with ``exclude_recent``, under each ``SemanticRecall.mode`` of
     ``modes``. With ``cache_dir``, texts are embedded through
-    :func:`memo_embedder` (each once, kept there). Returns one row per
-    setting."""
+    :func:`memo_embedder` (each once, kept there); ``lexical_weight`` is
+    hybrid mode's (default: ``SemanticRecall``'s). Returns one row per
+    setting, with the coverage of all questions and of each half
+    (:func:`~memory_core_bench.hybrid_retrieval.halves`: ``coverage_tune``,
+    ``coverage_held_out``)."""
+    weights = {} if lexical_weight is None else {"lexical_weight": lexical_weight}
     conversations = load_dir(folder)
+    split = halves(conversations)
     storage = await connect("memory://")
     vectors = await connect_vector(vector_url)
     rows: list[dict[str, Any]] = []
@@ -143,10 +150,11 @@ async def run_coverage(
         ]
         for mode, top_k, message_range, exclude in settings:
             kind: Any = mode
-            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude, mode=kind)
+            semantic = SemanticRecall(top_k, message_range, "resource", exclude_recent=exclude, mode=kind, **weights)
             config = MemoryConfig(last_messages=last_messages or False, semantic_recall=semantic)
             returned: list[list[str]] = []
             evidence: list[list[str]] = []
+            owners: list[str] = []
             sizes: list[int] = []
             started = time.perf_counter()
             for conversation in conversations:
@@ -162,6 +170,7 @@ async def run_coverage(
                     )
                     returned.append([m.id for m in result.messages])
                     evidence.append(list(question.evidence))
+                    owners.append(conversation.resource_id)
                     sizes.append(len(result.messages))
             elapsed = time.perf_counter() - started
             rows.append(
@@ -174,6 +183,14 @@ async def run_coverage(
                     "exclude_recent": exclude,
                     "questions": len(evidence),
                     "coverage": coverage(returned, evidence),
+                    **{
+                        name: coverage(
+                            [got for got, owner in zip(returned, owners, strict=True) if owner in half],
+                            [want for want, owner in zip(evidence, owners, strict=True) if owner in half],
+                        )
+                        for name, half in zip(("coverage_tune", "coverage_held_out"), split, strict=True)
+                    },
+                    "lexical_weight": semantic.lexical_weight,
                     "mean_messages_returned": sum(sizes) / len(sizes),
                     "recall_ms_mean": 1000 * elapsed / len(sizes),
                     "load_seconds": load_seconds,
@@ -195,6 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--vector", default="qdrant::memory:")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--cache", type=Path, default=None, help="embedding cache folder (embed each text once)")
+    parser.add_argument("--lexical-weight", type=float, default=None, help="hybrid mode's lexical weight")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for name in args.embedder or ["lexical"]:
@@ -208,10 +226,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.last_messages,
                 args.mode or ["vector"],
                 args.cache,
+                args.lexical_weight,
             )
         )
     table = Table(title="LoCoMo evidence coverage of whole recall results (resource scope)")
-    columns = ("embedder", "mode", "last", "top_k", "message_range", "exclude_recent", "coverage", "messages returned")
+    columns = ("embedder", "mode", "last", "top_k", "message_range", "exclude_recent", "coverage", "tune", "held-out")
+    columns = (*columns, "messages returned")
     for column in (*columns, "recall ms"):
         table.add_column(column)
     for row in rows:
@@ -223,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             str(row["message_range"]),
             str(row["exclude_recent"]),
             f"{row['coverage']:.3f}",
+            f"{row['coverage_tune']:.3f}",
+            f"{row['coverage_held_out']:.3f}",
             f"{row['mean_messages_returned']:.1f}",
             f"{row['recall_ms_mean']:.2f}",
         )
