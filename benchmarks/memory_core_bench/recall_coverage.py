@@ -230,8 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     table = Table(title="LoCoMo evidence coverage of whole recall results (resource scope)")
-    columns = ("embedder", "mode", "last", "top_k", "message_range", "exclude_recent", "coverage", "tune", "held-out")
-    columns = (*columns, "messages returned")
+    columns = ["embedder", "mode", "last", "top_k", "message_range", "exclude_recent", "coverage", "tune", "held-out"]
+    columns.append("messages returned")
     for column in (*columns, "recall ms"):
         table.add_column(column)
     for row in rows:
