@@ -4,8 +4,9 @@
 - ``"lexical"``: :func:`memory_core.lexical.bm25_rank` over the scope's
   messages;
 - ``"hybrid"``: both rankings, each :data:`FUSION_DEPTH` deep (or the
-  request's size when larger), fused by weighted reciprocal rank fusion
-  (:func:`reciprocal_rank_fusion`).
+  request's size when larger), computed concurrently (the search waits for
+  the slower of the two, not their sum), fused by weighted reciprocal rank
+  fusion (:func:`reciprocal_rank_fusion`).
 
 Where the lexical ranking comes from: the vector store's lexical index
 when it keeps one (:mod:`memory_core.lexical_index`: postings of the query's
@@ -20,8 +21,11 @@ ranking for an index in step with storage. The reasons are in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import functools
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import anyio
 
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
@@ -33,6 +37,9 @@ from memory_core.validation import check_message_page
 from memory_core.vector import VectorStore, message_text
 
 __all__ = ["FUSION_DEPTH", "RRF_K", "SEARCH_MODES", "SearchMode", "reciprocal_rank_fusion", "search_ids"]
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 SearchMode = Literal["vector", "lexical", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("vector", "lexical", "hybrid")
@@ -83,9 +90,8 @@ def reciprocal_rank_fusion(
 
 async def _scope_messages(storage: Storage, thread_id: str | None, resource_id: str | None) -> list[Message]:
     """Every message of the thread (or else of the resource), R-ORDER
-    ascending, in one checked read (the caller checked both ids)."""
-    if thread_id is None and resource_id is None:
-        raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
+    ascending, in one checked read (the caller checked both ids, and that
+    one is given)."""
     scope = (thread_id,) if thread_id is not None else None
     owner = None if thread_id is not None else resource_id
     # thread_ids, resource_id, include, filter, page, per_page, order_by, cursor, total, newest
@@ -134,31 +140,86 @@ async def search_ids(
         ValidationError: vector or hybrid mode without a vector store and
             embedder (field ``vector``).
     """
-    vector_ids: list[str] = []
-    searched = True
-    if mode != "lexical":
-        if vector is None or embedder is None:
-            raise ValidationError("vector", f"semantic recall in {mode!r} mode needs a vector store and an embedder")
-        query = await embedder.embed([text])
-        depth = limit if mode == "vector" else max(limit, FUSION_DEPTH)
-        found = await vector.search_checked(query[0], depth, thread_id, None if thread_id is not None else resource_id)
-        searched = bool(found)
-        vector_ids = [hit.message_id for hit in found if min_score is None or hit.score >= min_score]
-        if mode == "vector":
-            return vector_ids, searched
-    depth = limit if mode == "lexical" else max(limit, FUSION_DEPTH)
+    if mode != "vector" and thread_id is None and resource_id is None:
+        raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
+    if mode == "lexical":
+        return await _lexical_ranking(storage, vector, text, limit, thread_id, resource_id), True
+    if vector is None or embedder is None:
+        raise ValidationError("vector", f"semantic recall in {mode!r} mode needs a vector store and an embedder")
+    if mode == "vector":
+        return await _vector_ranking(vector, embedder, text, limit, thread_id, resource_id, min_score)
+    depth = max(limit, FUSION_DEPTH)
+    # Both rankings at once: a hybrid search waits for the slower, not the sum.
+    (vector_ids, searched), lexical_ids = await _both(
+        functools.partial(_vector_ranking, vector, embedder, text, depth, thread_id, resource_id, min_score),
+        functools.partial(_lexical_ranking, storage, vector, text, depth, thread_id, resource_id),
+    )
+    fused = reciprocal_rank_fusion([vector_ids, lexical_ids], weights)
+    return [mid for mid, _ in fused[:limit]], searched
+
+
+async def _vector_ranking(
+    vector: VectorStore,
+    embedder: Embedder,
+    text: str,
+    depth: int,
+    thread_id: str | None,
+    resource_id: str | None,
+    min_score: float | None,
+) -> tuple[list[str], bool]:
+    """The vector store's ``depth`` best ids for ``text`` (at or above
+    ``min_score``) and whether the index held anything in the scope."""
+    query = await embedder.embed([text])
+    found = await vector.search_checked(query[0], depth, thread_id, None if thread_id is not None else resource_id)
+    return [hit.message_id for hit in found if min_score is None or hit.score >= min_score], bool(found)
+
+
+async def _lexical_ranking(
+    storage: Storage,
+    vector: VectorStore | None,
+    text: str,
+    depth: int,
+    thread_id: str | None,
+    resource_id: str | None,
+) -> list[str]:
+    """The ``depth`` best ids of the scope by BM25: from the vector store's
+    lexical index when it keeps one, else composed over the scope read from
+    storage."""
     if isinstance(vector, LexicalIndex) and vector.lexical_index:
         if thread_id is not None:
             ranked = await vector.lexical_search(text, depth, thread_id=thread_id)
-        elif resource_id is not None:
-            ranked = await vector.lexical_search(text, depth, resource_id=resource_id)
         else:
-            raise ValidationError("resource_id", "a lexical search needs a thread_id or a resource_id")
+            ranked = await vector.lexical_search(text, depth, resource_id=resource_id)
     else:
         messages = await _scope_messages(storage, thread_id, resource_id)
         ranked = bm25_rank(text, ((m.id, message_text(m)) for m in messages), depth)
-    lexical_ids = [mid for mid, _ in ranked]
-    if mode == "lexical":
-        return lexical_ids, searched
-    fused = reciprocal_rank_fusion([vector_ids, lexical_ids], weights)
-    return [mid for mid, _ in fused[:limit]], searched
+    return [mid for mid, _ in ranked]
+
+
+async def _both(first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]) -> tuple[A, B]:
+    """Await ``first()`` and ``second()`` concurrently (one anyio task
+    group) and return both results. When one raises, the other is cancelled
+    and that exception itself propagates (the first raised, not an
+    ``ExceptionGroup``), so a caller sees the error types a single search
+    raises."""
+    results: dict[int, Any] = {}
+    raised: list[BaseException] = []
+
+    async def run(slot: int, call: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            results[slot] = await call()
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException as exc:
+            raised.append(exc)
+            raise
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, 0, first)
+            group.start_soon(run, 1, second)
+    except BaseExceptionGroup:
+        if raised:
+            raise raised[0] from None
+        raise
+    return results[0], results[1]

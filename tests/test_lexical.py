@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 
-from memory_core import Memory, MemoryConfig, SemanticRecall
-from memory_core.errors import ValidationError
+from memory_core import Memory, MemoryConfig, Message, SemanticRecall
+from memory_core.embedders import LexicalHashEmbedder
+from memory_core.errors import BackendError, ValidationError
 from memory_core.hybrid import reciprocal_rank_fusion
 from memory_core.inverted_index import InvertedIndex
 from memory_core.lexical import bm25_rank, bm25_score, bm25_scores, document_terms, s_stem, tokenize
 from memory_core.lexical_index import LexicalDocument, LexicalPostings
 from memory_core.reference import InMemoryStorage
 from memory_core.reference_vector import InMemoryVectorStore
-from memory_core.vector import PointFilter
+from memory_core.vector import PointFilter, VectorHit
 
 
 def test_tokenize_folds_drops_stop_words_and_stems() -> None:
@@ -181,3 +184,52 @@ def test_inverted_index_search_ranks_like_bm25_rank_after_rewrites_and_deletes()
     write([f"n{i:03d}" for i in range(100)])  # reuses the freed rows
     check()
     assert index.search(("w1",), 5, PointFilter(thread_id="nowhere")) == []
+
+
+class RendezvousStore(InMemoryVectorStore):
+    """Its vector search waits until its lexical search has started, and the
+    lexical search until the vector search has: only a hybrid search that
+    runs both at once returns. ``fail`` makes the lexical search raise."""
+
+    def __init__(self, fail: BaseException | None = None) -> None:
+        super().__init__()
+        self.fail = fail
+        self.vector_started = anyio.Event()
+        self.lexical_started = anyio.Event()
+
+    async def search_checked(
+        self, vector: Any, top_k: int, thread_id: str | None, resource_id: str | None
+    ) -> list[VectorHit]:
+        self.vector_started.set()
+        await self.lexical_started.wait()
+        return await super().search_checked(vector, top_k, thread_id, resource_id)
+
+    async def lexical_search(
+        self, query: str, top_k: int, *, thread_id: str | None = None, resource_id: str | None = None
+    ) -> list[tuple[str, float]]:
+        self.lexical_started.set()
+        await self.vector_started.wait()
+        if self.fail is not None:
+            raise self.fail
+        return await super().lexical_search(query, top_k, thread_id=thread_id, resource_id=resource_id)
+
+
+@pytest.mark.anyio
+async def test_hybrid_search_runs_both_rankings_at_once_and_raises_their_own_errors() -> None:
+    texts = ("Rex is my dog", "my cat Pixel", "dogs and cats", "hello there", "the dog park")
+    config = MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(3, 0, "resource", mode="hybrid"))
+    answers = []
+    for store in (InMemoryVectorStore(), RendezvousStore()):
+        async with Memory(InMemoryStorage(), store, LexicalHashEmbedder(), config=config) as memory:
+            thread = await memory.create_thread(resource_id="r1", thread_id="t1")
+            await memory.save_messages([Message(f"m{n}", thread.id, "user", t) for n, t in enumerate(texts)])
+            with anyio.fail_after(10):  # one ranking after the other would wait for ever
+                answers.append([m.id for m in (await memory.recall("t1", "r1", "my dog")).messages])
+    assert answers[0] == answers[1] and len(answers[0]) == 3
+    failing = RendezvousStore(BackendError("reference", "lexical_search", "down", retryable=True))
+    async with Memory(InMemoryStorage(), failing, LexicalHashEmbedder(), config=config) as memory:
+        await memory.create_thread(resource_id="r1", thread_id="t1")
+        await memory.save_messages([Message("m1", "t1", "user", "Rex is my dog")])
+        with anyio.fail_after(10), pytest.raises(BackendError, match="down") as caught:
+            await memory.recall("t1", "r1", "my dog")
+        assert caught.value.operation == "lexical_search" and caught.value.retryable

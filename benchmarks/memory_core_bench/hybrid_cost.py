@@ -6,7 +6,10 @@ Loads ``--messages`` messages (default 10^4) into one resource (threads of
 lexical hashing embedder, then times ``--queries`` resource-scope
 ``Memory.recall`` calls per ``SemanticRecall.mode`` (top_k 10, message_range
 0, no history page) and prints p50/p95 milliseconds and each mode's p50 over
-vector's. Texts are drawn from a fixed vocabulary with a seeded RNG (Zipf-like
+vector's. The modes are interleaved: each query runs in every mode, in an
+order rotated from one query to the next, so a load from other processes
+falls on every mode alike (the ratios stay meaningful on a shared machine);
+the run's load averages are printed with them. Texts are drawn from a fixed vocabulary with a seeded RNG (Zipf-like
 word frequencies), so runs are comparable.
 
 Run::
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -45,8 +49,9 @@ def _texts(count: int, seed: int) -> list[str]:
 async def run_cost(
     storage_url: str, vector_url: str, messages: int, per_thread: int, queries: int
 ) -> list[dict[str, Any]]:
-    """Load, then time each mode; one row per mode (``p50_ms``, ``p95_ms``,
-    ``ratio_to_vector``)."""
+    """Load, then time the modes interleaved; one row per mode (``p50_ms``,
+    ``p95_ms``, ``ratio_to_vector``, ``load_1min``: the 1-minute load average
+    before and after the timed queries)."""
     storage = await connect(storage_url)
     vectors = await connect_vector(vector_url)
     rows: list[dict[str, Any]] = []
@@ -62,20 +67,29 @@ async def run_cost(
             )
         asks = _texts(queries, 11)
         anchor = thread.id
-        for mode in SEARCH_MODES:
-            config = MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(10, 0, "resource", mode=mode))
+        configs = {
+            mode: MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(10, 0, "resource", mode=mode))
+            for mode in SEARCH_MODES
+        }
+        for config in configs.values():
             await memory.recall(anchor, "bench-resource", asks[0], thread_config=config)  # warm
-            times = []
-            for ask in asks:
+        times: dict[str, list[float]] = {mode: [] for mode in SEARCH_MODES}
+        load = [os.getloadavg()[0]]
+        for number, ask in enumerate(asks):
+            turn = number % len(SEARCH_MODES)
+            for mode in (*SEARCH_MODES[turn:], *SEARCH_MODES[:turn]):
                 started = time.perf_counter()
-                await memory.recall(anchor, "bench-resource", ask, thread_config=config)
-                times.append(1000 * (time.perf_counter() - started))
+                await memory.recall(anchor, "bench-resource", ask, thread_config=configs[mode])
+                times[mode].append(1000 * (time.perf_counter() - started))
+        load.append(os.getloadavg()[0])
+        for mode in SEARCH_MODES:
             rows.append(
                 {
                     "mode": mode,
                     "messages": messages,
-                    "p50_ms": round(float(np.percentile(times, 50)), 2),
-                    "p95_ms": round(float(np.percentile(times, 95)), 2),
+                    "p50_ms": round(float(np.percentile(times[mode], 50)), 2),
+                    "p95_ms": round(float(np.percentile(times[mode], 95)), 2),
+                    "load_1min": [round(value, 1) for value in load],
                 }
             )
     base = rows[0]["p50_ms"]
@@ -100,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for row in rows:
         print(
             f"{args.storage} + {args.vector}: {row['mode']:8} {row['messages']} messages  p50 {row['p50_ms']} ms  "
-            f"p95 {row['p95_ms']} ms  x{row['ratio_to_vector']} of vector"
+            f"p95 {row['p95_ms']} ms  x{row['ratio_to_vector']} of vector  (load {row['load_1min']})"
         )
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

@@ -93,7 +93,10 @@ def _installed_mb(names: Sequence[str]) -> float:
     return round(total / 2**20, 1)
 
 
-def _halves(conversations: Sequence[Conversation]) -> tuple[set[str], set[str]]:
+def halves(conversations: Sequence[Conversation]) -> tuple[set[str], set[str]]:
+    """The tune and held-out halves: the resource ids of the first half of
+    ``conversations`` (in the given order, file order from ``load_dir``) and
+    of the rest."""
     middle = len(conversations) // 2
     return {c.resource_id for c in conversations[:middle]}, {c.resource_id for c in conversations[middle:]}
 
@@ -168,7 +171,7 @@ async def run_hybrid_retrieval(
     say = progress or (lambda text: None)
     conversations = load_dir(path)
     cases = locomo_questions(conversations)
-    tune, held = _halves(conversations)
+    tune, held = halves(conversations)
     by_resource = {c.resource_id: c for c in conversations}
     depth = max(FUSION_DEPTH, max(ks))
     say("lexical ranking (BM25) ...")

@@ -1,5 +1,6 @@
 """One statement per read operation (issue 14, item 1), and per
-``delete_messages`` and ``save_thread`` (item 2).
+``delete_messages`` and ``save_thread`` (item 2); a pgvector lexical search
+in two round trips whatever its terms (issue 23).
 
 Every statement a read sends goes through the store's asyncpg pool; the
 count is taken there (``fetch``, ``fetchrow``, ``fetchval``, ``execute`` and
@@ -8,14 +9,17 @@ count is taken there (``fetch``, ``fetchrow``, ``fetchval``, ``execute`` and
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 from memory_core import ConflictError, Memory, MemoryConfig, Message, NotFoundError, OwnershipError, WorkingMemory
+from memory_core.lexical import bm25_rank, document_terms
+from memory_core.lexical_index import LexicalDocument
 from memory_core.models import MessagePageRequest
 
-from memory_core_postgres import PostgresStorage
+from memory_core_postgres import PgVectorStore, PostgresStorage
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +31,7 @@ class StatementCounter:
     counting front: asyncpg's Pool has slots, so its methods cannot be
     wrapped in place)."""
 
-    def __init__(self, store: PostgresStorage) -> None:
+    def __init__(self, store: PostgresStorage | PgVectorStore) -> None:
         self.calls = 0
         pool = store.pool
         counter = self
@@ -166,3 +170,28 @@ async def test_a_resource_working_memory_write_is_one_statement(
         await mem.update_working_memory("nope", "x", thread_config=config)
     assert counter.take() == 2
     assert await mem.get_working_memory(None, "r2", thread_config=config) is None
+
+
+async def test_a_pgvector_lexical_search_is_two_round_trips_whatever_its_terms(vector_url: str) -> None:
+    """The scope's statistics, then one statement scoring every document
+    holding a query term (a MaxScore loop read one term per statement: a
+    query of many terms of similar frequency cost a round trip per term).
+    The answers are bm25_rank's to the last bit, ties at the cut included."""
+    store = PgVectorStore.from_url(vector_url, namespace=f"v{uuid.uuid4().hex[:16]}")
+    await store.open()
+    try:
+        texts = {f"m{n:03}": " ".join(f"w{(n * 7 + j) % 40}" for j in range(n % 9 + 1)) for n in range(200)}
+        texts |= {f"t{n}": "w1 w2 w3" for n in range(6)}  # equal scores
+        texts["m999"] = ""  # a document without terms counts in the statistics
+        await store.index_documents([LexicalDocument(m, "t1", "r1", *document_terms(t)) for m, t in texts.items()])
+        counter = StatementCounter(store)
+        many = " ".join(f"w{n}" for n in range(0, 40, 3))
+        for query, top_k in ((many, 10), (many, 1), ("w1 w2 w3", 3), ("w1 w2 w3", 7), ("w1 nothing", 50)):
+            got = await store.lexical_search(query, top_k, resource_id="r1")
+            assert counter.take() == 2, query
+            assert got == bm25_rank(query, texts.items(), top_k), (query, top_k)
+        assert await store.lexical_search("nothing at all", 5, resource_id="r1") == []
+        assert await store.lexical_search("w1", 5, resource_id="r2") == []
+        counter.restore()
+    finally:
+        await store.destroy()
