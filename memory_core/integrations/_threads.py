@@ -331,36 +331,50 @@ async def delete_conversation(memory: Memory, thread_id: str, resource_id: str) 
         await memory.delete_thread(thread_id)
 
 
-def context_resource(context: Any, key: str = "resource_id") -> str | None:
+def context_resource(context: Any, key: str = "resource_id", where: str = "context") -> str | None:
     """The resource id a framework's run context carries: ``context[key]``
-    for a mapping, else attribute ``key``; None when absent."""
+    for a mapping, else attribute ``key``; None when absent.
+
+    Raises:
+        ValidationError: field ``<where>.<key>`` (``where`` is the caller's
+            name for the context: ``"context"``, ``"deps"``): not an id (R-ID).
+    """
     if context is None:
         return None
     value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
-    return None if value is None else check_id(value, f"context.{key}")
+    return None if value is None else check_id(value, f"{where}.{key}")
 
 
-def owner_of(explicit: str | None, context: Any) -> str:
+def owner_of(explicit: str | None, context: Any, *, where: str = "context", fix: str | None = None) -> str:
     """The resource a seam acts for: the one given at construction, or the
     run context's ``resource_id`` (one of them, or both agreeing). A
     construction argument is never overridden: a context naming another
     resource is refused, as a session built for one user serving another.
 
+    Args:
+        explicit: the construction's ``resource_id`` (None: not given).
+        context: the run's context (the Agents SDK's ``context``, Pydantic
+            AI's ``deps``).
+        where: the caller's name for the context, the error's field prefix
+            (``"context"``, ``"deps"``).
+        fix: what the caller can do about a conflict, in the seam's own
+            terms (a fix that exists there); default: build one seam per
+            resource.
+
     Raises:
         ValidationError: neither gives one (field ``resource_id``); both
-            give one and they differ (field ``context.resource_id``, naming
-            both and the fix).
+            give one and they differ (field ``<where>.resource_id``, naming
+            both and ``fix``).
     """
-    owner = context_resource(context)
+    owner = context_resource(context, where=where)
     if explicit is None:
         if owner is None:
-            raise ValidationError("resource_id", "give one at construction or in the run context ('resource_id')")
+            raise ValidationError("resource_id", f"give one at construction or in the run's {where} ('resource_id')")
         return owner
     if owner is not None and owner != explicit:
         raise ValidationError(
-            "context.resource_id",
+            f"{where}.resource_id",
             f"is {owner!r} but the seam was built with resource_id={explicit!r}: the construction argument is "
-            "never overridden; build one seam per resource, or (where the seam allows it, as the OpenAI Agents "
-            "session does) build it without resource_id to take the owner from each run's context",
+            f"never overridden; {fix or 'build one seam per resource'}",
         )
     return explicit

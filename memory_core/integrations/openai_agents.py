@@ -188,7 +188,11 @@ class MemoryCoreSession:
 
     def owner(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The resource this call acts for (see the class docstring)."""
-        return owner_of(self.resource_id, None if wrapper is None else wrapper.context)
+        fix = (
+            "build one session per resource, or build it without resource_id "
+            "(MemoryCoreSession(session_id, memory)) to take the owner from each run's context"
+        )
+        return owner_of(self.resource_id, None if wrapper is None else wrapper.context, fix=fix)
 
     def thread_id(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The thread this call reads and writes:

@@ -66,6 +66,12 @@ MESSAGE_TYPE = "pydantic-ai/message"
 THREAD_NAMESPACE = "pydantic-ai"
 """First part of a scoped conversation's thread id: ``pydantic-ai:<resource_id>:<conversation_id>``."""
 
+_OTHER_OWNER = (
+    "build a MessageHistory for that resource (MessageHistory(memory, resource_id)) and give the agent its "
+    "tools, or leave resource_id out of deps"
+)
+"""The fix a ``deps`` naming another resource than the store's is told."""
+
 _TEXT_PARTS = frozenset({"user-prompt", "text", "tool-return", "system-prompt", "thinking"})
 
 
@@ -230,16 +236,19 @@ class MessageHistory:
                 (working memory off and no recall, field ``memory``:
                 :func:`~memory_core.integrations._tools.offered_tools`); when a tool runs, a
                 ``deps`` naming another resource (field
-                ``context.resource_id``, nothing read or written).
+                ``deps.resource_id``, nothing read or written).
         """
         thread = self.thread_id(conversation_id)
         top_k, min_score = check_recall_options(top_k, min_score)
         working, recall = offered_tools(self.memory)
-        memory, resource_id = self.memory, self.resource_id
+        memory = self.memory
+
+        def owner(deps: Any) -> str:
+            return owner_of(self.resource_id, deps, where="deps", fix=_OTHER_OWNER)
 
         async def get_working_memory(ctx: RunContext[Any]) -> str:
             """Read the notes kept about this user (empty when none)."""
-            return await read_working_memory(memory, owner_of(resource_id, ctx.deps))
+            return await read_working_memory(memory, owner(ctx.deps))
 
         async def update_working_memory(ctx: RunContext[Any], notes: str) -> str:
             """Replace the notes kept about this user (empty notes or the
@@ -248,7 +257,7 @@ class MessageHistory:
             Args:
                 notes: the complete new notes (Markdown).
             """
-            return await write_working_memory(memory, owner_of(resource_id, ctx.deps), notes)
+            return await write_working_memory(memory, owner(ctx.deps), notes)
 
         async def recall_memory(ctx: RunContext[Any], query: str) -> list[dict[str, Any]]:
             """Search this user's past conversations for messages about `query`.
@@ -256,10 +265,9 @@ class MessageHistory:
             Args:
                 query: what to look for.
             """
-            owner = owner_of(resource_id, ctx.deps)
             # The run's messages are stored by append() after it: no turn of it to leave out.
             return await recall_texts(
-                memory, owner, query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
+                memory, owner(ctx.deps), query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
             )
 
         tools: list[Tool[Any]] = []
