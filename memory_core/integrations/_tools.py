@@ -4,6 +4,7 @@ out the turn being answered, under a relevance floor) and working memory."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ __all__ = [
     "offered_tools",
     "read_working_memory",
     "recall_hits",
+    "recall_json",
     "recall_texts",
     "tool_recall",
     "write_working_memory",
@@ -219,6 +221,32 @@ async def recall_texts(
         }
         for m in hits
     ]
+
+
+async def recall_json(
+    memory: Memory,
+    resource_id: str,
+    query: str,
+    top_k: int,
+    *,
+    thread_id: str | None = None,
+    min_score: MinScore = "auto",
+    leave_out_turn: bool = True,
+) -> str:
+    """What every seam's ``recall_memory`` tool returns: :func:`recall_texts`
+    as one JSON text (an array of ``{"thread_id", "role", "text",
+    "created_at"}``, best first; ``"[]"`` when nothing clears the floor,
+    non-ASCII kept as it is), so the model reads the same format whichever
+    framework runs it (a list returned by a tool would reach an OpenAI
+    Agents model as Python's repr, quoted with ``'``).
+
+    Raises:
+        As :func:`recall_hits`.
+    """
+    hits = await recall_texts(
+        memory, resource_id, query, top_k, thread_id=thread_id, min_score=min_score, leave_out_turn=leave_out_turn
+    )
+    return json.dumps(hits, ensure_ascii=False)
 
 
 def offered_tools(memory: Memory) -> tuple[bool, bool]:

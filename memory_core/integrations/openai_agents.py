@@ -51,7 +51,7 @@ from ._tools import (
     check_recall_options,
     offered_tools,
     read_working_memory,
-    recall_texts,
+    recall_json,
     write_working_memory,
 )
 
@@ -383,14 +383,15 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     if recall:
 
         @function_tool
-        async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> list[dict[str, Any]]:
-            """Search this user's past conversations for messages about `query`.
+        async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> str:
+            """Search this user's past conversations for messages about `query`;
+            a JSON array of {thread_id, role, text, created_at}, best first.
 
             Args:
                 query: what to look for.
             """
             thread, owner = session._where(ctx)
-            return await recall_texts(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
+            return await recall_json(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
 
         tools.append(recall_memory)
     return tools

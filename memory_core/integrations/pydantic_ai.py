@@ -54,7 +54,7 @@ from ._tools import (
     check_recall_options,
     offered_tools,
     read_working_memory,
-    recall_texts,
+    recall_json,
     write_working_memory,
 )
 
@@ -259,14 +259,15 @@ class MessageHistory:
             """
             return await write_working_memory(memory, owner(ctx.deps), notes)
 
-        async def recall_memory(ctx: RunContext[Any], query: str) -> list[dict[str, Any]]:
-            """Search this user's past conversations for messages about `query`.
+        async def recall_memory(ctx: RunContext[Any], query: str) -> str:
+            """Search this user's past conversations for messages about `query`;
+            a JSON array of {thread_id, role, text, created_at}, best first.
 
             Args:
                 query: what to look for.
             """
             # The run's messages are stored by append() after it: no turn of it to leave out.
-            return await recall_texts(
+            return await recall_json(
                 memory, owner(ctx.deps), query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
             )
 

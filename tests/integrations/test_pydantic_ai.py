@@ -102,7 +102,7 @@ def recalling(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Calls ``recall_memory`` with the prompt, then answers with exactly what it returned."""
     last: Any = messages[-1].parts[-1]
     if last.part_kind == "tool-return":
-        return ModelResponse(parts=[TextPart(json.dumps([hit["text"] for hit in last.content]))])
+        return ModelResponse(parts=[TextPart(json.dumps([hit["text"] for hit in json.loads(last.content)]))])
     return ModelResponse(parts=[ToolCallPart("recall_memory", {"query": last.content}, tool_call_id="r1")])
 
 
