@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from memory_core.arguments import check_memory
-from memory_core.embedders import relevance_floor
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
-from memory_core.validation import MAX_TOP_K, check_min_score, check_text
+from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_text
 from memory_core.vector import message_text
 
 from ._threads import current_turn
@@ -46,11 +45,6 @@ REFUSED_TEMPLATE = (
 )
 """What :func:`write_working_memory` answers to the configured template."""
 
-MinScore = float | None | Literal["auto"]
-"""A tool's relevance floor: a cosine similarity from -1 to 1, None for no
-floor, or ``"auto"``: the floor measured for the Memory's embedder
-(:func:`~memory_core.embedders.relevance_floor`)."""
-
 
 def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     """A seam's recall settings, checked at construction.
@@ -61,8 +55,6 @@ def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     """
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise ValidationError("top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL")
-    if min_score == "auto":
-        return int(top_k), "auto"
     return int(top_k), check_min_score(min_score, "min_score")
 
 
@@ -85,15 +77,12 @@ def tool_recall(memory: Memory, top_k: int, min_score: MinScore) -> SemanticReca
     no context around hits (``message_range=0``), the turn being answered
     left out (``exclude_recent``) and the floor the tool's ``min_score``
     names: a number or None as given; ``"auto"``: the Memory's
-    ``min_score`` when it sets one, else the floor measured for its
-    embedder (:func:`~memory_core.embedders.relevance_floor`)."""
+    ``min_score`` when it sets one, else ``"auto"``, which recall reads as
+    the floor measured for its embedder
+    (:func:`~memory_core.embedders.relevance_floor`), the meaning it has in
+    :class:`~memory_core.config.SemanticRecall`."""
     base = memory.config.semantic() or SemanticRecall()
-    if min_score != "auto":
-        floor = min_score
-    elif base.min_score is not None:
-        floor = base.min_score
-    else:
-        floor = relevance_floor(memory.embedder)
+    floor = min_score if min_score != "auto" or base.min_score is None else base.min_score
     return replace(base, top_k=top_k, message_range=0, exclude_recent=True, min_score=floor)
 
 
