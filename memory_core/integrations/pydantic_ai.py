@@ -29,6 +29,7 @@ their text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic_ai import RunContext, Tool
@@ -115,6 +116,23 @@ def _parts_note(message: ModelMessage) -> dict[str, Any]:
     return {}
 
 
+_ANSWERS = frozenset({"tool-return", "retry-prompt"})
+"""Request parts that answer a model response (its tool calls or output)."""
+
+
+def _without_orphan_returns(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """``messages`` (a window of the newest of a history) without the tool
+    returns and retry prompts its first request holds: the response they
+    answer was cut off. The request goes too when nothing else is left."""
+    if not messages or not isinstance(messages[0], ModelRequest):
+        return messages
+    first = messages[0]
+    kept = [part for part in first.parts if part.part_kind not in _ANSWERS]
+    if not kept:
+        return messages[1:]
+    return messages if len(kept) == len(first.parts) else [replace(first, parts=kept), *messages[1:]]
+
+
 class MessageHistory:
     """Conversation histories of one resource (a user) in a :class:`~memory_core.Memory`.
 
@@ -161,18 +179,25 @@ class MessageHistory:
         Agents SDK's ``SQLiteSession`` rule
         (:func:`~memory_core.integrations._threads.check_limit`).
 
-        A window may start inside a tool exchange; pass ``limit=None`` (or
-        trim with a history processor) when the model needs whole exchanges.
+        A window read with ``limit`` never starts with a tool return whose
+        ``ToolCallPart`` it cut off (model APIs refuse such a history): the
+        first message's tool-return and retry-prompt parts are dropped, and
+        the message with them when it holds nothing else, so the window may
+        hold one message fewer than ``limit``. It may still start with the
+        model's response to those returns; pass ``limit=None`` (or trim
+        with a history processor) when the model needs whole exchanges.
 
         Raises:
             ValidationError: a bad ``conversation_id``, or a ``limit`` that is
                 not an int or None (a bool included), naming ``limit``.
         """
         thread = self.thread_id(conversation_id)
-        stored = await newest_messages(self.memory, thread, self.resource_id, check_limit(limit, "limit"))
-        return ModelMessagesTypeAdapter.validate_python(
+        limit = check_limit(limit, "limit")
+        stored = await newest_messages(self.memory, thread, self.resource_id, limit)
+        messages = ModelMessagesTypeAdapter.validate_python(
             [m.content["message"] for m in stored if isinstance(m.content, dict)]
         )
+        return messages if limit is None else _without_orphan_returns(messages)
 
     async def append(self, conversation_id: str, messages: Sequence[ModelMessage]) -> None:
         """Append messages (``result.new_messages()``) in order, in one batch.
