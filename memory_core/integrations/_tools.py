@@ -153,10 +153,12 @@ async def recall_hits(
 
     Raises:
         ValidationError: ``memory`` cannot be searched
-            (:func:`check_recallable`), or a bad query/top_k.
+            (:func:`check_recallable`), or a bad top_k or ``query`` (field
+            ``query``: not a str; None would search nothing).
         OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_recallable(memory)
+    check_text(query, "query")
     settings = tool_recall(memory, top_k, min_score)
     turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
     anchor = thread_id if thread_id is not None else turn_thread

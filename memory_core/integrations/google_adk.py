@@ -57,7 +57,7 @@ from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_message, check_record_size
+from memory_core.validation import check_id, check_json_object, check_message, check_record_size, check_text
 
 from ._threads import (
     check_limit,
@@ -236,9 +236,14 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
 
         Raises:
             AlreadyExistsError: the user already has a session with this id.
+            ValidationError: ``session_id`` neither a str nor None (or a
+                bad id, R-ID), ``state`` not JSON, before any write.
         """
         _check_names(app_name, user_id)
         deltas = _split_state(state, "state")
+        if session_id is not None and not isinstance(session_id, str):
+            got = f"{type(session_id).__name__} {session_id!r}"
+            raise ValidationError("session_id", f"must be a str (R-ID) or None for a new uuid, got {got}", "R-ID")
         session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
         thread_id = session_thread(app_name, user_id, session_id)
         now = platform_time.get_time()
@@ -411,11 +416,17 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
             StaleSessionError: the stored session changed since ``session``
                 was loaded (reload it, as with ADK's database service); its
                 text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
-            ValidationError: a non-JSON state delta or event, or a session
+            ValidationError: ``session`` not a ``Session`` or ``event`` not
+                an ``Event`` (nothing written), a non-JSON state delta or event, or a session
                 record (its state, with the pending event while it is carried
                 out) or ``app:``/``user:`` state over 15 MiB (R-SIZE), before
                 any write.
         """
+        if not isinstance(session, Session):
+            got = type(session).__name__
+            raise ValidationError("session", f"must be an ADK Session (from create_session or get_session), got {got}")
+        if not isinstance(event, Event):
+            raise ValidationError("event", f"must be an ADK Event, got {type(event).__name__}")
         if event.partial:
             return event
         self._apply_temp_state(session, event)
@@ -590,8 +601,14 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         the Memory's ``semantic_recall.scope`` ``"thread"``, only the session
         of that newest message is searched; see
         :func:`~memory_core.integrations._tools.recall_hits`.
+
+        Raises:
+            ValidationError: a bad ``app_name`` or ``user_id``, or a
+                ``query`` that is not a str (None included: it searched
+                nothing and returned no memory).
         """
         _check_names(app_name, user_id)
+        check_text(query, "query")
         owner = user_resource(app_name, user_id)
         hits = await recall_hits(self.memory, owner, query, self.top_k, min_score=self.min_score)
         memories = []
