@@ -57,10 +57,11 @@ from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_message, check_record_size, check_text
+from memory_core.validation import check_id, check_json_object, check_record_size, check_text
 
 from ._threads import (
     check_limit,
+    check_record,
     composed_id,
     delete_conversation,
     new_message_id,
@@ -144,9 +145,11 @@ def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[
     return deltas
 
 
-def _event_message(event: Event, thread_id: str, owner: str) -> Message:
+def _event_message(event: Event, thread_id: str, owner: str, where: str = "event") -> Message:
+    """The message an event is stored as, checked (:func:`check_record`),
+    errors named by ``where`` (``"event"``, ``"events[2]"``)."""
     record = {"event": event.model_dump(mode="json", exclude_none=True), "content": event_text(event)}
-    return check_message(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), "event")
+    return check_record(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), where)
 
 
 def _event_of(message: Message) -> Event | None:
@@ -583,7 +586,11 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         owner = user_resource(app_name, user_id)
         stored = await newest_messages(self.memory, thread_id, owner, None)
         known = {e.id for e in map(_event_of, stored) if e is not None}
-        new = [_event_message(e, thread_id, owner) for e in events if e.id not in known and not e.partial]
+        new = [
+            _event_message(e, thread_id, owner, f"events[{index}]")
+            for index, e in enumerate(events)
+            if e.id not in known and not e.partial
+        ]
         metadata: dict[str, Any] = {"adk_app": app_name, "adk_user": user_id, "adk_session": session_id, "state": {}}
         metadata["last_update_time"] = max((e.timestamp for e in events), default=platform_time.get_time())
         await save_to(self.memory, thread_id, owner, new, metadata=metadata)

@@ -34,10 +34,11 @@ from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_bool, check_id, check_json_object, check_message
+from memory_core.validation import check_bool, check_id, check_json_object
 
 from ._threads import (
     check_limit,
+    check_record,
     conversation_thread,
     delete_conversation,
     new_message_id,
@@ -297,9 +298,12 @@ class MemoryCoreSession:
 
         Raises:
             ValidationError: an item that is not a JSON object (R-JSON: NaN
-                and infinities included) or is too large (R-SIZE), before
+                and infinities included) or is too large (R-SIZE: its text
+                is stored twice, so about 7.5 MiB of text fits), before
                 anything is written, named by its index and the path within
                 it (``items[1]['content']``).
+            OwnershipError: (``scope_ids=False``) the session id is another
+                resource's thread, named by the session id.
             AdapterClosedError: the store is closed (an empty list too, as
                 the SDK's sessions).
         """
@@ -316,7 +320,7 @@ class MemoryCoreSession:
             where = f"items[{index}]"
             record = {"item": check_json_object(dict(item), where), "content": item_text(item)}
             message = Message(new_message_id(), thread, item_role(item), record, owner, ITEM_TYPE)
-            messages.append(check_message(message, where, by_id=False))  # R-SIZE, named by index too
+            messages.append(check_record(message, where))  # R-SIZE, named by index too
         await save_to(self.memory, thread, owner, messages)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> TResponseInputItem | None:

@@ -43,6 +43,7 @@ from memory_core.validation import check_bool, check_id
 
 from ._threads import (
     check_limit,
+    check_record,
     conversation_thread,
     delete_conversation,
     new_message_id,
@@ -203,7 +204,9 @@ class MessageHistory:
         """Append messages (``result.new_messages()``) in order, in one batch.
 
         Raises:
-            ValidationError: not a list of ModelMessage, before any write.
+            ValidationError: not a list of ModelMessage, or one too large
+                (R-SIZE: its text is stored twice, so about 7.5 MiB of text
+                fits), named ``messages[i]``, before any write.
         """
         thread = self.thread_id(conversation_id)
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
@@ -213,16 +216,19 @@ class MessageHistory:
                 raise ValidationError(f"messages[{index}]", f"must be a ModelMessage, got {type(message).__name__}")
         encoded = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
         records = [
-            Message(
-                new_message_id(),
-                thread,
-                message_role(message),
-                {"message": data, "content": message_text(message)},
-                self.resource_id,
-                MESSAGE_TYPE,
-                metadata=_parts_note(message),
+            check_record(
+                Message(
+                    new_message_id(),
+                    thread,
+                    message_role(message),
+                    {"message": data, "content": message_text(message)},
+                    self.resource_id,
+                    MESSAGE_TYPE,
+                    metadata=_parts_note(message),
+                ),
+                f"messages[{index}]",
             )
-            for message, data in zip(messages, encoded, strict=True)
+            for index, (message, data) in enumerate(zip(messages, encoded, strict=True))
         ]
         await save_to(self.memory, thread, self.resource_id, records)
 
