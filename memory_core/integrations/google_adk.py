@@ -51,6 +51,8 @@ from google.adk.sessions import _session_util
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_context import ToolContext
 
 from memory_core.arguments import check_memory
 from memory_core.codec import dumps, loads
@@ -71,7 +73,14 @@ from ._threads import (
     scoped_key,
     session_thread,
 )
-from ._tools import MinScore, check_recall_options, check_recallable, recall_hits
+from ._tools import (
+    MinScore,
+    check_recall_options,
+    check_recallable,
+    read_working_memory,
+    recall_hits,
+    write_working_memory,
+)
 
 __all__ = [
     "EVENT_TYPE",
@@ -83,6 +92,7 @@ __all__ = [
     "event_text",
     "session_thread",
     "user_resource",
+    "working_memory_tools",
 ]
 
 EVENT_TYPE = "google-adk/event"
@@ -631,3 +641,48 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
                     )
                 )
         return SearchMemoryResponse(memories=memories)
+
+
+def working_memory_tools(memory: Memory) -> list[FunctionTool]:
+    """ADK tools over the run's user's working memory, the notes the other
+    seams' tools keep (one implementation,
+    :mod:`memory_core.integrations._tools`): ``get_working_memory`` reads
+    them (the Memory's template while none are stored) and
+    ``update_working_memory(notes)`` replaces them, refusing blank notes or
+    the unfilled template (nothing written; the model is told to send the
+    complete notes). The notes belong to the session's user: the resource
+    ``adk:<app>:<user>`` (:func:`user_resource`), whose ``metadata`` holds
+    the ``user:`` state; they are not part of any session's state.
+
+    Args:
+        memory: the Memory the session service writes to, with working
+            memory on (``MemoryConfig(working_memory={"enabled": True})``).
+
+    Raises:
+        ValidationError: field ``memory``: not a Memory, or working memory
+            off in its config (naming how to turn it on).
+    """
+    checked = check_memory(memory)
+    if not checked.config.working_memory.enabled:
+        raise ValidationError(
+            "memory", 'working memory is off: turn it on with MemoryConfig(working_memory={"enabled": True})'
+        )
+
+    def owner(tool_context: ToolContext) -> str:
+        session = tool_context.session
+        return user_resource(session.app_name, session.user_id)
+
+    async def get_working_memory(tool_context: ToolContext) -> str:
+        """Read the notes kept about this user (empty when none)."""
+        return await read_working_memory(checked, owner(tool_context))
+
+    async def update_working_memory(notes: str, tool_context: ToolContext) -> str:
+        """Replace the notes kept about this user (empty notes or the
+        unfilled template are refused: the stored notes stay).
+
+        Args:
+            notes: the complete new notes (Markdown).
+        """
+        return await write_working_memory(checked, owner(tool_context), notes)
+
+    return [FunctionTool(get_working_memory), FunctionTool(update_working_memory)]
