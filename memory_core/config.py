@@ -19,6 +19,7 @@ from memory_core.hybrid import SEARCH_MODES, SearchMode
 from memory_core.models import Message, Thread
 from memory_core.validation import (
     MAX_TOP_K,
+    MinScore,
     check_bool,
     check_min_score,
     check_non_negative_int,
@@ -64,9 +65,13 @@ class SemanticRecall:
             :class:`~memory_core.vector.VectorHit` carries it) is below it
             are dropped, so an unrelated query returns fewer than ``top_k``
             hits, or none. None (the default): no floor, always ``top_k``
-            hits when the scope holds that many (Mastra's behaviour). The
-            agent-framework tools use the floor measured on LoCoMo for their
-            Memory's embedder (:func:`~memory_core.embedders.relevance_floor`).
+            hits when the scope holds that many (Mastra's behaviour).
+            ``"auto"``: the floor declared for the Memory's embedder
+            (:data:`~memory_core.embedders.RELEVANCE_FLOORS`, measured on
+            LoCoMo: :func:`~memory_core.embedders.relevance_floor`), read at
+            each recall; no floor for an embedder that declares none (one
+            of your own, or none at all in ``"lexical"`` mode). The
+            agent-framework tools' default ``"auto"`` means the same.
             Scores depend on the embedder: a floor chosen for one means
             little for another. In ``"hybrid"`` mode it filters the vector
             ranking before fusion.
@@ -92,7 +97,7 @@ class SemanticRecall:
     message_range: int | tuple[int, int] = 2
     scope: Scope = "resource"
     exclude_recent: bool = False
-    min_score: float | None = None
+    min_score: MinScore = None
     mode: SearchMode = "vector"
     vector_weight: float = 1.0
     lexical_weight: float = 1.0

@@ -19,7 +19,7 @@ from typing import Any
 
 from memory_core.builders import builder
 from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
-from memory_core.embedders import Embedder, dimension_mismatch
+from memory_core.embedders import Embedder, dimension_mismatch, relevance_floor
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
 from memory_core.hybrid import search_ids
 from memory_core.models import (
@@ -171,7 +171,8 @@ class Recaller:
     ) -> tuple[list[str], bool]:
         """The ids of the ``top_k + extra`` best messages in the scope under
         ``semantic.mode`` (:func:`memory_core.hybrid.search_ids`), best first,
-        those under ``semantic.min_score`` left out of the vector ranking;
+        those under ``semantic.min_score`` left out of the vector ranking
+        (``"auto"``: the floor the embedder declares, :func:`relevance_floor`);
         and whether the index held anything in the scope at all.
 
         Raises:
@@ -188,7 +189,7 @@ class Recaller:
             mode=semantic.mode,
             thread_id=thread_id if semantic.scope == "thread" else None,
             resource_id=resource_id,
-            min_score=semantic.min_score,
+            min_score=relevance_floor(self.embedder) if semantic.min_score == "auto" else semantic.min_score,
             weights=(semantic.vector_weight, semantic.lexical_weight),
         )
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from memory_core import codec
 from memory_core.clock import TIME_MAX, TIME_MIN, to_us
@@ -242,16 +242,31 @@ def check_non_negative_int(value: Any, field: str, rule: str = "") -> int:
     return number
 
 
-def check_min_score(value: Any, field: str, rule: str = "R-RECALL") -> float | None:
-    """A relevance floor: None (no floor) or a finite real number from -1
-    to 1, a cosine similarity (bool refused). Returned as a plain float."""
-    if value is None:
-        return None
+MinScore = float | None | Literal["auto"]
+"""A relevance floor: a cosine similarity from -1 to 1, None for no floor, or
+``"auto"``: the floor declared for the embedder in use
+(:func:`~memory_core.embedders.relevance_floor`)."""
+
+
+def check_min_score(value: Any, field: str, rule: str = "R-RECALL") -> MinScore:
+    """A relevance floor: None (no floor), ``"auto"`` (the floor the
+    embedder in use declares, :func:`~memory_core.embedders.relevance_floor`;
+    none for an embedder that declares none) or a finite real number from -1
+    to 1, a cosine similarity (bool refused). A number is returned as a plain
+    float.
+
+    Raises:
+        ValidationError: ``field``, rule ``rule``: anything else, naming the
+            three forms.
+    """
+    if value is None or value == "auto":
+        return None if value is None else "auto"
+    wanted = f'must be a number from -1 to 1 (cosine similarity), "auto" or None, got {value!r}'
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(field, f"must be a number from -1 to 1 (cosine similarity) or None, got {value!r}", rule)
+        raise ValidationError(field, wanted, rule)
     score = float(value)
     if not math.isfinite(score) or not -1.0 <= score <= 1.0:
-        raise ValidationError(field, f"must be a number from -1 to 1 (cosine similarity) or None, got {value!r}", rule)
+        raise ValidationError(field, wanted, rule)
     return score
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core import InMemoryStorage, Memory, MemoryConfig, Message, SemanticRecall
+from memory_core import InMemoryStorage, Memory, MemoryConfig, Message, SemanticRecall, ValidationError
 from memory_core.embedders import LexicalHashEmbedder, relevance_floor
 from memory_core.reference_vector import InMemoryVectorStore
 
@@ -57,3 +57,34 @@ def test_measured_floors() -> None:
     assert relevance_floor(LexicalHashEmbedder()) == 0.15
     assert relevance_floor(LexicalHashEmbedder(dimension=64)) is None  # not measured: no floor
     assert relevance_floor(None) is None
+
+
+@pytest.mark.anyio
+async def test_auto_is_the_floor_the_embedder_declares_in_the_core_as_in_the_tools() -> None:
+    """Issue 26: ``min_score="auto"`` was refused by the core ("must be a
+    number") while the recall tools default to it; now both read it as the
+    embedder's declared floor (none for an embedder that declares none)."""
+    configured = Memory(
+        InMemoryStorage(),
+        InMemoryVectorStore(),
+        allow_volatile_vectors=True,
+        config={"semantic_recall": {"min_score": "auto"}},
+    )
+    semantic = configured.config.semantic()
+    assert semantic is not None and semantic.min_score == "auto"
+    memory = await _memory()
+    auto = MemoryConfig(last_messages=0, semantic_recall=SemanticRecall(top_k=3, message_range=0, min_score="auto"))
+    floored = await memory.recall("t1", "r1", vector_search_string="cat Miso", thread_config=auto)
+    measured = await memory.recall("t1", "r1", vector_search_string="cat Miso", thread_config=_config(0.15))
+    assert floored.semantic_hits == measured.semantic_hits and len(floored.semantic_hits) < 3
+    nothing = await memory.recall("t1", "r1", vector_search_string="pears", thread_config=auto)
+    assert nothing.semantic_hits == []
+    unmeasured = Memory(
+        InMemoryStorage(), InMemoryVectorStore(), LexicalHashEmbedder(dimension=64), allow_volatile_vectors=True
+    )
+    await unmeasured.create_thread("r1", thread_id="t1")
+    await unmeasured.save_messages([Message("a", "t1", "user", "my cat"), Message("b", "t1", "user", "the train")])
+    unfloored = await unmeasured.recall("t1", "r1", vector_search_string="pears", thread_config=auto)
+    assert len(unfloored.semantic_hits) == 2  # no declared floor: no floor, as in the tools
+    with pytest.raises(ValidationError, match='"auto" or None'):
+        SemanticRecall(min_score="high")  # type: ignore[arg-type]

@@ -16,10 +16,11 @@ from memory_core.errors import ConflictError, NotFoundError, OwnershipError, Val
 from memory_core.ids import new_message_id
 from memory_core.memory import Memory
 from memory_core.models import Message, MessagePageRequest, PerPage, Thread
-from memory_core.validation import MAX_ID_LENGTH, MAX_PER_PAGE, check_id
+from memory_core.validation import MAX_ID_LENGTH, MAX_MESSAGE_BYTES, MAX_PER_PAGE, check_id, check_message
 
 __all__ = [
     "check_limit",
+    "check_record",
     "composed_id",
     "context_resource",
     "conversation_thread",
@@ -151,6 +152,38 @@ def check_limit(value: Any, field: str = "limit", *, negative_reads_all: bool = 
     if value < 0 and not negative_reads_all:
         raise ValidationError(field, f"must be {counts}, got {value}")
     return None if value < 0 else int(value)
+
+
+TEXT_LIMIT = MAX_MESSAGE_BYTES // 2
+"""About the most text one framework message holds: a seam stores its text
+twice (the framework's own JSON of the message, and beside it the text
+semantic recall embeds and searches), within the 15 MiB of a stored message."""
+
+
+def check_record(message: Message, where: str) -> Message:
+    """A seam's stored message, checked as storage checks it
+    (:func:`~memory_core.validation.check_message`), every error named by
+    ``where``, the caller's words (``"items[1]"``, ``"messages[0]"``,
+    ``"event"``), never by the id the seam generated for it.
+
+    Raises:
+        ValidationError: field ``where`` (or a path in it): a bad message;
+            R-SIZE states the limit in the caller's terms: the text is
+            stored twice, so about 7.5 MiB of text (:data:`TEXT_LIMIT`
+            bytes of UTF-8) fits in one message.
+    """
+    try:
+        return check_message(message, where, by_id=False)
+    except ValidationError as error:
+        if error.rule != "R-SIZE":
+            raise
+        raise ValidationError(
+            where,
+            f"{error.reason}: the seam stores a message's text twice (the framework's JSON of it and the text "
+            f"recall searches), so one message holds at most about {TEXT_LIMIT / 2**20:.1f} MiB of text "
+            f"({TEXT_LIMIT} bytes of UTF-8); split it or store the large part elsewhere",
+            "R-SIZE",
+        ) from None
 
 
 async def newest_messages(memory: Memory, thread_id: str, resource_id: str, limit: int | None) -> list[Message]:
@@ -288,18 +321,23 @@ async def save_to(
     are stored exactly, ``system`` ones included (``persist_system``).
 
     Raises:
-        OwnershipError: the thread belongs to another resource.
+        OwnershipError: the thread belongs to another resource (named by
+            the thread, as the caller knows it with ``scope_ids=False``, not
+            by a generated message id).
         ValidationError: a bad message; nothing is written.
     """
     if not messages:
         return []
     try:
+        try:
+            return await memory.save_messages(messages, persist_system=True)
+        except NotFoundError:
+            pass
+        with suppress(ConflictError):  # created meanwhile by a concurrent writer: save into it
+            await memory.storage.insert_thread(Thread(thread_id, resource_id, metadata=dict(metadata or {})))
         return await memory.save_messages(messages, persist_system=True)
-    except NotFoundError:
-        pass
-    with suppress(ConflictError):  # created meanwhile by a concurrent writer: save into it
-        await memory.storage.insert_thread(Thread(thread_id, resource_id, metadata=dict(metadata or {})))
-    return await memory.save_messages(messages, persist_system=True)
+    except OwnershipError:  # storage names the message by the id the seam generated
+        raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}") from None
 
 
 async def pop_newest(memory: Memory, thread_id: str, resource_id: str) -> Message | None:
@@ -331,36 +369,50 @@ async def delete_conversation(memory: Memory, thread_id: str, resource_id: str) 
         await memory.delete_thread(thread_id)
 
 
-def context_resource(context: Any, key: str = "resource_id") -> str | None:
+def context_resource(context: Any, key: str = "resource_id", where: str = "context") -> str | None:
     """The resource id a framework's run context carries: ``context[key]``
-    for a mapping, else attribute ``key``; None when absent."""
+    for a mapping, else attribute ``key``; None when absent.
+
+    Raises:
+        ValidationError: field ``<where>.<key>`` (``where`` is the caller's
+            name for the context: ``"context"``, ``"deps"``): not an id (R-ID).
+    """
     if context is None:
         return None
     value = context.get(key) if isinstance(context, Mapping) else getattr(context, key, None)
-    return None if value is None else check_id(value, f"context.{key}")
+    return None if value is None else check_id(value, f"{where}.{key}")
 
 
-def owner_of(explicit: str | None, context: Any) -> str:
+def owner_of(explicit: str | None, context: Any, *, where: str = "context", fix: str | None = None) -> str:
     """The resource a seam acts for: the one given at construction, or the
     run context's ``resource_id`` (one of them, or both agreeing). A
     construction argument is never overridden: a context naming another
     resource is refused, as a session built for one user serving another.
 
+    Args:
+        explicit: the construction's ``resource_id`` (None: not given).
+        context: the run's context (the Agents SDK's ``context``, Pydantic
+            AI's ``deps``).
+        where: the caller's name for the context, the error's field prefix
+            (``"context"``, ``"deps"``).
+        fix: what the caller can do about a conflict, in the seam's own
+            terms (a fix that exists there); default: build one seam per
+            resource.
+
     Raises:
         ValidationError: neither gives one (field ``resource_id``); both
-            give one and they differ (field ``context.resource_id``, naming
-            both and the fix).
+            give one and they differ (field ``<where>.resource_id``, naming
+            both and ``fix``).
     """
-    owner = context_resource(context)
+    owner = context_resource(context, where=where)
     if explicit is None:
         if owner is None:
-            raise ValidationError("resource_id", "give one at construction or in the run context ('resource_id')")
+            raise ValidationError("resource_id", f"give one at construction or in the run's {where} ('resource_id')")
         return owner
     if owner is not None and owner != explicit:
         raise ValidationError(
-            "context.resource_id",
+            f"{where}.resource_id",
             f"is {owner!r} but the seam was built with resource_id={explicit!r}: the construction argument is "
-            "never overridden; build one seam per resource, or (where the seam allows it, as the OpenAI Agents "
-            "session does) build it without resource_id to take the owner from each run's context",
+            f"never overridden; {fix or 'build one seam per resource'}",
         )
     return explicit

@@ -4,15 +4,15 @@ out the turn being answered, under a relevance floor) and working memory."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from memory_core.arguments import check_memory
-from memory_core.embedders import relevance_floor
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
-from memory_core.validation import MAX_TOP_K, check_min_score, check_text
+from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_text
 from memory_core.vector import message_text
 
 from ._threads import current_turn
@@ -28,6 +28,7 @@ __all__ = [
     "offered_tools",
     "read_working_memory",
     "recall_hits",
+    "recall_json",
     "recall_texts",
     "tool_recall",
     "write_working_memory",
@@ -44,11 +45,6 @@ REFUSED_TEMPLATE = (
 )
 """What :func:`write_working_memory` answers to the configured template."""
 
-MinScore = float | None | Literal["auto"]
-"""A tool's relevance floor: a cosine similarity from -1 to 1, None for no
-floor, or ``"auto"``: the floor measured for the Memory's embedder
-(:func:`~memory_core.embedders.relevance_floor`)."""
-
 
 def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     """A seam's recall settings, checked at construction.
@@ -59,8 +55,6 @@ def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     """
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise ValidationError("top_k", f"must be an int from 1 to {MAX_TOP_K}, got {top_k!r}", "R-RECALL")
-    if min_score == "auto":
-        return int(top_k), "auto"
     return int(top_k), check_min_score(min_score, "min_score")
 
 
@@ -83,15 +77,12 @@ def tool_recall(memory: Memory, top_k: int, min_score: MinScore) -> SemanticReca
     no context around hits (``message_range=0``), the turn being answered
     left out (``exclude_recent``) and the floor the tool's ``min_score``
     names: a number or None as given; ``"auto"``: the Memory's
-    ``min_score`` when it sets one, else the floor measured for its
-    embedder (:func:`~memory_core.embedders.relevance_floor`)."""
+    ``min_score`` when it sets one, else ``"auto"``, which recall reads as
+    the floor measured for its embedder
+    (:func:`~memory_core.embedders.relevance_floor`), the meaning it has in
+    :class:`~memory_core.config.SemanticRecall`."""
     base = memory.config.semantic() or SemanticRecall()
-    if min_score != "auto":
-        floor = min_score
-    elif base.min_score is not None:
-        floor = base.min_score
-    else:
-        floor = relevance_floor(memory.embedder)
+    floor = min_score if min_score != "auto" or base.min_score is None else base.min_score
     return replace(base, top_k=top_k, message_range=0, exclude_recent=True, min_score=floor)
 
 
@@ -162,10 +153,12 @@ async def recall_hits(
 
     Raises:
         ValidationError: ``memory`` cannot be searched
-            (:func:`check_recallable`), or a bad query/top_k.
+            (:func:`check_recallable`), or a bad top_k or ``query`` (field
+            ``query``: not a str; None would search nothing).
         OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_recallable(memory)
+    check_text(query, "query")
     settings = tool_recall(memory, top_k, min_score)
     turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
     anchor = thread_id if thread_id is not None else turn_thread
@@ -219,6 +212,32 @@ async def recall_texts(
         }
         for m in hits
     ]
+
+
+async def recall_json(
+    memory: Memory,
+    resource_id: str,
+    query: str,
+    top_k: int,
+    *,
+    thread_id: str | None = None,
+    min_score: MinScore = "auto",
+    leave_out_turn: bool = True,
+) -> str:
+    """What every seam's ``recall_memory`` tool returns: :func:`recall_texts`
+    as one JSON text (an array of ``{"thread_id", "role", "text",
+    "created_at"}``, best first; ``"[]"`` when nothing clears the floor,
+    non-ASCII kept as it is), so the model reads the same format whichever
+    framework runs it (a list returned by a tool would reach an OpenAI
+    Agents model as Python's repr, quoted with ``'``).
+
+    Raises:
+        As :func:`recall_hits`.
+    """
+    hits = await recall_texts(
+        memory, resource_id, query, top_k, thread_id=thread_id, min_score=min_score, leave_out_turn=leave_out_turn
+    )
+    return json.dumps(hits, ensure_ascii=False)
 
 
 def offered_tools(memory: Memory) -> tuple[bool, bool]:

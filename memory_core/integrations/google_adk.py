@@ -51,16 +51,19 @@ from google.adk.sessions import _session_util
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
+from google.adk.tools.function_tool import FunctionTool
+from google.adk.tools.tool_context import ToolContext
 
 from memory_core.arguments import check_memory
 from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_message, check_record_size
+from memory_core.validation import check_id, check_json_object, check_record_size, check_text
 
 from ._threads import (
     check_limit,
+    check_record,
     composed_id,
     delete_conversation,
     new_message_id,
@@ -70,7 +73,14 @@ from ._threads import (
     scoped_key,
     session_thread,
 )
-from ._tools import MinScore, check_recall_options, check_recallable, recall_hits
+from ._tools import (
+    MinScore,
+    check_recall_options,
+    check_recallable,
+    read_working_memory,
+    recall_hits,
+    write_working_memory,
+)
 
 __all__ = [
     "EVENT_TYPE",
@@ -82,6 +92,7 @@ __all__ = [
     "event_text",
     "session_thread",
     "user_resource",
+    "working_memory_tools",
 ]
 
 EVENT_TYPE = "google-adk/event"
@@ -144,9 +155,11 @@ def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[
     return deltas
 
 
-def _event_message(event: Event, thread_id: str, owner: str) -> Message:
+def _event_message(event: Event, thread_id: str, owner: str, where: str = "event") -> Message:
+    """The message an event is stored as, checked (:func:`check_record`),
+    errors named by ``where`` (``"event"``, ``"events[2]"``)."""
     record = {"event": event.model_dump(mode="json", exclude_none=True), "content": event_text(event)}
-    return check_message(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), "event")
+    return check_record(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), where)
 
 
 def _event_of(message: Message) -> Event | None:
@@ -236,9 +249,14 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
 
         Raises:
             AlreadyExistsError: the user already has a session with this id.
+            ValidationError: ``session_id`` neither a str nor None (or a
+                bad id, R-ID), ``state`` not JSON, before any write.
         """
         _check_names(app_name, user_id)
         deltas = _split_state(state, "state")
+        if session_id is not None and not isinstance(session_id, str):
+            got = f"{type(session_id).__name__} {session_id!r}"
+            raise ValidationError("session_id", f"must be a str (R-ID) or None for a new uuid, got {got}", "R-ID")
         session_id = (session_id.strip() if session_id else None) or platform_uuid.new_uuid()
         thread_id = session_thread(app_name, user_id, session_id)
         now = platform_time.get_time()
@@ -411,11 +429,17 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
             StaleSessionError: the stored session changed since ``session``
                 was loaded (reload it, as with ADK's database service); its
                 text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
-            ValidationError: a non-JSON state delta or event, or a session
+            ValidationError: ``session`` not a ``Session`` or ``event`` not
+                an ``Event`` (nothing written), a non-JSON state delta or event, or a session
                 record (its state, with the pending event while it is carried
                 out) or ``app:``/``user:`` state over 15 MiB (R-SIZE), before
                 any write.
         """
+        if not isinstance(session, Session):
+            got = type(session).__name__
+            raise ValidationError("session", f"must be an ADK Session (from create_session or get_session), got {got}")
+        if not isinstance(event, Event):
+            raise ValidationError("event", f"must be an ADK Event, got {type(event).__name__}")
         if event.partial:
             return event
         self._apply_temp_state(session, event)
@@ -572,7 +596,11 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         owner = user_resource(app_name, user_id)
         stored = await newest_messages(self.memory, thread_id, owner, None)
         known = {e.id for e in map(_event_of, stored) if e is not None}
-        new = [_event_message(e, thread_id, owner) for e in events if e.id not in known and not e.partial]
+        new = [
+            _event_message(e, thread_id, owner, f"events[{index}]")
+            for index, e in enumerate(events)
+            if e.id not in known and not e.partial
+        ]
         metadata: dict[str, Any] = {"adk_app": app_name, "adk_user": user_id, "adk_session": session_id, "state": {}}
         metadata["last_update_time"] = max((e.timestamp for e in events), default=platform_time.get_time())
         await save_to(self.memory, thread_id, owner, new, metadata=metadata)
@@ -590,8 +618,14 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         the Memory's ``semantic_recall.scope`` ``"thread"``, only the session
         of that newest message is searched; see
         :func:`~memory_core.integrations._tools.recall_hits`.
+
+        Raises:
+            ValidationError: a bad ``app_name`` or ``user_id``, or a
+                ``query`` that is not a str (None included: it searched
+                nothing and returned no memory).
         """
         _check_names(app_name, user_id)
+        check_text(query, "query")
         owner = user_resource(app_name, user_id)
         hits = await recall_hits(self.memory, owner, query, self.top_k, min_score=self.min_score)
         memories = []
@@ -607,3 +641,48 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
                     )
                 )
         return SearchMemoryResponse(memories=memories)
+
+
+def working_memory_tools(memory: Memory) -> list[FunctionTool]:
+    """ADK tools over the run's user's working memory, the notes the other
+    seams' tools keep (one implementation,
+    :mod:`memory_core.integrations._tools`): ``get_working_memory`` reads
+    them (the Memory's template while none are stored) and
+    ``update_working_memory(notes)`` replaces them, refusing blank notes or
+    the unfilled template (nothing written; the model is told to send the
+    complete notes). The notes belong to the session's user: the resource
+    ``adk:<app>:<user>`` (:func:`user_resource`), whose ``metadata`` holds
+    the ``user:`` state; they are not part of any session's state.
+
+    Args:
+        memory: the Memory the session service writes to, with working
+            memory on (``MemoryConfig(working_memory={"enabled": True})``).
+
+    Raises:
+        ValidationError: field ``memory``: not a Memory, or working memory
+            off in its config (naming how to turn it on).
+    """
+    checked = check_memory(memory)
+    if not checked.config.working_memory.enabled:
+        raise ValidationError(
+            "memory", 'working memory is off: turn it on with MemoryConfig(working_memory={"enabled": True})'
+        )
+
+    def owner(tool_context: ToolContext) -> str:
+        session = tool_context.session
+        return user_resource(session.app_name, session.user_id)
+
+    async def get_working_memory(tool_context: ToolContext) -> str:
+        """Read the notes kept about this user (empty when none)."""
+        return await read_working_memory(checked, owner(tool_context))
+
+    async def update_working_memory(notes: str, tool_context: ToolContext) -> str:
+        """Replace the notes kept about this user (empty notes or the
+        unfilled template are refused: the stored notes stay).
+
+        Args:
+            notes: the complete new notes (Markdown).
+        """
+        return await write_working_memory(checked, owner(tool_context), notes)
+
+    return [FunctionTool(get_working_memory), FunctionTool(update_working_memory)]

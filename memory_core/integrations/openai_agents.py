@@ -34,10 +34,11 @@ from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_bool, check_id, check_json_object, check_message
+from memory_core.validation import check_bool, check_id, check_json_object
 
 from ._threads import (
     check_limit,
+    check_record,
     conversation_thread,
     delete_conversation,
     new_message_id,
@@ -51,7 +52,7 @@ from ._tools import (
     check_recall_options,
     offered_tools,
     read_working_memory,
-    recall_texts,
+    recall_json,
     write_working_memory,
 )
 
@@ -188,7 +189,11 @@ class MemoryCoreSession:
 
     def owner(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The resource this call acts for (see the class docstring)."""
-        return owner_of(self.resource_id, None if wrapper is None else wrapper.context)
+        fix = (
+            "build one session per resource, or build it without resource_id "
+            "(MemoryCoreSession(session_id, memory)) to take the owner from each run's context"
+        )
+        return owner_of(self.resource_id, None if wrapper is None else wrapper.context, fix=fix)
 
     def thread_id(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The thread this call reads and writes:
@@ -293,9 +298,12 @@ class MemoryCoreSession:
 
         Raises:
             ValidationError: an item that is not a JSON object (R-JSON: NaN
-                and infinities included) or is too large (R-SIZE), before
+                and infinities included) or is too large (R-SIZE: its text
+                is stored twice, so about 7.5 MiB of text fits), before
                 anything is written, named by its index and the path within
                 it (``items[1]['content']``).
+            OwnershipError: (``scope_ids=False``) the session id is another
+                resource's thread, named by the session id.
             AdapterClosedError: the store is closed (an empty list too, as
                 the SDK's sessions).
         """
@@ -312,7 +320,7 @@ class MemoryCoreSession:
             where = f"items[{index}]"
             record = {"item": check_json_object(dict(item), where), "content": item_text(item)}
             message = Message(new_message_id(), thread, item_role(item), record, owner, ITEM_TYPE)
-            messages.append(check_message(message, where, by_id=False))  # R-SIZE, named by index too
+            messages.append(check_record(message, where))  # R-SIZE, named by index too
         await save_to(self.memory, thread, owner, messages)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> TResponseInputItem | None:
@@ -379,14 +387,15 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     if recall:
 
         @function_tool
-        async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> list[dict[str, Any]]:
-            """Search this user's past conversations for messages about `query`.
+        async def recall_memory(ctx: RunContextWrapper[Any], query: str) -> str:
+            """Search this user's past conversations for messages about `query`;
+            a JSON array of {thread_id, role, text, created_at}, best first.
 
             Args:
                 query: what to look for.
             """
             thread, owner = session._where(ctx)
-            return await recall_texts(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
+            return await recall_json(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
 
         tools.append(recall_memory)
     return tools

@@ -29,6 +29,7 @@ their text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic_ai import RunContext, Tool
@@ -42,6 +43,7 @@ from memory_core.validation import check_bool, check_id
 
 from ._threads import (
     check_limit,
+    check_record,
     conversation_thread,
     delete_conversation,
     new_message_id,
@@ -54,7 +56,7 @@ from ._tools import (
     check_recall_options,
     offered_tools,
     read_working_memory,
-    recall_texts,
+    recall_json,
     write_working_memory,
 )
 
@@ -65,6 +67,12 @@ MESSAGE_TYPE = "pydantic-ai/message"
 
 THREAD_NAMESPACE = "pydantic-ai"
 """First part of a scoped conversation's thread id: ``pydantic-ai:<resource_id>:<conversation_id>``."""
+
+_OTHER_OWNER = (
+    "build a MessageHistory for that resource (MessageHistory(memory, resource_id)) and give the agent its "
+    "tools, or leave resource_id out of deps"
+)
+"""The fix a ``deps`` naming another resource than the store's is told."""
 
 _TEXT_PARTS = frozenset({"user-prompt", "text", "tool-return", "system-prompt", "thinking"})
 
@@ -107,6 +115,23 @@ def _parts_note(message: ModelMessage) -> dict[str, Any]:
     if isinstance(message, ModelRequest) and "system-prompt" in kinds and set(kinds) != {"system-prompt"}:
         return {"parts": kinds}
     return {}
+
+
+_ANSWERS = frozenset({"tool-return", "retry-prompt"})
+"""Request parts that answer a model response (its tool calls or output)."""
+
+
+def _without_orphan_returns(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """``messages`` (a window of the newest of a history) without the tool
+    returns and retry prompts its first request holds: the response they
+    answer was cut off. The request goes too when nothing else is left."""
+    if not messages or not isinstance(messages[0], ModelRequest):
+        return messages
+    first = messages[0]
+    kept = [part for part in first.parts if part.part_kind not in _ANSWERS]
+    if not kept:
+        return messages[1:]
+    return messages if len(kept) == len(first.parts) else [replace(first, parts=kept), *messages[1:]]
 
 
 class MessageHistory:
@@ -155,24 +180,33 @@ class MessageHistory:
         Agents SDK's ``SQLiteSession`` rule
         (:func:`~memory_core.integrations._threads.check_limit`).
 
-        A window may start inside a tool exchange; pass ``limit=None`` (or
-        trim with a history processor) when the model needs whole exchanges.
+        A window read with ``limit`` never starts with a tool return whose
+        ``ToolCallPart`` it cut off (model APIs refuse such a history): the
+        first message's tool-return and retry-prompt parts are dropped, and
+        the message with them when it holds nothing else, so the window may
+        hold one message fewer than ``limit``. It may still start with the
+        model's response to those returns; pass ``limit=None`` (or trim
+        with a history processor) when the model needs whole exchanges.
 
         Raises:
             ValidationError: a bad ``conversation_id``, or a ``limit`` that is
                 not an int or None (a bool included), naming ``limit``.
         """
         thread = self.thread_id(conversation_id)
-        stored = await newest_messages(self.memory, thread, self.resource_id, check_limit(limit, "limit"))
-        return ModelMessagesTypeAdapter.validate_python(
+        limit = check_limit(limit, "limit")
+        stored = await newest_messages(self.memory, thread, self.resource_id, limit)
+        messages = ModelMessagesTypeAdapter.validate_python(
             [m.content["message"] for m in stored if isinstance(m.content, dict)]
         )
+        return messages if limit is None else _without_orphan_returns(messages)
 
     async def append(self, conversation_id: str, messages: Sequence[ModelMessage]) -> None:
         """Append messages (``result.new_messages()``) in order, in one batch.
 
         Raises:
-            ValidationError: not a list of ModelMessage, before any write.
+            ValidationError: not a list of ModelMessage, or one too large
+                (R-SIZE: its text is stored twice, so about 7.5 MiB of text
+                fits), named ``messages[i]``, before any write.
         """
         thread = self.thread_id(conversation_id)
         if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
@@ -182,16 +216,19 @@ class MessageHistory:
                 raise ValidationError(f"messages[{index}]", f"must be a ModelMessage, got {type(message).__name__}")
         encoded = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
         records = [
-            Message(
-                new_message_id(),
-                thread,
-                message_role(message),
-                {"message": data, "content": message_text(message)},
-                self.resource_id,
-                MESSAGE_TYPE,
-                metadata=_parts_note(message),
+            check_record(
+                Message(
+                    new_message_id(),
+                    thread,
+                    message_role(message),
+                    {"message": data, "content": message_text(message)},
+                    self.resource_id,
+                    MESSAGE_TYPE,
+                    metadata=_parts_note(message),
+                ),
+                f"messages[{index}]",
             )
-            for message, data in zip(messages, encoded, strict=True)
+            for index, (message, data) in enumerate(zip(messages, encoded, strict=True))
         ]
         await save_to(self.memory, thread, self.resource_id, records)
 
@@ -230,16 +267,19 @@ class MessageHistory:
                 (working memory off and no recall, field ``memory``:
                 :func:`~memory_core.integrations._tools.offered_tools`); when a tool runs, a
                 ``deps`` naming another resource (field
-                ``context.resource_id``, nothing read or written).
+                ``deps.resource_id``, nothing read or written).
         """
         thread = self.thread_id(conversation_id)
         top_k, min_score = check_recall_options(top_k, min_score)
         working, recall = offered_tools(self.memory)
-        memory, resource_id = self.memory, self.resource_id
+        memory = self.memory
+
+        def owner(deps: Any) -> str:
+            return owner_of(self.resource_id, deps, where="deps", fix=_OTHER_OWNER)
 
         async def get_working_memory(ctx: RunContext[Any]) -> str:
             """Read the notes kept about this user (empty when none)."""
-            return await read_working_memory(memory, owner_of(resource_id, ctx.deps))
+            return await read_working_memory(memory, owner(ctx.deps))
 
         async def update_working_memory(ctx: RunContext[Any], notes: str) -> str:
             """Replace the notes kept about this user (empty notes or the
@@ -248,18 +288,18 @@ class MessageHistory:
             Args:
                 notes: the complete new notes (Markdown).
             """
-            return await write_working_memory(memory, owner_of(resource_id, ctx.deps), notes)
+            return await write_working_memory(memory, owner(ctx.deps), notes)
 
-        async def recall_memory(ctx: RunContext[Any], query: str) -> list[dict[str, Any]]:
-            """Search this user's past conversations for messages about `query`.
+        async def recall_memory(ctx: RunContext[Any], query: str) -> str:
+            """Search this user's past conversations for messages about `query`;
+            a JSON array of {thread_id, role, text, created_at}, best first.
 
             Args:
                 query: what to look for.
             """
-            owner = owner_of(resource_id, ctx.deps)
             # The run's messages are stored by append() after it: no turn of it to leave out.
-            return await recall_texts(
-                memory, owner, query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
+            return await recall_json(
+                memory, owner(ctx.deps), query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
             )
 
         tools: list[Tool[Any]] = []

@@ -98,11 +98,38 @@ async def test_bad_input_is_rejected_before_any_write(open_memory: OpenMemory) -
         assert await memory.get_thread("c") is None
 
 
+@pytest.mark.anyio
+async def test_a_limited_window_never_starts_with_an_orphan_tool_return(open_memory: OpenMemory) -> None:
+    """Issue 26: ``load(limit=2)`` after a tool exchange returned the
+    request holding only the ``ToolReturnPart`` whose ``ToolCallPart`` it
+    cut off, a history real model APIs refuse; now that return is dropped."""
+    agent = Agent(FunctionModel(scripted))
+
+    @agent.tool_plain
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    async with open_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        first = await agent.run("What is the weather in Paris?")
+        await history.append("chat", first.new_messages())  # prompt, tool call, tool return, answer
+        window = await history.load("chat", limit=2)
+        assert [p.part_kind for m in window for p in m.parts] == ["text"], window
+        assert [p.part_kind for m in await history.load("chat", limit=3) for p in m.parts] == [
+            "tool-call",
+            "tool-return",
+            "text",
+        ]  # the call is in the window: its return stays
+        second = await agent.run("What did I ask?", message_history=await history.load("chat", limit=2))
+        assert second.output == "Nothing before."  # the runner accepts the window
+
+
 def recalling(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Calls ``recall_memory`` with the prompt, then answers with exactly what it returned."""
     last: Any = messages[-1].parts[-1]
     if last.part_kind == "tool-return":
-        return ModelResponse(parts=[TextPart(json.dumps([hit["text"] for hit in last.content]))])
+        return ModelResponse(parts=[TextPart(json.dumps([hit["text"] for hit in json.loads(last.content)]))])
     return ModelResponse(parts=[ToolCallPart("recall_memory", {"query": last.content}, tool_call_id="r1")])
 
 

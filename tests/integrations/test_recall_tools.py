@@ -5,7 +5,6 @@ scripted model where the behaviour is a tool's."""
 
 from __future__ import annotations
 
-import ast
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -100,7 +99,17 @@ async def test_lexical_recall_needs_no_vector_store_in_every_seam() -> None:
         session = MemoryCoreSession("chat", memory)
         agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session)])
         answer = await Runner.run(agent, "wifi password?", session=session, context=ALICE)
-        assert [hit["text"] for hit in ast.literal_eval(answer.final_output)] == [SAID[2]]
+        # Issue 26: JSON text in every seam (before: Python's repr here, quoted with ').
+        hits = json.loads(answer.final_output)
+        assert [hit["text"] for hit in hits] == [SAID[2]]
+        assert set(hits[0]) == {"thread_id", "role", "text", "created_at"}
+        returned = [
+            part.content
+            for message in result.all_messages()
+            for part in message.parts
+            if part.part_kind == "tool-return"
+        ]
+        assert isinstance(returned[0], str) and set(json.loads(returned[0])[0]) == set(hits[0])
 
         sessions, search = MemoryCoreSessionService(memory), MemoryCoreMemoryService(memory)
         adk = await sessions.create_session(app_name="a", user_id="alice", session_id="s")
@@ -134,12 +143,12 @@ async def test_a_branch_with_thread_scope_does_not_recall_the_edited_away_messag
         await session.branch_from_turn(2, "trip-edit", wrapper=wrapper)
         agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, min_score=None)])
         answer = await Runner.run(agent, "What is my cat called?", session=session, context=ALICE)
-        texts = [hit["text"] for hit in ast.literal_eval(answer.final_output)]
+        texts = [hit["text"] for hit in json.loads(answer.final_output)]
         assert "My cat is called Miso." in texts
         assert all("Zorro" not in text for text in texts), texts
         session.switch_to("trip")  # the source thread still recalls its own turn 2
         answer = await Runner.run(agent, "What is my cat called?", session=session, context=ALICE)
-        assert any("Zorro" in hit["text"] for hit in ast.literal_eval(answer.final_output))
+        assert any("Zorro" in hit["text"] for hit in json.loads(answer.final_output))
 
 
 async def test_recall_never_returns_its_own_earlier_answers_after_a_restart() -> None:
@@ -158,7 +167,7 @@ async def test_recall_never_returns_its_own_earlier_answers_after_a_restart() ->
         again = MemoryCoreSession("chat", memory)
         agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(again, top_k=10, min_score=None)])
         answer = await Runner.run(agent, "recall: what is my cat called?", session=again, context=ALICE)
-        hits = ast.literal_eval(answer.final_output)
+        hits = json.loads(answer.final_output)
         assert {hit["role"] for hit in hits} <= {"user", "assistant"}, hits
         assert "My cat is called Miso." in [hit["text"] for hit in hits]
         stored = await memory.list_messages(again.thread_id(RunContextWrapper(ALICE)), per_page=False)

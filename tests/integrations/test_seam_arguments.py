@@ -162,3 +162,33 @@ async def test_adk_state_that_is_not_a_dict_is_named(state: Any) -> None:
         await SEAMS["adk-sessions"](memory).create_session(app_name="a", user_id="u", session_id="s", state=state)  # type: ignore[attr-defined]
     assert caught.value.field == "state", caught.value
     assert await memory.list_threads() is not None and (await memory.list_threads()).items == []
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("adk-sessions" not in SEAMS, reason="google-adk is not installed")
+async def test_adk_careless_arguments_are_named_before_any_write() -> None:
+    """Issue 26: ``create_session(session_id=5)`` and ``append_event`` with
+    None raised AttributeError, and ``search_memory(query=None)`` returned
+    nothing; each is now a ValidationError naming the argument."""
+    from google.adk.events.event import Event
+
+    from memory_core import MemoryConfig, SemanticRecall
+
+    config = MemoryConfig(semantic_recall=SemanticRecall(mode="lexical"))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        sessions, search = SEAMS["adk-sessions"](memory), SEAMS["adk-memory"](memory)
+        with pytest.raises(ValidationError) as caught:
+            await sessions.create_session(app_name="a", user_id="u", session_id=5)  # type: ignore[attr-defined]
+        assert caught.value.field == "session_id" and "int 5" in caught.value.reason
+        assert (await memory.list_threads()).items == []
+        session = await sessions.create_session(app_name="a", user_id="u", session_id="s")  # type: ignore[attr-defined]
+        with pytest.raises(ValidationError) as caught:
+            await sessions.append_event(session, None)  # type: ignore[attr-defined]
+        assert caught.value.field == "event", caught.value
+        with pytest.raises(ValidationError) as caught:
+            await sessions.append_event(None, Event(author="user"))  # type: ignore[attr-defined]
+        assert caught.value.field == "session", caught.value
+        assert (await memory.list_messages("adk:a:u:s", "adk:a:u")).items == []
+        with pytest.raises(ValidationError) as caught:
+            await search.search_memory(app_name="a", user_id="u", query=None)  # type: ignore[attr-defined]
+        assert caught.value.field == "query", caught.value

@@ -38,6 +38,7 @@ async def test_an_openai_session_built_for_a_user_refuses_another_users_context(
             await Runner.run(agent, "Hello", session=session, context={"resource_id": "bob"})
         assert caught.value.field == "context.resource_id", caught.value
         assert "'bob'" in caught.value.reason and "resource_id='alice'" in caught.value.reason
+        assert "MemoryCoreSession(session_id, memory)" in caught.value.reason  # a fix this seam allows
         assert (await memory.list_threads()).items == []  # refused before any write
         await Runner.run(agent, "Hello", session=session)  # no context: the construction's owner
         await Runner.run(agent, "Again", session=session, context={"resource_id": "alice"})  # agreeing
@@ -63,8 +64,13 @@ async def test_pydantic_ai_tools_refuse_deps_naming_another_resource() -> None:
         await memory.update_working_memory(None, "likes tea", resource_id="alice")
         history = MessageHistory(memory, "alice")
         agent = PydanticAgent(FunctionModel(_reads_notes), tools=history.tools("chat"))
-        with pytest.raises(ValidationError, match=r"context\.resource_id: is 'bob' but .*resource_id='alice'"):
+        with pytest.raises(ValidationError, match=r"deps\.resource_id: is 'bob' but .*resource_id='alice'") as caught:
             await agent.run("What do you know?", deps={"resource_id": "bob"})
+        # Issue 26: the caller's words (deps, not context) and a fix MessageHistory allows
+        # (it has no constructor without resource_id).
+        assert caught.value.field == "deps.resource_id"
+        assert "without resource_id" not in caught.value.reason
+        assert "MessageHistory(memory, resource_id)" in caught.value.reason
         assert (await agent.run("What do you know?")).output == "notes: likes tea"
         agreeing = await agent.run("What do you know?", deps={"resource_id": "alice"})
         assert agreeing.output == "notes: likes tea"

@@ -5,13 +5,19 @@ template or a blank value (the data loss Mastra guards against, its issue
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from agents import Agent as OpenAIAgent
 from agents import Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from google.adk.agents import LlmAgent
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner as AdkRunner
+from google.genai import types
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from pydantic_ai import Agent as PydanticAgent
 from pydantic_ai.messages import ModelMessage, TextPart, ToolCallPart
@@ -20,6 +26,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from memory_core import InMemoryStorage, Memory, MemoryConfig, ValidationError
 from memory_core.integrations._tools import REFUSED_BLANK, REFUSED_TEMPLATE, read_working_memory
+from memory_core.integrations.google_adk import MemoryCoreSessionService, user_resource, working_memory_tools
 from memory_core.integrations.openai_agents import MemoryCoreSession, memory_tools
 from memory_core.integrations.pydantic_ai import MessageHistory
 from memory_core.memory import WorkingMemory
@@ -182,3 +189,52 @@ async def test_a_memory_with_no_tool_to_offer_is_refused_naming_both_fixes() -> 
                 make()
             assert caught.value.field == "memory", caught.value
             assert '{"enabled": True}' in caught.value.reason and "vector=" in caught.value.reason, caught.value
+
+
+class UpdatingLlm(BaseLlm):
+    """Calls ``update_working_memory`` with the JSON-decoded user text as the
+    notes, then answers with exactly what the tool returned (no network)."""
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        last = llm_request.contents[-1].parts[-1]  # type: ignore[index]
+        if last.function_response is not None:
+            result = str((last.function_response.response or {})["result"])
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text=result)]))
+        else:
+            call = types.FunctionCall(
+                id="u1", name="update_working_memory", args={"notes": json.loads(last.text or "")}
+            )
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(function_call=call)]))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+async def test_adk_update_refuses_template_and_blank(notes: str, answer: str) -> None:
+    """Issue 26: ADK had no working-memory tool while the other seams did;
+    it gets the same one, with the same refusals, for the session's user."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, template=TEMPLATE))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        owner = user_resource("app", "alice")
+        await memory.storage.update_resource(owner, working_memory=STORED)
+        sessions = MemoryCoreSessionService(memory)
+        agent = LlmAgent(name="a", model=UpdatingLlm(model="scripted"), tools=[*working_memory_tools(memory)])
+        runner = AdkRunner(agent=agent, app_name="app", session_service=sessions)
+        await sessions.create_session(app_name="app", user_id="alice", session_id="s")
+
+        async def ask(text: str) -> str:
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            events = [e async for e in runner.run_async(user_id="alice", session_id="s", new_message=message)]
+            return [p.text for e in events if e.is_final_response() and e.content for p in e.content.parts or []][
+                -1
+            ] or ""
+
+        assert await ask(json.dumps(notes)) == answer
+        assert await read_working_memory(memory, owner) == STORED
+        assert await ask(json.dumps(STORED + "- Pet: Rex\n")) == STORED + "- Pet: Rex\n"  # a real update lands
+        assert await read_working_memory(memory, owner) == STORED + "- Pet: Rex\n"
+        assert await read_working_memory(memory, user_resource("app", "bob")) == TEMPLATE  # per user
+    async with Memory(InMemoryStorage()) as memory:  # working memory off: no tool to offer
+        with pytest.raises(ValidationError, match="working memory is off"):
+            working_memory_tools(memory)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,11 +46,21 @@ class InMemoryHistory:
     async def load(self, conversation_id: str, *, limit: int | None = None) -> list[Any]:
         """The messages, oldest first (the newest ``limit`` when given; a
         negative limit reads all, the Agents SDK's ``SQLiteSession`` rule
-        every memory-core seam follows)."""
+        every memory-core seam follows). A window read with ``limit`` never
+        starts with a tool return whose call it cut off (model APIs refuse
+        one): the first request's tool-return and retry-prompt parts are
+        dropped, and the request with them when nothing else is left."""
         messages = self.conversations.get(conversation_id, [])
         if limit is None or limit < 0:
             return list(messages)
-        return list(messages[-limit:]) if limit else []
+        window = list(messages[-limit:]) if limit else []
+        if window and window[0].kind == "request":
+            kept = [p for p in window[0].parts if p.part_kind not in ("tool-return", "retry-prompt")]
+            if not kept:
+                window = window[1:]
+            elif len(kept) < len(window[0].parts):
+                window[0] = replace(window[0], parts=kept)
+        return window
 
     async def append(self, conversation_id: str, messages: Sequence[Any]) -> None:
         """Extend the conversation's list."""
