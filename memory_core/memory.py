@@ -363,7 +363,9 @@ class Memory(CloneCalls, IndexCalls):
         """Forget a resource (a user): its threads, their messages and vectors,
         and its working memory. No id stays reserved; an unknown id is no
         error. Resumable: if a backend fails half-way, calling again finishes
-        the erasure (see :meth:`BaseStorage.delete_resource`).
+        the erasure (see :meth:`BaseStorage.delete_resource`). The vectors go
+        in one delete of the resource's points (every thread's, those of
+        threads an earlier, failed call erased included).
 
         Returns:
             :class:`ResourceErasure`: what was removed.
@@ -374,7 +376,7 @@ class Memory(CloneCalls, IndexCalls):
         """
         erased = await self.storage.delete_resource(resource_id)
         wrote()
-        await self._vectors.drop_threads("delete_resource", erased.thread_ids)
+        await self._vectors.drop_resource("delete_resource", resource_id)
         return erased
 
     @traced("delete_memory")
