@@ -52,7 +52,7 @@ from memory_core.models import (
 from memory_core.outbox import Outbox, paired, wrote
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
-from memory_core.retention import PruneReport, RetentionPolicy
+from memory_core.retention import PruneBatch, PruneReport, RetentionPolicy
 from memory_core.storage import Storage
 from memory_core.telemetry import traced
 from memory_core.tokens import EstimateTokenCounter, TokenCounter, check_token_counter
@@ -386,11 +386,14 @@ class Memory(CloneCalls, IndexCalls):
 
         Each batch's vectors are deleted just after its messages, so an
         interrupted run never leaves a stored message without its vectors
-        (recall would miss it); it may leave the last batch's vectors,
-        orphans that recall skips (every hit is read from storage) and that
-        :meth:`check_index` reports and :meth:`reindex` drops. Running again
-        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes the
-        messages.
+        (recall would miss it). Each batch (messages, then vectors) is one
+        paired write, carried out whole once started even when the caller
+        is cancelled (as :meth:`save_messages`), so a cancelled run leaves
+        whole batches and a rerun finishes it. A batch whose vector delete
+        fails leaves that batch's vectors, orphans that recall skips (every
+        hit is read from storage) and that :meth:`check_index` reports and
+        :meth:`reindex` drops. Running again with
+        ``RetentionPolicy(before=report.cutoff, ...)`` finishes the messages.
 
         Returns:
             :class:`~memory_core.retention.PruneReport`.
@@ -399,8 +402,16 @@ class Memory(CloneCalls, IndexCalls):
             ValidationError: bad ``policy`` or ``dry_run`` (before any I/O).
             BackendError: a store failed (run again to finish).
         """
-        hook = None if self.vector is None else self._vectors.drop_batch
-        return await self.storage.prune(policy, dry_run=dry_run, after_delete=hook)
+        if self.vector is None:
+            return await self.storage.prune(policy, dry_run=dry_run)
+        return await self.storage.prune(
+            policy, dry_run=dry_run, after_delete=self._drop_batch, each_batch=self._outbox.run
+        )
+
+    async def _drop_batch(self, batch: PruneBatch) -> None:
+        """The prune hook: the batch's messages went (:func:`wrote`), drop its vectors."""
+        wrote()
+        await self._vectors.drop_batch(batch)
 
     async def list_threads(
         self,

@@ -290,3 +290,17 @@ async def test_a_late_finish_of_a_cancelled_adk_append_keeps_newer_shared_state(
         assert final.state == expected.state
         assert await service.get_user_state(app_name="a", user_id="u") == {"y": 3}
         assert [e.id for e in final.events] == [e.id for e in expected.events]
+
+
+async def test_a_cancelled_prune_is_finished_by_a_second_run(tmp_path: Path) -> None:
+    """Every await point of a prune on SQLite (k = 1..n: the first n trials).
+    Before: cancelled after a batch's messages were deleted and before its
+    vectors were, the vectors stayed, and a second run (which finds only
+    what storage still holds) never dropped them (suspension 3 of 5 here; 212 of 1,000 seeded
+    trials of the command line)."""
+    (case,) = [c for c in all_cases() if c.name == "prune"]
+    async with opened("sqlite", str(tmp_path)) as open_memory:  # as the command line: one store, many scopes
+        result = await check_case(open_memory, case, trials=8)
+    assert result.suspensions == 5
+    assert result.failures == [], result.failures
+    assert result.resumed
