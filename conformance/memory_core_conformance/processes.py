@@ -42,7 +42,6 @@ from hypothesis.stateful import run_state_machine_as_test
 from memory_core.clock import ManualClock, from_us, to_us
 from memory_core.errors import AdapterClosedError, BackendError
 from memory_core.storage import BaseStorage
-from memory_core_conformance.compare import Failed
 from memory_core_conformance.harness import T0, FollowerClock, StorageFactory
 from memory_core_conformance.profiles import active_profile, shrink_time_limit
 from memory_core_conformance.stateful import StorageStateMachine
@@ -394,22 +393,24 @@ class TwoProcessStateMachine(StorageStateMachine):
         return cast(BaseStorage, self.child), "child"
 
     def _both(self, operation: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
-        """:meth:`StorageStateMachine._both`; after a call both stores
-        refused, the adapter's clock history is put back to the reference's.
+        """:meth:`StorageStateMachine._both`, then the adapter's clock
+        history is put back to the reference's: each step's times are
+        checked from the same history, not the count of times drawn.
 
-        A refused write stores nothing, so the times it drew from the clock
-        are seen nowhere; yet an instance that decides a save on its own
+        R-CLOCK orders the times one process assigns; two processes have
+        two histories, which the machine joins into one only to compare
+        with one reference store. An instance that decides a save on its own
         view of the store (the Redis adapter on a standalone server skips
         the read when it has cached every thread and no message id: see
-        ``RedisStorage._save_checked``) draws ``created_at`` before its
-        write finds that the other process stored one of the ids under
-        another resource, and the next time it assigns would then be 1 µs
-        later than the reference's. One instance alone never refuses a
-        guess this way (its caches see its own writes), and
-        ``tests/test_write_times.py`` keeps the single-instance rule that a
-        save refused by its checks takes no time."""
+        ``RedisStorage._save_checked``) draws ``created_at`` for an id the
+        other process stored, before its write finds that id stored (the
+        save then keeps the stored time, or is refused): a time drawn and
+        used nowhere, after which the joined history is 1 µs ahead of the
+        reference's. One instance alone never guesses this way (its caches
+        see its own writes); the single-process machine and
+        ``tests/test_write_times.py`` keep counting the times drawn."""
         actual, expected = super()._both(operation, *args, **kwargs)
-        if isinstance(expected, Failed) and isinstance(self.reference.clock, FollowerClock):
+        if isinstance(self.reference.clock, FollowerClock):
             self.follower.last_us = self.reference.clock.last_us
         return actual, expected
 
