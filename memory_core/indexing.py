@@ -174,6 +174,15 @@ class VectorIndex:
             for thread_id in thread_ids:
                 await _vector_call(operation, self.vector.delete_thread(thread_id))
 
+    async def drop_resource(self, operation: str, resource_id: str) -> None:
+        """Delete every point of this resource, every thread's at once, in
+        one :meth:`~memory_core.vector_protocol.VectorStore.delete_resource`
+        call (``operation`` as for :meth:`drop_threads`): a store whose
+        delete is costly per call (the in-process Qdrant engine rebuilds each
+        shard a delete touched) pays once, not once per thread."""
+        if self.vector is not None:
+            await _vector_call(operation, self.vector.delete_resource(resource_id))
+
     async def drop_messages(self, operation: str, ids: Sequence[str]) -> None:
         """Delete every point of these messages (``operation`` as for
         :meth:`drop_threads`)."""
@@ -200,8 +209,8 @@ class VectorIndex:
         page = await self._scope(thread_id, resource_id)
         if thread_id is not None:
             await self.drop_threads("reindex", (thread_id,))
-        elif self.vector is not None and resource_id is not None:
-            await _vector_call("reindex", self.vector.delete_resource(resource_id))
+        elif resource_id is not None:
+            await self.drop_resource("reindex", resource_id)
         await self.index(page.items)
         return len(page.items)
 

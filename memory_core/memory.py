@@ -363,7 +363,9 @@ class Memory(CloneCalls, IndexCalls):
         """Forget a resource (a user): its threads, their messages and vectors,
         and its working memory. No id stays reserved; an unknown id is no
         error. Resumable: if a backend fails half-way, calling again finishes
-        the erasure (see :meth:`BaseStorage.delete_resource`).
+        the erasure (see :meth:`BaseStorage.delete_resource`). The vectors go
+        in one delete of the resource's points (every thread's, those of
+        threads an earlier, failed call erased included).
 
         Returns:
             :class:`ResourceErasure`: what was removed.
@@ -374,7 +376,7 @@ class Memory(CloneCalls, IndexCalls):
         """
         erased = await self.storage.delete_resource(resource_id)
         wrote()
-        await self._vectors.drop_threads("delete_resource", erased.thread_ids)
+        await self._vectors.drop_resource("delete_resource", resource_id)
         return erased
 
     @traced("delete_memory")
@@ -386,11 +388,14 @@ class Memory(CloneCalls, IndexCalls):
 
         Each batch's vectors are deleted just after its messages, so an
         interrupted run never leaves a stored message without its vectors
-        (recall would miss it); it may leave the last batch's vectors,
-        orphans that recall skips (every hit is read from storage) and that
-        :meth:`check_index` reports and :meth:`reindex` drops. Running again
-        with ``RetentionPolicy(before=report.cutoff, ...)`` finishes the
-        messages.
+        (recall would miss it). Each batch (messages, then vectors) is one
+        paired write, carried out whole once started even when the caller
+        is cancelled (as :meth:`save_messages`), so a cancelled run leaves
+        whole batches and a rerun finishes it. A batch whose vector delete
+        fails leaves that batch's vectors, orphans that recall skips (every
+        hit is read from storage) and that :meth:`check_index` reports and
+        :meth:`reindex` drops. Running again with
+        ``RetentionPolicy(before=report.cutoff, ...)`` finishes the messages.
 
         Args:
             policy: what to delete.
@@ -409,13 +414,22 @@ class Memory(CloneCalls, IndexCalls):
         """
         if after_batch is not None and not callable(after_batch):
             raise ValidationError("after_batch", f"must be an async function or None, got {type(after_batch).__name__}")
-        hooks = [hook for hook in (None if self.vector is None else self._vectors.drop_batch, after_batch) if hook]
+        if self.vector is None and after_batch is None:
+            return await self.storage.prune(policy, dry_run=dry_run)
 
         async def after(batch: PruneBatch) -> None:
-            for hook in hooks:
-                await hook(batch)
+            if self.vector is not None:
+                await self._drop_batch(batch)
+            if after_batch is not None:
+                await after_batch(batch)
 
-        return await self.storage.prune(policy, dry_run=dry_run, after_delete=after if hooks else None)
+        each_batch = None if self.vector is None else self._outbox.run
+        return await self.storage.prune(policy, dry_run=dry_run, after_delete=after, each_batch=each_batch)
+
+    async def _drop_batch(self, batch: PruneBatch) -> None:
+        """The prune hook: the batch's messages went (:func:`wrote`), drop its vectors."""
+        wrote()
+        await self._vectors.drop_batch(batch)
 
     async def list_threads(
         self,

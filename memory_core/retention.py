@@ -32,7 +32,9 @@ A run is resumable and cancellable: its unit is a batch, one
 ``delete_thread`` with its messages), so a run cancelled (a timeout,
 Ctrl-C: ``memory-core prune`` exits 130 and prints the ``--before`` that
 resumes it) at any await point has deleted whole batches and no part of
-one (checked by :mod:`memory_core_conformance.cancellation`), and running the same
+one (checked by :mod:`memory_core_conformance.cancellation`; ``Memory``
+runs each batch with its vectors' delete as one job that finishes even when
+the run is cancelled: ``each_batch``), and running the same
 policy again with ``before=report.cutoff`` finishes an interrupted run with
 the same result. Writers racing a prune on the same thread may lose a
 message saved between the age check and the delete of its thread.
@@ -40,17 +42,26 @@ message saved between the age check and the delete of its thread.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from memory_core.clock import TIME_MIN
 from memory_core.errors import ValidationError
 from memory_core.models import DateRange, Message, MessageFilter, OrderBy, Page, PerPage, Thread, ThreadFilter
 from memory_core.validation import check_bool, check_datetime, check_id
 
-__all__ = ["MAX_BATCH", "PruneBatch", "PruneHook", "PruneReport", "Prunable", "RetentionPolicy", "apply_policy"]
+__all__ = [
+    "MAX_BATCH",
+    "BatchRunner",
+    "PruneBatch",
+    "PruneHook",
+    "PruneReport",
+    "Prunable",
+    "RetentionPolicy",
+    "apply_policy",
+]
 
 
 class Prunable(Protocol):
@@ -157,6 +168,31 @@ may leave the last batch's vectors: orphans that recall skips, since it
 reads every hit from storage, and that ``check_index`` reports and
 ``reindex`` drops)."""
 
+BatchRunner = Callable[[Coroutine[Any, Any, None]], Awaitable[None]]
+"""How each batch runs: awaited with the coroutine of one batch (its
+``before_delete`` hook, its delete, its ``after_delete`` hook) and awaits
+it. ``Memory`` passes its outbox's ``run``, so a batch, once started, is
+carried out whole even when the prune is cancelled (a batch's vectors never
+outlive its messages in a store no rerun finds them in). Default: the
+batch is awaited directly."""
+
+
+async def _direct(batch: Coroutine[Any, Any, None]) -> None:
+    await batch
+
+
+async def _delete_batch(storage: Prunable, batch: PruneBatch, hooks: tuple[PruneHook | None, PruneHook | None]) -> None:
+    """One batch: ``before_delete``, the delete, ``after_delete``."""
+    before, after = hooks
+    if before is not None:
+        await before(batch)
+    if batch.message_ids is None:
+        await storage.delete_thread(batch.thread_id)
+    else:
+        await storage.delete_messages(list(batch.message_ids))
+    if after is not None:
+        await after(batch)
+
 
 @dataclass(frozen=True, slots=True)
 class PruneReport:
@@ -194,6 +230,7 @@ async def apply_policy(
     dry_run: bool = False,
     before_delete: PruneHook | None = None,
     after_delete: PruneHook | None = None,
+    each_batch: BatchRunner | None = None,
 ) -> PruneReport:
     """Apply ``policy`` to ``storage`` (see the module docstring for the
     semantics), in batches of ``policy.batch_size``.
@@ -205,6 +242,8 @@ async def apply_policy(
         dry_run: report what would go, write nothing.
         before_delete: awaited before each delete with what it removes.
         after_delete: awaited after each delete with what it removed.
+        each_batch: runs each batch (hooks and delete; see
+            :data:`BatchRunner`); None: awaited directly.
 
     Returns:
         :class:`PruneReport`.
@@ -219,6 +258,8 @@ async def apply_policy(
         raise ValidationError("policy", f"must be a RetentionPolicy, got {type(policy).__name__}", "R-PRUNE")
     check_bool(dry_run, "dry_run")
     cutoff = policy.cutoff(now)
+    run = each_batch or _direct
+    hooks = (before_delete, after_delete)
     threads: list[str] = []
     counts: dict[str, int] = {}
     if cutoff <= TIME_MIN:  # nothing storable is older (R-TIME)
@@ -236,17 +277,11 @@ async def apply_policy(
                     continue
                 held = (await storage.list_messages(thread.id, per_page=0)).counted_total
                 if not dry_run:
-                    batch = PruneBatch(thread.id, None)
-                    if before_delete is not None:
-                        await before_delete(batch)
-                    await storage.delete_thread(thread.id)
-                    if after_delete is not None:
-                        await after_delete(batch)
+                    await run(_delete_batch(storage, PruneBatch(thread.id, None), hooks))
                 threads.append(thread.id)
                 counts[thread.id] = held
             elif thread.last_message_at is not None:
-                hooks = (before_delete, after_delete)
-                removed = await _prune_messages(storage, thread.id, cutoff, policy.batch_size, dry_run, hooks)
+                removed = await _prune_messages(storage, thread.id, cutoff, policy.batch_size, dry_run, hooks, run)
                 if removed:
                     counts[thread.id] = removed
         cursor = page.next_cursor
@@ -262,10 +297,10 @@ async def _prune_messages(
     batch: int,
     dry_run: bool,
     hooks: tuple[PruneHook | None, PruneHook | None],
+    run: BatchRunner,
 ) -> int:
     """Delete (or count) the messages of one thread created before ``cutoff``
-    (``hooks``: before and after each delete)."""
-    before, after = hooks
+    (``hooks``: before and after each delete; ``run``: runs each batch)."""
     older = MessageFilter(date_range=DateRange(end=cutoff, end_exclusive=True))
     removed = 0
     cursor: str | None = None
@@ -274,11 +309,7 @@ async def _prune_messages(
         page = await storage.list_messages(thread_id, filter=older, per_page=batch, cursor=cursor)
         found = tuple(m.id for m in page.items)
         if found and not dry_run:
-            if before is not None:
-                await before(PruneBatch(thread_id, found))
-            await storage.delete_messages(list(found))
-            if after is not None:
-                await after(PruneBatch(thread_id, found))
+            await run(_delete_batch(storage, PruneBatch(thread_id, found), hooks))
         removed += len(found)
         cursor = page.next_cursor
         if cursor is None:

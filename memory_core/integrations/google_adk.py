@@ -507,6 +507,17 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         metadata = {**thread.metadata, "state": state, "last_update_time": time, "working_memory": pending["revision"]}
         return replace(thread, metadata=metadata)
 
+    async def _still_pending(self, thread: Thread, intent: str) -> bool:
+        """Whether the session's revision slot still holds ``intent`` (read
+        now): the ``app:``/``user:`` deltas of an append are merged only
+        while it is the one being committed. Shared state has no revision of
+        its own, so a caller that finishes an append late (it read the
+        intent, then another caller completed it and a newer append wrote the
+        same keys) would otherwise write the older values back over the
+        newer ones."""
+        found = await self.memory.storage.get_thread(thread.id, thread.resource_id)
+        return found is not None and _pending(found) == intent
+
     async def _carry_out(
         self, thread: Thread, intent: str, pending: Mapping[str, Any]
     ) -> tuple[dict[str, Any], float, bool]:
@@ -517,7 +528,14 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         The final write is one compare-and-set on the revision slot: the
         state, the last-update time and the next revision are written only
         while the slot still holds ``intent``, so a caller that finishes
-        late (cancelled, slow) never overwrites what a later append wrote."""
+        late (cancelled, slow) never overwrites what a later append wrote.
+        The ``app:``/``user:`` deltas (other records, with no revision)
+        are merged only after a read finds the slot still holding
+        ``intent`` (:meth:`_still_pending`); a late caller skips them and
+        reports its final write lost. What this cannot fence: a caller
+        suspended between that read and its merge for as long as another
+        caller takes to complete the append and a newer one to merge the
+        same keys."""
         meta = thread.metadata
         owner = thread.resource_id
         message = Message(pending["id"], thread.id, pending["role"], pending["content"], owner, EVENT_TYPE)
@@ -527,6 +545,8 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         deltas = _split_state(event.actions.state_delta if event.actions else None, "event.actions.state_delta")
         state = {**meta["state"], **deltas["session"]}
         await save_to(self.memory, thread.id, owner, [message])
+        if (deltas["app"] or deltas["user"]) and not await self._still_pending(thread, intent):
+            return state, event.timestamp, False  # finished by another caller: its deltas may be old now
         await self._apply_scoped(meta["adk_app"], meta["adk_user"], deltas)
         won = await self.memory.storage.swap_thread_working_memory(
             thread.id, intent, pending["revision"], metadata={"state": state, "last_update_time": event.timestamp}

@@ -19,7 +19,7 @@ from memory_core.clock import to_us
 from memory_core.errors import ConflictError, StaleStateError, ValidationError
 from memory_core.lineage import CopyPlan
 from memory_core.models import Thread
-from memory_core.retention import PruneHook, PruneReport, RetentionPolicy, apply_policy
+from memory_core.retention import BatchRunner, PruneHook, PruneReport, RetentionPolicy, apply_policy
 from memory_core.storage.erasure import Erasure
 from memory_core.storage.paging import Reads, message_key
 from memory_core.storage.working_memory import WorkingMemory
@@ -66,6 +66,7 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
         dry_run: bool = False,
         before_delete: PruneHook | None = None,
         after_delete: PruneHook | None = None,
+        each_batch: BatchRunner | None = None,
     ) -> PruneReport:
         """Delete messages or threads older than ``policy`` allows (R-PRUNE),
         in batches, composed from public calls (see
@@ -79,6 +80,10 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
                 :class:`~memory_core.retention.PruneBatch`.
             after_delete: awaited after each delete with its batch
                 (``Memory`` drops the batch's vectors there).
+            each_batch: runs each batch, hooks and delete
+                (:data:`~memory_core.retention.BatchRunner`; ``Memory``
+                runs each whole, whatever happens to its caller); None:
+                awaited directly.
 
         Returns:
             :class:`~memory_core.retention.PruneReport`.
@@ -88,7 +93,13 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
         """
         now = self.clock.now()
         return await apply_policy(
-            self, policy, now, dry_run=dry_run, before_delete=before_delete, after_delete=after_delete
+            self,
+            policy,
+            now,
+            dry_run=dry_run,
+            before_delete=before_delete,
+            after_delete=after_delete,
+            each_batch=each_batch,
         )
 
     @traced("create_memory")

@@ -22,7 +22,7 @@ from memory_core.models import (
     ThreadFilter,
 )
 from memory_core.query import NOT_GIVEN, MessagePage
-from memory_core.retention import PruneHook, PruneReport, RetentionPolicy
+from memory_core.retention import BatchRunner, PruneHook, PruneReport, RetentionPolicy
 from memory_core.storage.parts import MessageParts
 from memory_core.workmem import Scope
 
@@ -129,6 +129,7 @@ class Storage(Protocol):
         dry_run: bool = False,
         before_delete: PruneHook | None = None,
         after_delete: PruneHook | None = None,
+        each_batch: BatchRunner | None = None,
     ) -> PruneReport: ...
     async def close(self) -> None: ...
     async def destroy(self) -> None: ...

@@ -24,7 +24,7 @@ import memory_core
 from memory_core import Memory
 from memory_core.embedders import CallableEmbedder, get_embedder
 from memory_core.errors import ValidationError
-from memory_core.integrations.google_adk import MemoryCoreSessionService
+from memory_core.integrations.google_adk import MemoryCoreSessionService, session_thread
 from memory_core.integrations.openai_agents import MemoryCoreSession
 from memory_core.models import Thread
 from memory_core.validation import MAX_MESSAGE_BYTES
@@ -247,3 +247,60 @@ async def test_a_seam_read_after_a_cancelled_write_waits_for_it(tmp_path: Path) 
         )
         assert [item.get("content") for item in await session.get_items()] == ["first", "second", "third"]
         assert in_flight_at_read == [0], in_flight_at_read
+
+
+async def test_a_late_finish_of_a_cancelled_adk_append_keeps_newer_shared_state(tmp_path: Path) -> None:
+    """An ADK append cancelled after its compare-and-set is finished by the
+    next reader; a second reader that had read the session before (another
+    process listing sessions, a slow ``get_session``) finishes it late,
+    after a newer append set the same ``app:``/``user:`` keys. The final
+    state is ADK's own (InMemorySessionService, the same appends in order).
+    Before: the late finish merged the older deltas again, unconditionally
+    (``app:x`` and ``user:y`` back to 2)."""
+    from google.adk.sessions.in_memory_session_service import InMemorySessionService
+
+    older = {"app:x": 2, "user:y": 2, "s": 2}
+    newer = {"app:x": 3, "user:y": 3, "s": 3}
+
+    def event(n: int, delta: dict[str, Any]) -> Event:
+        return Event(id=f"e{n}", invocation_id="inv", author="user", actions=EventActions(state_delta=delta))
+
+    oracle = InMemorySessionService()  # type: ignore[no-untyped-call]
+    base = await oracle.create_session(app_name="a", user_id="u", session_id="s", state={"app:x": 1, "user:y": 1})
+    await oracle.append_event(base, event(1, older))
+    await oracle.append_event(base, event(2, newer))
+    expected = await oracle.get_session(app_name="a", user_id="u", session_id="s")
+    assert expected is not None
+
+    async with opener(f"sqlite:///{tmp_path}/s.db")() as memory:
+        service = MemoryCoreSessionService(memory)
+        session = await service.create_session(
+            app_name="a", user_id="u", session_id="s", state={"app:x": 1, "user:y": 1}
+        )
+        await _cancel_once_the_job_runs(memory, service.append_event(session, event(1, older)))
+        await memory._outbox.settle()
+        thread = await memory.storage.get_thread(session_thread("a", "u", "s"))
+        assert thread is not None and str(thread.metadata["working_memory"]).startswith("{")  # the intent
+        current = await service.get_session(app_name="a", user_id="u", session_id="s")  # finishes it
+        assert current is not None
+        await service.append_event(current, event(2, newer))
+        await service._settle(thread)  # the late reader finishes what it read
+        final = await service.get_session(app_name="a", user_id="u", session_id="s")
+        assert final is not None
+        assert final.state == expected.state
+        assert await service.get_user_state(app_name="a", user_id="u") == {"y": 3}
+        assert [e.id for e in final.events] == [e.id for e in expected.events]
+
+
+async def test_a_cancelled_prune_is_finished_by_a_second_run(tmp_path: Path) -> None:
+    """Every await point of a prune on SQLite (k = 1..n: the first n trials).
+    Before: cancelled after a batch's messages were deleted and before its
+    vectors were, the vectors stayed, and a second run (which finds only
+    what storage still holds) never dropped them (suspension 3 of 5 here; 212 of 1,000 seeded
+    trials of the command line)."""
+    (case,) = [c for c in all_cases() if c.name == "prune"]
+    async with opened("sqlite", str(tmp_path)) as open_memory:  # as the command line: one store, many scopes
+        result = await check_case(open_memory, case, trials=8)
+    assert result.suspensions == 5
+    assert result.failures == [], result.failures
+    assert result.resumed

@@ -361,8 +361,8 @@ class QdrantEdgeStore(BaseVectorStore):
         copying, of which 1.1 s building the binding's points and 0.15 s
         reading them, 0.6 s swapping and reopening), linear in the surviving
         points, with the GIL held (the event loop pauses) during the copy.
-        ``Memory.delete_resource`` calls :meth:`delete_thread` once per
-        thread, so it pays one rebuild of each touched shard per thread. The copy loses :meth:`optimize`'s
+        ``Memory.delete_resource`` calls it once (not :meth:`delete_thread`
+        per thread), so each touched shard is rebuilt once. The copy loses :meth:`optimize`'s
         grouping by resource until the next ``optimize``.
 
         Raises:
