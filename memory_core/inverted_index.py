@@ -15,13 +15,13 @@ target).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from memory_core.lexical import bm25_idf, bm25_scores, top_scored
-from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
+from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics, copied_document
 from memory_core.vector_layout import PointFilter
 
 __all__ = ["InvertedIndex"]
@@ -120,6 +120,13 @@ class InvertedIndex:
                 if scope is None:
                     scope = self._scopes[key] = _Scope()
                 scope.add(document)
+
+    def copy(self, mapping: Mapping[str, str], thread_id: str, resource_id: str) -> None:
+        """Write, for each ``old -> new`` of ``mapping`` whose ``old`` has a
+        document, the document of ``new`` in ``thread_id`` of ``resource_id``
+        (:func:`~memory_core.lexical_index.copied_document`)."""
+        sources = [self._documents[old] for old in mapping if old in self._documents]
+        self.write([copied_document(document, mapping, thread_id, resource_id) for document in sources])
 
     def _selected(self, flt: PointFilter) -> list[str]:
         return [mid for mid, document in self._documents.items() if flt.matches(_fields(document))]

@@ -42,6 +42,7 @@ __all__ = [
     "LexicalStatistics",
     "ReadPostings",
     "ReadStatistics",
+    "copied_document",
     "document_of",
     "search_index",
 ]
@@ -160,6 +161,15 @@ def document_of(message: Message) -> LexicalDocument:
     return LexicalDocument(message.id, message.thread_id, message.resource_id, length, counts)
 
 
+def copied_document(
+    document: LexicalDocument, mapping: Mapping[str, str], thread_id: str, resource_id: str
+) -> LexicalDocument:
+    """The document of a clone's copy of ``document``'s message: message id
+    ``mapping[document.message_id]`` in ``thread_id`` of ``resource_id``,
+    length and counts kept (the copy's text is the source's)."""
+    return LexicalDocument(mapping[document.message_id], thread_id, resource_id, document.length, document.counts)
+
+
 @runtime_checkable
 class LexicalIndex(Protocol):
     """A vector store's lexical index, as the core calls it
@@ -201,6 +211,16 @@ class LexicalPrimitives:
     async def _delete_documents(self, flt: PointFilter) -> None:
         """Delete every document matching ``flt`` (never empty)."""
         raise NotImplementedError(f"{type(self).__name__} sets lexical_index but has no _delete_documents")
+
+    async def _copy_documents(self, mapping: dict[str, str], thread_id: str, resource_id: str) -> None:
+        """For each ``old -> new`` of ``mapping`` (a clone's copies) whose
+        ``old`` has a document, write the document of ``new`` in
+        ``thread_id`` of ``resource_id`` (:func:`copied_document`: length
+        and counts kept), inside the store (no text is read or tokenised);
+        a ``new`` already indexed is replaced. Called by
+        :meth:`memory_core.vector.BaseVectorStore.copy_messages` when the
+        store copied the points."""
+        raise NotImplementedError(f"{type(self).__name__} sets lexical_index but has no _copy_documents")
 
     async def _read_statistics(self, terms: tuple[str, ...], flt: PointFilter) -> LexicalStatistics:
         """The scope's document count and total length and each of ``terms``'

@@ -140,6 +140,9 @@ class InMemoryVectorStore(BaseVectorStore):
     async def _write_documents(self, documents: Sequence[LexicalDocument]) -> None:
         self._lexicon.write(documents)
 
+    async def _copy_documents(self, mapping: dict[str, str], thread_id: str, resource_id: str) -> None:
+        self._lexicon.copy(mapping, thread_id, resource_id)
+
     async def _delete_documents(self, flt: PointFilter) -> None:
         if flt.is_empty():
             raise ValidationError("filter", "an unfiltered delete would empty the index; refused", "R-VEC")

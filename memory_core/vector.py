@@ -481,8 +481,11 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         point of ``old`` in the collection of ``dimension`` to :func:`point_id`
         ``(new, chunk)`` with ``message_id`` new, ``thread_id`` and
         ``resource_id`` these (``created_at``, ``chunk``, vector kept: never
-        embedded again). Returns the old ids that had points there, or None
-        when the backend cannot copy (the caller embeds the copies instead).
+        embedded again), and, when the store keeps a lexical index, the
+        documents of every ``old`` that has one to ``new`` (inside the
+        store: no text is read). Returns the old ids that had points there,
+        or None when the backend cannot copy (nothing is copied: the caller
+        indexes the copies instead).
         Raises ValidationError (a bad id or dimension) or BackendError."""
         pairs = {check_id(old, "mapping"): check_id(new, "mapping") for old, new in mapping.items()}
         owners = (check_id(thread_id, "thread_id"), check_id(resource_id, "resource_id"))
@@ -496,6 +499,8 @@ class BaseVectorStore(LexicalPrimitives, ABC):
                 got = await self._copy_points(name, dict(batch), *owners)
                 if got is None:
                     return None
+                if self.lexical_index:
+                    await self._copy_documents(dict(batch), *owners)
                 copied |= got
         return copied
 

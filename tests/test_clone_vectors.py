@@ -89,3 +89,16 @@ async def test_a_store_that_cannot_copy_gets_the_copies_embedded() -> None:
     await memory.clone_thread("t1", "c1")
     assert len(embedder.texts) == await vector.count_points(thread_id="c1") > 3
     assert await vector.count(thread_id="c1") == 3
+
+
+async def test_a_clone_is_found_by_lexical_recall_and_its_index_is_in_step() -> None:
+    """The copies' lexical documents are copied with their points: lexical
+    recall in the clone's thread finds them, check-index is in step."""
+    vector = InMemoryVectorStore()
+    memory, _ = await _memory(vector)
+    made = await memory.clone_thread("t1", "c1", resource_id="r2", source_resource_id="r1")
+    config = {"semantic_recall": {"mode": "lexical", "scope": "thread", "top_k": 1, "message_range": 0}}
+    got = await memory.recall("c1", vector_search_string="pears", thread_config=config)
+    assert got.semantic_hits == [made.message_ids["m0"]]
+    assert (await memory.check_index(thread_id="c1")).in_step
+    assert (await memory.check_index(thread_id="t1")).in_step  # the sources keep theirs

@@ -340,6 +340,32 @@ class VectorStoreConformance:
         assert await store.copy_messages({"a1": "d1"}, "t8", "r1", 16) == {"a1"}
         assert await store.copy_messages({}, "t8", "r1", DIM) == set()
 
+    async def test_vector_store_copy_messages_copies_the_lexical_documents(self, store: BaseVectorStore) -> None:
+        """copy_messages on a store with a lexical index: each copied source's
+        document is copied too under the new id, thread and resource, so a
+        lexical search of the copies' thread finds them (and a clone's
+        hybrid recall is not vector-only); the sources keep theirs."""
+        if not store.lexical_index:
+            pytest.skip(f"{store!r} declares no lexical index (the core composes the lexical ranking)")
+        texts = {"a1": "pottery class in Boston", "a2": "the dog Rex", "a3": "Rex in Boston"}
+        await store.upsert([point(m, axis(i)) for i, m in enumerate(texts)])
+        await store.index_documents([LexicalDocument(m, "t1", "r1", *document_terms(t)) for m, t in texts.items()])
+        copied = await store.copy_messages({"a1": "c1", "a2": "c2"}, "t9", "r9", DIM)
+        if copied is None:  # the backend cannot copy: the caller indexes the copies (documents too)
+            assert await store.count_documents(thread_id="t9") == 0
+            return
+        assert await store.count_documents(thread_id="t9", resource_id="r9") == 2
+        assert await store.count_documents(thread_id="t1", resource_id="r1") == 3  # the sources keep theirs
+        copies = [("c1", texts["a1"]), ("c2", texts["a2"])]
+        for query in ("Boston pottery", "Rex", "dog Boston"):
+            assert await store.lexical_search(query, 10, thread_id="t9") == bm25_rank(query, copies, 10)
+            assert await store.lexical_search(query, 10, resource_id="r9") == bm25_rank(query, copies, 10)
+            sources = list(texts.items())
+            assert await store.lexical_search(query, 10, thread_id="t1") == bm25_rank(query, sources, 10)
+        await store.delete_thread("t9")
+        assert await store.count_documents(thread_id="t9") == 0
+        assert await store.count_documents() == 3
+
     async def test_vector_store_delete_thread_removes_only_that_thread(self, store: BaseVectorStore) -> None:
         await store.upsert(
             [

@@ -422,6 +422,30 @@ class PgVectorStore(BaseVectorStore):
                 *(list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [], [], []),
             )
 
+    async def _copy_documents(self, mapping: dict[str, str], thread_id: str, resource_id: str) -> None:
+        # Inside the database: the copies' documents and postings are
+        # INSERT ... SELECTs of the sources' rows under the new ids.
+        table, postings = self._lexical_names()
+        pairs = "unnest($1::text[], $2::text[]) AS n(old, new)"
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(f"DELETE FROM {table} WHERE message_id = ANY($1::text[])", list(mapping.values()))
+            await conn.execute(
+                f"INSERT INTO {table} (message_id, thread_id, resource_id, length)"
+                f" SELECT n.new, $3, $4, d.length FROM {pairs} JOIN {table} d ON d.message_id = n.old",
+                list(mapping),
+                list(mapping.values()),
+                thread_id,
+                resource_id,
+            )
+            await conn.execute(
+                f"INSERT INTO {postings} (term, message_id, thread_id, resource_id, count)"
+                f" SELECT p.term, n.new, $3, $4, p.count FROM {pairs} JOIN {postings} p ON p.message_id = n.old",
+                list(mapping),
+                list(mapping.values()),
+                thread_id,
+                resource_id,
+            )
+
     async def _delete_documents(self, flt: PointFilter) -> None:
         params: list[Any] = []
         where = _where(flt, params)

@@ -26,7 +26,7 @@ from typing import Any, Self
 from uuid import UUID
 
 from memory_core.errors import AdapterClosedError, ValidationError
-from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics
+from memory_core.lexical_index import LexicalDocument, LexicalPostings, LexicalStatistics, copied_document
 from memory_core.vector import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_OVERFETCH,
@@ -52,6 +52,7 @@ from memory_core_qdrant._layout import (
     document_point_id,
     posting,
     posting_fields,
+    stored_document,
     total_length,
 )
 from memory_core_qdrant._url import resolve_url
@@ -311,6 +312,23 @@ class QdrantServerStore(BaseVectorStore):
             for d in documents
         ]
         await self.client.upsert(await self._documents(), points=points, wait=True)
+
+    async def _copy_documents(self, mapping: dict[str, str], thread_id: str, resource_id: str) -> None:
+        # No server-side copy: the sources' document points are scrolled and
+        # written under the copies' ids (their payloads only; nothing is
+        # tokenised again).
+        name, condition = await self._documents(), server_filter(PointFilter(message_ids=tuple(mapping)))
+        sources: list[LexicalDocument] = []
+        offset: Any = None
+        while True:
+            found, offset = await self.client.scroll(
+                name, scroll_filter=condition, limit=_SCROLL, offset=offset, with_payload=True
+            )
+            sources.extend(stored_document(dict(point.payload or {})) for point in found)
+            if offset is None:
+                break
+        if sources:
+            await self._write_documents([copied_document(d, mapping, thread_id, resource_id) for d in sources])
 
     async def _delete_documents(self, flt: PointFilter) -> None:
         condition = server_filter(flt)
