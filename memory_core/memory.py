@@ -62,7 +62,7 @@ from memory_core.validation import (
     check_id,
     check_message,
 )
-from memory_core.vector import VectorStore
+from memory_core.vector import BaseVectorStore, VectorStore
 from memory_core.working_memory import APPENDS, WorkingMemory
 from memory_core.workmem import working_memory_version
 
@@ -191,8 +191,10 @@ class Memory(CloneCalls, IndexCalls):
                 ...
 
         Everything is checked before any I/O (the stores are built, not
-        opened, until every check passed); if opening the second store fails,
-        the first is closed again.
+        opened, until every check passed); then each store's ``preflight``
+        checks, reading only, that it can be opened (a PostgreSQL server
+        without pgvector is refused before the storage schema is created);
+        if opening the second store fails, the first is closed again.
 
         Args:
             storage: a storage URL (``sqlite:///app.db``, ``postgresql://...``,
@@ -245,6 +247,11 @@ class Memory(CloneCalls, IndexCalls):
             token_counter=token_counter,
             allow_volatile_vectors=allow_volatile_vectors,
         )
+        # Every store is checked (reading only) before any is opened, so a
+        # store that open would refuse leaves the other one unwritten.
+        await built_storage.preflight()
+        if isinstance(built_vector, BaseVectorStore):
+            await built_vector.preflight()
         try:
             await memory.__aenter__()
         except BaseException:

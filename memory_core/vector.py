@@ -289,17 +289,19 @@ class BaseVectorStore(LexicalPrimitives, ABC):
                 must exist, read without creating anything, so a misspelt
                 folder, server path or namespace fails instead of ``open``
                 creating an empty index there while the real one keeps every
-                point. Without it (a store a command writes into) nothing is
-                checked: ``open`` creates what is missing.
+                point. Without it (a store written into, ``Memory.open``)
+                only :meth:`_check_backend` runs, so a refusal comes before
+                either store is written.
 
         Raises:
             ValidationError: field ``url``: with ``must_exist``, no collection
                 of this store is there (an in-memory store never has one).
-            BackendError: the backend could not be reached or read.
+            BackendError: the backend could not be reached or read, or it
+                cannot hold this store (what ``open`` would raise).
         """
-        if not must_exist:
-            return
         with self._guard("preflight"):
+            if not must_exist:
+                return await self._check_backend()
             names = await self._list_collections() if self._opening.here() else await self._existing_collections()
         if not any(self.dimension_of(name) is not None for name in names):
             raise ValidationError(
@@ -309,11 +311,13 @@ class BaseVectorStore(LexicalPrimitives, ABC):
                 "vectors were ever written",
             )
 
+    async def _check_backend(self) -> None:
+        """Optional, read-only: raise what ``open`` would for a backend that
+        cannot hold the store (pgvector: no extension). Default: nothing."""
+
     async def _existing_collections(self) -> Iterable[str]:
         """The backend's collection names, read before ``open`` without
-        creating anything (for :meth:`preflight`).
-
-        The default connects, lists and disconnects: right for an adapter
+        creating anything (for :meth:`preflight`). The default connects, lists and disconnects: right for an adapter
         whose ``_connect`` only makes a client. One whose ``_connect``
         creates something (a folder, a schema) overrides this.
         """
@@ -481,11 +485,9 @@ class BaseVectorStore(LexicalPrimitives, ABC):
         point of ``old`` in the collection of ``dimension`` to :func:`point_id`
         ``(new, chunk)`` with ``message_id`` new, ``thread_id`` and
         ``resource_id`` these (``created_at``, ``chunk``, vector kept: never
-        embedded again), and, when the store keeps a lexical index, the
-        documents of every ``old`` that has one to ``new`` (inside the
-        store: no text is read). Returns the old ids that had points there,
-        or None when the backend cannot copy (nothing is copied: the caller
-        indexes the copies instead).
+        embedded again), and with a lexical index each ``old``'s document
+        (inside the store). Returns the old ids that had points there, or
+        None when the backend cannot copy (the caller indexes the copies).
         Raises ValidationError (a bad id or dimension) or BackendError."""
         pairs = {check_id(old, "mapping"): check_id(new, "mapping") for old, new in mapping.items()}
         owners = (check_id(thread_id, "thread_id"), check_id(resource_id, "resource_id"))

@@ -244,3 +244,15 @@ async def test_open_round_trips_a_conversation_through_a_restart(tmp_path: Path)
         assert not status.behind
     finally:
         await memory.close()
+
+
+async def test_open_preflights_the_stores_and_still_creates_folders_when_asked(tmp_path: Path) -> None:
+    """``Memory.open`` preflights each store before opening either; a SQLite
+    URL with ``create_dirs=true`` still has its folders made by ``open``,
+    while a missing folder without it is refused before anything is made."""
+    with pytest.raises(ValidationError, match="does not exist"):
+        await Memory.open(f"sqlite:///{tmp_path}/no/such/m.db")
+    assert not (tmp_path / "no").exists()
+    async with await Memory.open(f"sqlite:///{tmp_path}/deep/er/m.db?create_dirs=true") as memory:
+        await memory.create_thread("r1", thread_id="t1")
+    assert (tmp_path / "deep" / "er" / "m.db").exists()

@@ -295,6 +295,16 @@ class PgVectorStore(BaseVectorStore):
         # caller lets the connection finish and close (connect_through_cancel).
         return await connect_through_cancel(self._read_collections)
 
+    async def _check_backend(self) -> None:
+        await connect_through_cancel(self._check_pgvector)
+
+    async def _check_pgvector(self) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await self._require_pgvector(conn)
+        finally:
+            await conn.close()
+
     async def _read_collections(self) -> list[str]:
         conn = await asyncpg.connect(self.dsn)
         try:

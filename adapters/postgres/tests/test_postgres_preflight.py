@@ -6,15 +6,16 @@ empty export."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import asyncpg
 import pytest
-from memory_core import Thread, connect
+from memory_core import Memory, Thread, connect
 from memory_core.cli import app
-from memory_core.errors import ValidationError
+from memory_core.errors import BackendError, ValidationError
 from tests.cli_run import cli
 from typer.testing import CliRunner
 
@@ -116,3 +117,25 @@ def test_vectors_on_a_server_without_pgvector_name_the_extension(command: str, p
     assert "the server has no pgvector extension (CREATE EXTENSION vector)" in done.stderr, done.stderr
     assert "holds no memory-core vectors" not in done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
+
+
+NO_PGVECTOR_URL = os.environ.get("POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+"""A PostgreSQL without pgvector (the machine's PostgreSQL 15 by default)."""
+
+
+async def test_memory_open_without_pgvector_writes_nothing() -> None:
+    """``Memory.open`` with PostgreSQL storage and pgvector vectors on a
+    server without the extension refuses before either store writes: the
+    storage schema is not created. Before: the storage schema was created,
+    then the vectors were refused."""
+    try:
+        has_pgvector = await _has_pgvector(NO_PGVECTOR_URL)
+    except (OSError, asyncpg.PostgresError) as exc:
+        pytest.skip(f"no PostgreSQL at {NO_PGVECTOR_URL}: {exc}")
+    if has_pgvector:
+        pytest.skip(f"the server at {NO_PGVECTOR_URL} has pgvector (set POSTGRES_URL to one without it)")
+    schema = f"t{uuid.uuid4().hex[:16]}"
+    url = f"{NO_PGVECTOR_URL}?schema={schema}"
+    with pytest.raises(BackendError, match="no pgvector extension"):
+        await Memory.open(url, vector=url, embedder="lexical")
+    assert not await _schema_exists(url, schema)

@@ -55,9 +55,13 @@ _FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 _HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every non-empty database file
 
 
-def _inspect_file(path: str, must_exist: bool, writes: bool) -> None:
-    """:meth:`SQLiteStorage.preflight` on a database file path (blocking)."""
+def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool = False) -> None:
+    """:meth:`SQLiteStorage.preflight` on a database file path (blocking);
+    a missing folder passes when ``open`` would create it (``create_dirs``,
+    and the file is not required to exist)."""
     folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder) and create_dirs and not must_exist:
+        return
     if not os.path.isdir(folder):
         raise ValidationError(
             "url", f"folder {folder!r} does not exist; create it first (mkdir -p {folder}) or use another path"
@@ -302,7 +306,7 @@ class SQLiteStorage(BaseStorage):
             BackendError: the file is not a SQLite database.
         """
         if not self.settings.in_memory:
-            await asyncio.to_thread(_inspect_file, self.settings.path, must_exist, writes)
+            await asyncio.to_thread(_inspect_file, self.settings.path, must_exist, writes, self.create_dirs)
 
     async def _open(self) -> None:
         settings = self.settings
