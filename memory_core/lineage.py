@@ -325,14 +325,18 @@ async def clone_thread(
         metadata: JSON object merged over the source's metadata; may not
             set a key of :data:`LINEAGE_KEYS`.
         message_ids: copy only these source messages (a list of ids).
-        date_range: copy only messages whose ``created_at`` lies inside.
+        date_range: copy only messages whose ``created_at`` lies inside;
+            a range holding no instant (start after end, or equal with an
+            exclusive bound) is refused, as a mistake (``list_messages``
+            answers such a range with no messages).
         message_limit: copy only the newest N (an int >= 0).
 
     Returns:
         :class:`Clone`: the thread, its copies and the id mapping.
 
     Raises:
-        ValidationError: a bad argument (R-ID, R-JSON, R-DATE, R-LINEAGE),
+        ValidationError: a bad argument (R-ID, R-JSON, R-DATE: also an
+            empty ``date_range``, R-LINEAGE),
             ``new_id == source_id``, or a copy over R-SIZE; nothing written.
         NotFoundError: no source thread.
         OwnershipError: ``source_resource_id`` is not the source's owner, or
@@ -344,6 +348,10 @@ async def clone_thread(
     if message_limit is not None:
         message_limit = check_non_negative_int(message_limit, "message_limit")
     lo, hi = check_date_range(date_range, "date_range")
+    if lo is not None and hi is not None and lo > hi:  # a read answers []; a clone would be empty by mistake
+        raise ValidationError(
+            "date_range", "holds no instant (its start is after its end): the clone would copy nothing", "R-DATE"
+        )
     source = await checked.source(storage)
     if ids is None:  # the newest match and the number of matches, in one read
         flt = None if date_range is None else MessageFilter(coerce_model(date_range, DateRange, "date_range"))

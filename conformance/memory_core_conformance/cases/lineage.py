@@ -77,6 +77,11 @@ class LineageRules(SuiteBase):
         assert list(both.message_ids) == ["m2", "m6"]
         assert await _copies(store, await lineage.clone_thread(store, "t1", "none", message_limit=0)) == []
         assert (await lineage.clone_thread(store, "t1", "more", message_limit=99)).message_ids.keys() == set(source)
+        for empty_range in ({"start": at(5), "end": at(2)}, DateRange(at(3), at(3), start_exclusive=True)):
+            # a range holding no instant is a mistake: refused before anything is written
+            clone = partial(lineage.clone_thread, store, "t1", "reversed", date_range=empty_range)
+            error = await unchanged_after(store, clone)
+            assert isinstance(error, ValidationError) and error.field == "date_range", error
         assert ids(await store.list_messages("t1", per_page=False)) == source  # the source is untouched
 
     async def test_r_lineage_clone_date_bounds_hold_to_the_microsecond(self, store: BaseStorage) -> None:
