@@ -123,12 +123,15 @@ async def check_hand_set_lineage(storage: Storage, thread_id: str, metadata: Map
     """Refuse lineage set by hand: a thread write (``save_thread``,
     ``insert_thread``, ``update_thread``, so every ``Memory`` call and seam
     that writes a thread) whose ``metadata`` gives a key of
-    :data:`LINEAGE_KEYS` a value (not None) other than the one the stored
-    thread ``thread_id`` holds. So only a real clone or branch makes a thread
-    a clone, the same on every backend; a clone read and saved back whole
-    keeps its lineage, and threads of stores written before keep theirs.
-    Reads the stored thread only when such a key is given (outside
-    :func:`writing_lineage`).
+    :data:`LINEAGE_KEYS` a value other than the one the stored thread
+    ``thread_id`` holds (a missing key or thread holds None). So only a real
+    clone or branch makes a thread a clone, and lineage is all or nothing: a
+    clone's keys cannot be changed or nulled one by one (erasure nulls them
+    all, within :func:`writing_lineage`). The same on every backend; a clone
+    read and saved back whole keeps its lineage, a thread that is no clone
+    may carry the keys as None (nothing changes), and threads of stores
+    written before keep theirs. Reads the stored thread only when such a key
+    is given (outside :func:`writing_lineage`).
 
     Raises:
         ValidationError: field ``metadata.<key>``, rule R-LINEAGE; nothing
@@ -136,12 +139,13 @@ async def check_hand_set_lineage(storage: Storage, thread_id: str, metadata: Map
     """
     if metadata is None or _WRITING_LINEAGE.get():
         return
-    claimed = {key: metadata[key] for key in LINEAGE_KEYS if metadata.get(key) is not None}
+    claimed = {key: metadata[key] for key in LINEAGE_KEYS if key in metadata}
     if not claimed:
         return
     stored = await storage.get_thread(thread_id)
+    held = {} if stored is None else stored.metadata
     for key, value in claimed.items():
-        if stored is None or stored.metadata.get(key) != value:
+        if held.get(key) != value:
             raise ValidationError(
                 f"metadata.{key}",
                 "is reserved for the lineage a clone or branch records (clone_thread, branch_thread): "
@@ -500,7 +504,8 @@ async def forget_resource(storage: Storage, resource_id: str) -> int:
         found = await storage.list_threads(flt, per_page=_ERASE_PAGE)
         for thread in found.items:
             try:
-                await storage.update_thread(thread.id, metadata=cleared)
+                with writing_lineage():  # all the keys at once: no partial lineage
+                    await storage.update_thread(thread.id, metadata=cleared)
             except NotFoundError:  # deleted meanwhile: nothing left to clear
                 continue
         changed += len(found.items)

@@ -245,8 +245,9 @@ class LineageRules(SuiteBase):
         """Only a real clone or branch makes a thread a clone: a lineage key
         given a value by hand (a new thread, a replaced one, a metadata
         patch) is a ValidationError naming ``metadata.<key>``, nothing
-        written; a clone saved back unchanged keeps its lineage, and a
-        lineage key set to None changes nothing."""
+        written; a clone saved back unchanged keeps its lineage; a clone's
+        key set to None by hand is refused too (lineage is all or nothing),
+        while None on a thread that is no clone changes nothing."""
         await _source(store)
         made = await lineage.clone_thread(store, "t1", "c1")
         forged = {"cloned_from": "t1", "cloned_from_resource": "r1", "cloned_last_message_id": "m6"}
@@ -273,6 +274,17 @@ class LineageRules(SuiteBase):
         assert again.title == "renamed"
         assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
         assert await lineage.get_lineage(store, "plain") is None
+        for key in forged:  # lineage is all or nothing: no key of a clone is nulled by hand
+            stored = await store.get_thread("c1")
+            assert stored is not None
+            for call in (
+                partial(store.update_thread, "c1", metadata={key: None}),
+                partial(store.save_thread, replace(stored, metadata={**stored.metadata, key: None})),
+            ):
+                raised = await unchanged_after(store, call)
+                assert isinstance(raised, ValidationError) and raised.field == f"metadata.{key}", raised
+        await store.update_thread("plain", metadata=dict.fromkeys(forged))  # None where None is held: no change
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
 
     async def test_ops_race_clone_holds_a_consistent_prefix(self, storage_factory: StorageFactory) -> None:
         """A clone racing appends to its source holds exactly a prefix of the
