@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import re
 import runpy
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,9 +64,23 @@ def test_readme_example_runs(index: int, run: Callable[[str], str]) -> None:
 
 
 def test_what_you_get_runs_and_survives_a_restart(run: Callable[[str], str], tmp_path: Path) -> None:
-    (code,) = _examples("What you get")
+    code = _examples("What you get")[0]
     first = run(code).splitlines()
     assert first == ["recent I fly to Lisbon in April", "recent Noted!", "1 thread(s)"]
     second = run(code).splitlines()  # the same thread, two more turns
     assert second == [*first[:2], *first[:2], "1 thread(s)"]
     assert (tmp_path / "memory.db").is_file() and (tmp_path / "memory.vectors").is_dir()
+
+
+def test_hybrid_example_runs_twice_without_duplicating_its_notes(
+    run: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's ``hybrid.py`` (SQLite + Qdrant's engine) finds the locker
+    code first, and a second run answers the same: its notes are saved once."""
+    monkeypatch.setattr(sys, "argv", ["hybrid.py"])
+    code = _examples("What you get")[1]
+    assert "hybrid.py" in code
+    first = run(code).splitlines()
+    assert first[0] == "semantic My gym locker code is 7Q-4411"
+    assert "stored=3" in first[-1], first
+    assert run(code).splitlines() == first
