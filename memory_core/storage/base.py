@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from memory_core.clock import to_us
 from memory_core.errors import ConflictError, StaleStateError, ValidationError
-from memory_core.lineage import CopyPlan
+from memory_core.lineage import CopyPlan, writing_lineage
 from memory_core.models import Thread
 from memory_core.retention import BatchRunner, PruneHook, PruneReport, RetentionPolicy, apply_policy
 from memory_core.storage.erasure import Erasure
@@ -145,7 +145,8 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
                 check_message(copy, "copy")
             except ValidationError as exc:
                 raise ValidationError(f"copy of message {original.id!r}", exc.reason, exc.rule) from None
-        await self.insert_thread(plan.thread)
+        with writing_lineage():  # a copy records its lineage itself (R-LINEAGE), as _copy_thread does
+            await self.insert_thread(plan.thread)
         try:
             if copies:
                 await self.save_messages(copies)
