@@ -4,9 +4,10 @@ validated before it is written, idempotent by id, resumable."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from memory_core.clock import TIME_MAX
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.lineage import writing_lineage
 from memory_core.models import Message, Resource, Thread
@@ -27,6 +28,13 @@ __all__ = ["BATCH_SIZE", "ImportReport", "import_lines", "verify_lines"]
 
 BATCH_SIZE = 500
 """Messages written per ``save_messages`` call."""
+
+IMPORTING = TIME_MAX
+"""The ``updated_at`` a thread holds while an import writes messages into it
+(the top of the R-TIME range, where a bump saturates, so saving the batch
+keeps it): a thread stored as in the file but for this ``updated_at`` is one
+an interrupted import left, which a re-run completes. Any other stored
+``updated_at`` than the file's is a write after the export."""
 
 _KINDS = ("resources", "threads", "messages")
 
@@ -150,16 +158,16 @@ class _Import:
             self.report.written["threads"] += 1
         elif encode(thread_record(stored)) == encode(record):
             self.report.skipped["threads"] += 1
-        elif _only_bumped(stored, thread):
-            # An import of this file stopped (cancelled, failed) between a
-            # batch and putting back the thread's updated_at; finish_group
-            # puts it back once the thread holds exactly the file's messages.
+        elif _interrupted(stored, thread):
+            # An import of this file stopped (cancelled, failed, killed) while
+            # writing messages into it; finish_group puts the file's
+            # updated_at back once the thread holds exactly the file's messages.
             self.resumed[thread.id] = 0
             self.report.skipped["threads"] += 1
         else:
-            # updated_at counts too: a write after the export bumped it, and
-            # putting the file's value back would move it backwards.
-            raise _conflict(f"{where}: thread {thread.id!r}")
+            # updated_at counts too: a write after the export (a prune, a new
+            # message, an edit) bumped it, and importing again would undo it.
+            raise _conflict(f"{where}: thread {thread.id!r}", _differences(thread_record(stored), record))
 
     async def message(self, message: Message, number: int, where: str) -> None:
         if message.resource_id != self.group or message.thread_id not in self.threads:
@@ -195,12 +203,18 @@ class _Import:
             elif encode(message_record(old)) != encode(message_record(message)):
                 raise _conflict(f"line {number}: message {message.id!r}")
         if new:
+            receiving = list(dict.fromkeys(m.thread_id for m in new))
+            # Marked first (IMPORTING, which the save's bump keeps), so that a
+            # re-run after an interruption between here and the put-back
+            # tells this import's leftovers from a write after the export.
+            for thread_id in receiving:
+                await self.storage.save_thread(replace(self.threads[thread_id], updated_at=IMPORTING))
             await self.storage.save_messages(new)
-            # Saving bumped their threads' updated_at; every thread in
-            # self.threads was new or held exactly the file's record, so this
-            # puts back what the destination held (never an older value over
-            # a newer write).
-            for thread_id in dict.fromkeys(m.thread_id for m in new):
+            # Every thread in self.threads was new, held exactly the file's
+            # record or was marked by an interrupted import of it, so this
+            # puts back the file's value (never an older value over a newer
+            # write).
+            for thread_id in receiving:
                 await self.storage.save_thread(self.threads[thread_id])
         self.report.written["messages"] += len(new)
         self.report.skipped["messages"] += len(self.batch) - len(new)
@@ -210,7 +224,7 @@ class _Import:
 
     async def finish_group(self) -> None:
         """Flush, put back the ``updated_at`` of threads an interrupted
-        import left bumped (:func:`_only_bumped`; ConflictError when such a
+        import left marked (:func:`_interrupted`; ConflictError when such a
         thread holds messages the file lacks), then run the per-resource
         hook."""
         await self.flush()
@@ -218,7 +232,7 @@ class _Import:
             for thread_id, count in self.resumed.items():
                 held = await self.storage.list_messages(thread_id, per_page=0)
                 if held.total != count:
-                    raise _conflict(f"thread {thread_id!r}")
+                    raise _conflict(f"thread {thread_id!r}", f"it holds {held.total} messages, the file {count}")
                 await self.storage.save_thread(self.threads[thread_id])
         self.resumed.clear()
         if self.group is not None and self.on_resource is not None:
@@ -240,20 +254,35 @@ class _Import:
         self.report.trailer = trailer
 
 
-def _conflict(what: str) -> ConflictError:
+def _conflict(what: str, differs: str = "") -> ConflictError:
     """The refusal of a record that the destination holds with other
-    content, naming the next step."""
+    content (``differs``: how, when known), naming the next step."""
+    how = f" ({differs})" if differs else ""
     return ConflictError(
-        f"{what} exists in the destination with other content; import into a store that does not hold it, "
+        f"{what} exists in the destination with other content{how}; import into a store that does not hold it, "
         "or delete it there first (Memory.delete_resource, delete_thread or delete_messages)"
     )
 
 
-def _only_bumped(stored: Thread, thread: Thread) -> bool:
-    """Whether ``stored`` is the file's ``thread`` but for a newer
-    ``updated_at``: what an import that stopped after saving a batch into it
-    (which bumps it) and before putting the file's value back leaves."""
-    if stored.updated_at is None or thread.updated_at is None or stored.updated_at <= thread.updated_at:
+def _differences(stored: dict[str, Any], record: dict[str, Any]) -> str:
+    """The fields in which a stored record differs from the file's, each with
+    both values (``updated_at: destination X, file Y``) when short."""
+    parts = []
+    for name, theirs in record.items():
+        mine = stored.get(name)
+        if encode({"v": mine}) != encode({"v": theirs}):
+            short = len(str(mine)) + len(str(theirs)) < 120
+            parts.append(f"{name}: destination {mine!r}, file {theirs!r}" if short else name)
+    if stored.get("updated_at") != record.get("updated_at"):
+        parts.append("a write after the export changed it")
+    return "; ".join(parts)
+
+
+def _interrupted(stored: Thread, thread: Thread) -> bool:
+    """Whether ``stored`` is the file's ``thread`` but for the
+    :data:`IMPORTING` mark: what an import that stopped while writing
+    messages into it (before putting the file's value back) leaves."""
+    if stored.updated_at != IMPORTING or thread.updated_at == IMPORTING:
         return False
     mine, theirs = thread_record(stored), thread_record(thread)
     return encode({**mine, "updated_at": None}) == encode({**theirs, "updated_at": None})

@@ -7,11 +7,13 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from memory_core import ConflictError, InMemoryStorage, Message, Storage, Thread, ValidationError
 from memory_core.transfer import TransferError, export_lines, import_lines, summarize, verify_lines
+from memory_core.transfer.importer import IMPORTING
 from tests.transfer.conftest import NewStore
 from tests.transfer.stores import fill, snapshot
 
@@ -86,6 +88,37 @@ async def test_interrupted_import_resumes(cut: int, new_store: NewStore) -> None
     assert resumed.messages == 60
     assert await snapshot(destination) == await snapshot(source)
     assert await summarize(destination) == await summarize(source)
+
+
+class _KilledAfterASave(InMemoryStorage):
+    """The reference store, interrupted once right after its ``calls``-th
+    ``save_messages`` wrote (before the import put its threads' ``updated_at``
+    back): what a kill between a batch's commit and the put-back leaves."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.calls = calls
+
+    async def save_messages(self, messages: Any, **options: Any) -> Any:
+        saved = await super().save_messages(messages, **options)
+        self.calls -= 1
+        if self.calls == 0:
+            raise KeyboardInterrupt
+        return saved
+
+
+@pytest.mark.parametrize("calls", [1, 3, 9])
+async def test_an_import_interrupted_inside_a_batch_resumes(calls: int, new_store: NewStore) -> None:
+    source, lines = await _exported("sqlite", new_store)
+    destination = _KilledAfterASave(calls)
+    with pytest.raises(KeyboardInterrupt):
+        await import_lines(destination, lines, batch_size=7)
+    # The batch's threads are left marked, not with a time a write could give.
+    marked = [t for t in (await destination.list_threads()).items if t.updated_at == IMPORTING]
+    assert marked
+    resumed = await import_lines(destination, lines, batch_size=7)
+    assert resumed.messages == 60
+    assert await snapshot(destination) == await snapshot(source)
 
 
 async def test_truncated_file_imports_its_part_and_says_so(new_store: NewStore) -> None:
