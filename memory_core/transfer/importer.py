@@ -328,15 +328,15 @@ async def import_lines(
     are skipped, so importing twice changes nothing and an interrupted import
     is resumed by running it again.
 
-    The unit of an import, cancelled (a timeout, Ctrl-C) or failed at any
-    await point, is one record (a resource, a thread) or one message batch
-    with the ``updated_at`` of its threads put back after it: a reader may
-    see a thread holding part of its messages, or the batch's threads with
-    the ``updated_at`` its save bumped them to, until the import is run
-    again, which completes it (a thread stored exactly as in the file but
-    for a newer ``updated_at`` is taken for one such interruption left
-    behind when it holds no message the file lacks, and is put back to the
-    file's value; otherwise it is a conflict). ``created_at``, ``updated_at``, working
+    The unit of an import, cancelled (a timeout, Ctrl-C), killed or failed
+    at any await point, is one record (a resource, a thread) or one message
+    batch, its threads marked (``updated_at`` = :data:`IMPORTING`) before it
+    and put back after it: a reader may see a thread holding part of its
+    messages, or the batch's threads marked, until the import is run again,
+    which completes it (a thread stored exactly as in the file but for the
+    mark is taken for one such interruption left behind when it holds no
+    message the file lacks, and is put back to the file's value; otherwise it
+    is a conflict). ``created_at``, ``updated_at``, working
     memory (resource and thread) and R-ORDER within each resource are kept
     exactly: messages are written in file order, which the export took from
     R-ORDER. Nothing in the destination is deleted or replaced: a record
