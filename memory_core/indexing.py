@@ -259,6 +259,27 @@ class VectorIndex:
             documents = total - sum(s.documents or 0 for s in statuses)
         return IndexStatus(None, None, 0, 0, indexed, documents)
 
+    async def foreign_entries(self, batch: int = 500) -> int:
+        """How many messages the index holds entries for when storage holds
+        none of them (probably another store's index: a ``--vector`` naming
+        the wrong folder or collection), else 0. An index that shares even
+        one message id with storage, or holds nothing, is this store's; a
+        store whose every indexed message was deleted through storage alone
+        looks foreign too. Reads the index's message ids, then storage in
+        batches of ``batch`` ids until one is found (at once for an index in
+        use); 0 for a vector store that cannot list its ids.
+
+        Raises:
+            BackendError: a store failed.
+        """
+        if not isinstance(self.vector, BaseVectorStore):
+            return 0
+        held = sorted(await _vector_call("check_index", self.vector.message_ids()))
+        for start in range(0, len(held), batch):
+            if await self.storage.get_messages(held[start : start + batch]):
+                return 0
+        return len(held)
+
     async def drop_unowned(self, batch: int = 500) -> int:
         """Drop the vectors and lexical documents of every message with
         vectors that storage no longer holds, store-wide (the whole-store

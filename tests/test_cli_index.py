@@ -127,3 +127,34 @@ def test_a_whole_store_check_finds_the_entries_of_an_erased_resource_and_reindex
     again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines() == [lines[0]], again.stdout
+
+
+def test_an_index_of_another_store_is_flagged_and_refused_unless_forced(tmp_path: Path) -> None:
+    """``--vector`` naming another store's folder: no message id in common.
+    Before, check-index called it "behind" and suggested reindex, which exited
+    0 and dropped every entry of the other store."""
+    (tmp_path / "mine").mkdir()
+    url, _ = _store(tmp_path / "mine")  # r1, r2: t1-*, t2-*
+    other, theirs = f"sqlite:///{tmp_path / 'other.db'}", f"qdrant+path:///{tmp_path / 'theirs'}"
+
+    async def seed() -> None:
+        async with Memory(await connect(other), await connect_vector(theirs), LexicalHashEmbedder()) as memory:
+            await memory.storage.save_thread(Thread("o1", "r1", created_at=OLD))
+            await memory.save_messages([_message(f"o1-m{i}", "o1") for i in range(4)])
+
+    asyncio.run(seed())
+    checked = cli("check-index", url, "--vector", theirs, "--embedder", "lexical")
+    assert checked.returncode == 1, checked.stderr
+    [line] = checked.stderr.strip().splitlines()
+    assert "holds the index entries of 4 messages and none of them is in this store" in line, line
+    assert "probably another store's index" in line and "reindex " + url not in line, line
+
+    refused = cli("reindex", url, "--vector", theirs, "--embedder", "lexical")
+    assert refused.returncode == 2, refused.stderr
+    assert refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1, refused.stderr
+    assert "probably another store's index" in refused.stderr and "--force" in refused.stderr, refused.stderr
+    assert cli("check-index", other, "--vector", theirs, "--embedder", "lexical").returncode == 0  # untouched
+
+    forced = cli("reindex", url, "--vector", theirs, "--embedder", "lexical", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout.strip() == "reindexed 7 messages in 2 resources", forced.stdout

@@ -15,6 +15,12 @@ stderr naming the ``reindex`` that repairs it. ``reindex`` re-embeds each
 scope and prints what it indexed; Ctrl-C leaves each resource either
 rebuilt or as it was (exit 130): run it again. Everything is checked
 (URLs, the scope, that the stores exist) before a store is opened.
+
+An index that holds entries but shares no message id with storage
+(:meth:`~memory_core.indexing.VectorIndex.foreign_entries`) is probably
+another store's (``--vector`` naming the wrong folder): ``check-index``
+says so instead of naming a ``reindex`` (exit 1), and ``reindex`` refuses
+it before writing (exit 2) unless given ``--force``.
 """
 
 from __future__ import annotations
@@ -86,16 +92,21 @@ def check_index(
     One line per resource (or the thread): messages stored, with text,
     indexed, lexical documents, and "in step", "behind" or "N orphaned".
     Exit 0 when every one is in step, 1 otherwise (the last line names the
-    ``memory-core reindex`` that repairs it); reads only."""
+    ``memory-core reindex`` that repairs it, or says the index holds none
+    of the store's messages: probably another store's); reads only."""
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder)
-        statuses, hint = run_interruptible(
+        (statuses, foreign), hint = run_interruptible(
             _check(storage, vectors, model, resource, thread), "nothing was changed; run the check again"
         )
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
     for status in statuses:
         console.print(escape(status_line(status)), soft_wrap=True)
+    if foreign:
+        then = "memory-core reindex refuses it; with --force it rebuilds it from this store, dropping those entries"
+        errors.print(f"[yellow]{escape(_foreign(foreign, then))}[/]", soft_wrap=True)
+        raise typer.Exit(NOT_IN_STEP)
     stale = [s for s in statuses if not s.in_step]
     if stale:
         scope = _scope_option(stale[0].resource_id, stale[0].thread_id) if len(stale) == 1 else ""
@@ -114,17 +125,23 @@ def reindex(
     resource: Annotated[str | None, typer.Option(help="Only this resource (default: every resource).")] = None,
     thread: Annotated[str | None, typer.Option(help="Only this thread.")] = None,
     embedder: Annotated[str | None, typer.Option(help=_EMBEDDER_HELP)] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Rebuild even an index that holds none of the store's messages."),
+    ] = False,
 ) -> None:
     """Rebuild the vector (and lexical) index from storage.
 
     Every resource (or one resource, or one thread) gets its messages'
     vectors and lexical documents again; those of messages storage no
     longer holds go. Each scope is replaced whole; Ctrl-C (exit 130) leaves the scopes done
-    rebuilt: run the command again to finish."""
+    rebuilt: run the command again to finish. An index holding entries of
+    none of the store's messages (probably another store's) is refused
+    before anything is written (exit 2), unless ``--force``."""
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder)
         done, hint = run_interruptible(
-            _reindex(storage, vectors, model, resource, thread),
+            _reindex(storage, vectors, model, resource, thread, force),
             "the resources reported were rebuilt, the one under way may be partly; run the reindex again",
         )
         if hint is not None:
@@ -182,6 +199,14 @@ def _memory(storage: Storage, vectors: VectorStore, model: Embedder | None) -> M
     return Memory(storage, vectors, model)
 
 
+def _foreign(count: int, then: str) -> str:
+    """The line for an index that shares no message with storage, ``then`` the next step."""
+    return (
+        f"--vector holds the index entries of {count} messages and none of them is in this store: "
+        f"probably another store's index; check --vector ({then})"
+    )
+
+
 def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
     """A mismatch between ``--embedder`` and the index, as one red line naming the fix."""
     built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != exc.dimension)
@@ -195,28 +220,38 @@ def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
 
 async def _check(
     storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
-) -> tuple[list[IndexStatus], str | None]:
+) -> tuple[tuple[list[IndexStatus], int], str | None]:
+    """The statuses and :meth:`~memory_core.indexing.VectorIndex.foreign_entries`."""
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
+        foreign = await _index(memory).foreign_entries()
         try:
             if thread is not None:
-                return [await memory.check_index(thread_id=thread)], hint
+                return ([await memory.check_index(thread_id=thread)], foreign), hint
             statuses = [await memory.check_index(resource_id=r) for r in resources]
             if resource is None:  # the whole store: also what no resource of storage owns
                 unowned = await _index(memory).unowned(statuses)
                 if unowned.orphaned:
                     statuses.append(unowned)
-            return statuses, hint
+            return (statuses, foreign), hint
         except EmbedderMismatchError as exc:
             _mismatch(exc, model)
             raise
 
 
 async def _reindex(
-    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
+    storage: Storage,
+    vectors: VectorStore,
+    model: Embedder | None,
+    resource: str | None,
+    thread: str | None,
+    force: bool,
 ) -> tuple[list[tuple[str, int]], str | None]:
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
+        foreign = 0 if force else await _index(memory).foreign_entries()
+        if foreign:
+            fail(_foreign(foreign, "or pass --force to rebuild it from this store, dropping those entries"))
         if thread is not None:
             return [(thread, await memory.reindex(thread_id=thread))], hint
         done = []
