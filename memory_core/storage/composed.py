@@ -22,6 +22,7 @@ import asyncio
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from memory_core.models import Message, Resource, Thread
@@ -301,9 +302,9 @@ async def compose_read(store: SimpleReads, plan: ReadPlan) -> ReadParts:
     to it)."""
     calls: dict[str, Awaitable[Any]] = {}
     if plan.threads:
-        calls["threads"] = bounded_gather([store._get_thread(thread_id) for thread_id in plan.threads])
+        calls["threads"] = bounded_gather([partial(store._get_thread, thread_id) for thread_id in plan.threads])
     if plan.resources:
-        calls["resources"] = bounded_gather([store._get_resource(rid) for rid in plan.resources])
+        calls["resources"] = bounded_gather([partial(store._get_resource, rid) for rid in plan.resources])
     if plan.messages is not None:
         calls["messages"] = _count_and_list(
             store._count_messages, store._list_messages, plan.messages, plan.messages.count
@@ -311,7 +312,7 @@ async def compose_read(store: SimpleReads, plan: ReadPlan) -> ReadParts:
     if plan.thread_page is not None:
         calls["thread_page"] = _count_and_list(store._count_threads, store._list_threads, plan.thread_page)
     if plan.windows:
-        calls["windows"] = bounded_gather([store._message_window(*target) for target in plan.windows])
+        calls["windows"] = bounded_gather([partial(store._message_window, *target) for target in plan.windows])
     if plan.message_ids:
         calls["found_messages"] = store._get_messages(plan.message_ids)
     if plan.resource_ids is not None:
@@ -329,7 +330,7 @@ async def compose_read(store: SimpleReads, plan: ReadPlan) -> ReadParts:
     stored = {r.id: r for r in resources if r is not None}
     if plan.owner_resources:
         owners = dict.fromkeys(t.resource_id for t in found.values() if t.resource_id not in stored)
-        for resource in await bounded_gather([store._get_resource(rid) for rid in owners]):
+        for resource in await bounded_gather([partial(store._get_resource, rid) for rid in owners]):
             if resource is not None:
                 stored[resource.id] = resource
     message_total, message_items = messages if messages is not None else (0, [])
@@ -353,7 +354,8 @@ async def compose_read_state(
     """The threads (by id) and the messages found among these ids, from
     ``store``'s ``_get_thread`` and ``_get_messages``, concurrently."""
     threads, messages = await asyncio.gather(
-        bounded_gather([store._get_thread(thread_id) for thread_id in thread_ids]), store._get_messages(message_ids)
+        bounded_gather([partial(store._get_thread, thread_id) for thread_id in thread_ids]),
+        store._get_messages(message_ids),
     )
     return {t.id: t for t in threads if t is not None}, messages
 
@@ -363,18 +365,23 @@ async def erase_threads(thread_ids: Sequence[str], delete_thread: Callable[[str]
     :data:`CONCURRENT_READS` at once; each idempotent, so an erasure built
     on it is resumable); the messages they deleted, or None when one did
     not count."""
-    deleted = await bounded_gather([delete_thread(thread_id) for thread_id in thread_ids])
+    deleted = await bounded_gather([partial(delete_thread, thread_id) for thread_id in thread_ids])
     return None if None in deleted else sum(n or 0 for n in deleted)
 
 
-async def bounded_gather(calls: list[Awaitable[T]]) -> list[T]:
-    """``asyncio.gather`` of ``calls`` (results in order), at most
-    :data:`CONCURRENT_READS` running at a time."""
+async def bounded_gather(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """``asyncio.gather`` of ``call()`` for each of ``calls`` (results in
+    order), at most :data:`CONCURRENT_READS` running at a time.
+
+    Each call is made only once its turn comes (inside the gate), so a
+    cancellation before then leaves no coroutine created and never awaited
+    (``RuntimeWarning: coroutine ... was never awaited``): pass callables
+    (``functools.partial(store._get_thread, thread_id)``), not coroutines."""
     gate = asyncio.Semaphore(CONCURRENT_READS)
 
-    async def gated(call: Awaitable[T]) -> T:
+    async def gated(call: Callable[[], Awaitable[T]]) -> T:
         async with gate:
-            return await call
+            return await call()
 
     return list(await asyncio.gather(*(gated(call) for call in calls)))
 
