@@ -36,14 +36,17 @@ async def test_a_read_cancelled_at_any_step_leaves_no_unawaited_coroutine(anyio_
     ids = tuple(f"t{i}" for i in range(_THREADS))
     for thread_id in ids:
         await store.insert_thread(Thread(thread_id, "alice"))
-    reads = {
-        "compose_read": lambda: compose_read(store, ReadPlan(threads=ids, resources=("alice",), owner_resources=True)),
-        "compose_read_state": lambda: compose_read_state(store, ids, ()),
-    }
+
+    async def read_plan() -> object:
+        return await compose_read(store, ReadPlan(threads=ids, resources=("alice",), owner_resources=True))
+
+    async def read_state() -> object:
+        return await compose_read_state(store, ids, ())
+
     cancelled = 0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        for read in reads.values():
+        for read in (read_plan, read_state):
             for steps in range(12):  # before the first call, inside the gate, and after the last
                 work = asyncio.ensure_future(read())
                 await _cancel_after(steps, work)
