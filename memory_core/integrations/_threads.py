@@ -14,6 +14,7 @@ from typing import Any
 
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.ids import new_message_id
+from memory_core.lineage import lineage_of
 from memory_core.memory import Memory
 from memory_core.models import Message, MessagePageRequest, PerPage, Thread
 from memory_core.validation import MAX_ID_LENGTH, MAX_MESSAGE_BYTES, MAX_PER_PAGE, check_id, check_message
@@ -26,6 +27,7 @@ __all__ = [
     "conversation_thread",
     "current_turn",
     "delete_conversation",
+    "is_copy_of",
     "new_message_id",
     "newest_messages",
     "newest_until",
@@ -416,3 +418,23 @@ def owner_of(explicit: str | None, context: Any, *, where: str = "context", fix:
             f"never overridden; {fix or 'build one seam per resource'}",
         )
     return explicit
+
+
+async def is_copy_of(
+    memory: Memory, thread_id: str, source_id: str, resource_id: str, last_message_id: str | None
+) -> bool:
+    """Whether thread ``thread_id`` is the copy a seam's branch or clone
+    call makes: owned by ``resource_id``, copied from ``source_id`` (owned
+    by ``resource_id`` too) holding its messages up to ``last_message_id``
+    (None: none), per its lineage record. A retried call (its first try
+    timed out, but its write finished in the background) then takes the
+    copy as its own instead of a ConflictError. Waits for writes still in
+    flight first, so such a copy is seen whole."""
+    await memory.wait_for_writes()
+    thread = await memory.storage.get_thread(thread_id, resource_id)
+    record = None if thread is None else lineage_of(thread)
+    return record is not None and (record.source_thread_id, record.source_resource_id, record.last_message_id) == (
+        source_id,
+        resource_id,
+        last_message_id,
+    )

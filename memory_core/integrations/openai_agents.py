@@ -31,7 +31,7 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memory_core.arguments import check_memory
-from memory_core.errors import NotFoundError, ValidationError
+from memory_core.errors import ConflictError, NotFoundError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
 from memory_core.validation import check_bool, check_id, check_json_object
@@ -41,6 +41,7 @@ from ._threads import (
     check_record,
     conversation_thread,
     delete_conversation,
+    is_copy_of,
     new_message_id,
     newest_messages,
     owner_of,
@@ -227,10 +228,19 @@ class MemoryCoreSession:
         The switch changes this session object's ``session_id`` for every
         caller sharing it (make one session per user to branch per user).
 
+        A retry is safe with an explicit ``branch_id``: a call cancelled or
+        timed out (``asyncio.wait_for``) still makes its branch in the
+        background, and the same call again, with the same ``branch_id``,
+        finds that branch (same source session, same turn, same owner, by its
+        lineage record) and switches to it instead of raising
+        ConflictError. Without ``branch_id`` a timed-out call's generated id
+        is never returned, and a retry makes another branch.
+
         Args:
             turn: the user turn to redo (int >= 1).
             branch_id: the branch's session id (R-ID); default
-                ``<session_id>.branch-<turn>-<8 hex digits>``.
+                ``<session_id>.branch-<turn>-<8 hex digits>``. Pass one to
+                make the call safe to retry after a timeout.
             wrapper: the SDK's run context (names the owner).
 
         Returns:
@@ -239,7 +249,9 @@ class MemoryCoreSession:
         Raises:
             ValidationError: a bad ``turn`` or ``branch_id``, or no owner.
             NotFoundError: the session has fewer than ``turn`` user turns.
-            ConflictError: the branch's session id is taken.
+            ConflictError: ``branch_id`` names a session of the owner that
+                is not this branch (another session, or a branch of another
+                session or turn), named by ``branch_id`` as given.
         """
         if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
             raise ValidationError("turn", f"must be an int >= 1 (the n-th user item), got {turn!r}")
@@ -252,23 +264,50 @@ class MemoryCoreSession:
         if len(users) < turn:
             raise NotFoundError(f"session {self.session_id!r} has {len(users)} user turns, not {turn}")
         start = users[turn - 1]
-        if start:
-            await self.memory.branch_thread(
-                thread, items[start - 1].id, target, resource_id=owner, source_resource_id=owner
-            )
-        else:
-            await self.memory.clone_thread(thread, target, resource_id=owner, source_resource_id=owner, message_limit=0)
+        cut = items[start - 1].id if start else None
+        try:
+            if cut is not None:
+                await self.memory.branch_thread(thread, cut, target, resource_id=owner, source_resource_id=owner)
+            else:
+                await self.memory.clone_thread(
+                    thread, target, resource_id=owner, source_resource_id=owner, message_limit=0
+                )
+        except ConflictError:
+            if not await is_copy_of(self.memory, target, thread, owner, cut):
+                raise ConflictError(
+                    f"branch_id {name!r} is taken by another session (not the branch of session "
+                    f"{self.session_id!r} before turn {turn}): choose another branch_id"
+                ) from None
         self.session_id = name
         return name
 
-    def switch_to(self, session_id: str) -> None:
-        """Point this session at another session id: a branch
-        :meth:`branch_from_turn` made, or back to the one it came from.
+    async def switch_to(self, session_id: str, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
+        """Point this session at another of the owner's sessions: a branch
+        :meth:`branch_from_turn` made, or back to the one it came from. As
+        the SDK's ``AdvancedSQLiteSession.switch_to_branch``, an unknown
+        session is refused (a mistyped name would otherwise start a new,
+        empty conversation at the next run); the session stays where it was.
+
+        Args:
+            session_id: the session to switch to (R-ID).
+            wrapper: the SDK's run context (names the owner).
 
         Raises:
-            ValidationError: a bad id (R-ID).
+            ValidationError: a bad id (R-ID), no owner, or field
+                ``session_id``: the owner has no such session (none was
+                written, or it was cleared); a ``ValueError``, as the SDK's.
         """
-        self.session_id = check_id(session_id, "session_id")
+        name = check_id(session_id, "session_id")
+        owner = self.owner(wrapper)
+        thread = conversation_thread(THREAD_NAMESPACE, owner, name, scoped=self.scope_ids, field="session_id")
+        await self.memory.wait_for_writes()  # a branch still being made in the background counts
+        if await self.memory.storage.get_thread(thread, owner) is None:
+            raise ValidationError(
+                "session_id",
+                f"resource {owner!r} has no session {name!r} to switch to (none was written, or it was cleared); "
+                f"the session stays on {self.session_id!r}",
+            )
+        self.session_id = name
 
     async def get_items(
         self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None

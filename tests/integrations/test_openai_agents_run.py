@@ -201,7 +201,7 @@ async def test_branch_from_a_turn_edits_an_earlier_message_and_continues(open_me
         assert [i.get("content") for i in edited[4:5]] == ["What did I ask first?"] and len(edited) == 6
         lineage = await memory.get_lineage(session.thread_id(wrapper), "alice")
         assert lineage is not None and lineage.source_thread_id == "openai-agents:alice:trip"
-        session.switch_to("trip")
+        await session.switch_to("trip", wrapper=wrapper)
         assert await session.get_items(wrapper=wrapper) == original
         with pytest.raises(NotFoundError):
             await session.branch_from_turn(4, wrapper=wrapper)

@@ -146,7 +146,7 @@ async def test_a_branch_with_thread_scope_does_not_recall_the_edited_away_messag
         texts = [hit["text"] for hit in json.loads(answer.final_output)]
         assert "My cat is called Miso." in texts
         assert all("Zorro" not in text for text in texts), texts
-        session.switch_to("trip")  # the source thread still recalls its own turn 2
+        await session.switch_to("trip", wrapper=wrapper)  # the source thread still recalls its own turn 2
         answer = await Runner.run(agent, "What is my cat called?", session=session, context=ALICE)
         assert any("Zorro" in hit["text"] for hit in json.loads(answer.final_output))
 

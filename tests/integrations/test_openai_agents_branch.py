@@ -1,0 +1,97 @@
+"""Branching an Agents SDK session under timeouts and mistakes: a branch
+call with an explicit ``branch_id`` is safe to retry after a timeout (its
+write finishes in the background; the retry takes that branch), a taken
+``branch_id`` is named in the caller's words, and ``switch_to`` refuses a
+session that does not exist (as ``AdvancedSQLiteSession.switch_to_branch``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from agents import RunContextWrapper
+from agents.items import TResponseInputItem
+
+from memory_core import ConflictError, ThreadFilter, ValidationError
+from memory_core.integrations.openai_agents import MemoryCoreSession
+
+from .conftest import OpenMemory
+
+pytestmark = pytest.mark.anyio
+
+ALICE = RunContextWrapper({"resource_id": "alice"})
+TURNS: list[TResponseInputItem] = [
+    {"role": "user", "content": "one"},
+    {"role": "assistant", "content": "1"},
+    {"role": "user", "content": "two"},
+    {"role": "assistant", "content": "2"},
+    {"role": "user", "content": "three"},
+    {"role": "assistant", "content": "3"},
+]
+
+
+async def _cancelled_after(steps: int, work: asyncio.Future[str]) -> None:
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    work.cancel()
+    await asyncio.gather(work, return_exceptions=True)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_timed_out_branch_with_an_explicit_id_is_safe_to_retry(
+    open_memory: OpenMemory, anyio_backend: str
+) -> None:
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        tries = 16
+        for steps in range(tries):  # cancelled before, during and after the copy
+            await session.switch_to("conv", wrapper=ALICE)
+            name = f"edit-{steps}"
+            await _cancelled_after(steps, asyncio.ensure_future(session.branch_from_turn(2, name, wrapper=ALICE)))
+            await session.switch_to("conv", wrapper=ALICE)
+            assert await session.branch_from_turn(2, name, wrapper=ALICE) == name == session.session_id
+            assert await session.get_items(wrapper=ALICE) == TURNS[:2]
+        await session.switch_to("conv", wrapper=ALICE)
+        for _ in range(2):  # turn 1: an empty copy, retried
+            await session.switch_to("conv", wrapper=ALICE)
+            assert await session.branch_from_turn(1, "first", wrapper=ALICE) == "first"
+        assert await session.get_items(wrapper=ALICE) == []
+        threads = await memory.list_threads(ThreadFilter(resource_id="alice"), per_page=False)
+        assert threads.total == tries + 2  # the session, one branch per id, no orphan
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_taken_branch_id_is_named_as_the_caller_gave_it(open_memory: OpenMemory, anyio_backend: str) -> None:
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        await session.branch_from_turn(2, "edit-colour", wrapper=ALICE)
+        await session.switch_to("conv", wrapper=ALICE)
+        for turn in (1, 3):  # the same id for another cut is another branch
+            with pytest.raises(ConflictError, match="branch_id 'edit-colour'") as raised:
+                await session.branch_from_turn(turn, "edit-colour", wrapper=ALICE)
+            assert "openai-agents:" not in str(raised.value) and session.session_id == "conv"
+        other = MemoryCoreSession("other", memory)
+        await other.add_items(TURNS, wrapper=ALICE)
+        with pytest.raises(ConflictError, match="branch_id 'edit-colour'"):  # a branch of another session
+            await other.branch_from_turn(2, "edit-colour", wrapper=ALICE)
+        with pytest.raises(ConflictError, match="branch_id 'other'"):  # a session that is no branch
+            await session.branch_from_turn(2, "other", wrapper=ALICE)
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_switch_to_refuses_a_session_that_does_not_exist(open_memory: OpenMemory, anyio_backend: str) -> None:
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        branch = await session.branch_from_turn(2, wrapper=ALICE)
+        with pytest.raises(ValidationError, match="'convv'") as raised:
+            await session.switch_to("convv", wrapper=ALICE)
+        assert raised.value.field == "session_id" and isinstance(raised.value, ValueError)
+        assert session.session_id == branch  # unchanged
+        bob = RunContextWrapper({"resource_id": "bob"})
+        with pytest.raises(ValidationError, match="'conv'"):  # alice's session is not bob's
+            await session.switch_to("conv", wrapper=bob)
+        await session.switch_to("conv", wrapper=ALICE)
+        assert await session.get_items(wrapper=ALICE) == TURNS
