@@ -11,6 +11,7 @@ shard keys, round trips and the batch-atomicity choice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
@@ -163,6 +164,24 @@ class _Connection(NamedTuple):
     async def close(self) -> None:
         """Close the client (in its own loop)."""
         await self.client.close()
+
+
+async def _settle(session: AsyncClientSession, bound_s: float | None, commit_cut: bool) -> None:
+    """End ``session``, aborting a transaction still open.
+
+    ``commit_cut``: the call was cancelled during its commit. PyMongo marks
+    the transaction committed as soon as ``commitTransaction`` starts, so
+    ending the session would not abort it, and a commit that never reached
+    the server would stay open there, holding its documents' locks until
+    the server expires it (60 s by default). The commit is sent again first:
+    retrying a commit is safe (the drivers' transactions specification), so
+    the cancelled call has then happened completely; if that fails too the
+    server's expiry remains the only way out. ``bound_s``: the client's
+    ``timeoutMS`` in seconds (``None``: unbounded)."""
+    if commit_cut:
+        with pymongo.timeout(bound_s), contextlib.suppress(PyMongoError):
+            await session.commit_transaction()
+    await session.end_session()
 
 
 class MongoStorage(BaseStorage):
@@ -421,17 +440,29 @@ class MongoStorage(BaseStorage):
             return await work(None)
         client = self._here().client
         session = client.start_session()
+        committing = False  # the work is done: what follows is the commit
+
+        async def run(session: Session) -> T:
+            nonlocal committing
+            committing = False  # with_transaction may run the work again
+            answer = await work(session)
+            committing = True
+            return answer
+
+        commit_cut = False
         try:
             # The client's timeoutMS bounds the whole transaction, retries
             # included (PyMongo's own limit for with_transaction is 120 s).
             with pymongo.timeout(client.options.timeout):
-                return await session.with_transaction(work)
+                return await session.with_transaction(run)
+        except asyncio.CancelledError:
+            commit_cut = committing
+            raise
         finally:
-            # Cancelled or failed anywhere (a commit cut off included), the
-            # transaction is aborted and the session ended, even if the
+            # Cancelled or failed anywhere, the session is settled even if the
             # caller is cancelled again meanwhile: a transaction left open
             # would hold its documents' locks until the server expires it.
-            await asyncio.shield(session.end_session())
+            await asyncio.shield(_settle(session, client.options.timeout, commit_cut))
 
     async def _allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the

@@ -15,7 +15,7 @@ from memory_core_conformance.cancellation import cancel_at, count_suspensions
 from memory_core_mongodb import MongoStorage
 from memory_core_mongodb import storage as mongo_storage
 from memory_core_mongodb.testing import unique_namespace
-from pymongo import AsyncMongoClient
+from pymongo import AsyncMongoClient, monitoring
 
 from memory_core.errors import BackendError
 from memory_core.models import Message, Thread
@@ -129,3 +129,60 @@ async def test_delete_thread_cancelled_at_every_await_leaves_no_open_transaction
             assert left in (0, 3)
         finally:
             await store.destroy()
+
+
+class _StallAtCommit(monitoring.CommandListener):
+    """Once :attr:`armed`, stops the proxy's flow as the next
+    ``commitTransaction`` starts: that commit is sent but never reaches the
+    server."""
+
+    def __init__(self, stalling: StallingProxy) -> None:
+        self.stalling = stalling
+        self.armed = False
+        self.committing = asyncio.Event()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if self.armed and event.command_name == "commitTransaction":
+            self.armed = False
+            self.stalling.flowing.clear()
+            self.committing.set()
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+async def test_a_call_cancelled_during_its_commit_leaves_no_transaction_open(
+    proxy: tuple[StallingProxy, str], mongodb_url: str, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    """Before (seen once in CI under load): PyMongo marks a transaction
+    committed when its commit starts, so a call cancelled while the commit
+    was on the way ended its session without an abort, and the transaction
+    held its documents until the server expired it (60 s): the next plain
+    write timed out. Now the commit is sent again: the delete happened."""
+    stalling, url = proxy
+    namespace = unique_namespace()
+    listener = _StallAtCommit(stalling)
+    store = await _seeded(url, namespace, event_listeners=[listener])
+    try:
+        listener.armed = True
+        deleting = asyncio.ensure_future(store.delete_thread("t1"))
+        await asyncio.wait_for(listener.committing.wait(), 30)
+        await asyncio.sleep(0.2)  # the commit is on the wire, lost by the proxy
+        deleting.cancel()
+        stalling.flowing.set()
+        with pytest.raises(asyncio.CancelledError):
+            await deleting
+        db = raw_client.get_database(store.database_name)
+        for name in await db.list_collection_names():
+            await asyncio.wait_for(db[name].update_many({}, {"$set": {"probe": 1}}), 10)
+        assert await store.get_thread("t1") is None
+        assert await db.list_collection_names()  # the store is still there, only t1 went
+    finally:
+        stalling.flowing.set()
+        await store.close()
+        direct = MongoStorage.from_url(mongodb_url, namespace=namespace)
+        await direct.open()
+        await direct.destroy()

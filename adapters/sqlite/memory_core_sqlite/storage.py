@@ -60,12 +60,15 @@ def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool =
     a missing folder passes when ``open`` would create it (``create_dirs``,
     and the file is not required to exist)."""
     folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder) and create_dirs and not must_exist:
-        return
     if not os.path.isdir(folder):
-        raise ValidationError(
-            "url", f"folder {folder!r} does not exist; create it first (mkdir -p {folder}) or use another path"
-        )
+        if must_exist:
+            raise ValidationError(
+                "url", f"folder {folder!r} does not exist, so neither does {path}; check the path for a typo"
+            )
+        if create_dirs:
+            return
+        # the message open() gives, naming both fixes (mkdir -p, create_dirs)
+        ensure_folder(folder, create_dirs=False, url_example=f"sqlite:///{path}?create_dirs=true")
     if os.path.isdir(path):
         example = os.path.join(path, "memory.db")
         raise ValidationError(
