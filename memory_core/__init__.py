@@ -10,7 +10,9 @@ Where each part lives (one responsibility per module):
 
 - records and errors: :mod:`~memory_core.models` (Thread, Message,
   Resource, filters, pages), :mod:`~memory_core.errors` (the error tree),
-  :mod:`~memory_core.validation` (every public input, checked once),
+  :mod:`~memory_core.validation` (every public input, checked once: what
+  is written; it re-exports :mod:`~memory_core.value_checks`, single values,
+  and :mod:`~memory_core.query_checks`, read requests and recall),
   :mod:`~memory_core.options` (adapter URL options, a store's folder),
   :mod:`~memory_core.query` (normalised queries for adapters),
   :mod:`~memory_core.cursor`, :mod:`~memory_core.ids`,
@@ -25,6 +27,8 @@ Where each part lives (one responsibility per module):
   one), :mod:`~memory_core.loops` (a connection per event loop, so a store
   works from any thread and loop);
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
+  :mod:`~memory_core.vector_lifecycle` (its open/close, preflight and
+  collection names),
   :mod:`~memory_core.vector_layout` (what is embedded and where, R-VEC),
   :mod:`~memory_core.vector_points` (points and hits),
   :mod:`~memory_core.vector_protocol` (the VectorStore Protocol),

@@ -11,7 +11,10 @@ vector_search_string=...)`` with :func:`sys.setprofile` and prints:
 - ``functions``: distinct library functions among them;
 - ``check_id``: calls of :func:`memory_core.validation.check_id` (each id
   should be checked once per call);
-- ``modules``: distinct library modules among them;
+- ``modules``: distinct library modules among them (a layer split over
+  several files counts as its first module: ``validation`` holds the checks
+  of ``value_checks`` and ``query_checks``, ``vector`` the base of
+  ``vector_lifecycle``; see ``_LAYER_OF``);
 - ``re-entries``: calls that enter a library module from another library
   module although the trace had entered that module before (``memory`` ->
   ``validation`` -> back -> ``validation`` again counts one). A recall that
@@ -50,13 +53,20 @@ __all__ = ["Trace", "main", "trace_recall"]
 _LIBRARY = "memory_core"
 _EXCLUDED = "memory_core_bench"
 _CHECK_ID = "memory_core.validation:check_id"
+# Modules split out of one layer (to keep files short) count as that layer:
+# a call between them is a call inside the layer, not a re-entry.
+_LAYER_OF = {
+    "memory_core.query_checks": "memory_core.validation",
+    "memory_core.value_checks": "memory_core.validation",
+    "memory_core.vector_lifecycle": "memory_core.vector",
+}
 
 
 def _library(frame: FrameType) -> str | None:
-    """The library module ``frame`` runs in, or None."""
+    """The library module (its layer, :data:`_LAYER_OF`) ``frame`` runs in, or None."""
     name = frame.f_globals.get("__name__")
     if isinstance(name, str) and name.startswith(_LIBRARY) and not name.startswith(_EXCLUDED):
-        return name
+        return _LAYER_OF.get(name, name)
     return None
 
 
