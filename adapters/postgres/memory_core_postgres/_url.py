@@ -99,7 +99,7 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
     Raises:
         ValidationError: not a ``postgresql://``/``postgres://`` URL, an
             option given twice, or a near miss of an option name (``schem``;
-            see :func:`memory_core.validation.check_option_names`: other
+            see :func:`memory_core.options.check_option_names`: other
             names go to asyncpg, as PostgreSQL server settings).
     """
     if not isinstance(url, str) or "://" not in url:
