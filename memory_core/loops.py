@@ -12,7 +12,10 @@ store and once per loop (see ``BaseStorage.loop_bound``).
 
 A loop that has been closed cannot run anything again: the connections it
 made are dropped unclosed (the operating system closes their sockets when
-they are collected), never used from another loop.
+they are collected), never used from another loop. A loop ended by
+``asyncio.run`` (or ``asyncio.Runner``, or anyio on asyncio) first closes its
+async generators: :func:`close_at_loop_end` closes a connection there, in its
+own loop, before the loop is gone.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from memory_core.errors import ValidationError
@@ -31,6 +34,7 @@ __all__ = [
     "LoopLocal",
     "OnceAcrossLoops",
     "OpenInEachLoop",
+    "close_at_loop_end",
     "close_everywhere",
     "connect_through_cancel",
     "running_loop",
@@ -79,6 +83,45 @@ async def connect_through_cancel(
         if undo is not None and not task.cancelled() and task.exception() is None:
             await _to_its_end(asyncio.ensure_future(undo(task.result())))
         raise
+
+
+async def close_at_loop_end(close: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[None]]:
+    """Have ``close()`` run in the running loop when that loop shuts down its
+    async generators, unless it has run before; return the closer that runs
+    it now (at most once in all).
+
+    ``asyncio.run`` closes its loop after every call, as sync frameworks
+    call async code: a connection made in it and never closed is dropped
+    with the loop, and some drivers report it when it is collected, to
+    whatever loop runs then (redis-py's ``RedisCluster``: "Unclosed
+    RedisCluster client" and one "Unclosed ClusterNode object" per node, to
+    that loop's exception handler). ``asyncio.run`` (``asyncio.Runner``,
+    anyio on asyncio) closes the loop's async generators before the loop
+    itself: ``close`` runs in the ``finally`` of one, still in its own loop.
+    A loop closed without that step (``loop.close()`` alone) drops the
+    connection as before.
+
+    Keep the closer as long as the connection: once neither is referenced,
+    the loop closes the generator when it collects it (``close()`` then runs
+    in a task of that loop, if the loop still runs).
+
+    Returns:
+        An async callable (``async_generator.aclose``) running ``close()``
+        now; later calls, and the loop's end after one, do nothing.
+
+    Raises:
+        RuntimeError: no event loop is running in this thread.
+    """
+
+    async def until_the_end() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            await close()
+
+    guard = until_the_end()
+    await anext(guard)  # started: the running loop now tracks it
+    return guard.aclose
 
 
 async def _to_its_end(task: asyncio.Future[Any]) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from memory_core import InMemoryStorage
 from memory_core.errors import ValidationError
-from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, running_loop
+from memory_core.loops import GivenClientLoop, LoopLocal, close_at_loop_end, close_everywhere, running_loop
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -32,6 +32,26 @@ def test_each_loop_sees_its_own_value_and_closed_loops_are_dropped() -> None:
     assert len(local) == 1  # setting in a new loop dropped the closed loop's value
     assert [value for _, value in local.drain()] == ["second"]
     assert len(local) == 0
+
+
+def test_close_at_loop_end_closes_in_its_loop_when_asyncio_run_ends_and_only_once() -> None:
+    closed: list[tuple[str, asyncio.AbstractEventLoop]] = []
+
+    async def use(name: str, close_now: bool) -> asyncio.AbstractEventLoop:
+        async def close() -> None:
+            closed.append((name, asyncio.get_running_loop()))
+
+        closer = await close_at_loop_end(close)
+        if close_now:
+            await closer()
+            await closer()
+        assert len(closed) == int(close_now)
+        return asyncio.get_running_loop()
+
+    for name, close_now in (("dropped", False), ("closed", True)):
+        closed.clear()
+        loop = asyncio.run(use(name, close_now))
+        assert closed == [(name, loop)]  # once, in the loop that made it, before the loop closed
 
 
 async def test_close_everywhere_closes_here_hands_over_to_live_loops_and_drops_closed_ones() -> None:

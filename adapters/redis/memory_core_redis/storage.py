@@ -32,7 +32,13 @@ from memory_core.errors import (
     ValidationError,
 )
 from memory_core.lineage import CopyPlan
-from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, connect_through_cancel
+from memory_core.loops import (
+    GivenClientLoop,
+    LoopLocal,
+    close_at_loop_end,
+    close_everywhere,
+    connect_through_cancel,
+)
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
@@ -319,16 +325,22 @@ class _CallGate:
 
 
 class _Link(NamedTuple):
-    """One event loop's redis-py client, its loaded scripts and the gate of
-    its concurrent calls (:class:`_CallGate`)."""
+    """One event loop's redis-py client, its loaded scripts, the gate of its
+    concurrent calls (:class:`_CallGate`) and, for a client the store made,
+    its closer."""
 
     client: Any
     scripts: Scripts
     calls: _CallGate
+    ending: Callable[[], Awaitable[None]] | None
+    """Closes ``client`` once, in its own loop, by the loop's end at the
+    latest (:func:`~memory_core.loops.close_at_loop_end`); None for the
+    caller's client."""
 
     async def close(self) -> None:
-        """Close the client (in its own loop)."""
-        await self.client.aclose()
+        """Close the client when the store made it (in its own loop)."""
+        if self.ending is not None:
+            await self.ending()
 
 
 class RedisStorage(BaseStorage):
@@ -524,7 +536,7 @@ class RedisStorage(BaseStorage):
     async def _drop_link(self) -> None:
         """Forget the running loop's client, closing it when it is ours."""
         link = self._links.pop()
-        if link is not None and self._owns_client:
+        if link is not None:
             await link.close()
 
     async def _connect_here(self) -> None:
@@ -539,6 +551,9 @@ class RedisStorage(BaseStorage):
                 raise ValidationError("client", "must be created with decode_responses=True")
         else:
             client = self._new_client()
+        # a loop that asyncio.run ends closes the client first (redis-py's cluster client
+        # dropped with its loop reports "Unclosed RedisCluster client" to a later loop)
+        ending = await close_at_loop_end(client.aclose) if self._owns_client else None
         try:
             scripts = Scripts(client)
             await scripts.load()
@@ -547,12 +562,12 @@ class RedisStorage(BaseStorage):
             # one server holds every key: a write may span slots in one script
             self._solo = not isinstance(client, RedisCluster)
             calls = _CallGate(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
-            self._links.set(_Link(client, scripts, calls))
+            self._links.set(_Link(client, scripts, calls, ending))
             await self._backfill_resources()
         except BaseException:
             self._links.pop()
-            if self._owns_client:
-                await client.aclose()
+            if ending is not None:
+                await ending()
             raise
 
     async def _backfill_resources(self) -> None:

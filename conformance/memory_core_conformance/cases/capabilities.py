@@ -121,8 +121,11 @@ class CapabilityCases(SuiteBase):
             await empty.save_thread(thread("t1"))
             await empty.close()
             again = storage_reopener(empty, None)
-            await again.preflight(must_exist=True)
-            assert await again.get_thread("t1") is not None
+            try:
+                await again.preflight(must_exist=True)
+                assert await again.get_thread("t1") is not None
+            finally:
+                await again.close()
         finally:
             await storage_reopener(empty, None).destroy()
 
