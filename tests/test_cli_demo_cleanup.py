@@ -60,6 +60,29 @@ def test_a_failed_demo_keeps_what_was_there_before(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+def test_a_failed_demo_leaves_a_symlink_at_db_alone(tmp_path: Path) -> None:
+    """A (dangling) symlink at --db is the user's: the demo neither writes
+    through it (creating its target) nor removes it when it fails."""
+    from tests.cli_run import cli
+
+    (tmp_path / "demo.db").symlink_to("elsewhere.db")
+    result = cli("demo", "--db", str(tmp_path / "demo.db"), "--embedder", "bogus")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: --db: ") and result.stderr.count("\n") == 1, result.stderr
+    assert "was not made by memory-core demo" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.db"]
+    assert (tmp_path / "demo.db").is_symlink()
+
+
+def test_a_demo_db_named_like_its_vectors_folder_is_refused_before_any_file(tmp_path: Path) -> None:
+    from tests.cli_run import cli
+
+    result = cli("demo", "--db", str(tmp_path / "x.vectors"))
+    assert result.returncode == 2, result.stderr
+    assert "is the name of its own vectors folder" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     if not HAS_REDIS:

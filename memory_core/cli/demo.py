@@ -13,6 +13,7 @@ then exercises the API a chat agent uses and prints each answer as a table.
 from __future__ import annotations
 
 import asyncio
+import os
 import resource as _rusage
 import shutil
 import sqlite3
@@ -89,7 +90,9 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
     mark); a previous demo's is removed unless ``keep``; a new one is created
     with the mark. ``db``'s folder must exist: no folder is ever created.
     Everything is checked before anything is removed, so a refusal leaves
-    every file as it was.
+    every file as it was; a symlink at any of these paths is the user's (the
+    demo makes none) and is refused, never written through or removed. If
+    making a file fails, what this call made already is removed.
 
     Returns:
         The paths this call created (the database and/or the vectors
@@ -98,8 +101,10 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
     Raises:
         ValidationError: (field ``--db``) ``db`` is a folder, its folder is
             missing or is not one; ``db``, its ``-wal``/``-shm``/``-journal``
-            file or the vectors folder exists and is not the demo's; or SQLite
-            cannot create ``db``.
+            file or the vectors folder exists (a symlink included) and is not
+            the demo's; ``db`` is named like its own vectors folder
+            (``*.vectors``); or SQLite cannot create ``db``.
+        OSError: the vectors folder or its mark cannot be made.
     """
     advice = "choose another --db path"
     if db.is_dir():
@@ -108,27 +113,38 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
         raise ValidationError("--db", f"{str(db.parent)!r} is not a folder; {advice}")
     if not db.parent.exists():
         raise ValidationError("--db", f"folder {str(db.parent)!r} does not exist; create it first or {advice}")
-    files = _database_files(db) if database else []
-    taken = [path for path in files if path.exists()]
-    if taken and not is_demo_database(db):
-        raise ValidationError("--db", f"{taken[0]} exists and was not made by memory-core demo; {advice}")
     folder = vectors_folder(db) if vectors else None
-    if folder is not None and folder.exists() and not (folder / VECTORS_MARKER).is_file():
-        raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
+    if folder == db:
+        raise ValidationError("--db", f"{str(db)!r} is the name of its own vectors folder; {advice} (not *.vectors)")
+    # lexists: a symlink counts even when dangling. The demo never makes one,
+    # so one is the user's: writing through it, then removing it on a
+    # failure, would touch files the demo did not make.
+    files = _database_files(db) if database else []
+    taken = [path for path in files if os.path.lexists(path)]
+    if taken and (any(path.is_symlink() for path in taken) or not is_demo_database(db)):
+        raise ValidationError("--db", f"{taken[0]} exists and was not made by memory-core demo; {advice}")
+    if folder is not None and os.path.lexists(folder):
+        if folder.is_symlink() or not (folder / VECTORS_MARKER).is_file():
+            raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
     if not keep:
         for path in taken:
             path.unlink()
         if folder is not None and folder.exists():
             shutil.rmtree(folder)
-    created = []
-    if database and not db.exists():
-        _create_database(db)
-        created.append(db)
-    if folder is not None:
-        if not folder.exists():
-            folder.mkdir()
-            created.append(folder)
-        (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+    created: list[Path] = []
+    try:
+        if database and not db.exists():
+            _create_database(db)
+            created.append(db)
+        if folder is not None:
+            if not folder.exists():
+                folder.mkdir()
+                created.append(folder)
+            (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+    except BaseException:
+        # Made by this call (a vectors folder that cannot be made or marked): not left behind.
+        remove_demo_files(created)
+        raise
     return created
 
 
