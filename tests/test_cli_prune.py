@@ -126,6 +126,29 @@ def test_prune_user_errors_touch_nothing(args: list[str], says: str, tmp_path: P
     assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
 
 
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]])
+def test_prune_refuses_a_before_in_the_future_and_writes_nothing(dry_run: list[str], tmp_path: Path) -> None:
+    """Before: a yellow warning, then everything up to now was pruned (the
+    whole store for a typo'd year)."""
+    from tests.cli_run import cli
+
+    db = tmp_path / "f.db"
+    url = f"sqlite:///{db}"
+    _seed(url)
+    files = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    started = datetime.now(UTC)
+    result = cli("prune", url, "--before", "2099-01-31T00:00:00", *dry_run)
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    line = result.stderr.strip()
+    assert line.startswith("error: --before 2099-01-31T00:00:00+00:00 is in the future (now "), line
+    now = datetime.fromisoformat(line.split("(now ", 1)[1].split(")", 1)[0])
+    assert started <= now <= datetime.now(UTC)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == files
+    assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
+
+
 def test_prune_refuses_an_unknown_scheme() -> None:
     result = CliRunner().invoke(app, ["prune", "bogus://x", "--older-than", "1d"])
     assert result.exit_code == 2 and "unknown storage scheme 'bogus'" in result.output

@@ -2,7 +2,8 @@
 retention policy.
 
 Registered as the ``prune`` command of the entry-point group
-``memory_core.cli``. Everything is checked (age or cutoff, flags, URLs, and
+``memory_core.cli``. Everything is checked (age or cutoff, a ``--before`` in
+the future being refused, flags, URLs, and
 that a SQLite file exists: pruning never creates a store; a ``--vector``
 store that keeps its points and already holds vectors, else the real index
 would keep the pruned ones) before a store is opened; the cutoff is fixed
@@ -86,6 +87,7 @@ def prune(
 
     The cutoff is printed on stderr when the run starts and again on Ctrl-C
     (exit 130), as the ``--before`` that resumes the run with the same result.
+    A ``--before`` in the future is a usage error (exit 2, nothing opened).
     A ``--resource`` the store does not hold gets a hint naming close ids."""
     with user_errors():
         if threads and messages:
@@ -100,17 +102,19 @@ def prune(
         else:
             # ISO-8601; without an offset, UTC (R-TIME, as the library reads it).
             cutoff = check_datetime(before, "--before")
+            now = datetime.now(UTC)
+            if cutoff > now:
+                # Such a cutoff selects everything up to now (a typo'd year, a
+                # local time read as UTC): refused, not run as a whole-store wipe.
+                fail(
+                    f"--before {cutoff.isoformat()} is in the future (now {now.isoformat()}); "
+                    "give a past time, or --older-than AGE"
+                )
         policy = RetentionPolicy(target, before=cutoff, resource_id=resource, batch_size=batch_size)
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
         vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
         resume = f"--before {cutoff.isoformat()}"
-        if cutoff > datetime.now(UTC):
-            errors.print(
-                f"[yellow]warning: --before {cutoff.isoformat()} is in the future: everything up to now is pruned "
-                "(the whole store, or the whole --resource); check the date, try --dry-run first[/]",
-                soft_wrap=True,
-            )
         if dry_run:
             errors.print(f"cutoff {cutoff.isoformat()}", soft_wrap=True)
         else:
