@@ -145,21 +145,40 @@ def test_prune_cutoff_mistakes_are_one_red_line(args: list[str], says: str, tmp_
     assert _message_count(url) == 3
 
 
-def test_a_dry_run_names_its_cutoff_without_a_resume_hint_and_a_future_cutoff_is_a_warning(tmp_path: Path) -> None:
+def test_a_dry_run_names_its_cutoff_without_a_resume_hint(tmp_path: Path) -> None:
     """Before: a dry run printed "an interrupted run resumes with --before"
-    (it changes nothing to resume), and ``--before`` a time in the future
-    was accepted without a word although it prunes everything up to now."""
+    (it changes nothing to resume). (A ``--before`` in the future is refused:
+    tests/test_cli_prune.py.)"""
     url = _many_old_messages(tmp_path / "agent.db", 3)
-    done = cli("prune", url, "--dry-run", "--before", "2199-01-01")
+    done = cli("prune", url, "--dry-run", "--before", "2026-01-01")
     assert done.returncode == 0, done.stderr
-    assert "resumes with" not in done.stderr, done.stderr
-    assert "warning: --before 2199-01-01T00:00:00+00:00 is in the future: everything up to now is pruned" in (
-        done.stderr
-    ), done.stderr
+    assert done.stderr.startswith("cutoff 2026-01-01T00:00:00+00:00"), done.stderr
+    assert "resumes with" not in done.stderr and "warning" not in done.stderr, done.stderr
     assert done.stdout.startswith("would remove 3 messages"), done.stdout
     past = cli("prune", url, "--dry-run", "--older-than", "30d")
     assert "warning" not in past.stderr and "resumes with" not in past.stderr, past.stderr
     assert _message_count(url) == 3
+
+
+def test_a_dash_for_output_and_input_is_stdout_and_stdin(tmp_path: Path) -> None:
+    """Before: ``export -o -`` wrote a file named ``-`` and ``import -i -``
+    was refused as no file; ``./-`` still names a file called ``-``."""
+    url = _many_old_messages(tmp_path / "source.db", 3)
+    plain = _export(url)
+    dashed = cli("export", url, "-o", "-", cwd=tmp_path)
+    assert dashed.returncode == 0, dashed.stderr
+    assert dashed.stdout.encode() == plain
+    assert not (tmp_path / "-").exists()
+    into = f"sqlite:///{tmp_path / 'copy.db'}"
+    imported = cli("import", into, "--input", "-", input=plain, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert _message_count(into) == 3
+    named = cli("export", url, "--output", "./-", cwd=tmp_path)
+    assert named.returncode == 0 and named.stdout == "", named.stderr
+    assert (tmp_path / "-").read_bytes() == plain
+    again = cli("import", f"sqlite:///{tmp_path / 'other.db'}", "-i", "./-", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert _message_count(f"sqlite:///{tmp_path / 'other.db'}") == 3
 
 
 def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:

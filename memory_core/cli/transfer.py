@@ -60,6 +60,16 @@ _err = errors
 _ELSEWHERE = "give another --output path, or remove the file first"
 
 
+_STANDARD_STREAM = "-"
+"""``--output -`` / ``--input -``: stdout / stdin, the Unix convention (``./-`` names a file called ``-``)."""
+
+
+def _file_or_stream(value: str | None) -> Path | None:
+    """The file an ``--output`` or ``--input`` names; None for the standard
+    stream: the option left out, or :data:`_STANDARD_STREAM`."""
+    return None if value is None or value == _STANDARD_STREAM else Path(value)
+
+
 def _check_resource(resource: str | None) -> None:
     if resource is not None:
         check_id(resource, "--resource")
@@ -179,9 +189,12 @@ def export(
     resource: Annotated[
         str | None, typer.Option(help="Export only this resource (one it does not hold: a hint, an empty export).")
     ] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")] = None,
+    given_output: Annotated[
+        str | None, typer.Option("--output", "-o", help="Write here instead of stdout ('-': stdout).")
+    ] = None,
 ) -> None:
     """Write a store (every resource it holds, or one) as memory-core/jsonl to stdout."""
+    output = _file_or_stream(given_output)
     with user_errors():
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
@@ -211,7 +224,9 @@ def export(
 
 def import_(
     url: Annotated[str, typer.Argument(help="Storage URL to import into.")],
-    input: Annotated[Path | None, typer.Option("--input", "-i", help="Read this file instead of stdin.")] = None,
+    given_input: Annotated[
+        str | None, typer.Option("--input", "-i", help="Read this file instead of stdin ('-': stdin).")
+    ] = None,
     vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each imported resource into it.")] = None,
     embedder: Annotated[
         str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
@@ -222,6 +237,7 @@ def import_(
     The input is checked whole first (header, every record, the trailer's
     digests; stdin is kept in a temporary file meanwhile), before the
     destination is opened: a file that fails changes nothing."""
+    input = _file_or_stream(given_input)
     with user_errors():
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
