@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -137,8 +138,31 @@ def test_profile_option_reaches_the_suite(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_progress_counts_collected_and_done_tests() -> None:
-    out = io.StringIO()
-    console = Console(file=out, width=200, force_terminal=True, color_system=None)
-    assert run_check("memory://", profile="quick", console=console, keyword="test_c07 or test_c06") == 0
-    text = out.getvalue()
+    out, err = io.StringIO(), io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    errors = Console(file=err, width=200, force_terminal=True, color_system=None)
+    assert run_check("memory://", profile="quick", console=console, errors=errors, keyword="test_c07 or test_c06") == 0
+    text = err.getvalue()
     assert "conformance suite" in text and "0/2 tests" in text and "left" in text, text
+    assert "conformance suite" not in out.getvalue()  # the report's stream stays free of it
+
+
+def test_check_prints_plain_progress_lines_on_stderr_off_a_terminal() -> None:
+    """Before: with stdout piped, check showed no progress at all (its bar was
+    drawn on stdout, and only on a terminal), unlike import/export/prune."""
+    from memory_core.cli.progress import PLAIN_SECONDS_VARIABLE
+    from tests.cli_run import _environment
+
+    done = subprocess.run(
+        [sys.executable, "-m", "memory_core", "check", "memory://", "--profile", "quick", "-k", "test_c07 or test_c06"],
+        env={**_environment(), PLAIN_SECONDS_VARIABLE: "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("check: ")]
+    assert lines and lines[0].startswith("check: 1 of 2 tests (50%), "), done.stderr
+    assert lines[-1].startswith("check: 2 of 2 tests (100%), done in "), done.stderr
+    assert "check: " not in done.stdout and "CONFORMANT" in done.stdout, done.stdout

@@ -68,3 +68,19 @@ def test_a_missing_command_names_the_distribution_to_install(name: str, folder: 
     assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
     assert f"the {name} command comes with {OWNERS[name]}, which is not installed" in result.output
     assert f"pip install -e {folder}" in result.output
+
+
+def test_piped_messages_keep_a_long_path_on_one_line(tmp_path: Path) -> None:
+    """Before: off a terminal rich wrapped every message at 80 columns, so an
+    error naming a long path came out split across lines (grep and a
+    one-line-per-message parser saw pieces). Here bench's unwritable
+    ``--out``: a message printed without a per-call soft wrap."""
+    pytest.importorskip("memory_core_bench")
+    from tests.cli_run import cli
+
+    (tmp_path / "a-file").write_text("not a folder")
+    out = tmp_path / "a-file" / ("results-" + "x" * 120)
+    done = cli("bench", "--out", str(out))
+    assert done.returncode == 2, done.stdout + done.stderr
+    said = [line for line in (done.stdout + done.stderr).splitlines() if "cannot write results" in line]
+    assert len(said) == 1 and str(out) in said[0], done.stdout + done.stderr

@@ -253,10 +253,10 @@ async def run_hybrid_retrieval(
 
 def render(report: dict[str, Any]) -> None:
     """Print the report as rich tables."""
-    from rich.console import Console
+    from memory_core.cli.host import line_console
     from rich.table import Table
 
-    out = Console()
+    out = line_console()
     ks = report["dataset"]["ks"]
     table = Table(title="LoCoMo evidence recall at resource scope by mode (weights chosen on the tune half)")
     for column in ("embedder", "mode", "half", "q", *(f"@{k}" for k in ks)):

@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 from memory_core import Memory, MemoryConfig, SemanticRecall, connect, connect_vector
+from memory_core.cli.host import line_console
 from memory_core.cli.locomo import LOCOMO_DIR_HELP, Conversation, load_dir, require_locomo_dir
 from memory_core.embedders import Embedder, Matrix, get_embedder
 from memory_core.vector import chunk_text, message_text
-from rich.console import Console
 from rich.table import Table
 
 from memory_core_bench.hybrid_retrieval import halves
@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{row['mean_messages_returned']:.1f}",
             f"{row['recall_ms_mean']:.2f}",
         )
-    Console().print(table)
+    line_console().print(table)
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0

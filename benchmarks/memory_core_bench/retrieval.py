@@ -524,11 +524,11 @@ async def run_retrieval(
 
 def render(report: dict[str, Any], console: Any = None) -> None:
     """Print the report as a rich table."""
+    from memory_core.cli.host import line_console
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    out = console or Console()
+    out = console or line_console()
     data = report["dataset"]
     ks = data["ks"]
     table = Table(

@@ -34,6 +34,7 @@ from hypothesis import configuration
 from rich.console import Console
 from rich.markup import escape
 
+from memory_core.cli.host import line_console
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.registry import storage_class
@@ -230,8 +231,8 @@ def run_check(
 ) -> int:
     """Run the conformance suite against the deployment at ``url``.
 
-    The suite runs with a progress bar (tests done of collected, time left)
-    and without pytest's own terminal output; the per-rule table lists every
+    The suite runs with progress on ``errors`` (tests done of collected, time
+    left) and without pytest's own terminal output; the per-rule table lists every
     rule, those without a test in this run as ``not run``; the undeclared
     capabilities (tests skipped, what declaring needs, what the probe saw)
     and each failure's full report follow it.
@@ -242,12 +243,14 @@ def run_check(
         profile: Hypothesis profile (:data:`~memory_core_conformance.profiles.PROFILES`:
             ``quick``, ``dev``, ``ci``, ``deep`` ...); default:
             ``MEMORY_CORE_HYPOTHESIS_PROFILE`` or ``dev``.
-        console: where the report goes (default: a new rich Console on the
-            current ``sys.stdout``).
+        console: where the report goes (default:
+            :func:`~memory_core.cli.host.line_console` on the current ``sys.stdout``).
         pytest_args: extra pytest arguments, e.g. ``["-x"]``.
         keyword: a pytest ``-k`` expression selecting tests (``"r_page or c07"``).
-        errors: where errors and the no-verdict lines go (default: a new
-            rich Console on the current ``sys.stderr``).
+        errors: where errors, the no-verdict lines and the progress go (a
+            bar on a terminal, else plain lines: :class:`SuiteProgress`)
+            (default: :func:`~memory_core.cli.host.line_console` on the
+            current ``sys.stderr``).
         new: the URL names no memory-core store yet (a fresh deployment):
             check it anyway (default False: such a URL is refused, a typo).
 
@@ -262,12 +265,14 @@ def run_check(
     """
     if profile is not None and profile not in PROFILES:
         raise ValidationError("profile", f"{profile!r} is not a profile; choose one of {sorted(PROFILES)}")
-    console = console or Console(file=sys.stdout)
-    errors = errors or Console(file=sys.stderr)
+    # The streams of now, kept: pytest's capture swaps sys.stdout/stderr while tests run.
+    console = console or line_console(sys.stdout)
+    errors = errors or line_console(sys.stderr)
     interrupts = _Interrupts()
     recorder = OutcomeRecorder()
     tally = CapabilityTally()
-    progress = SuiteProgress(console)
+    # On stderr, as every long command's: stdout carries the report.
+    progress = SuiteProgress(errors)
     _LEFT.clear()
     try:
         with interrupts.active(), _hypothesis_home():

@@ -1,5 +1,8 @@
-"""A rich progress bar for a pytest run of the suite: tests done of tests
-collected, with elapsed time and rich's estimate of the time left.
+"""Progress of a pytest run of the suite: tests done of tests collected.
+On a terminal, a rich bar with elapsed time and rich's estimate of the time
+left; elsewhere (a pipe, a log), the plain lines every long ``memory-core``
+command prints (:mod:`memory_core.cli.progress`: ``check: 40 of 480 tests
+(8%), 3/s, 12 s`` every few seconds, then a last one).
 
 Pass a :class:`SuiteProgress` to ``pytest.main(args, plugins=[...])``; the
 bar starts when collection ends and stops when the session ends (or when
@@ -22,15 +25,18 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from memory_core.cli.progress import Tracker, plain_seconds
+
 __all__ = ["SuiteProgress"]
 
 
 class SuiteProgress:
-    """A pytest plugin object drawing one progress bar on ``console``.
+    """A pytest plugin object showing the run's progress on ``console``.
 
     Args:
-        console: where the bar is drawn; on a console that is not a
-            terminal nothing is drawn, but :attr:`done` and :attr:`total` count.
+        console: where the bar is drawn (``memory-core check``: stderr's);
+            on a console that is not a terminal, plain lines are printed
+            instead (a live bar there only adds blank lines).
         description: the bar's label.
 
     Attributes:
@@ -55,13 +61,16 @@ class SuiteProgress:
         )
         self._description = description
         self._task: TaskID | None = None
+        self._lines = None if console.is_terminal else Tracker("check", "tests", console, plain_seconds())
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Start the bar at ``0 / <tests collected>``."""
         self.total = len(session.items)
         self._task = self._progress.add_task(self._description, total=self.total)
-        if self._progress.console.is_terminal:  # elsewhere a live bar only adds blank lines
+        if self._lines is not None:
+            self._lines.total(self.total)
+        else:
             self._progress.start()
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
@@ -69,12 +78,18 @@ class SuiteProgress:
         self.done += 1
         if self._task is not None:
             self._progress.advance(self._task)
+        if self._lines is not None:
+            self._lines.done(self.done)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Remove the bar."""
         self.stop()
 
     def stop(self) -> None:
-        """Remove the bar (idempotent; nothing to do before it started)."""
+        """Remove the bar, or print the last plain line (idempotent; nothing
+        to do before it started)."""
         if self._progress.live.is_started:
             self._progress.stop()
+        if self._lines is not None:
+            self._lines.finish()
+            self._lines = None

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, NoReturn, TypeVar
+from typing import IO, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -47,6 +47,7 @@ __all__ = [
     "end_process",
     "errors",
     "fail",
+    "line_console",
     "main",
     "run_interruptible",
     "user_errors",
@@ -73,8 +74,20 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 """Commands other distributions of this project provide: name -> (distribution,
 folder in a checkout). Only used to say what to install when one is missing."""
 
-console = Console()
-errors = Console(stderr=True)
+def line_console(file: IO[str] | None = None, *, stderr: bool = False) -> Console:
+    """A rich Console for a command's output (``file``, else stdout or, with
+    ``stderr``, stderr) that keeps each message on one line when that stream
+    is not a terminal: rich would otherwise wrap it at 80 columns (its width
+    off a terminal), splitting an error that names a long path across lines
+    for grep and a script reading one line per message. On a terminal,
+    messages wrap at its width as before; tables are laid out either way."""
+    made = Console(file=file, stderr=stderr)
+    made.soft_wrap = not made.is_terminal
+    return made
+
+
+console = line_console()
+errors = line_console(stderr=True)
 """Where errors, hints and progress go: stdout may carry a command's data (an export)."""
 
 

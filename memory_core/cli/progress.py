@@ -1,4 +1,5 @@
-"""Progress of a long command (``import``, ``copy``, ``export``), on
+"""Progress of a long command (``import``, ``copy``, ``export``, ``prune``;
+``check`` draws its own bar, with the same plain lines off a terminal), on
 stderr: a rich bar when stderr is a terminal; when it is not (an operator
 piping to a log, a service manager), plain lines, one every
 :data:`PLAIN_SECONDS` (``MEMORY_CORE_PROGRESS_SECONDS`` overrides it), so a
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
-__all__ = ["PLAIN_SECONDS", "PLAIN_SECONDS_VARIABLE", "Tracker", "tracked"]
+__all__ = ["PLAIN_SECONDS", "PLAIN_SECONDS_VARIABLE", "Tracker", "plain_seconds", "tracked"]
 
 PLAIN_SECONDS = 5.0
 """Seconds between two plain progress lines (stderr not a terminal)."""
@@ -100,7 +101,7 @@ class _Bar(Tracker):
         self.bar.stop()
 
 
-def _every() -> float:
+def plain_seconds() -> float:
     """:data:`PLAIN_SECONDS`, or the environment's override when it is a number >= 0."""
     try:
         seconds = float(os.environ.get(PLAIN_SECONDS_VARIABLE, PLAIN_SECONDS))
@@ -115,7 +116,7 @@ def tracked(label: str, console: Console, unit: str = "messages") -> Iterator[Tr
     a terminal, plain lines otherwise; finished when the block ends, however
     it ends."""
     kind = _Bar if console.is_terminal else Tracker
-    tracker = kind(label, unit, console, _every())
+    tracker = kind(label, unit, console, plain_seconds())
     try:
         yield tracker
     finally:
