@@ -123,9 +123,9 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
     taken = [path for path in files if os.path.lexists(path)]
     if taken and (any(path.is_symlink() for path in taken) or not is_demo_database(db)):
         raise ValidationError("--db", f"{taken[0]} exists and was not made by memory-core demo; {advice}")
-    if folder is not None and os.path.lexists(folder):
-        if folder.is_symlink() or not (folder / VECTORS_MARKER).is_file():
-            raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
+    ours = folder is not None and not folder.is_symlink() and (folder / VECTORS_MARKER).is_file()
+    if folder is not None and os.path.lexists(folder) and not ours:
+        raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
     if not keep:
         for path in taken:
             path.unlink()

@@ -74,6 +74,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
 """Commands other distributions of this project provide: name -> (distribution,
 folder in a checkout). Only used to say what to install when one is missing."""
 
+
 def line_console(file: IO[str] | None = None, *, stderr: bool = False) -> Console:
     """A rich Console for a command's output (``file``, else stdout or, with
     ``stderr``, stderr) that keeps each message on one line when that stream

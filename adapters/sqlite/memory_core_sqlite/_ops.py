@@ -11,10 +11,10 @@ snapshot each). Rows are decoded here too.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from typing import Any, NamedTuple, cast
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
@@ -34,6 +34,7 @@ __all__ = [
     "delete_found",
     "delete_resource",
     "delete_thread",
+    "erasing",
     "get_messages",
     "list_resource_ids",
     "get_thread",
@@ -54,6 +55,9 @@ __all__ = [
     "transaction",
     "write_memory",
 ]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _BUMP = "UPDATE threads SET updated_at = min(max(?, updated_at + 1), ?) WHERE id = ?"  # clock.bump_us
 # A thread never changes resource: the WHERE makes the upsert a no-op then.
@@ -94,6 +98,34 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def erasing(
+    conn: sqlite3.Connection,
+    erase: Callable[Concatenate[sqlite3.Connection, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """``erase(conn, *args, **kwargs)`` (a committed deletion), then a
+    truncating WAL checkpoint, so no copy of what it erased is left in the
+    database files while the store stays open.
+
+    ``PRAGMA secure_delete`` (set on every connection) zeroes the deleted
+    cells and freed pages, but in WAL mode those zeroed pages go to the WAL:
+    the database file keeps its old pages, and the WAL the frames that
+    wrote the data, until a checkpoint. ``wal_checkpoint(TRUNCATE)`` copies
+    the zeroed pages into the database file and cuts the WAL to zero bytes.
+    It waits (up to the busy timeout) for other connections' writes and
+    older read snapshots; if one outlasts that, the erasure stands and the
+    frames stay until the next checkpoint (the next erasure's, or the last
+    connection's close). A no-op for an in-memory database.
+
+    Returns:
+        What ``erase`` returned.
+    """
+    result = erase(conn, *args, **kwargs)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    return result
 
 
 class ThreadRow(NamedTuple):

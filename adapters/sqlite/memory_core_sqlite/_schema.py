@@ -1,7 +1,8 @@
 """Connection setup and the versioned schema (idempotent, race-safe).
 
-Every connection gets a busy timeout, foreign keys, and (for files) WAL
-journaling with ``synchronous=NORMAL`` (or FULL). The schema is a list of
+Every connection gets a busy timeout, foreign keys, ``secure_delete`` (see
+:func:`memory_core_sqlite._ops.erasing`), and (for files) WAL journaling with
+``synchronous=NORMAL`` (or FULL). The schema is a list of
 numbered migrations recorded in ``schema_version``; an opener applies the
 missing ones inside ``BEGIN IMMEDIATE`` after re-reading the version under
 the lock, so many connections initialising one new file at once create
@@ -102,6 +103,10 @@ def schema_version(conn: sqlite3.Connection) -> int:
 def _configure(conn: sqlite3.Connection, in_memory: bool, busy_seconds: float, synchronous: str) -> str:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_seconds * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Deleted rows and freed pages are overwritten with zeros, not left for a
+    # file reader to find (off by default in most SQLite builds; not FAST,
+    # which leaves freed overflow pages, where long messages live, as they were).
+    conn.execute("PRAGMA secure_delete = ON")
     if in_memory:
         return "memory"
     mode = str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()

@@ -380,7 +380,7 @@ class SQLiteStorage(BaseStorage):
         return await self._write(_ops.patch_thread, thread_id, title, metadata, now_us)
 
     async def _delete_thread(self, thread_id: str) -> int:
-        return await self._write(_ops.delete_thread, thread_id)
+        return await self._write(_ops.erasing, _ops.delete_thread, thread_id)
 
     # ------------------------------------------------------------------ messages
 
@@ -395,7 +395,7 @@ class SQLiteStorage(BaseStorage):
         return await self._write(_ops.patch_checked, thread_ids, message_ids, decide, now_us)
 
     async def _delete_found(self, ids: Sequence[str], now_us: int) -> int:
-        return await self._write(_ops.delete_found, ids, now_us)
+        return await self._write(_ops.erasing, _ops.delete_found, ids, now_us)
 
     # ------------------------------------------------------------------ composite reads (one hop each)
 
@@ -424,4 +424,4 @@ class SQLiteStorage(BaseStorage):
         await self._write(_ops.write_memory, write, decide, now_us)
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        return await self._write(_ops.delete_resource, resource_id)
+        return await self._write(_ops.erasing, _ops.delete_resource, resource_id)

@@ -269,3 +269,90 @@ async def test_wal_mode_is_set_in_the_file(tmp_path: Path) -> None:
         assert (tmp_path / "w.db-wal").exists()
     finally:
         await store.close()
+
+
+SECRET = "zebra-erase-me-4417"
+"""Text of the messages an erasure must leave no trace of."""
+
+ERASED_RESOURCE = "resource-erase-me-2291"
+
+
+def _traces(path: Path) -> dict[str, tuple[int, int]]:
+    """For the database file and its ``-wal``/``-shm`` files (those there):
+    how often :data:`SECRET` and :data:`ERASED_RESOURCE` occur in their raw bytes."""
+    found = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        file = Path(f"{path}{suffix}")
+        if file.exists():
+            data = file.read_bytes()
+            found[file.name] = (data.count(SECRET.encode()), data.count(ERASED_RESOURCE.encode()))
+    return found
+
+
+async def _write_erasable(store: SQLiteStorage, thread_id: str, at: datetime) -> None:
+    await store.save_thread(Thread(thread_id, ERASED_RESOURCE, "erasable", created_at=at, updated_at=at))
+    # Short messages live in table pages; long ones in overflow pages, freed whole.
+    await store.save_messages(
+        [
+            Message(f"{thread_id}-m{n}", thread_id, "user", f"{SECRET} " + "x" * (5000 if n % 2 else 20), created_at=at)
+            for n in range(12)
+        ]
+    )
+
+
+async def _erase(store: SQLiteStorage, how: str) -> bool:
+    """Erase everything :func:`_write_erasable` wrote, as ``how`` says; whether
+    the resource id goes too (a message prune keeps the threads)."""
+    from memory_core.retention import RetentionPolicy
+
+    if how == "delete_resource":
+        await store.delete_resource(ERASED_RESOURCE)
+    elif how == "delete_thread":
+        await store.delete_thread("old")
+        await store.delete_thread("new")
+    elif how == "delete_messages":
+        await store.delete_messages([f"{t}-m{n}" for t in ("old", "new") for n in range(12)])
+        return False
+    else:
+        cutoff = datetime(2025, 6, 1, tzinfo=UTC)
+        policy = RetentionPolicy("threads" if how == "prune_threads" else "messages", before=cutoff, batch_size=5)
+        await store.prune(policy)
+        return how == "prune_threads"
+    return True
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "how", ["delete_resource", "delete_thread", "delete_messages", "prune_messages", "prune_threads"]
+)
+async def test_an_erasure_leaves_no_trace_in_the_database_files(how: str, tmp_path: Path) -> None:
+    """Issue "erasure that leaves no trace": before, the erased rows stayed in
+    the WAL (and, in SQLite builds without SECURE_DELETE, in the database
+    file's freed pages) until a checkpoint: readable from the files while
+    the store was open. Both halves are erased: data checkpointed into the
+    database file (written before a reopen) and data still in the WAL."""
+    path = tmp_path / "erase.db"
+    store = SQLiteStorage(path)
+    await store.open()
+    await store.save_thread(Thread("keep", "resource-kept", "kept"))
+    await store.save_messages([Message(f"k{n}", "keep", "user", "kept " * 100) for n in range(40)])
+    await _write_erasable(store, "old", T0)
+    await store.close()  # the last close checkpoints: "old" is in the database file now
+    assert _traces(path)[path.name] != (0, 0)
+    store = SQLiteStorage(path)
+    await store.open()
+    await _write_erasable(store, "new", T0)
+    assert _traces(path)[f"{path.name}-wal"] != (0, 0)
+    whole = await _erase(store, how)
+    try:
+        left = _traces(path)
+        assert all(found[0] == 0 for found in left.values()), (how, left)
+        if whole:
+            assert all(found[1] == 0 for found in left.values()), (how, left)
+        assert len((await store.list_messages("keep", per_page=False)).items) == 40  # the rest is untouched
+    finally:
+        await store.close()
+    after = _traces(path)
+    assert all(found[0] == 0 for found in after.values()), (how, after)
+    if whole:
+        assert all(found[1] == 0 for found in after.values()), (how, after)
