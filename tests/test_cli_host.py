@@ -84,3 +84,17 @@ def test_piped_messages_keep_a_long_path_on_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     said = [line for line in (done.stdout + done.stderr).splitlines() if "cannot write results" in line]
     assert len(said) == 1 and str(out) in said[0], done.stdout + done.stderr
+
+
+def test_help_into_a_closed_pipe_ends_without_a_traceback() -> None:
+    """Before: ``memory-core --help | head -1`` ended in an AttributeError
+    traceback (``typer._click.exceptions`` has no ``Abort``), reached by the
+    exit typer makes after the closed pipe."""
+    from tests.cli_run import cli_process
+
+    process = cli_process("--help", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the help is written: its write meets a closed pipe
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=120) in (0, 1, 141), errors
+    assert "Traceback" not in errors, errors

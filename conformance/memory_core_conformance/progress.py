@@ -61,17 +61,18 @@ class SuiteProgress:
         )
         self._description = description
         self._task: TaskID | None = None
-        self._lines = None if console.is_terminal else Tracker("check", "tests", console, plain_seconds())
+        self._lines: Tracker | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Start the bar at ``0 / <tests collected>``."""
+        """Start the bar at ``0 / <tests collected>`` (or the plain lines)."""
         self.total = len(session.items)
         self._task = self._progress.add_task(self._description, total=self.total)
-        if self._lines is not None:
-            self._lines.total(self.total)
-        else:
+        if self._progress.console.is_terminal:
             self._progress.start()
+        else:  # a live bar there only adds blank lines; timed from here, as the bar is
+            self._lines = Tracker("check", "tests", self._progress.console, plain_seconds())
+            self._lines.total(self.total)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         """Advance the bar by one finished test."""

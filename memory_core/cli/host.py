@@ -337,7 +337,7 @@ def main() -> None:  # pragma: no cover - console entry point
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
-    except click.Abort:
+    except typer.Abort:  # not in typer._click (typer 0.2x keeps it in typer.exceptions)
         code = 1
     except SystemExit as exc:
         code = exc.code
