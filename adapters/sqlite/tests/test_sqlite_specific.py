@@ -356,3 +356,24 @@ async def test_an_erasure_leaves_no_trace_in_the_database_files(how: str, tmp_pa
     assert all(found[0] == 0 for found in after.values()), (how, after)
     if whole:
         assert all(found[1] == 0 for found in after.values()), (how, after)
+
+
+def _wal_size(path: Path) -> int:
+    return Path(f"{path}-wal").stat().st_size
+
+
+@pytest.mark.anyio
+async def test_an_erasure_that_removes_nothing_leaves_the_wal_alone(tmp_path: Path) -> None:
+    """Its truncating checkpoint (and sync, ~10 ms) is only for an erasure that removed something."""
+    path = tmp_path / "nothing.db"
+    async with SQLiteStorage(path) as store:
+        await store.save_thread(Thread("t1", "r1"))
+        await store.save_messages([Message("m1", "t1", "user", "kept")])
+        wal = _wal_size(path)
+        assert wal > 0
+        await store.delete_thread("missing")
+        assert await store.delete_messages(["missing"]) == 0
+        await store.delete_resource("missing")
+        assert _wal_size(path) == wal
+        await store.delete_messages(["m1"])
+        assert _wal_size(path) == 0
