@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
-from typing import TypeVar
 
 from memory_core.errors import StaleStateError
 
 from memory_core_sqlite._ops import transaction
 
-__all__ = ["BUSY_HOLD_S", "hold_write_lock", "stale_write", "without_waiting"]
+__all__ = ["BUSY_HOLD_S", "hold_write_lock", "stale_write"]
 
-T = TypeVar("T")
 
 BUSY_HOLD_S = 0.05
 """Seconds the ``busy`` fault holds the write lock (far below any busy timeout)."""
@@ -50,13 +47,3 @@ def stale_write(conn: sqlite3.Connection) -> None:
     """Begin a write transaction and find the reads stale (StaleStateError)."""
     with transaction(conn):
         raise StaleStateError("fault point stale_write: the write found its reads stale")
-
-
-def without_waiting(conn: sqlite3.Connection, call: Callable[[sqlite3.Connection], T]) -> T:
-    """``call(conn)`` with the connection's busy timeout 0 (restored after)."""
-    (waited,) = conn.execute("PRAGMA busy_timeout").fetchone()
-    conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        return call(conn)
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {int(waited)}")

@@ -53,6 +53,7 @@ __all__ = [
     "swap_resource_memory",
     "swap_thread_memory",
     "transaction",
+    "without_waiting",
     "write_memory",
 ]
 
@@ -115,12 +116,14 @@ def erasing(
     the database file keeps its old pages, and the WAL the frames that
     wrote the data, until a checkpoint. ``wal_checkpoint(TRUNCATE)`` copies
     the zeroed pages into the database file and cuts the WAL to zero bytes.
-    It waits (up to the busy timeout) for other connections' writes and
-    older read snapshots; if one outlasts that, the erasure stands and the
-    frames stay until the next checkpoint (the next erasure's, or the last
-    connection's close). Skipped when ``erase`` changed no row (nothing
-    erased: the checkpoint and its sync cost ~10 ms); a no-op for an
-    in-memory database.
+    The checkpoint does not wait: a truncating checkpoint waiting for
+    another connection's write or older read snapshot would hold every new
+    writer back meanwhile (up to the busy timeout, 30 s by default). If one
+    is under way, the checkpoint copies what it can, the erasure stands,
+    and the old frames stay in the WAL until the next erasure's checkpoint
+    or the last connection's close. Skipped when ``erase`` changed no row
+    (nothing erased: the checkpoint and its sync cost ~10 ms); a no-op for
+    an in-memory database.
 
     Returns:
         What ``erase`` returned.
@@ -128,8 +131,18 @@ def erasing(
     changes = conn.total_changes
     result = erase(conn, *args, **kwargs)
     if conn.total_changes != changes:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        without_waiting(conn, lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     return result
+
+
+def without_waiting(conn: sqlite3.Connection, call: Callable[[sqlite3.Connection], T]) -> T:
+    """``call(conn)`` with the connection's busy timeout 0 (restored after)."""
+    (waited,) = conn.execute("PRAGMA busy_timeout").fetchone()
+    conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        return call(conn)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(waited)}")
 
 
 class ThreadRow(NamedTuple):

@@ -280,7 +280,7 @@ class SQLiteStorage(BaseStorage):
             await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
         if not self.settings.in_memory and self.faults.take(FaultPoint.LOCK_TIMEOUT):
             await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
-            return await self._run(_faults.without_waiting, lambda conn: fn(conn, *args, **kwargs))
+            return await self._run(_ops.without_waiting, lambda conn: fn(conn, *args, **kwargs))
         if self.faults.take(FaultPoint.STALE_WRITE):
             await self._run(_faults.stale_write)
         return await self._run(fn, *args, **kwargs)
