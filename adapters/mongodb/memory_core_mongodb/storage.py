@@ -30,7 +30,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, bump_us, from_us, to_us
 from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.lineage import CopyPlan
-from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere
+from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, connect_through_cancel
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
@@ -166,22 +166,38 @@ class _Connection(NamedTuple):
         await self.client.close()
 
 
-async def _settle(session: AsyncClientSession, bound_s: float | None, commit_cut: bool) -> None:
-    """End ``session``, aborting a transaction still open.
+async def _transaction(client: AsyncMongoClient[Doc], work: Callable[[Session], Awaitable[T]]) -> T:
+    """``work`` in a transaction of a new session (retried on transient
+    transaction errors), bounded by the client's ``timeoutMS`` (PyMongo's
+    own limit for ``with_transaction`` is 120 s); the session is ended
+    (a transaction still open aborted) whatever happens.
 
-    ``commit_cut``: the call was cancelled during its commit. PyMongo marks
-    the transaction committed as soon as ``commitTransaction`` starts, so
-    ending the session would not abort it, and a commit that never reached
-    the server would stay open there, holding its documents' locks until
-    the server expires it (60 s by default). The commit is sent again first:
-    retrying a commit is safe (the drivers' transactions specification), so
-    the cancelled call has then happened completely; if that fails too the
-    server's expiry remains the only way out. ``bound_s``: the client's
-    ``timeoutMS`` in seconds (``None``: unbounded)."""
-    if commit_cut:
-        with pymongo.timeout(bound_s), contextlib.suppress(PyMongoError):
-            await session.commit_transaction()
-    await session.end_session()
+    A commit that failed (a timeout, a lost connection) is sent once more
+    before the session ends: PyMongo marks a transaction committed as soon
+    as its commit starts, so ending the session would not abort it, and a
+    commit that never reached the server would leave the transaction open
+    there, holding its documents' locks until the server expires it.
+    Retrying a commit is safe (the drivers' transactions specification)."""
+    session = client.start_session()
+    committing = False  # the work is done: what follows is the commit
+
+    async def run(session: Session) -> T:
+        nonlocal committing
+        committing = False  # with_transaction may run the work again
+        answer = await work(session)
+        committing = True
+        return answer
+
+    try:
+        with pymongo.timeout(client.options.timeout):
+            return await session.with_transaction(run)
+    except BaseException:
+        if committing and not session.in_transaction:
+            with pymongo.timeout(client.options.timeout), contextlib.suppress(PyMongoError):
+                await session.commit_transaction()
+        raise
+    finally:
+        await session.end_session()
 
 
 class MongoStorage(BaseStorage):
@@ -424,7 +440,8 @@ class MongoStorage(BaseStorage):
         run with ``enableTestCommands``) so that it closes the connection of
         this store's next write command, handled then as the real one is.
         The session is ended (its transaction aborted if still open) whatever
-        happens, within the client's ``timeoutMS``."""
+        happens, within the client's ``timeoutMS``; a cancelled caller waits
+        for that (:func:`_transaction`)."""
         if self.faults.take(FaultPoint.CONNECTION_LOST):
             await self._here().client.admin.command(
                 "configureFailPoint",
@@ -439,30 +456,12 @@ class MongoStorage(BaseStorage):
         if not self.transactions:
             return await work(None)
         client = self._here().client
-        session = client.start_session()
-        committing = False  # the work is done: what follows is the commit
-
-        async def run(session: Session) -> T:
-            nonlocal committing
-            committing = False  # with_transaction may run the work again
-            answer = await work(session)
-            committing = True
-            return answer
-
-        commit_cut = False
-        try:
-            # The client's timeoutMS bounds the whole transaction, retries
-            # included (PyMongo's own limit for with_transaction is 120 s).
-            with pymongo.timeout(client.options.timeout):
-                return await session.with_transaction(run)
-        except asyncio.CancelledError:
-            commit_cut = committing
-            raise
-        finally:
-            # Cancelled or failed anywhere, the session is settled even if the
-            # caller is cancelled again meanwhile: a transaction left open
-            # would hold its documents' locks until the server expires it.
-            await asyncio.shield(_settle(session, client.options.timeout, commit_cut))
+        # A cancelled caller waits for the transaction to end (bounded by
+        # timeoutMS) instead of cutting it: PyMongo closes a connection cut
+        # mid-command, and a command the server had not read yet could then
+        # start or keep the transaction after the abort was sent, holding
+        # its documents' locks until the server expires it (60 s).
+        return await connect_through_cancel(lambda: _transaction(client, work))
 
     async def _allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the

