@@ -32,6 +32,7 @@ from memory_core.config import MemoryConfig
 from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
 from memory_core.models import Message
+from memory_core.options import hide_password
 from memory_core.storage import Storage
 from memory_core.validation import (
     check_id,
@@ -64,6 +65,7 @@ def _got(value: Any) -> str:
     """What a wrong argument is, for the message: a short repr of a str, else
     its kind (a storage, a vector store, an embedder) or its type."""
     if isinstance(value, str):
+        value = hide_password(value)
         shown = value if len(value) <= 80 else value[:77] + "..."
         return f"the str {shown!r}"
     if isinstance(value, VectorStore):
@@ -93,7 +95,7 @@ def check_storage(value: Any, field: str = "storage") -> Storage:
         return value
     if isinstance(value, str):
         fix = (
-            f"pass a URL to Memory.open(...): memory = await Memory.open({value!r}), "
+            f"pass a URL to Memory.open(...): memory = await Memory.open({hide_password(value)!r}), "
             "or open it with memory_core.connect(url)"
         )
     else:
@@ -184,7 +186,7 @@ def check_memory(value: Any, field: str = "memory", *, needs_vectors: bool = Fal
 
     if not isinstance(value, Memory):
         if isinstance(value, str):
-            fix = f"pass a URL to Memory.open(...): memory = await Memory.open({value!r}, vector=...)"
+            fix = f"pass a URL to Memory.open(...): memory = await Memory.open({hide_password(value)!r}, vector=...)"
         elif isinstance(value, Storage):
             fix = "wrap the store: Memory(storage, vector)"
         else:

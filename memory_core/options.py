@@ -13,10 +13,11 @@ import difflib
 import os
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from memory_core.errors import ValidationError
 
-__all__ = ["COMMON_OPTIONS", "check_option_names", "ensure_folder", "option_bool", "unknown_option"]
+__all__ = ["COMMON_OPTIONS", "check_option_names", "ensure_folder", "hide_password", "option_bool", "unknown_option"]
 
 COMMON_OPTIONS = ("clock", "namespace")
 """Keywords every adapter's ``from_url`` takes besides its own options."""
@@ -154,3 +155,24 @@ def check_option_names(
         if passed_on and name not in COMMON_OPTIONS and not near:
             continue
         raise unknown_option(adapter, name, own, driver=theirs, driver_name=driver_name)
+
+
+def hide_password(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part replaced by
+    ``***``, for reprs and error messages (which end up in logs); any other
+    text is returned as it is. A text that does not parse as a URL (a
+    malformed port, a bracket) is returned as it is only when it holds no
+    ``@``; otherwise everything before its last ``@`` is hidden."""
+    if "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***" + url[url.rindex("@") :]
+    if "@" not in parts.netloc:
+        return url
+    credentials, hosts = parts.netloc.rsplit("@", 1)
+    if ":" not in credentials:
+        return url
+    user = credentials.split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:***@{hosts}").geturl()

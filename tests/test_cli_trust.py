@@ -423,3 +423,33 @@ def test_a_write_into_another_applications_database_is_refused_and_changes_nothi
     assert (
         sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "other.db", "source.db"][command == "copy" :]
     )
+
+
+def _into_a_closed_pipe(*args: str, cwd: Path | None = None) -> tuple[int, str]:
+    """Run ``memory-core ARGS | head -0``: stdout's reader is gone before the
+    command writes; the exit code and stderr."""
+    process = cli_process(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    errors = process.stderr.read().decode()
+    return process.wait(timeout=300), errors
+
+
+def test_every_command_into_a_closed_pipe_exits_141(tmp_path: Path) -> None:
+    """Before: only export's raw writes ended with 141; a command printing
+    through rich (check-index, prune, reindex, check, demo) exited 1, the
+    code of a verdict against the store."""
+    url = _many_old_messages(tmp_path / "agent.db", 3)
+    code, errors = _into_a_closed_pipe("prune", url, "--older-than", "1d", "--dry-run")
+    assert code == 141, errors
+    assert "Traceback" not in errors
+
+
+def test_a_demo_into_a_closed_pipe_keeps_its_files(tmp_path: Path) -> None:
+    """Before: ``memory-core demo | head -1`` counted the closed pipe as a
+    failure and removed the demo's files (those of the run before too, which
+    it had just replaced)."""
+    db = tmp_path / "memory-core-demo.db"
+    code, errors = _into_a_closed_pipe("demo", "--db", str(db), "--vector", "none", cwd=tmp_path)
+    assert code == 141, errors
+    assert db.exists()

@@ -32,7 +32,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory_core.cli.host import console, user_errors
+from memory_core.cli.host import CLOSED_PIPE, console, user_errors
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
 from memory_core.embedders import Embedder, LexicalHashEmbedder, get_embedder
 from memory_core.errors import ValidationError
@@ -458,6 +458,10 @@ def demo(
                     conversations,
                 )
             )
+        except SystemExit as ended:
+            if ended.code != CLOSED_PIPE:  # the reader of stdout going away is no failure: the files stay
+                remove_demo_files(created)
+            raise
         except BaseException:
             remove_demo_files(created)
             raise

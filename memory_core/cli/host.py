@@ -82,9 +82,20 @@ def line_console(file: IO[str] | None = None, *, stderr: bool = False) -> Consol
     off a terminal), splitting an error that names a long path across lines
     for grep and a script reading one line per message. On a terminal,
     messages wrap at its width as before; tables are laid out either way."""
-    made = Console(file=file, stderr=stderr)
+    made = _LineConsole(file=file, stderr=stderr)
     made.soft_wrap = not made.is_terminal
     return made
+
+
+class _LineConsole(Console):
+    """A rich Console whose closed stdout ends the command as
+    :func:`closed_pipe` does (exit 141): rich's own ends it with exit 1, the
+    code of a verdict against the store (``check ... | head``)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _silence_stdout()
+        raise SystemExit(CLOSED_PIPE)
 
 
 console = line_console()
@@ -134,12 +145,18 @@ def closed_pipe() -> None:
     Raises:
         typer.Exit: always.
     """
+    _silence_stdout()
+    raise typer.Exit(CLOSED_PIPE) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at ``/dev/null``: the interpreter's last flush at exit
+    then does not report the closed pipe again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError):  # no real stdout (a test runner's buffer)
         pass
-    raise typer.Exit(CLOSED_PIPE) from None
 
 
 def fail(message: str) -> None:

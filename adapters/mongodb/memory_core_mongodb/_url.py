@@ -20,7 +20,6 @@ __all__ = [
     "DEFAULT_PORT",
     "SCHEMES",
     "database_name",
-    "redact",
     "url_database",
     "url_hosts",
     "url_options",
@@ -127,13 +126,3 @@ def database_name(url: str, database: str | None = None, namespace: str | None =
     if len(name.encode("utf-8")) > _MAX_DB_BYTES:
         raise ValidationError("database", f"{name!r} is longer than {_MAX_DB_BYTES} bytes")
     return name
-
-
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for reprs and errors)."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    credentials, hosts = parts.netloc.rsplit("@", 1)
-    user = credentials.split(":", 1)[0]
-    return parts._replace(netloc=f"{user}:***@{hosts}").geturl()

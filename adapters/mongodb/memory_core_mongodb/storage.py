@@ -32,7 +32,7 @@ from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.lineage import CopyPlan
 from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, connect_through_cancel
 from memory_core.models import Message, Resource, Thread
-from memory_core.options import check_option_names
+from memory_core.options import check_option_names, hide_password
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
 from memory_core.query import NOT_GIVEN, MessagePatch
 from memory_core.retry import FaultPoint, RetryPolicy
@@ -78,7 +78,7 @@ from memory_core_mongodb._schema import (
     THREADS_RESOURCE_CREATED,
     ensure_schema,
 )
-from memory_core_mongodb._url import database_name, redact, url_hosts, url_options
+from memory_core_mongodb._url import database_name, url_hosts, url_options
 
 __all__ = ["MongoStorage", "supports_transactions"]
 
@@ -310,7 +310,7 @@ class MongoStorage(BaseStorage):
         return (self.backend_name, url_hosts(self.url), self.database_name)
 
     def __repr__(self) -> str:
-        return f"MongoStorage(url={redact(self.url)!r}, database={self.database_name!r})"
+        return f"MongoStorage(url={hide_password(self.url)!r}, database={self.database_name!r})"
 
     # ------------------------------------------------------------------ lifecycle
 

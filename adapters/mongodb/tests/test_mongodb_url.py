@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 from memory_core_mongodb import DEFAULT_DATABASE, MongoStorage, database_name, supports_transactions
-from memory_core_mongodb._url import redact, url_database
+from memory_core_mongodb._url import url_database
 
 from memory_core.errors import ValidationError
+from memory_core.options import hide_password
 from memory_core.registry import STORAGE_GROUP, known_schemes
 
 
@@ -74,7 +75,7 @@ def test_repr_hides_the_password() -> None:
     store = MongoStorage.from_url("mongodb://alice:s3cret@h:27017/app")
     assert "s3cret" not in repr(store)
     assert "alice:***@h:27017" in repr(store)
-    assert redact("mongodb://h/app") == "mongodb://h/app"
+    assert hide_password("mongodb://h/app") == "mongodb://h/app"
 
 
 def test_entry_points_register_both_schemes() -> None:
