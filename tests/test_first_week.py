@@ -89,6 +89,7 @@ async def test_a_missing_folder_is_refused_unless_create_dirs(tmp_path: Path) ->
     with pytest.raises(ValidationError, match=r"url: folder .*typo.* does not exist.*create_dirs"):
         await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=f"qdrant+path:///{missing}/vectors")
     assert not (tmp_path / "typo").exists()
+    assert not (tmp_path / "memory.db").exists()  # refused before the storage was created (trial 3)
     memory = await Memory.open(
         f"sqlite:///{missing}/memory.db?create_dirs=true",
         vector=f"qdrant+path:///{missing}/vectors",

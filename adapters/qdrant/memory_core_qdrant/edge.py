@@ -405,13 +405,22 @@ class QdrantEdgeStore(BaseVectorStore):
 
     # ------------------------------------------------------------------ primitives
 
+    async def _check_backend(self) -> None:
+        """A missing parent folder (without ``create_dirs``) is refused here,
+        as ``_connect`` would, so ``Memory.open`` refuses it before the
+        storage is created (reads only)."""
+        if self.path is not None and not self.create_dirs:
+            await _run(ensure_folder, os.path.dirname(self.path), create_dirs=False, url_example=self._url_example())
+
+    def _url_example(self) -> str:
+        return f"qdrant+path:///{self.path}?create_dirs=true"
+
     async def _connect(self) -> None:
         if self.path is None:  # in memory
             self._root = await _run(tempfile.mkdtemp, prefix="memory-core-qdrant-")
         else:
-            example = f"qdrant+path:///{self.path}?create_dirs=true"
             parents = await _run(
-                ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=example
+                ensure_folder, os.path.dirname(self.path), create_dirs=self.create_dirs, url_example=self._url_example()
             )
             if not await _run(os.path.isdir, self.path):
                 await _run(os.makedirs, self.path, exist_ok=True)
