@@ -78,6 +78,15 @@ async def _seeded(url: str, namespace: str | None = None, **options: Any) -> Mon
     return store
 
 
+async def _end(stalling: StallingProxy, store: MongoStorage, mongodb_url: str, namespace: str) -> None:
+    """Let the proxy flow, close ``store`` and destroy its namespace directly."""
+    stalling.flowing.set()
+    await store.close()
+    direct = MongoStorage.from_url(mongodb_url, namespace=namespace)
+    await direct.open()
+    await direct.destroy()
+
+
 async def test_a_call_the_server_never_answers_fails_within_the_default_bound(
     proxy: tuple[StallingProxy, str], mongodb_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -94,11 +103,7 @@ async def test_a_call_the_server_never_answers_fails_within_the_default_bound(
             await asyncio.wait_for(store.delete_thread("t1"), 30)
         assert caught.value.retryable
     finally:
-        stalling.flowing.set()
-        await store.close()
-        direct = MongoStorage.from_url(mongodb_url, namespace=namespace)
-        await direct.open()
-        await direct.destroy()
+        await _end(stalling, store, mongodb_url, namespace)
 
 
 async def test_a_given_bound_is_kept(proxy: tuple[StallingProxy, str]) -> None:
@@ -185,8 +190,4 @@ async def test_a_commit_lost_on_the_way_leaves_no_transaction_open(
             await asyncio.wait_for(db[name].update_many({}, {"$set": {"probe": 1}}), 10)
         assert await store.get_thread("t1") is None
     finally:
-        stalling.flowing.set()
-        await store.close()
-        direct = MongoStorage.from_url(mongodb_url, namespace=namespace)
-        await direct.open()
-        await direct.destroy()
+        await _end(stalling, store, mongodb_url, namespace)
