@@ -70,7 +70,10 @@ def storage_cases() -> list[WriteCase]:
     :class:`~memory_core.Memory`: ``save_thread``, ``save_messages`` (one batch over
     two resources), ``update_messages``, ``delete_messages``,
     ``delete_thread``, ``delete_resource`` (resumable: documented as such),
-    ``update_working_memory``, an import batch (``import_lines`` of an export
+    ``update_working_memory``, ``create_thread``, ``get_or_create_thread``,
+    ``update_thread``, ``append_working_memory``, ``clone_thread`` (into
+    ``r2``) and ``branch_thread`` (both viewed with the copy's lineage and
+    without message ids, new in every run), an import batch (``import_lines`` of an export
     of two threads; resumable per message batch) and ``prune`` of ``r1``
     (batches of two; resumable per batch)."""
 
@@ -107,6 +110,24 @@ def storage_cases() -> list[WriteCase]:
                 s.id("t2"), "notes", thread_config={"working_memory": {"enabled": True}}
             ),
         ),
+        _storage("create_thread", lambda m, s: m.create_thread(s.id("r2"), s.id("t4"), title="new", metadata={"k": 1})),
+        _storage("get_or_create_thread", lambda m, s: m.get_or_create_thread(s.id("r1"), s.id("t4"), title="new")),
+        _storage("update_thread", lambda m, s: m.update_thread(s.id("t1"), title="renamed", metadata={"k": 2})),
+        _storage(
+            "append_working_memory",
+            lambda m, s: m.append_working_memory(
+                s.id("t2"), "more", thread_config={"working_memory": {"enabled": True}}
+            ),
+        ),
+        WriteCase(
+            "clone_thread",  # into another resource: the copies' vectors follow them
+            base_store,
+            lambda m, s: m.clone_thread(s.id("t1"), s.id("t5"), resource_id=s.id("r2"), source_resource_id=s.id("r1")),
+            _copy_view,
+        ),
+        WriteCase(
+            "branch_thread", base_store, lambda m, s: m.branch_thread(s.id("t1"), s.id("t1-m1"), s.id("t5")), _copy_view
+        ),
         WriteCase("import batch", _import_setup, _import_batch, _import_view, resumable=True),
         _storage(
             "prune",  # of r1 (two threads): a store-wide prune would reach every other trial's scope
@@ -139,6 +160,19 @@ async def append_view(memory: Memory, scope: Scope = UNSCOPED) -> Any:
         for tid, (title, metadata, items, index) in record[2].items():
             record[2][tid] = (title, metadata, [item[1:] for item in items], index)
     return view, hits
+
+
+async def _copy_view(memory: Memory, scope: Scope) -> Any:
+    """:func:`snapshot` without message ids (a copy's ids are new in every
+    run), and the lineage of the copy ``t5`` without its time (None while
+    there is no copy)."""
+    view = await snapshot(memory, scope)
+    for record in view.values():
+        for tid, (title, metadata, items, index) in record[2].items():
+            record[2][tid] = (title, metadata, [item[1:] for item in items], index)
+    copy = await memory.storage.get_thread(scope.id("t5"))
+    found = None if copy is None else await memory.get_lineage(copy.id, copy.resource_id)
+    return view, None if found is None else (found.source_thread_id, found.source_resource_id, found.last_message_id)
 
 
 _EXPORTS: dict[str, tuple[list[str], dict[str, Any]]] = {}
