@@ -3,7 +3,7 @@
 A clone copies a thread's messages (all, or a selection) into a new thread;
 a branch copies them up to and including one message, so the new thread can
 continue the conversation differently from there. Both record where they
-came from, and that record is plain data on the new thread: three reserved,
+came from, and that record is plain data on the new thread: four reserved,
 top-level metadata keys (:data:`LINEAGE_KEYS`).
 
 - ``cloned_from``: the source thread's id (the only key stores written
@@ -12,6 +12,10 @@ top-level metadata keys (:data:`LINEAGE_KEYS`).
 - ``cloned_from_resource``: the resource that owned the source.
 - ``cloned_last_message_id``: the id of the last source message the copy
   holds (None when it holds none).
+- ``cloned_from_created_at``: the source thread's ``created_at`` (ISO 8601,
+  UTC, microseconds), so a thread created later under the same id (a
+  deleted conversation started again under its name) is not taken for the
+  source. Records written before it was kept name the source by id only.
 
 Only a real clone or branch (or an import restoring an export) writes these
 keys: every other thread write that gives one a value the stored thread does
@@ -25,10 +29,13 @@ listing (R-META equality, keyset cursors, R-OWN), composed here once and
 identical on every backend: no adapter writes a line for it.
 
 Deleting a source leaves its clones readable: their ``cloned_from`` then names
-an id that no longer resolves (:func:`source_thread` returns None, and a new
-thread later created under that id is not their source in any way this
-module can tell). Erasing a resource (:meth:`BaseStorage.delete_resource
-<memory_core.storage.BaseStorage.delete_resource>`) nulls the three keys on
+an id that no longer resolves: :func:`source_thread` returns None, and a
+thread later created under that id is not their source either (its
+``created_at`` is not the recorded one), so neither :func:`source_thread`
+nor :func:`clone_history` leads from them to it (:func:`list_clones` of the
+id still lists them: see there).
+Erasing a resource (:meth:`BaseStorage.delete_resource
+<memory_core.storage.BaseStorage.delete_resource>`) nulls the four keys on
 every surviving thread whose record names that resource, so no lineage
 points into erased data.
 
@@ -42,7 +49,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_core import codec
@@ -95,7 +102,8 @@ __all__ = [
 SOURCE = "cloned_from"
 SOURCE_RESOURCE = "cloned_from_resource"
 LAST_MESSAGE = "cloned_last_message_id"
-LINEAGE_KEYS = (SOURCE, SOURCE_RESOURCE, LAST_MESSAGE)
+SOURCE_CREATED = "cloned_from_created_at"
+LINEAGE_KEYS = (SOURCE, SOURCE_RESOURCE, LAST_MESSAGE, SOURCE_CREATED)
 """The reserved thread-metadata keys that hold a clone's lineage. A
 ``metadata`` override passed to :func:`clone_thread` or :func:`branch_thread`
 may not set them (ValidationError, R-LINEAGE)."""
@@ -167,12 +175,27 @@ class Lineage:
             UTC).
         last_message_id: the last source message the copy holds, None when it
             holds none or the record predates lineage.
+        source_created_at: the source's ``created_at`` when the copy was
+            made (UTC); None for a record written before it was kept.
     """
 
     source_thread_id: str
     source_resource_id: str | None
     cloned_at: datetime | None
     last_message_id: str | None
+    source_created_at: datetime | None = None
+
+    def names(self, thread: Thread) -> bool:
+        """Whether ``thread`` (read under :attr:`source_thread_id`) is this
+        record's source: the same ``created_at`` when the record has one,
+        else (a record written before it was kept) any thread of that id."""
+        return thread.id == self.source_thread_id and self.source_created_at in (None, thread.created_at)
+
+
+def _stamp(thread: Thread) -> str | None:
+    """A source's ``created_at`` as :data:`SOURCE_CREATED` holds it."""
+    created = thread.created_at
+    return None if created is None else created.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +305,17 @@ def lineage_of(thread: Thread) -> Lineage | None:
         owner if isinstance(owner, str) else None,
         thread.created_at,
         last if isinstance(last, str) else None,
+        _parse_stamp(thread.metadata.get(SOURCE_CREATED)),
     )
+
+
+def _parse_stamp(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value).astimezone(UTC)
+    except ValueError:  # not written by a clone (the key is reserved): no creation time to check
+        return None
 
 
 async def clone_thread(
@@ -424,7 +457,8 @@ async def get_lineage(storage: Storage, thread_id: str, resource_id: str | None 
 
 async def source_thread(storage: Storage, thread_id: str, resource_id: str | None = None) -> Thread | None:
     """The thread a clone was copied from, or None: not a clone, the source
-    is gone, or the source belongs to another resource than ``resource_id``
+    is gone (a thread created later under its id is not it: see the
+    module), or the source belongs to another resource than ``resource_id``
     (default: the clone's own), so no call here reveals a thread of another
     resource.
 
@@ -435,7 +469,8 @@ async def source_thread(storage: Storage, thread_id: str, resource_id: str | Non
     record = None if clone is None else lineage_of(clone)
     if clone is None or record is None:
         return None
-    return await storage.get_thread(record.source_thread_id, resource_id or clone.resource_id)
+    found = await storage.get_thread(record.source_thread_id, resource_id or clone.resource_id)
+    return found if found is not None and record.names(found) else None
 
 
 async def list_clones(
@@ -453,7 +488,11 @@ async def list_clones(
     :meth:`~memory_core.storage.BaseStorage.list_threads` pages them: the
     same ``page``/``per_page``/``order_by`` (default ``created_at DESC``)
     and keyset ``cursor`` (R-PAGE, R-CURSOR). A thread of another resource is
-    never listed. The source need not exist any more.
+    never listed. The source need not exist any more. Every clone naming
+    ``thread_id`` is listed, also one of a deleted thread that held the id
+    before (its lineage's ``source_created_at`` is not the current
+    thread's ``created_at``; a filter cannot tell them apart and keep the
+    records written before that time was kept, which name no time).
 
     Raises:
         ValidationError: bad id, paging, order or cursor.
@@ -466,8 +505,8 @@ async def list_clones(
 async def clone_history(storage: Storage, thread_id: str, resource_id: str | None = None) -> list[Thread]:
     """The chain from the root down to ``thread_id``: its source, that
     source's source, and so on, oldest ancestor first and the thread itself
-    last. The walk stops at a source that is gone or belongs to another
-    resource than ``resource_id`` (default: the thread's own). ``[]`` when
+    last. The walk stops at a source that is gone (or a thread created
+    later under its id) or belongs to another resource than ``resource_id`` (default: the thread's own). ``[]`` when
     the thread does not exist (or is another resource's). One read per hop.
 
     Raises:
@@ -481,7 +520,7 @@ async def clone_history(storage: Storage, thread_id: str, resource_id: str | Non
     record = lineage_of(thread)
     while record is not None and record.source_thread_id not in seen:
         parent = await storage.get_thread(record.source_thread_id, owner)
-        if parent is None:
+        if parent is None or not record.names(parent):
             break
         chain.append(parent)
         seen.add(parent.id)
@@ -576,6 +615,7 @@ class _Request:
             SOURCE: source.id,
             SOURCE_RESOURCE: source.resource_id,
             LAST_MESSAGE: None if last is None else last.id,
+            SOURCE_CREATED: _stamp(source),
         }
         title = self.title if self.title is not None else (f"{prefix} {source.title}" if source.title else "")
         owner = self.resource_id or source.resource_id

@@ -175,9 +175,10 @@ _RULE_LIST = [
         "clone_thread copies a thread's messages (all, or by id list, date range and newest N) and branch_thread "
         "those up to and including one message, into a new thread (this or another resource, the source's owner "
         "named) with created_at and order kept and new UUIDv7 ids mapped; the copy records cloned_from, "
-        "cloned_from_resource and cloned_last_message_id, which no thread write sets or changes by hand (a "
-        "ValidationError naming metadata.<key>). Lineage calls never reveal another resource's thread, a "
-        "deleted source leaves readable clones, erasing a resource nulls lineage naming it, and a bad call "
+        "cloned_from_resource, cloned_last_message_id and cloned_from_created_at, which no thread write sets or "
+        "changes by hand (a ValidationError naming metadata.<key>). Lineage calls never reveal another resource's "
+        "thread, a deleted source leaves readable clones (a thread created again under its id is not their "
+        "source), erasing a resource nulls lineage naming it, and a bad call "
         "writes nothing.",
     ),
     Rule(

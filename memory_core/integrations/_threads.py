@@ -27,7 +27,7 @@ __all__ = [
     "conversation_thread",
     "current_turn",
     "delete_conversation",
-    "is_copy_of",
+    "claim_copy",
     "new_message_id",
     "newest_messages",
     "newest_until",
@@ -420,21 +420,32 @@ def owner_of(explicit: str | None, context: Any, *, where: str = "context", fix:
     return explicit
 
 
-async def is_copy_of(
+async def claim_copy(
     memory: Memory, thread_id: str, source_id: str, resource_id: str, last_message_id: str | None
 ) -> bool:
     """Whether thread ``thread_id`` is the copy a seam's branch or clone
-    call makes: owned by ``resource_id``, copied from ``source_id`` (owned
-    by ``resource_id`` too) holding its messages up to ``last_message_id``
-    (None: none), per its lineage record. A retried call (its first try
-    timed out, but its write finished in the background) then takes the
-    copy as its own instead of a ConflictError. Waits for writes still in
-    flight first, so such a copy is seen whole."""
+    call makes: owned by ``resource_id``, copied from the thread ``source_id``
+    that exists now (owned by ``resource_id`` too; not a deleted one of the
+    same id) holding its messages up to ``last_message_id`` (None: none),
+    per its lineage record. A retried call (its first try timed out, but
+    its write finished in the background, or the process ended midway)
+    then takes the copy as its own instead of a ConflictError. Waits for
+    writes still in flight first, so such a copy is seen whole; a copy
+    whose vectors were never written (the process ended between the copy
+    and its vectors) is re-indexed here, so the retry returns a copy that
+    semantic recall finds, as a first try's.
+
+    Raises:
+        BackendError: the re-index failed (the copy is the caller's; retry).
+    """
     await memory.wait_for_writes()
     thread = await memory.storage.get_thread(thread_id, resource_id)
     record = None if thread is None else lineage_of(thread)
-    return record is not None and (record.source_thread_id, record.source_resource_id, record.last_message_id) == (
-        source_id,
-        resource_id,
-        last_message_id,
-    )
+    source = await memory.storage.get_thread(source_id, resource_id)
+    if record is None or source is None or not record.names(source):
+        return False
+    if (record.source_resource_id, record.last_message_id) != (resource_id, last_message_id):
+        return False
+    if memory.vector is not None and not (await memory.check_index(thread_id=thread_id)).in_step:
+        await memory.reindex(thread_id=thread_id)
+    return True

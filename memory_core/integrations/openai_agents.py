@@ -39,9 +39,9 @@ from memory_core.validation import check_bool, check_id, check_json_object
 from ._threads import (
     check_limit,
     check_record,
+    claim_copy,
     conversation_thread,
     delete_conversation,
-    is_copy_of,
     new_message_id,
     newest_messages,
     owner_of,
@@ -273,7 +273,7 @@ class MemoryCoreSession:
                     thread, target, resource_id=owner, source_resource_id=owner, message_limit=0
                 )
         except ConflictError:
-            if not await is_copy_of(self.memory, target, thread, owner, cut):
+            if not await claim_copy(self.memory, target, thread, owner, cut):
                 raise ConflictError(
                     f"branch_id {name!r} is taken by another session (not the branch of session "
                     f"{self.session_id!r} before turn {turn}): choose another branch_id"

@@ -95,3 +95,45 @@ async def test_switch_to_refuses_a_session_that_does_not_exist(open_memory: Open
             await session.switch_to("conv", wrapper=bob)
         await session.switch_to("conv", wrapper=ALICE)
         assert await session.get_items(wrapper=ALICE) == TURNS
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_retried_branch_gets_the_vectors_its_cut_off_first_try_never_wrote(
+    open_memory: OpenMemory, anyio_backend: str
+) -> None:
+    """A first try whose process ended between the copy and its vectors
+    (here: the branch's vectors removed) leaves a branch recall cannot
+    find; the retry with the same ``branch_id`` takes it and indexes it.
+    Before: the retry returned the branch with no vector (trial 24)."""
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        await session.branch_from_turn(3, "edit", wrapper=ALICE)
+        branch = session.thread_id(ALICE)
+        assert memory.vector is not None
+        await memory.vector.delete_thread(branch)
+        assert not (await memory.check_index(thread_id=branch)).in_step
+        await session.switch_to("conv", wrapper=ALICE)
+        assert await session.branch_from_turn(3, "edit", wrapper=ALICE) == "edit"
+        status = await memory.check_index(thread_id=branch)
+        assert status.in_step and status.indexed == 4
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_branch_of_a_deleted_session_is_not_taken_by_its_namesake(
+    open_memory: OpenMemory, anyio_backend: str
+) -> None:
+    """A session cleared and started again under its name is another
+    conversation: the old session's branch is not the new one's (its
+    lineage names the old one's creation time), so a branch call with that
+    ``branch_id`` is a ConflictError, not the old branch taken."""
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        await session.branch_from_turn(1, "edit", wrapper=ALICE)  # an empty branch: nothing but lineage tells
+        await session.switch_to("conv", wrapper=ALICE)
+        await session.clear_session(wrapper=ALICE)
+        await session.add_items(TURNS, wrapper=ALICE)
+        with pytest.raises(ConflictError, match="branch_id 'edit'"):
+            await session.branch_from_turn(1, "edit", wrapper=ALICE)
+        assert await memory.source_thread(session.thread_id(ALICE).replace("conv", "edit"), "alice") is None

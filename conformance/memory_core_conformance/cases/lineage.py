@@ -109,8 +109,9 @@ class LineageRules(SuiteBase):
             "cloned_from": "t1",
             "cloned_from_resource": "r1",
             "cloned_last_message_id": "m2",
+            "cloned_from_created_at": "2025-01-01T00:00:00.000000+00:00",
         }
-        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m2")
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m2", at(0))
         named = await lineage.clone_thread(store, "t1", "c2", title="", metadata={"topic": "y", "n": 1})
         assert named.thread.title == "" and named.thread.metadata["topic"] == "y" and named.thread.metadata["n"] == 1
         empty = await lineage.clone_thread(store, "t1", "c3", message_ids=[])
@@ -139,7 +140,7 @@ class LineageRules(SuiteBase):
         assert ids(await store.list_messages_by_resource("r2", per_page=False)) == ["k", *made.message_ids.values()]
         assert list(made.message_ids) == source
         # the clone's owner sees its lineage, but never the other resource's thread
-        assert (await lineage.get_lineage(store, "x", "r2")) == Lineage("t1", "r1", made.thread.created_at, "m6")
+        assert (await lineage.get_lineage(store, "x", "r2")) == Lineage("t1", "r1", made.thread.created_at, "m6", at(0))
         assert await lineage.source_thread(store, "x", "r2") is None
         assert await lineage.source_thread(store, "x") is None
         assert [t.id for t in await lineage.clone_history(store, "x", "r2")] == ["x"]
@@ -217,10 +218,35 @@ class LineageRules(SuiteBase):
         made = await lineage.clone_thread(store, "t1", "c1")
         await store.delete_thread("t1")
         assert ids(await store.list_messages("c1", per_page=False)) == list(made.message_ids.values())
-        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6", at(0))
         assert await lineage.source_thread(store, "c1") is None  # the id no longer resolves
         assert [t.id for t in await lineage.clone_history(store, "c1")] == ["c1"]
         assert ids(await lineage.list_clones(store, "t1", "r1")) == ["c1"]
+
+    async def test_r_lineage_a_thread_created_again_under_a_source_id_is_not_the_source(
+        self, store: BaseStorage
+    ) -> None:
+        """A conversation deleted and started again under its id (a session
+        name reused) is a new thread: the old clone's lineage keeps naming
+        the id and the deleted source's ``created_at``, and neither
+        ``source_thread`` nor ``clone_history`` leads to the new thread."""
+        await _source(store)
+        made = await lineage.clone_thread(store, "t1", "c1")
+        branch = await lineage.branch_thread(store, "c1", made.message_ids["m3"], "b1")
+        await store.delete_thread("t1")
+        await store.save_thread(thread("t1", title="new", created_at=at(60)))
+        record = await lineage.get_lineage(store, "c1")
+        assert record is not None and record.source_created_at == at(0)
+        assert await lineage.source_thread(store, "c1") is None
+        assert [t.id for t in await lineage.clone_history(store, "b1")] == ["c1", "b1"]
+        again = await lineage.clone_thread(store, "t1", "c2")  # a clone of the new thread is its clone
+        source = await lineage.source_thread(store, "c2")
+        assert source is not None and source.title == "new"
+        assert [t.id for t in await lineage.clone_history(store, "c2")] == ["t1", "c2"]
+        assert (await lineage.get_lineage(store, "c2")) == Lineage("t1", "r1", again.thread.created_at, None, at(60))
+        assert branch.thread.metadata["cloned_from_created_at"] == made.thread.created_at.isoformat(
+            timespec="microseconds"
+        )
 
     async def test_r_lineage_erasing_a_resource_removes_lineage_naming_it(self, store: BaseStorage) -> None:
         await _source(store)
@@ -250,7 +276,12 @@ class LineageRules(SuiteBase):
         while None on a thread that is no clone changes nothing."""
         await _source(store)
         made = await lineage.clone_thread(store, "t1", "c1")
-        forged = {"cloned_from": "t1", "cloned_from_resource": "r1", "cloned_last_message_id": "m6"}
+        forged = {
+            "cloned_from": "t1",
+            "cloned_from_resource": "r1",
+            "cloned_last_message_id": "m6",
+            "cloned_from_created_at": "2025-01-01T00:00:00.000000+00:00",
+        }
         for key, value in forged.items():
             changed = {key: "k1" if key == "cloned_from" else "other"}
             calls = [
@@ -272,7 +303,7 @@ class LineageRules(SuiteBase):
         await store.update_thread("c1", metadata={"cloned_from": "t1", "topic": "y"})  # the same value: no change
         await store.save_thread(thread("plain", metadata=dict.fromkeys(forged)))  # None: no lineage
         assert again.title == "renamed"
-        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6", at(0))
         assert await lineage.get_lineage(store, "plain") is None
         for key in forged:  # lineage is all or nothing: no key of a clone is nulled by hand
             stored = await store.get_thread("c1")
@@ -284,7 +315,7 @@ class LineageRules(SuiteBase):
                 raised = await unchanged_after(store, call)
                 assert isinstance(raised, ValidationError) and raised.field == f"metadata.{key}", raised
         await store.update_thread("plain", metadata=dict.fromkeys(forged))  # None where None is held: no change
-        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6")
+        assert await lineage.get_lineage(store, "c1") == Lineage("t1", "r1", made.thread.created_at, "m6", at(0))
 
     async def test_ops_race_clone_holds_a_consistent_prefix(self, storage_factory: StorageFactory) -> None:
         """A clone racing appends to its source holds exactly a prefix of the
