@@ -244,9 +244,9 @@ class LineageRules(SuiteBase):
         assert source is not None and source.title == "new"
         assert [t.id for t in await lineage.clone_history(store, "c2")] == ["t1", "c2"]
         assert (await lineage.get_lineage(store, "c2")) == Lineage("t1", "r1", again.thread.created_at, None, at(60))
-        assert branch.thread.metadata["cloned_from_created_at"] == made.thread.created_at.isoformat(
-            timespec="microseconds"
-        )
+        made_at = made.thread.created_at
+        assert made_at is not None
+        assert branch.thread.metadata["cloned_from_created_at"] == made_at.isoformat(timespec="microseconds")
 
     async def test_r_lineage_erasing_a_resource_removes_lineage_naming_it(self, store: BaseStorage) -> None:
         await _source(store)
