@@ -192,9 +192,11 @@ class Memory(CloneCalls, IndexCalls):
 
         Everything is checked before any I/O (the stores are built, not
         opened, until every check passed); then each store's ``preflight``
-        checks, reading only, that it can be opened (a PostgreSQL server
-        without pgvector is refused before the storage schema is created);
-        if opening the second store fails, the first is closed again.
+        checks, reading only, that it can be opened (a vector server that
+        does not answer, a ``qdrant+path`` folder another process or store
+        holds open, a missing folder, a PostgreSQL server without pgvector
+        are refused before the storage file or schema is created); if
+        opening the second store fails, the first is closed again.
 
         Args:
             storage: a storage URL (``sqlite:///app.db``, ``postgresql://...``,

@@ -101,6 +101,36 @@ async def test_a_missing_folder_is_refused_unless_create_dirs(tmp_path: Path) ->
     assert {"memory.db", "vectors"} <= {p.name for p in missing.iterdir()}
 
 
+HAS_POSTGRES = "postgresql" in memory_core.registry.known_schemes(memory_core.registry.VECTOR_GROUP)
+
+
+@needs_sqlite
+@needs_qdrant
+async def test_a_vector_store_that_cannot_be_opened_is_refused_before_the_storage_is_made(tmp_path: Path) -> None:
+    """Before: a Qdrant server that does not answer, or a vectors folder
+    another store holds open, was found by the vector store's ``open``,
+    after the storage's had made ``memory.db`` and its schema."""
+    held = f"qdrant+path:///{tmp_path}/held"
+    unreachable = ["qdrant://127.0.0.1:1", "qdrant+http://127.0.0.1:1/prefix", held]
+    if HAS_POSTGRES:
+        unreachable.append("postgresql://postgres@127.0.0.1:1/test")
+    async with await Memory.open(f"sqlite:///{tmp_path}/first.db", vector=held, embedder="lexical") as first:
+        await first.create_thread("r1", thread_id="t1")
+        for vector in unreachable:
+            with pytest.raises(memory_core.BackendError) as caught:
+                await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=vector, embedder="lexical")
+            assert caught.value.operation == "preflight", (vector, caught.value)
+            if vector == held:
+                assert "open in another process or store" in str(caught.value), caught.value
+            assert not (tmp_path / "memory.db").exists(), vector
+        from memory_core_qdrant import QdrantEdgeStore
+
+        with pytest.raises(memory_core.BackendError, match="open in another process or store"):
+            await QdrantEdgeStore.from_url(held).preflight()
+    async with await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=held, embedder="lexical") as memory:
+        assert await memory.get_thread("t1") is None  # once closed, the folder opens
+
+
 @needs_sqlite
 @needs_qdrant
 async def test_the_cli_refuses_a_missing_folder_for_the_vectors_it_writes(tmp_path: Path) -> None:
