@@ -133,6 +133,28 @@ async def test_a_vector_store_that_cannot_be_opened_is_refused_before_the_storag
 
 @needs_sqlite
 @needs_qdrant
+async def test_an_in_memory_storage_with_persistent_vectors_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """Before: accepted, so each run added vectors of messages the storage
+    had forgotten (the reverse of a file with ``qdrant::memory:``)."""
+    vectors = f"qdrant+path:///{tmp_path}/vectors"
+    for storage in ("memory://", "sqlite://:memory:"):
+        with pytest.raises(ValidationError) as caught:
+            await Memory.open(storage, vector=vectors, embedder="lexical")
+        assert caught.value.field == "vector", caught.value
+        for named in ("QdrantEdgeStore keeps its vectors", "sqlite:///file.db", "qdrant::memory:", "allow_volatile"):
+            assert named in caught.value.reason, caught.value
+    assert not (tmp_path / "vectors").exists()  # refused before any I/O
+    for run in range(2):  # what the opt-in accepts: the index keeps the first run's vectors
+        async with await Memory.open(
+            "memory://", vector=vectors, embedder="lexical", allow_volatile_vectors=True
+        ) as memory:
+            thread, _ = await memory.get_or_create_thread("r1", "t1")
+            await memory.append_messages(thread.id, [("user", "my cat is called Miso")])
+            assert (await memory.check_index(resource_id="r1")).orphaned == run
+
+
+@needs_sqlite
+@needs_qdrant
 async def test_the_cli_refuses_a_missing_folder_for_the_vectors_it_writes(tmp_path: Path) -> None:
     """``copy --vector`` into a misspelt folder: one error line, nothing made."""
     from tests.cli_run import cli

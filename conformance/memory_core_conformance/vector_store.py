@@ -213,12 +213,14 @@ class VectorStoreConformance:
         from memory_core.embedders import LexicalHashEmbedder
 
         storage = InMemoryStorage()
-        built = Memory(storage, store, LexicalHashEmbedder(dimension=256), owns_stores=False)
+        built = Memory(
+            storage, store, LexicalHashEmbedder(dimension=256), owns_stores=False, allow_volatile_vectors=True
+        )
         await built.create_thread("r1", thread_id="t1")
         await built.append_messages("t1", [("user", "my cat is called Miso"), ("assistant", "noted")])
         # A point of the new embedder written behind Memory's back (an older release, another process).
         await store.upsert([point("m-new", unit(1.0, dim=1024))])
-        switched = Memory(storage, store, LexicalHashEmbedder(), owns_stores=False)
+        switched = Memory(storage, store, LexicalHashEmbedder(), owns_stores=False, allow_volatile_vectors=True)
         for attempt in (
             switched.append_messages("t1", [("user", "and a dog called Rex")]),
             switched.update_messages([{"id": (await storage.list_messages("t1")).items[0].id, "content": "x"}]),
