@@ -714,13 +714,15 @@ class VectorStoreConformance:
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None
     ) -> None:
-        """A server that cannot be reached fails ``open`` (and a first call,
-        which opens) with :class:`BackendError` marked retryable (the next
-        call tries again), never with the driver's own exception."""
+        """A server that cannot be reached fails ``preflight`` (so
+        ``Memory.open`` refuses it before the storage is created), ``open``
+        and a first call, which opens, with :class:`BackendError` marked
+        retryable (the next call tries again), never with the driver's own
+        exception."""
         if unreachable_vector_store is None:
             pytest.skip("the store has no server to be unreachable (unreachable_vector_store is None)")
         store = unreachable_vector_store
-        for attempt in (store.open, store.count):
+        for attempt in (store.preflight, store.open, store.count):
             with pytest.raises(BackendError) as failed:
                 await attempt()
             assert failed.value.retryable, f"an unreachable server is transient: {failed.value!r}"
