@@ -127,6 +127,8 @@ async def test_a_vector_store_that_cannot_be_opened_is_refused_before_the_storag
 
         with pytest.raises(memory_core.BackendError, match="open in another process or store"):
             await QdrantEdgeStore.from_url(held).preflight()
+        assert isinstance(first.vector, QdrantEdgeStore)
+        await first.vector.preflight()  # the store holding the folder is not refused by its own lock
     async with await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=held, embedder="lexical") as memory:
         assert await memory.get_thread("t1") is None  # once closed, the folder opens
 

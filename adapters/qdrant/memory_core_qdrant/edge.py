@@ -451,8 +451,9 @@ class QdrantEdgeStore(BaseVectorStore):
         ``Memory.open`` refuses it before the storage is created: a missing
         parent folder (without ``create_dirs``), and a shard of this store
         that another process or store holds open (:func:`_held_shard`).
-        In memory: nothing to check."""
-        if self.path is None:
+        In memory, or opened by this instance (it holds the locks itself):
+        nothing to check."""
+        if self.path is None or self._root is not None:
             return
         if not self.create_dirs:
             await _run(ensure_folder, os.path.dirname(self.path), create_dirs=False, url_example=self._url_example())
