@@ -230,23 +230,44 @@ def check_persistent(vectors: VectorStore, field: str = "vector", *, fix: str = 
 
 
 def check_pairing(storage: Storage, vector: VectorStore | None, *, allow_volatile_vectors: bool = False) -> None:
-    """Refuse a persistent storage paired with a vector store that is not
-    (a SQLite file with ``qdrant::memory:`` or ``memory://`` vectors): after a
-    restart the messages are there and the index is empty, so semantic recall
-    finds nothing until :meth:`memory_core.Memory.reindex`.
+    """Refuse a storage and a vector store of which one forgets on a restart
+    and the other does not (no I/O), in either direction:
+
+    - a persistent storage with in-memory vectors (a SQLite file with
+      ``qdrant::memory:`` or ``memory://`` vectors): after a restart the
+      messages are there and the index is empty, so semantic recall finds
+      nothing until :meth:`memory_core.Memory.reindex`;
+    - an in-memory storage (``memory://``, ``sqlite://:memory:``) with
+      persistent vectors (``qdrant+path:///dir``, a server, pgvector): after
+      a restart the messages are gone and their vectors stay, so every run
+      adds vectors of messages no store holds (an index that only grows,
+      hits the storage cannot resolve, ``check_index`` counting orphans).
 
     Args:
         storage: the storage (see :func:`persistent_storage`).
-        vector: the vector store, or None (nothing to check).
-        allow_volatile_vectors: accept the pairing anyway (tests, demos).
+        vector: the vector store (its ``persistent``), or None (nothing to check).
+        allow_volatile_vectors: accept either pairing anyway (tests, demos,
+            a vector namespace removed after the run).
 
     Raises:
         ValidationError: ``allow_volatile_vectors`` is not a bool (that
-            field), or the pairing is refused (field ``vector``).
+            field), or the pairing is refused (field ``vector``; the message
+            names both stores and the fixes).
     """
     if not isinstance(allow_volatile_vectors, bool):
         raise ValidationError("allow_volatile_vectors", f"must be a bool, got {type(allow_volatile_vectors).__name__}")
-    if vector is None or allow_volatile_vectors or not persistent_storage(storage):
+    if vector is None or allow_volatile_vectors:
+        return
+    if not persistent_storage(storage):
+        if vector.persistent:
+            raise ValidationError(
+                "vector",
+                f"{type(vector).__name__} keeps its vectors after this process exits, but "
+                f"{type(storage).__name__} keeps its messages in memory: every run would add vectors of messages "
+                "that are gone (an index that only grows, and check_index counting orphans); give a persistent "
+                "storage (sqlite:///file.db, a server) to pair with it, or in-memory vectors (qdrant::memory:, "
+                "memory://) to pair with the in-memory storage, or pass allow_volatile_vectors=True",
+            )
         return
     check_persistent(
         vector,

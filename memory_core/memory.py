@@ -93,8 +93,12 @@ class Memory(CloneCalls, IndexCalls):
             (``await memory_core.connect_vector(url)``). A persistent storage
             (a file, a server) needs a persistent vector store
             (``qdrant+path:///dir``, a server, pgvector): an in-memory one
-            (``qdrant::memory:``, ``memory://``) starts empty after a restart,
-            so that pairing is refused unless ``allow_volatile_vectors``.
+            (``qdrant::memory:``, ``memory://``) starts empty after a restart.
+            An in-memory storage (``memory://``) needs in-memory vectors:
+            persistent ones would keep the vectors of messages gone after a
+            restart, adding more on every run. Either pairing is refused
+            unless ``allow_volatile_vectors``
+            (:func:`~memory_core.arguments.check_pairing`).
         embedder: an embedder object (:func:`memory_core.embedders.get_embedder`
             turns a name into one); with a vector store and no embedder,
             the built-in embedder that built the index when it holds one
@@ -115,15 +119,17 @@ class Memory(CloneCalls, IndexCalls):
             :class:`~memory_core.tokens.EstimateTokenCounter`.
         owns_stores: close ``storage`` and ``vector`` on :meth:`close` (default
             True; pass False when they are shared).
-        allow_volatile_vectors: accept a persistent storage with an in-memory
-            vector store (tests, demos; default False).
+        allow_volatile_vectors: accept a storage and a vector store of which
+            only one keeps its data after a restart, either way round (tests,
+            demos; default False).
 
     Raises:
         ValidationError: checked here, before any I/O, naming the argument:
             ``storage`` is not a storage object, ``vector`` not a vector store
             (a URL in either: use :meth:`open`), ``embedder`` not an embedder
             (a name: ``get_embedder(name)``); a persistent storage with an
-            in-memory vector store (field ``vector``); ``config`` is neither
+            in-memory vector store, or an in-memory storage with a persistent
+            one (field ``vector``); ``config`` is neither
             a MemoryConfig nor a mapping, or a key or value of the mapping
             is wrong (field ``config.<key>``); semantic recall is on without a vector store (field
             ``config.semantic_recall``); an embedder without a vector store
@@ -192,9 +198,11 @@ class Memory(CloneCalls, IndexCalls):
 
         Everything is checked before any I/O (the stores are built, not
         opened, until every check passed); then each store's ``preflight``
-        checks, reading only, that it can be opened (a PostgreSQL server
-        without pgvector is refused before the storage schema is created);
-        if opening the second store fails, the first is closed again.
+        checks, reading only, that it can be opened (a vector server that
+        does not answer, a ``qdrant+path`` folder another process or store
+        holds open, a missing folder, a PostgreSQL server without pgvector
+        are refused before the storage file or schema is created); if
+        opening the second store fails, the first is closed again.
 
         Args:
             storage: a storage URL (``sqlite:///app.db``, ``postgresql://...``,
@@ -212,7 +220,9 @@ class Memory(CloneCalls, IndexCalls):
             token_counter: as for :class:`Memory`.
             allow_volatile_vectors: accept a persistent storage with
                 in-memory vectors (``qdrant::memory:``, ``memory://``), which
-                are gone after a restart; default False (refused).
+                are gone after a restart, or an in-memory storage
+                (``memory://``) with persistent vectors, which outlive its
+                messages; default False (both refused).
             storage_options, vector_options: keywords for the adapter's
                 ``from_url`` (``namespace``, ``clock`` ...), as
                 :func:`memory_core.connect` takes them.

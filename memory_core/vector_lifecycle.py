@@ -151,14 +151,17 @@ class VectorLifecycle(LexicalPrimitives, ABC):
                 folder, server path or namespace fails instead of ``open``
                 creating an empty index there while the real one keeps every
                 point. Without it (a store written into, ``Memory.open``)
-                only :meth:`_check_backend` runs, so a refusal comes before
+                only :meth:`_check_backend` runs: the backend is reached
+                (a server answers, a folder is not held by another process
+                or store) and can hold the store, so a refusal comes before
                 either store is written.
 
         Raises:
             ValidationError: field ``url``: with ``must_exist``, no collection
                 of this store is there (an in-memory store never has one).
-            BackendError: the backend could not be reached or read, or it
-                cannot hold this store (what ``open`` would raise).
+            BackendError: the backend could not be reached or read (a server
+                that does not answer, a folder another process or store holds
+                open), or it cannot hold this store (what ``open`` would raise).
         """
         with self._guard("preflight"):
             if not must_exist:
@@ -173,8 +176,15 @@ class VectorLifecycle(LexicalPrimitives, ABC):
             )
 
     async def _check_backend(self) -> None:
-        """Optional, read-only: raise what ``open`` would for a backend that
-        cannot hold the store (pgvector: no extension). Default: nothing."""
+        """Read-only, creating nothing: raise what ``open`` would for a
+        backend that cannot be reached (a server that does not answer),
+        is held by another opener (a locked folder) or cannot hold the store
+        (pgvector: no extension), so ``Memory.open`` refuses it before the
+        storage is created. Default: list the collections
+        (:meth:`_existing_collections`), which reaches the backend; an
+        adapter overrides it to check more, or in another way.
+        """
+        await self._existing_collections()
 
     async def _existing_collections(self) -> Iterable[str]:
         """The backend's collection names, read before ``open`` without

@@ -101,6 +101,60 @@ async def test_a_missing_folder_is_refused_unless_create_dirs(tmp_path: Path) ->
     assert {"memory.db", "vectors"} <= {p.name for p in missing.iterdir()}
 
 
+HAS_POSTGRES = "postgresql" in memory_core.registry.known_schemes(memory_core.registry.VECTOR_GROUP)
+
+
+@needs_sqlite
+@needs_qdrant
+async def test_a_vector_store_that_cannot_be_opened_is_refused_before_the_storage_is_made(tmp_path: Path) -> None:
+    """Before: a Qdrant server that does not answer, or a vectors folder
+    another store holds open, was found by the vector store's ``open``,
+    after the storage's had made ``memory.db`` and its schema."""
+    held = f"qdrant+path:///{tmp_path}/held"
+    unreachable = ["qdrant://127.0.0.1:1", "qdrant+http://127.0.0.1:1/prefix", held]
+    if HAS_POSTGRES:
+        unreachable.append("postgresql://postgres@127.0.0.1:1/test")
+    async with await Memory.open(f"sqlite:///{tmp_path}/first.db", vector=held, embedder="lexical") as first:
+        await first.create_thread("r1", thread_id="t1")
+        for vector in unreachable:
+            with pytest.raises(memory_core.BackendError) as caught:
+                await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=vector, embedder="lexical")
+            assert caught.value.operation == "preflight", (vector, caught.value)
+            if vector == held:
+                assert "open in another process or store" in str(caught.value), caught.value
+            assert not (tmp_path / "memory.db").exists(), vector
+        from memory_core_qdrant import QdrantEdgeStore
+
+        with pytest.raises(memory_core.BackendError, match="open in another process or store"):
+            await QdrantEdgeStore.from_url(held).preflight()
+        assert isinstance(first.vector, QdrantEdgeStore)
+        await first.vector.preflight()  # the store holding the folder is not refused by its own lock
+    async with await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=held, embedder="lexical") as memory:
+        assert await memory.get_thread("t1") is None  # once closed, the folder opens
+
+
+@needs_sqlite
+@needs_qdrant
+async def test_an_in_memory_storage_with_persistent_vectors_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """Before: accepted, so each run added vectors of messages the storage
+    had forgotten (the reverse of a file with ``qdrant::memory:``)."""
+    vectors = f"qdrant+path:///{tmp_path}/vectors"
+    for storage in ("memory://", "sqlite://:memory:"):
+        with pytest.raises(ValidationError) as caught:
+            await Memory.open(storage, vector=vectors, embedder="lexical")
+        assert caught.value.field == "vector", caught.value
+        for named in ("QdrantEdgeStore keeps its vectors", "sqlite:///file.db", "qdrant::memory:", "allow_volatile"):
+            assert named in caught.value.reason, caught.value
+    assert not (tmp_path / "vectors").exists()  # refused before any I/O
+    for run in range(2):  # what the opt-in accepts: the index keeps the first run's vectors
+        async with await Memory.open(
+            "memory://", vector=vectors, embedder="lexical", allow_volatile_vectors=True
+        ) as memory:
+            thread, _ = await memory.get_or_create_thread("r1", "t1")
+            await memory.append_messages(thread.id, [("user", "my cat is called Miso")])
+            assert (await memory.check_index(resource_id="r1")).orphaned == run
+
+
 @needs_sqlite
 @needs_qdrant
 async def test_the_cli_refuses_a_missing_folder_for_the_vectors_it_writes(tmp_path: Path) -> None:

@@ -140,7 +140,14 @@ async def test_a_persistent_storage_with_in_memory_vectors_is_refused_unless_all
     assert memory.vector is not None
     persistent_vectors = InMemoryVectorStore()
     persistent_vectors.persistent = True  # what a store on disk or on a server says
-    Memory(seeded, persistent_vectors, owns_stores=False)
+    if persistent:
+        Memory(seeded, persistent_vectors, owns_stores=False)
+    else:  # the reverse (issue 26): the messages go, their vectors would stay and pile up
+        with pytest.raises(ValidationError) as caught:
+            Memory(seeded, persistent_vectors, owns_stores=False)
+        assert caught.value.field == "vector", caught.value
+        assert "allow_volatile_vectors=True" in caught.value.reason and "sqlite:///" in caught.value.reason
+    Memory(seeded, persistent_vectors, owns_stores=False, allow_volatile_vectors=True)
 
 
 async def test_a_vector_store_without_a_config_turns_semantic_recall_on() -> None:

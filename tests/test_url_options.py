@@ -6,6 +6,7 @@ is a ``ValidationError`` that names the option meant, never a driver's
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 
 import pytest
 
@@ -61,14 +62,38 @@ def test_a_mongodb_option_pymongo_would_only_warn_about_is_refused() -> None:
     [
         ("memory_core_redis", "redis://127.0.0.1:1/0?db=1&socket_timeout=5&prefix=p&cluster=false"),
         ("memory_core_mongodb", "mongodb://127.0.0.1:1/db?replicaSet=rs0&connectTimeoutMS=5&appName=a"),
-        # Names no known option resembles are PostgreSQL server settings, for the server to judge.
+        # PostgreSQL's session settings (any case), dotted (extension) settings and libpq's options.
         ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?schema=s&sslmode=disable&application_name=a"),
-        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?search_path=x&statement_timeout=5"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?statement_timeout=5&DateStyle=ISO&timezone=UTC"),
+        ("memory_core_postgres", "postgresql://u@127.0.0.1:1/db?pg_trgm.similarity_threshold=0.3&options=-c%20a%3D1"),
     ],
 )
 def test_driver_options_still_pass(module: str, url: str) -> None:
     _needs(module)
     build_storage(url)
+
+
+@pytest.mark.parametrize("build", [build_storage, build_vector])
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        # Before: passed to the server as a setting, which refused the connection (a BackendError).
+        ("prefx=abc", "option 'prefx': unknown; postgresql accepts ['batch_size', "),
+        ("statment_timeout=5", "option 'statment_timeout': unknown; did you mean 'statement_timeout'?"),
+        ("search_path=app", "option 'search_path': is set by the store to its schema; name the schema with ?schema="),
+        ("connect_timeout=5", "option 'connect_timeout': is a libpq parameter that asyncpg "),
+    ],
+)
+def test_a_postgresql_url_option_no_one_reads_is_refused_before_connecting(
+    build: Callable[[str], object], query: str, reason: str
+) -> None:
+    """Issue 26: every name is asyncpg's, the server's or the adapter's, or is refused."""
+    _needs("memory_core_postgres")
+    with pytest.raises(ValidationError) as caught:
+        build(f"postgresql://u@127.0.0.1:1/db?{query}")
+    assert str(caught.value).startswith(reason), caught.value
+    if "unknown" in reason:
+        assert "?options=-c%20name%3Dvalue" in str(caught.value) and "PostgreSQL URLs" in str(caught.value)
 
 
 def test_the_redis_typo_on_the_command_line_is_one_red_line() -> None:

@@ -130,7 +130,8 @@ async def run_coverage(
     embedder: Embedder = get_embedder(embedder_name)
     if cache_dir is not None:
         embedder = await memo_embedder(embedder, conversations, cache_dir)
-    async with Memory(storage, vectors, embedder) as memory:
+    # A measuring run over memory://: a persistent --vector store is meant for this run only.
+    async with Memory(storage, vectors, embedder, allow_volatile_vectors=True) as memory:
         started = time.perf_counter()
         for conversation in conversations:
             for thread in conversation.threads:

@@ -80,7 +80,12 @@ class VectorConformance(HybridRecallCases):
         storage = storage_factory(ManualClock(T0))
         vectors = vector_factory()
         memory = Memory(
-            storage, vectors, embedder, MemoryConfig(last_messages=10, semantic_recall=False), owns_stores=False
+            storage,
+            vectors,
+            embedder,
+            MemoryConfig(last_messages=10, semantic_recall=False),
+            owns_stores=False,
+            allow_volatile_vectors=True,  # the reference storage may pair with any vectors: both are destroyed after
         )
         async with memory:
             try:

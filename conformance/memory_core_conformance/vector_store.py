@@ -213,12 +213,14 @@ class VectorStoreConformance:
         from memory_core.embedders import LexicalHashEmbedder
 
         storage = InMemoryStorage()
-        built = Memory(storage, store, LexicalHashEmbedder(dimension=256), owns_stores=False)
+        built = Memory(
+            storage, store, LexicalHashEmbedder(dimension=256), owns_stores=False, allow_volatile_vectors=True
+        )
         await built.create_thread("r1", thread_id="t1")
         await built.append_messages("t1", [("user", "my cat is called Miso"), ("assistant", "noted")])
         # A point of the new embedder written behind Memory's back (an older release, another process).
         await store.upsert([point("m-new", unit(1.0, dim=1024))])
-        switched = Memory(storage, store, LexicalHashEmbedder(), owns_stores=False)
+        switched = Memory(storage, store, LexicalHashEmbedder(), owns_stores=False, allow_volatile_vectors=True)
         for attempt in (
             switched.append_messages("t1", [("user", "and a dog called Rex")]),
             switched.update_messages([{"id": (await storage.list_messages("t1")).items[0].id, "content": "x"}]),
@@ -712,13 +714,15 @@ class VectorStoreConformance:
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None
     ) -> None:
-        """A server that cannot be reached fails ``open`` (and a first call,
-        which opens) with :class:`BackendError` marked retryable (the next
-        call tries again), never with the driver's own exception."""
+        """A server that cannot be reached fails ``preflight`` (so
+        ``Memory.open`` refuses it before the storage is created), ``open``
+        and a first call, which opens, with :class:`BackendError` marked
+        retryable (the next call tries again), never with the driver's own
+        exception."""
         if unreachable_vector_store is None:
             pytest.skip("the store has no server to be unreachable (unreachable_vector_store is None)")
         store = unreachable_vector_store
-        for attempt in (store.open, store.count):
+        for attempt in (store.preflight, store.open, store.count):
             with pytest.raises(BackendError) as failed:
                 await attempt()
             assert failed.value.retryable, f"an unreachable server is transient: {failed.value!r}"

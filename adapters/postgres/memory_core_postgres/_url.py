@@ -2,8 +2,10 @@
 
 The URL is libpq's (``postgresql://user:password@host:port/database``); the
 query string may carry this adapter's options, which are taken out before
-the rest of the URL goes to asyncpg (which reads ``sslmode``, ``host`` ... and
-passes other parameters on as server settings):
+the rest of the URL goes to asyncpg (which reads ``sslmode``, ``host`` ...,
+:data:`DRIVER_OPTIONS`, and passes other parameters on as server settings,
+:data:`~memory_core_postgres._settings.SERVER_SETTINGS`; any other name is
+refused before any I/O, see :func:`parse_url`):
 
 - ``schema``: the PostgreSQL schema the store's tables live in (default
   ``memory_core``), so several stores share one database;
@@ -31,6 +33,8 @@ from memory_core.errors import ValidationError
 from memory_core.identity import server_addresses
 from memory_core.options import check_option_names
 
+from memory_core_postgres._settings import SERVER_SETTINGS
+
 __all__ = [
     "DEFAULT_PORT",
     "DEFAULT_SCHEMA",
@@ -57,12 +61,28 @@ DRIVER_OPTIONS = frozenset(
     {
         "host", "port", "dbname", "database", "user", "password", "passfile", "service", "sslmode", "sslcert",
         "sslkey", "sslrootcert", "sslnegotiation", "sslcrl", "sslpassword", "ssl_min_protocol_version",
-        "ssl_max_protocol_version", "target_session_attrs", "krbsrvname", "gsslib",
+        "ssl_max_protocol_version", "target_session_attrs", "krbsrvname", "gsslib", "options",
     }
 )  # fmt: skip
-"""The connection parameters asyncpg reads from a URL's query; it passes
-every other one to the server as a setting (``application_name``,
-``statement_timeout`` ...)."""
+"""The connection parameters asyncpg reads from a URL's query, and libpq's
+``options`` (``-c name=value``), which it passes to the server; it passes
+every other name to the server as a setting (``application_name``,
+``statement_timeout`` ...: :data:`~memory_core_postgres._settings.SERVER_SETTINGS`)."""
+_LIBPQ_ONLY = frozenset(
+    {
+        "connect_timeout", "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+        "hostaddr", "fallback_application_name", "channel_binding", "require_auth", "requirepeer",
+        "sslcompression", "sslsni", "gssencmode", "gssdelegation", "load_balance_hosts", "replication",
+        "servicefile",
+    }
+)  # fmt: skip
+"""libpq connection parameters asyncpg does not read (it would send them to
+the server as settings, which refuses them): refused with what to use instead."""
+_SETTINGS_NOTE = (
+    "and PostgreSQL's session settings (application_name, statement_timeout, ...; one this adapter "
+    "does not know, from a newer server, goes as ?options=-c%20name%3Dvalue); "
+    "the accepted names: memory-core's operator guide, PostgreSQL URLs"
+)
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NAMESPACE = re.compile(r"[A-Za-z0-9_-]+")
 _TS_CONFIG = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
@@ -96,11 +116,19 @@ def quote_ident(name: str) -> str:
 def parse_url(url: str) -> tuple[str, dict[str, str]]:
     """Split a PostgreSQL URL into (dsn for asyncpg, this adapter's options).
 
+    Accepted query names: this adapter's options (``schema`` ...,
+    :data:`VECTOR_OPTIONS`), asyncpg's connection parameters
+    (:data:`DRIVER_OPTIONS`), PostgreSQL's session settings
+    (:data:`~memory_core_postgres._settings.SERVER_SETTINGS`, any case) and
+    dotted names (an extension's settings); the last two go to the server.
+
     Raises:
         ValidationError: not a ``postgresql://``/``postgres://`` URL, an
-            option given twice, or a near miss of an option name (``schem``;
-            see :func:`memory_core.options.check_option_names`: other
-            names go to asyncpg, as PostgreSQL server settings).
+            option given twice, or any other name (field ``option '<name>'``:
+            "did you mean ...?" for a misspelling, ``?prefx=``, ``?sslmod=``;
+            :func:`memory_core.options.check_option_names`), including
+            ``search_path`` (the store sets it: ``?schema=``) and libpq
+            parameters asyncpg does not read (``connect_timeout``).
     """
     if not isinstance(url, str) or "://" not in url:
         raise ValidationError("url", f"must look like postgresql://user@host:5432/database, got {url!r}")
@@ -118,17 +146,36 @@ def parse_url(url: str) -> tuple[str, dict[str, str]]:
             ours[key] = value
         else:
             passed.append((key, value))
-    # A near miss of a known name (``schem``) is a typo, not a server setting.
-    check_option_names(
-        "postgresql",
-        [key for key, _ in passed],
-        _OPTIONS | VECTOR_OPTIONS,
-        driver=DRIVER_OPTIONS,
-        driver_name="asyncpg",
-        passed_on=True,
-    )
+    _check_passed([key for key, _ in passed])
     dsn = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(passed), parts.fragment))
     return dsn, ours
+
+
+def _check_passed(names: list[str]) -> None:
+    """Refuse a name asyncpg would hand the server that is no setting of
+    it (see :func:`parse_url`), before the server refuses the connection."""
+    for name in names:
+        if name == "search_path":
+            raise ValidationError(
+                f"option {name!r}", "is set by the store to its schema; name the schema with ?schema=<name>"
+            )
+        if name in _LIBPQ_ONLY:
+            raise ValidationError(
+                f"option {name!r}",
+                "is a libpq parameter that asyncpg (this adapter's driver) does not read; leave it out "
+                f"(asyncpg reads {sorted(DRIVER_OPTIONS)})",
+            )
+    unknown = [name for name in names if name.lower() not in SERVER_SETTINGS and "." not in name]
+    try:
+        check_option_names(
+            "postgresql",
+            unknown,
+            _OPTIONS | VECTOR_OPTIONS,
+            driver=DRIVER_OPTIONS | SERVER_SETTINGS,
+            driver_name="asyncpg",
+        )
+    except ValidationError as exc:
+        raise ValidationError(exc.field, f"{exc.reason} {_SETTINGS_NOTE}", exc.rule) from None
 
 
 def _positive_int(raw: Any, field: str) -> int:

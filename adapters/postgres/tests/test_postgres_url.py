@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
+import asyncpg
 import memory_core
 import pytest
 from memory_core.errors import ValidationError
 from memory_core.registry import storage_class
 
 from memory_core_postgres import PgVectorStore, PostgresStorage
+from memory_core_postgres._settings import SERVER_SETTINGS
 from memory_core_postgres._url import parse_url
 
 
@@ -75,3 +78,30 @@ def test_schemes_are_registered() -> None:
     assert storage_class("postgresql://h/db") is PostgresStorage
     assert storage_class("postgres://h/db") is PostgresStorage
     assert memory_core.registry._load(memory_core.registry.VECTOR_GROUP, "postgresql://h/db") is PgVectorStore
+
+
+@pytest.mark.anyio
+async def test_the_accepted_session_settings_are_the_servers_and_reach_it(pg_url: str) -> None:
+    """:data:`SERVER_SETTINGS` is the test server's (PostgreSQL 16) list of
+    settings a session may set (less ``search_path``, the store's), and a
+    store opened with settings in its URL (any case, and libpq's
+    ``options``) connects with them in force."""
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT lower(name) FROM pg_settings WHERE context IN ('user', 'superuser', 'backend', 'superuser-backend')"
+        )
+    finally:
+        await conn.close()
+    assert {row[0] for row in rows} - {"search_path"} == SERVER_SETTINGS
+    query = "application_name=mc-settings&DateStyle=SQL,%20DMY&options=-c%20statement_timeout%3D1234"
+    store = PostgresStorage.from_url(f"{pg_url}{'&' if '?' in pg_url else '?'}{query}", namespace=uuid.uuid4().hex)
+    try:
+        await store.open()
+        async with store.pool.acquire() as held:
+            shown = [
+                await held.fetchval(f"SHOW {name}") for name in ("application_name", "DateStyle", "statement_timeout")
+            ]
+        assert shown == ["mc-settings", "SQL, DMY", "1234ms"], shown
+    finally:
+        await store.destroy()

@@ -104,12 +104,18 @@ from memory_core_qdrant._layout import (
 from memory_core_qdrant._rebuild import ERASED, REBUILD, copy_shard, recover_shard, swap_shard
 from memory_core_qdrant._url import MEMORY, resolve_url
 
+try:
+    import fcntl
+except ImportError:  # Windows: the lock is found by open instead (_held_shard)
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = ["QdrantEdgeStore", "edge_filter", "shard_config"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 _CONFIG_FILE = "edge_config.json"
+_WAL_FOLDER = "wal"  # a shard's write-ahead log, which the engine locks while the shard is open
 
 _EXACT = qe.SearchParams(exact=True)
 """Every search is exact, whatever segments the shard holds."""
@@ -214,14 +220,49 @@ async def _open_shard(make: Callable[[str, Any], qe.EdgeShard], where: str, conf
     except Exception as exc:
         if "WouldBlock" not in str(exc):
             raise
-        raise BackendError(
-            "qdrant",
-            "open",
-            f"{os.path.dirname(where)!r} is open in another process or store: the in-process Qdrant engine "
-            "(qdrant+path) serves one open store per folder; close the other, or give each process its own "
-            "folder, or use a Qdrant server (qdrant://host:6333) or pgvector for several processes",
-            original=exc,
-        ) from exc
+        raise _held_elsewhere("open", os.path.dirname(where), exc) from exc
+
+
+def _held_elsewhere(operation: str, folder: str, original: Exception | None = None) -> BackendError:
+    """The error for a folder whose shard another process or store holds
+    open, naming the way out (``open`` and ``preflight`` raise it alike)."""
+    return BackendError(
+        "qdrant",
+        operation,
+        f"{folder!r} is open in another process or store: the in-process Qdrant engine "
+        "(qdrant+path) serves one open store per folder; close the other, or give each process its own "
+        "folder, or use a Qdrant server (qdrant://host:6333) or pgvector for several processes",
+        original=original,
+    )
+
+
+def _held_shard(folder: str, names: Iterable[str]) -> str | None:
+    """The first of the shards ``names`` in ``folder`` that another opener
+    holds, or None (reads only: takes and at once releases each shard's
+    lock).
+
+    The engine holds an exclusive ``flock`` on a shard's ``wal`` folder while
+    the shard is open (in this process too: the lock belongs to the open
+    file, not the process), and its ``load`` answers "WouldBlock" when that
+    lock is taken. Without ``fcntl`` (Windows) nothing is found here and
+    ``open`` still refuses. A missing ``wal`` folder: nothing to hold.
+    """
+    if fcntl is None:
+        return None
+    for name in names:
+        try:
+            handle = os.open(os.path.join(folder, name, _WAL_FOLDER), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return name
+        else:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            os.close(handle)
+    return None
 
 
 class QdrantEdgeStore(BaseVectorStore):
@@ -406,11 +447,23 @@ class QdrantEdgeStore(BaseVectorStore):
     # ------------------------------------------------------------------ primitives
 
     async def _check_backend(self) -> None:
-        """A missing parent folder (without ``create_dirs``) is refused here,
-        as ``_connect`` would, so ``Memory.open`` refuses it before the
-        storage is created (reads only)."""
-        if self.path is not None and not self.create_dirs:
+        """What ``_connect`` would refuse, refused here (reads only), so
+        ``Memory.open`` refuses it before the storage is created: a missing
+        parent folder (without ``create_dirs``), and a shard of this store
+        that another process or store holds open (:func:`_held_shard`).
+        In memory, or opened by this instance (it holds the locks itself):
+        nothing to check."""
+        if self.path is None or self._root is not None:
+            return
+        if not self.create_dirs:
             await _run(ensure_folder, os.path.dirname(self.path), create_dirs=False, url_example=self._url_example())
+        ours = [
+            name
+            for name in await _run(_shards_in, self.path)
+            if self.dimension_of(name) is not None or name == self._prefix + DOCUMENTS
+        ]
+        if await _run(_held_shard, self.path, ours) is not None:
+            raise _held_elsewhere("preflight", self.path)
 
     def _url_example(self) -> str:
         return f"qdrant+path:///{self.path}?create_dirs=true"

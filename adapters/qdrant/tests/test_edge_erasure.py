@@ -121,7 +121,9 @@ async def test_memory_delete_resource_leaves_no_trace_in_the_folder(tmp_path: Pa
     """The operator's trial: ``Memory.delete_resource`` over a ``qdrant+path`` store."""
     where = tmp_path / "vectors"
     vectors = QdrantEdgeStore(where)
-    async with Memory(InMemoryStorage(clock=ManualClock(T0)), vectors, LexicalHashEmbedder()) as memory:
+    async with Memory(
+        InMemoryStorage(clock=ManualClock(T0)), vectors, LexicalHashEmbedder(), allow_volatile_vectors=True
+    ) as memory:
         for n, thread in enumerate(ERASED_THREADS):
             await memory.create_thread(ERASED_RESOURCE, thread_id=thread)
             await memory.save_messages([Message(f"{thread}-m", thread, "user", f"{ERASED_WORDS} {n}", created_at=T0)])
@@ -149,7 +151,10 @@ async def test_memory_delete_resource_rebuilds_each_touched_shard_once(
     monkeypatch.setattr(edge, "copy_shard", counted)
     threads = [f"{ERASED_THREADS[0]}-{n}" for n in range(5)]
     async with Memory(
-        InMemoryStorage(clock=ManualClock(T0)), QdrantEdgeStore(tmp_path / "vectors"), LexicalHashEmbedder()
+        InMemoryStorage(clock=ManualClock(T0)),
+        QdrantEdgeStore(tmp_path / "vectors"),
+        LexicalHashEmbedder(),
+        allow_volatile_vectors=True,  # a test folder: removed with tmp_path
     ) as memory:
         for n, thread in enumerate(threads):
             await memory.create_thread(ERASED_RESOURCE, thread_id=thread)

@@ -21,7 +21,10 @@ StoreFactory = Callable[..., BaseVectorStore]
 @pytest.fixture
 async def memory(store_factory: StoreFactory) -> AsyncIterator[Memory]:
     vectors = store_factory()
-    async with Memory(InMemoryStorage(clock=ManualClock(T0)), vectors, LexicalHashEmbedder()) as memory:
+    # The vectors are destroyed after each test, so the in-memory storage may pair with them.
+    async with Memory(
+        InMemoryStorage(clock=ManualClock(T0)), vectors, LexicalHashEmbedder(), allow_volatile_vectors=True
+    ) as memory:
         try:
             yield memory
         finally:
