@@ -121,6 +121,7 @@ async def recall_hits(
     thread_id: str | None = None,
     min_score: MinScore = "auto",
     leave_out_turn: bool = True,
+    turn_start: str | None = None,
 ) -> list[Message]:
     """The ``top_k`` best user and assistant messages for ``query``
     (:data:`RECALLED_ROLES`), best first, searched under the Memory's
@@ -148,8 +149,15 @@ async def recall_hits(
         min_score: the tool's floor (:func:`tool_recall`); ``"auto"``
             (default): the Memory's, else the one measured for its embedder.
         leave_out_turn: False for a seam whose runs are stored only after
-            they end (Pydantic AI's :meth:`MessageHistory.append`): the
-            newest stored turn is then a finished one, and stays searchable.
+            they end (Pydantic AI's :meth:`MessageHistory.append`), or for a
+            search made outside any run (ADK's ``search_memory`` called by
+            the app): the newest stored turn is then a finished one, and
+            stays searchable.
+        turn_start: the id of the message the turn being answered begins
+            with, when the seam knows it (ADK: the question the run stored,
+            in ``thread_id``); the turn is that message and what follows it
+            in ``thread_id``, whatever is newer elsewhere. None (default):
+            the newest ``user`` message, as above.
 
     Raises:
         ValidationError: ``memory`` cannot be searched
@@ -160,7 +168,12 @@ async def recall_hits(
     check_recallable(memory)
     check_text(query, "query")
     settings = tool_recall(memory, top_k, min_score)
-    turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
+    turn_thread: str | None = None
+    turn = 0
+    if leave_out_turn or thread_id is None:  # without a thread, the turn's thread anchors a thread-scope search
+        starts = None if turn_start is None else (lambda message: message.id == turn_start)
+        turn_thread, turn = await current_turn(memory, resource_id, thread_id, starts=starts)
+        turn = turn if leave_out_turn else 0
     anchor = thread_id if thread_id is not None else turn_thread
     if anchor is None:  # the resource holds no message: nothing to find
         return []

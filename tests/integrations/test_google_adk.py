@@ -248,3 +248,31 @@ async def test_a_session_branched_through_memory_is_a_session(open_memory: OpenM
         assert sorted(s.id for s in listed.sessions) == ["s", "s2"]
         original = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert original is not None and len(original.events) == 3
+
+
+@pytest.mark.anyio
+async def test_search_outside_a_run_finds_every_session_as_adks_in_memory_service(open_memory: OpenMemory) -> None:
+    """Issue 26: ``search_memory`` left out the user's newest message (and
+    what followed it) on every call, though only a run's own question is the
+    turn being answered: here the last message of a finished session, added
+    to memory from ADK's own session service, was never found. ADK's
+    ``InMemoryMemoryService`` (keyword matching) is the oracle: every event
+    it finds, memory-core finds."""
+    from google.adk.memory import InMemoryMemoryService
+    from google.adk.sessions import InMemorySessionService
+
+    adk_sessions, oracle = InMemorySessionService(), InMemoryMemoryService()
+    pets = await adk_sessions.create_session(app_name="a", user_id="alice", session_id="pets")
+    for event in (said("user", "my cat is called Miso"), said("model", "Miso is a lovely name")):
+        await adk_sessions.append_event(pets, event)
+    trip = await adk_sessions.create_session(app_name="a", user_id="alice", session_id="trip")
+    await adk_sessions.append_event(trip, said("user", "I fly to Lisbon in April"))  # its last message
+    async with open_memory() as memory:
+        search = MemoryCoreMemoryService(memory, top_k=10, min_score=None)
+        for session in (pets, trip):
+            await oracle.add_session_to_memory(session)
+            await search.add_session_to_memory(session)
+        for query in ("Lisbon April", "cat Miso"):
+            expected = {m.id for m in (await oracle.search_memory(app_name="a", user_id="alice", query=query)).memories}
+            found = await search.search_memory(app_name="a", user_id="alice", query=query)
+            assert expected and expected <= {m.id for m in found.memories}, query
