@@ -12,7 +12,7 @@ from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
-from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_text
+from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_search_text, check_text
 from memory_core.vector import message_text
 
 from ._threads import current_turn
@@ -162,11 +162,14 @@ async def recall_hits(
     Raises:
         ValidationError: ``memory`` cannot be searched
             (:func:`check_recallable`), or a bad top_k or ``query`` (field
-            ``query``: not a str; None would search nothing).
+            ``query``, the tools' own argument, never the core's
+            ``vector_search_string``: not a str, where None would search
+            nothing, or over :data:`~memory_core.query_checks.MAX_SEARCH_CHARS`
+            characters, R-RECALL), before any read.
         OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_recallable(memory)
-    check_text(query, "query")
+    check_search_text(query, "query")
     settings = tool_recall(memory, top_k, min_score)
     turn_thread: str | None = None
     turn = 0
@@ -303,13 +306,22 @@ async def write_working_memory(memory: Memory, resource_id: str, text: str) -> s
         model reads as the tool's result (the stored notes unchanged).
 
     Raises:
-        ValidationError: ``text`` is not a str.
+        ValidationError: field ``notes`` (the tools' argument): ``text`` is
+            not a str, or the notes are over the 15 MiB a resource record
+            holds (R-SIZE); nothing is written.
     """
-    check_text(text, "working_memory")
+    check_text(text, "notes")
     if not text.strip():
         return REFUSED_BLANK
     template = memory.config.working_memory.template
     if template is not None and _words(text) == _words(template):
         return REFUSED_TEMPLATE
-    await memory.storage.update_resource(resource_id, working_memory=text)
+    try:
+        await memory.storage.update_resource(resource_id, working_memory=text)
+    except ValidationError as error:  # storage names its record ("resource update"), not the tool's argument
+        if error.rule != "R-SIZE":
+            raise
+        raise ValidationError(
+            "notes", f"{error.reason}: the notes are {len(text.encode())} bytes of UTF-8; keep them shorter", "R-SIZE"
+        ) from None
     return text

@@ -60,7 +60,7 @@ from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_record_size, check_text
+from memory_core.validation import check_id, check_json_object, check_record_size, check_search_text
 
 from ._threads import (
     check_limit,
@@ -673,10 +673,12 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         Raises:
             ValidationError: a bad ``app_name`` or ``user_id``, or a
                 ``query`` that is not a str (None included: it searched
-                nothing and returned no memory).
+                nothing and returned no memory) or is over
+                :data:`~memory_core.query_checks.MAX_SEARCH_CHARS` characters
+                (R-RECALL), named ``query``, before any read.
         """
         _check_names(app_name, user_id)
-        check_text(query, "query")
+        check_search_text(query, "query")
         owner = user_resource(app_name, user_id)
         turn = _RUN_TURN.get()
         if turn is not None and turn[0] == owner:  # a tool of the run answering turn[3]
