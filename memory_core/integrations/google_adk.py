@@ -103,10 +103,25 @@ STALE_SESSION_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
 )
-"""The text of the ``StaleSessionError`` an append through a stale session
-raises: word for word what ADK's own database-backed services
+"""How the ``StaleSessionError`` an append through a stale session raises
+begins: word for word what ADK's own database-backed services
 (``DatabaseSessionService``, the MongoDB and Firestore services) say, so code
-that matches on ADK's text matches ours (a test compares it with ADK's)."""
+that matches on ADK's text matches ours (a test compares it with ADK's). The
+error goes on to say what to do (:func:`_stale`): reload with
+``get_session`` (naming the session), including after an append that timed
+out or was cancelled."""
+
+
+def _stale(session: Session) -> StaleSessionError:
+    """The error of an append through the stale ``session``: ADK's text
+    (:data:`STALE_SESSION_MESSAGE`), then the call that reloads it."""
+    reload = f"get_session(app_name={session.app_name!r}, user_id={session.user_id!r}, session_id={session.id!r})"
+    return StaleSessionError(
+        f"{STALE_SESSION_MESSAGE} Call {reload} and append to the session it returns; if an append through "
+        "this session object timed out or was cancelled, it may have been stored: the reloaded session's events "
+        "show whether it was."
+    )
+
 
 _LIST_PAGE = 100
 
@@ -449,8 +464,12 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         Raises:
             SessionNotFoundError: the session is not stored.
             StaleSessionError: the stored session changed since ``session``
-                was loaded (reload it, as with ADK's database service); its
-                text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
+                was loaded (reload it with ``get_session``, as with ADK's
+                database service), also by an earlier append through this
+                very object that timed out or was cancelled after its
+                compare-and-set; its text begins with ADK's own
+                (:data:`STALE_SESSION_MESSAGE`) and names the
+                ``get_session`` call that reloads it.
             ValidationError: ``session`` not a ``Session`` or ``event`` not
                 an ``Event`` (nothing written), a non-JSON state delta or event, or a session
                 record (its state, with the pending event while it is carried
@@ -477,7 +496,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         thread = await self._settle(thread)
         revision = _revision(thread)
         if session._storage_update_marker != revision:
-            raise StaleSessionError(STALE_SESSION_MESSAGE)
+            raise _stale(session)
         fresh = uuid.uuid4().hex
         pending = {"revision": fresh, "id": message.id, "role": message.role, "content": message.content}
         state = {**thread.metadata["state"], **deltas["session"]}
@@ -485,7 +504,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         check_record_size(field, {"metadata": {**thread.metadata, "state": state, "working_memory": intent}})
         await self._check_scoped(session.app_name, session.user_id, deltas, field)
         if not await self.memory.storage.swap_thread_working_memory(thread_id, revision, intent):
-            raise StaleSessionError(STALE_SESSION_MESSAGE)
+            raise _stale(session)
         await self._carry_out(thread, intent, pending)  # lost: a reader completed it first, the same way
         session.last_update_time = event.timestamp
         session._storage_update_marker = fresh

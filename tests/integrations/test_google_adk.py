@@ -61,8 +61,12 @@ async def test_stale_appends_are_rejected_and_write_nothing(open_memory: OpenMem
         await service.append_event(first, said("user", "hello", k=1))
         await service.append_event(first, said("assistant", "hi"))  # the appender's own copy stays current
         for stale in (second, created):
-            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded"):
+            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded") as raised:
                 await service.append_event(stale, said("user", "lost", k=2))
+            # Issue 26: ADK's text first, then what to do, naming the call and the session.
+            text = str(raised.value)
+            assert text.startswith(STALE_SESSION_MESSAGE), text
+            assert "get_session(app_name='a', user_id='u', session_id='s')" in text and "timed out" in text, text
         stored = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert stored is not None
         assert [e.content.parts[0].text for e in stored.events if e.content and e.content.parts] == ["hello", "hi"]
