@@ -10,6 +10,7 @@ field and the rule.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, fields, is_dataclass, replace
 from datetime import UTC, datetime
@@ -40,6 +41,13 @@ __all__ = [
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_ID_LENGTH = 256
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""The control characters an id may not hold (R-ID): C0 (U+0000-U+001F, NUL,
+tab and newline among them), DEL (U+007F) and C1 (U+0080-U+009F), Unicode's
+category ``Cc``. They print as nothing or move the cursor (``\x1b`` starts a
+terminal escape), so an id holding one shows as another id in logs, tables
+and the command line, and NUL is no text at all to some stores."""
 
 _ALIASES = {
     "threadId": "thread_id",
@@ -121,16 +129,30 @@ def unknown_field(field: str, key: Any, names: Iterable[str], model: str, rule: 
 
 
 def check_id(value: Any, field: str) -> str:
-    """R-ID: a str of 1-256 characters, not all whitespace, no NUL, no lone
-    surrogate. Returned unchanged (ids compare exactly)."""
+    """R-ID: a str of 1-256 characters, not all whitespace, no control
+    character (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F: NUL, tab,
+    newline and escape among them), no lone surrogate. Returned unchanged
+    (ids compare exactly).
+
+    Raises:
+        ValidationError: field ``field``, rule ``R-ID``, saying which rule
+            and, for a control character, which one and where (``U+000A at
+            index 3``).
+    """
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a str, got {type(value).__name__}", "R-ID")
     if not value or len(value) > MAX_ID_LENGTH:
         raise ValidationError(field, f"must be 1-{MAX_ID_LENGTH} characters, got {len(value)}", "R-ID")
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise ValidationError(
+            field,
+            f"must not contain control characters (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F), "
+            f"found U+{ord(found.group()):04X} at index {found.start()}",
+            "R-ID",
+        )
     if value.isspace():
         raise ValidationError(field, "must not be all whitespace", "R-ID")
-    if "\x00" in value:
-        raise ValidationError(field, "must not contain NUL", "R-ID")
     check_unicode(value, field, "R-ID")
     return value
 

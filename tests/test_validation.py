@@ -34,6 +34,27 @@ def test_check_id_rejects(bad: object) -> None:
     assert info.value.rule == "R-ID"
 
 
+@pytest.mark.parametrize(
+    ("bad", "found"),
+    [
+        ("a\nb", "U+000A at index 1"),
+        ("\x1b[31mred", "U+001B at index 0"),
+        ("tab\there", "U+0009 at index 3"),
+        ("del\x7f", "U+007F at index 3"),
+        ("c1\x85", "U+0085 at index 2"),
+        ("a\x00b", "U+0000 at index 1"),
+    ],
+)
+def test_check_id_refuses_control_characters_naming_field_rule_and_character(bad: str, found: str) -> None:
+    """Issue 26: a newline, an escape (which recolours a terminal that prints
+    the id) or a C1 control was a valid id; only NUL was refused."""
+    with pytest.raises(ValueError) as info:
+        check_id(bad, "thread_id")
+    error = info.value
+    assert isinstance(error, ValidationError) and error.field == "thread_id" and error.rule == "R-ID"
+    assert "control character" in error.reason and found in error.reason, error.reason
+
+
 @pytest.mark.parametrize("good", ["a", "team-a", "TEAM-A", "team a", "x" * 256, "ñandú-1", "42"])
 def test_check_id_accepts_exactly(good: str) -> None:
     assert check_id(good, "id") == good

@@ -56,7 +56,8 @@ _RULE_LIST = [
     Rule(
         "R-ID",
         "ids: exact, 1-256 chars, global message ids",
-        "Thread, message and resource ids are str of 1-256 characters, not all whitespace, without NUL; anything "
+        "Thread, message and resource ids are str of 1-256 characters, not all whitespace, without control "
+        "characters (C0 U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F: NUL, tab, newline, escape); anything "
         "else is a ValidationError. Ids compare exactly (case and spaces count) and message ids are unique in the "
         "whole store, not per thread.",
     ),

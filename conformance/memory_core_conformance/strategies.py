@@ -125,12 +125,13 @@ ODD_TEXTS: tuple[str, ...] = (
 modifiers, right-to-left scripts, zero-width and bidi controls, NUL, quotes."""
 
 _CHARS = st.characters(codec="utf-8")  # every code point but lone surrogates
-_ID_CHARS = st.characters(codec="utf-8", exclude_characters="\x00")
+_ID_CHARS = st.characters(codec="utf-8", exclude_categories=["Cc"])  # R-ID: no control character
 
 
 def ids() -> st.SearchStrategy[str]:
-    """Valid ids (R-ID): 1-256 characters, not all whitespace, no NUL, no lone
-    surrogates; often one of :data:`ODD_IDS`."""
+    """Valid ids (R-ID): 1-256 characters, not all whitespace, no control
+    character (Unicode category ``Cc``: C0, DEL, C1), no lone surrogates;
+    often one of :data:`ODD_IDS`."""
     return st.one_of(
         st.sampled_from(ODD_IDS),
         st.text(_ID_CHARS, min_size=1, max_size=MAX_ID_LENGTH).filter(lambda s: not s.isspace()),
@@ -138,8 +139,26 @@ def ids() -> st.SearchStrategy[str]:
 
 
 def bad_ids() -> st.SearchStrategy[Any]:
-    """Values R-ID rejects: empty, blank, NUL, too long, lone surrogate, not a str."""
-    return st.sampled_from(["", " ", "\t\n", "a\x00b", "x" * (MAX_ID_LENGTH + 1), "bad \ud83d id", 5, None, b"t1", 5.0])
+    """Values R-ID rejects: empty, blank, control characters (NUL, newline,
+    escape, DEL, C1), too long, lone surrogate, not a str."""
+    return st.sampled_from(
+        [
+            "",
+            " ",
+            "\t\n",
+            "a\x00b",
+            "a\nb",
+            "\x1b[31mred",
+            "a\x7f",
+            "a\x85b",
+            "x" * (MAX_ID_LENGTH + 1),
+            "bad \ud83d id",
+            5,
+            None,
+            b"t1",
+            5.0,
+        ]
+    )
 
 
 def texts(*, min_size: int = 0, max_size: int = 64, long: bool = False) -> st.SearchStrategy[str]:

@@ -604,7 +604,15 @@ class VectorStoreConformance:
 
     @pytest.mark.parametrize(
         "fields",
-        [{"message_id": ""}, {"thread_id": "  "}, {"resource_id": "a\x00b"}, {"chunk": -1}, {"created_at_us": 1.5}],
+        [
+            {"message_id": ""},
+            {"thread_id": "  "},
+            {"resource_id": "a\x00b"},
+            {"thread_id": "a\nb"},
+            {"message_id": "\x1b[31m"},
+            {"chunk": -1},
+            {"created_at_us": 1.5},
+        ],
     )
     async def test_vector_store_bad_points_are_rejected(self, store: BaseVectorStore, fields: dict[str, Any]) -> None:
         good: dict[str, Any] = {

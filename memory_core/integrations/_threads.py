@@ -262,7 +262,12 @@ async def newest_until(
 
 
 async def current_turn(
-    memory: Memory, resource_id: str, thread_id: str | None = None, *, within: int = _MAX_TURN
+    memory: Memory,
+    resource_id: str,
+    thread_id: str | None = None,
+    *,
+    within: int = _MAX_TURN,
+    starts: Callable[[Message], bool] | None = None,
 ) -> tuple[str | None, int]:
     """Where the turn being answered sits: the newest ``user`` message (of
     the thread, or of every thread of the resource when ``thread_id`` is
@@ -271,6 +276,11 @@ async def current_turn(
 
     Walks back from the newest message, 100 a read, at most ``within``
     messages (default 1000, the most a search can ask for).
+
+    Args:
+        starts: which message begins the turn (default: the newest whose
+            role is ``user``); a seam that knows the run's own question
+            passes a test of its id, so no other message is taken for it.
 
     Returns:
         ``(thread_id, count)``: the turn is the newest ``count`` messages of
@@ -294,7 +304,7 @@ async def current_turn(
         for message in page.main:  # newest first: the query runs DESC
             newest_thread = newest_thread or message.thread_id
             seen[message.thread_id] = seen.get(message.thread_id, 0) + 1
-            if message.role == "user":
+            if (message.role == "user") if starts is None else starts(message):
                 return message.thread_id, seen[message.thread_id]
         cursor = page.next_cursor
         if cursor is None:

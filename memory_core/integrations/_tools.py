@@ -12,7 +12,7 @@ from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
-from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_text
+from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_search_text, check_text
 from memory_core.vector import message_text
 
 from ._threads import current_turn
@@ -121,6 +121,7 @@ async def recall_hits(
     thread_id: str | None = None,
     min_score: MinScore = "auto",
     leave_out_turn: bool = True,
+    turn_start: str | None = None,
 ) -> list[Message]:
     """The ``top_k`` best user and assistant messages for ``query``
     (:data:`RECALLED_ROLES`), best first, searched under the Memory's
@@ -148,19 +149,34 @@ async def recall_hits(
         min_score: the tool's floor (:func:`tool_recall`); ``"auto"``
             (default): the Memory's, else the one measured for its embedder.
         leave_out_turn: False for a seam whose runs are stored only after
-            they end (Pydantic AI's :meth:`MessageHistory.append`): the
-            newest stored turn is then a finished one, and stays searchable.
+            they end (Pydantic AI's :meth:`MessageHistory.append`), or for a
+            search made outside any run (ADK's ``search_memory`` called by
+            the app): the newest stored turn is then a finished one, and
+            stays searchable.
+        turn_start: the id of the message the turn being answered begins
+            with, when the seam knows it (ADK: the question the run stored,
+            in ``thread_id``); the turn is that message and what follows it
+            in ``thread_id``, whatever is newer elsewhere. None (default):
+            the newest ``user`` message, as above.
 
     Raises:
         ValidationError: ``memory`` cannot be searched
             (:func:`check_recallable`), or a bad top_k or ``query`` (field
-            ``query``: not a str; None would search nothing).
+            ``query``, the tools' own argument, never the core's
+            ``vector_search_string``: not a str, where None would search
+            nothing, or over :data:`~memory_core.query_checks.MAX_SEARCH_CHARS`
+            characters, R-RECALL), before any read.
         OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_recallable(memory)
-    check_text(query, "query")
+    check_search_text(query, "query")
     settings = tool_recall(memory, top_k, min_score)
-    turn_thread, turn = await current_turn(memory, resource_id, thread_id) if leave_out_turn else (None, 0)
+    turn_thread: str | None = None
+    turn = 0
+    if leave_out_turn or thread_id is None:  # without a thread, the turn's thread anchors a thread-scope search
+        starts = None if turn_start is None else (lambda message: message.id == turn_start)
+        turn_thread, turn = await current_turn(memory, resource_id, thread_id, starts=starts)
+        turn = turn if leave_out_turn else 0
     anchor = thread_id if thread_id is not None else turn_thread
     if anchor is None:  # the resource holds no message: nothing to find
         return []
@@ -290,13 +306,22 @@ async def write_working_memory(memory: Memory, resource_id: str, text: str) -> s
         model reads as the tool's result (the stored notes unchanged).
 
     Raises:
-        ValidationError: ``text`` is not a str.
+        ValidationError: field ``notes`` (the tools' argument): ``text`` is
+            not a str, or the notes are over the 15 MiB a resource record
+            holds (R-SIZE); nothing is written.
     """
-    check_text(text, "working_memory")
+    check_text(text, "notes")
     if not text.strip():
         return REFUSED_BLANK
     template = memory.config.working_memory.template
     if template is not None and _words(text) == _words(template):
         return REFUSED_TEMPLATE
-    await memory.storage.update_resource(resource_id, working_memory=text)
+    try:
+        await memory.storage.update_resource(resource_id, working_memory=text)
+    except ValidationError as error:  # storage names its record ("resource update"), not the tool's argument
+        if error.rule != "R-SIZE":
+            raise
+        raise ValidationError(
+            "notes", f"{error.reason}: the notes are {len(text.encode())} bytes of UTF-8; keep them shorter", "R-SIZE"
+        ) from None
     return text

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
@@ -59,7 +60,7 @@ from memory_core.codec import dumps, loads
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role, Thread, ThreadFilter
-from memory_core.validation import check_id, check_json_object, check_record_size, check_text
+from memory_core.validation import check_id, check_json_object, check_record_size, check_search_text
 
 from ._threads import (
     check_limit,
@@ -102,12 +103,36 @@ STALE_SESSION_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
     "Please reload the session before appending more events."
 )
-"""The text of the ``StaleSessionError`` an append through a stale session
-raises: word for word what ADK's own database-backed services
+"""How the ``StaleSessionError`` an append through a stale session raises
+begins: word for word what ADK's own database-backed services
 (``DatabaseSessionService``, the MongoDB and Firestore services) say, so code
-that matches on ADK's text matches ours (a test compares it with ADK's)."""
+that matches on ADK's text matches ours (a test compares it with ADK's). The
+error goes on to say what to do (:func:`_stale`): reload with
+``get_session`` (naming the session), including after an append that timed
+out or was cancelled."""
+
+
+def _stale(session: Session) -> StaleSessionError:
+    """The error of an append through the stale ``session``: ADK's text
+    (:data:`STALE_SESSION_MESSAGE`), then the call that reloads it."""
+    reload = f"get_session(app_name={session.app_name!r}, user_id={session.user_id!r}, session_id={session.id!r})"
+    return StaleSessionError(
+        f"{STALE_SESSION_MESSAGE} Call {reload} and append to the session it returns; if an append through "
+        "this session object timed out or was cancelled, it may have been stored: the reloaded session's events "
+        "show whether it was."
+    )
+
 
 _LIST_PAGE = 100
+
+_RUN_TURN: ContextVar[tuple[str, str, str, str] | None] = ContextVar("memory_core_adk_run_turn", default=None)
+"""The question of the ADK run in progress in this context, as
+:meth:`MemoryCoreSessionService.append_event` stored it: ``(owner,
+thread_id, invocation_id, message_id)``. Set when a run's user message (an
+event with an ``invocation_id``, author ``user``, text and no function
+response) is stored; cleared when that invocation's final response is. A
+tool's search (``load_memory``, ``preload_memory``) runs in the run's
+context and sees it; a search outside any run sees None."""
 _PENDING = "pending"
 """The key of an append's intent in the session's revision slot
 (:meth:`MemoryCoreSessionService._settle`)."""
@@ -199,6 +224,18 @@ def _recent_events(config: GetSessionConfig | None) -> int | None:
     """
     recent = None if config is None else config.num_recent_events
     return check_limit(recent, "num_recent_events", negative_reads_all=False)
+
+
+def _note_turn(event: Event, owner: str, thread_id: str, message: Message) -> None:
+    """Keep :data:`_RUN_TURN` on the run's question: set it when ``event``
+    (just stored as ``message``) is a run's user message, clear it when it is
+    the final response of that run's invocation."""
+    if event.invocation_id and message.role == "user" and event_text(event):
+        _RUN_TURN.set((owner, thread_id, event.invocation_id, message.id))
+        return
+    turn = _RUN_TURN.get()
+    if turn is not None and turn[2] == event.invocation_id and event.author != "user" and event.is_final_response():
+        _RUN_TURN.set(None)
 
 
 class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any when ADK is absent (core-only mypy)
@@ -427,8 +464,12 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         Raises:
             SessionNotFoundError: the session is not stored.
             StaleSessionError: the stored session changed since ``session``
-                was loaded (reload it, as with ADK's database service); its
-                text is ADK's own (:data:`STALE_SESSION_MESSAGE`).
+                was loaded (reload it with ``get_session``, as with ADK's
+                database service), also by an earlier append through this
+                very object that timed out or was cancelled after its
+                compare-and-set; its text begins with ADK's own
+                (:data:`STALE_SESSION_MESSAGE`) and names the
+                ``get_session`` call that reloads it.
             ValidationError: ``session`` not a ``Session`` or ``event`` not
                 an ``Event`` (nothing written), a non-JSON state delta or event, or a session
                 record (its state, with the pending event while it is carried
@@ -455,7 +496,7 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         thread = await self._settle(thread)
         revision = _revision(thread)
         if session._storage_update_marker != revision:
-            raise StaleSessionError(STALE_SESSION_MESSAGE)
+            raise _stale(session)
         fresh = uuid.uuid4().hex
         pending = {"revision": fresh, "id": message.id, "role": message.role, "content": message.content}
         state = {**thread.metadata["state"], **deltas["session"]}
@@ -463,10 +504,11 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         check_record_size(field, {"metadata": {**thread.metadata, "state": state, "working_memory": intent}})
         await self._check_scoped(session.app_name, session.user_id, deltas, field)
         if not await self.memory.storage.swap_thread_working_memory(thread_id, revision, intent):
-            raise StaleSessionError(STALE_SESSION_MESSAGE)
+            raise _stale(session)
         await self._carry_out(thread, intent, pending)  # lost: a reader completed it first, the same way
         session.last_update_time = event.timestamp
         session._storage_update_marker = fresh
+        _note_turn(event, owner, thread_id, message)
         return self._commit_event_to_session(session, event)
 
     async def _check_scoped(
@@ -631,23 +673,42 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         content, author, ISO-8601 local timestamp, as ADK's in-memory service).
 
         Left out: events under ``min_score``, events carrying function
-        responses (tool results), and the turn being answered (the user's
-        newest message, in any of the app's sessions, and the events after
-        it in its session: the runner stores the question before a tool
-        searches, and ``preload_memory`` searches with its very text). With
-        the Memory's ``semantic_recall.scope`` ``"thread"``, only the session
-        of that newest message is searched; see
-        :func:`~memory_core.integrations._tools.recall_hits`.
+        responses (tool results), and, when called during a run (a tool
+        such as ``load_memory`` or ``preload_memory``), the turn that run is
+        answering: the question the run stored through
+        :class:`MemoryCoreSessionService` (the runner stores it before a tool
+        searches, and ``preload_memory`` searches with its very text) and
+        the events after it in its session. Nothing else is left out: a
+        search outside a run (the app calling it), or a user's newest message
+        in another session or a finished run, finds what ADK's
+        ``InMemoryMemoryService`` finds. A run is known from the context
+        the session service stored its question in, until it stores that
+        invocation's final response (a run stopped before one leaves its
+        question left out of searches made later in the same task). With the
+        Memory's ``semantic_recall.scope`` ``"thread"``, only the run's
+        session is searched (outside a run: the session of the user's newest
+        message); see :func:`~memory_core.integrations._tools.recall_hits`.
 
         Raises:
             ValidationError: a bad ``app_name`` or ``user_id``, or a
                 ``query`` that is not a str (None included: it searched
-                nothing and returned no memory).
+                nothing and returned no memory) or is over
+                :data:`~memory_core.query_checks.MAX_SEARCH_CHARS` characters
+                (R-RECALL), named ``query``, before any read.
         """
         _check_names(app_name, user_id)
-        check_text(query, "query")
+        check_search_text(query, "query")
         owner = user_resource(app_name, user_id)
-        hits = await recall_hits(self.memory, owner, query, self.top_k, min_score=self.min_score)
+        turn = _RUN_TURN.get()
+        if turn is not None and turn[0] == owner:  # a tool of the run answering turn[3]
+            thread_id, start = turn[1], turn[3]
+            hits = await recall_hits(
+                self.memory, owner, query, self.top_k, thread_id=thread_id, min_score=self.min_score, turn_start=start
+            )
+        else:
+            hits = await recall_hits(
+                self.memory, owner, query, self.top_k, min_score=self.min_score, leave_out_turn=False
+            )
         memories = []
         for message in hits:
             event = _event_of(message)

@@ -144,6 +144,13 @@ class MemoryCoreSession:
     Every method accepts the SDK's run-context ``wrapper`` keyword, so the
     runner passes it and the owner can come from ``wrapper.context``.
 
+    ``session_id`` stays the id the session was built with, as the SDK's
+    ``AdvancedSQLiteSession`` keeps its ``session_id`` while it switches
+    branches. Which session each owner is on (after :meth:`branch_from_turn`
+    or :meth:`switch_to`) is held per owner
+    (:meth:`current_session_id`): in an app serving every user from one
+    session object, one user's branch never moves another user.
+
     Raises:
         ValidationError: at construction, a bad id, a ``memory`` that is
             not a Memory (:func:`~memory_core.arguments.check_memory`: a URL
@@ -174,6 +181,7 @@ class MemoryCoreSession:
         scope_ids: bool = True,
     ) -> None:
         self.session_id = check_id(session_id, "session_id")
+        self._current: dict[str, str] = {}  # owner -> the session it switched to, when not session_id
         self.scope_ids = check_bool(scope_ids, "scope_ids")
         self.memory = check_memory(memory)
         self.resource_id = None if resource_id is None else check_id(resource_id, "resource_id")
@@ -196,10 +204,29 @@ class MemoryCoreSession:
         )
         return owner_of(self.resource_id, None if wrapper is None else wrapper.context, fix=fix)
 
+    def current_session_id(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
+        """The session the call's owner is on: ``session_id`` until the owner
+        branches (:meth:`branch_from_turn`) or switches (:meth:`switch_to`),
+        then the session it went to. Held per owner in this object (one
+        entry per owner who left ``session_id``; switching back drops it),
+        so another user of the same object stays where they were.
+
+        Raises:
+            ValidationError: no owner (see the class docstring).
+        """
+        return self._current.get(self.owner(wrapper), self.session_id)
+
+    def _move(self, owner: str, session_id: str) -> None:
+        if session_id == self.session_id:
+            self._current.pop(owner, None)
+        else:
+            self._current[owner] = session_id
+
     def thread_id(self, wrapper: RunContextWrapper[Any] | None = None) -> str:
         """The thread this call reads and writes:
-        ``openai-agents:<owner>:<session_id>``, or ``session_id`` with
-        ``scope_ids=False``.
+        ``openai-agents:<owner>:<session>``, or ``<session>`` with
+        ``scope_ids=False``, where ``<session>`` is the owner's
+        :meth:`current_session_id`.
 
         Raises:
             ValidationError: no owner, or the id is longer than 256
@@ -209,8 +236,9 @@ class MemoryCoreSession:
 
     def _where(self, wrapper: RunContextWrapper[Any] | None) -> tuple[str, str]:
         owner = self.owner(wrapper)
+        current = self._current.get(owner, self.session_id)
         return (
-            conversation_thread(THREAD_NAMESPACE, owner, self.session_id, scoped=self.scope_ids, field="session_id"),
+            conversation_thread(THREAD_NAMESPACE, owner, current, scoped=self.scope_ids, field="session_id"),
             owner,
         )
 
@@ -225,8 +253,9 @@ class MemoryCoreSession:
         turn ``n`` again, edited ("edit an earlier message and continue").
         The session's items stay as they were: :meth:`switch_to` goes back.
 
-        The switch changes this session object's ``session_id`` for every
-        caller sharing it (make one session per user to branch per user).
+        The switch is the owner's alone (:meth:`current_session_id`): other
+        owners using the same session object stay on their sessions, and
+        ``session_id`` keeps the id the session was built with.
 
         A retry is safe with an explicit ``branch_id``: a call cancelled or
         timed out (``asyncio.wait_for``) still makes its branch in the
@@ -239,12 +268,13 @@ class MemoryCoreSession:
         Args:
             turn: the user turn to redo (int >= 1).
             branch_id: the branch's session id (R-ID); default
-                ``<session_id>.branch-<turn>-<8 hex digits>``. Pass one to
+                ``<current session>.branch-<turn>-<8 hex digits>``. Pass one to
                 make the call safe to retry after a timeout.
             wrapper: the SDK's run context (names the owner).
 
         Returns:
-            The branch's session id (now this session's ``session_id``).
+            The branch's session id (now the owner's
+            :meth:`current_session_id`).
 
         Raises:
             ValidationError: a bad ``turn`` or ``branch_id``, or no owner.
@@ -255,14 +285,15 @@ class MemoryCoreSession:
         """
         if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
             raise ValidationError("turn", f"must be an int >= 1 (the n-th user item), got {turn!r}")
-        name = f"{self.session_id}.branch-{turn}-{new_message_id()[-8:]}" if branch_id is None else branch_id
-        name = check_id(name, "branch_id")
         thread, owner = self._where(wrapper)
+        source = self._current.get(owner, self.session_id)
+        name = f"{source}.branch-{turn}-{new_message_id()[-8:]}" if branch_id is None else branch_id
+        name = check_id(name, "branch_id")
         target = conversation_thread(THREAD_NAMESPACE, owner, name, scoped=self.scope_ids, field="branch_id")
         items = (await self.memory.list_messages(thread, owner, per_page=False, total=False)).items
         users = [index for index, message in enumerate(items) if message.role == "user"]
         if len(users) < turn:
-            raise NotFoundError(f"session {self.session_id!r} has {len(users)} user turns, not {turn}")
+            raise NotFoundError(f"session {source!r} has {len(users)} user turns, not {turn}")
         start = users[turn - 1]
         cut = items[start - 1].id if start else None
         try:
@@ -276,17 +307,19 @@ class MemoryCoreSession:
             if not await claim_copy(self.memory, target, thread, owner, cut):
                 raise ConflictError(
                     f"branch_id {name!r} is taken by another session (not the branch of session "
-                    f"{self.session_id!r} before turn {turn}): choose another branch_id"
+                    f"{source!r} before turn {turn}): choose another branch_id"
                 ) from None
-        self.session_id = name
+        self._move(owner, name)
         return name
 
     async def switch_to(self, session_id: str, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
-        """Point this session at another of the owner's sessions: a branch
+        """Point the owner at another of its sessions: a branch
         :meth:`branch_from_turn` made, or back to the one it came from. As
         the SDK's ``AdvancedSQLiteSession.switch_to_branch``, an unknown
         session is refused (a mistyped name would otherwise start a new,
-        empty conversation at the next run); the session stays where it was.
+        empty conversation at the next run); the owner stays where it was.
+        Only the owner moves (:meth:`current_session_id`); other owners using
+        this session object stay where they are.
 
         Args:
             session_id: the session to switch to (R-ID).
@@ -305,9 +338,9 @@ class MemoryCoreSession:
             raise ValidationError(
                 "session_id",
                 f"resource {owner!r} has no session {name!r} to switch to (none was written, or it was cleared); "
-                f"the session stays on {self.session_id!r}",
+                f"the session stays on {self._current.get(owner, self.session_id)!r}",
             )
-        self.session_id = name
+        self._move(owner, name)
 
     async def get_items(
         self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None

@@ -61,8 +61,12 @@ async def test_stale_appends_are_rejected_and_write_nothing(open_memory: OpenMem
         await service.append_event(first, said("user", "hello", k=1))
         await service.append_event(first, said("assistant", "hi"))  # the appender's own copy stays current
         for stale in (second, created):
-            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded"):
+            with pytest.raises(StaleSessionError, match="modified in storage since it was loaded") as raised:
                 await service.append_event(stale, said("user", "lost", k=2))
+            # Issue 26: ADK's text first, then what to do, naming the call and the session.
+            text = str(raised.value)
+            assert text.startswith(STALE_SESSION_MESSAGE), text
+            assert "get_session(app_name='a', user_id='u', session_id='s')" in text and "timed out" in text, text
         stored = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert stored is not None
         assert [e.content.parts[0].text for e in stored.events if e.content and e.content.parts] == ["hello", "hi"]
@@ -248,3 +252,31 @@ async def test_a_session_branched_through_memory_is_a_session(open_memory: OpenM
         assert sorted(s.id for s in listed.sessions) == ["s", "s2"]
         original = await service.get_session(app_name="a", user_id="u", session_id="s")
         assert original is not None and len(original.events) == 3
+
+
+@pytest.mark.anyio
+async def test_search_outside_a_run_finds_every_session_as_adks_in_memory_service(open_memory: OpenMemory) -> None:
+    """Issue 26: ``search_memory`` left out the user's newest message (and
+    what followed it) on every call, though only a run's own question is the
+    turn being answered: here the last message of a finished session, added
+    to memory from ADK's own session service, was never found. ADK's
+    ``InMemoryMemoryService`` (keyword matching) is the oracle: every event
+    it finds, memory-core finds."""
+    from google.adk.memory import InMemoryMemoryService
+    from google.adk.sessions import InMemorySessionService
+
+    adk_sessions, oracle = InMemorySessionService(), InMemoryMemoryService()
+    pets = await adk_sessions.create_session(app_name="a", user_id="alice", session_id="pets")
+    for event in (said("user", "my cat is called Miso"), said("model", "Miso is a lovely name")):
+        await adk_sessions.append_event(pets, event)
+    trip = await adk_sessions.create_session(app_name="a", user_id="alice", session_id="trip")
+    await adk_sessions.append_event(trip, said("user", "I fly to Lisbon in April"))  # its last message
+    async with open_memory() as memory:
+        search = MemoryCoreMemoryService(memory, top_k=10, min_score=None)
+        for session in (pets, trip):
+            await oracle.add_session_to_memory(session)
+            await search.add_session_to_memory(session)
+        for query in ("Lisbon April", "cat Miso"):
+            expected = {m.id for m in (await oracle.search_memory(app_name="a", user_id="alice", query=query)).memories}
+            found = await search.search_memory(app_name="a", user_id="alice", query=query)
+            assert expected and expected <= {m.id for m in found.memories}, query

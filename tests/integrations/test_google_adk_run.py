@@ -150,3 +150,8 @@ async def test_load_memory_finds_memories_not_the_question_and_nothing_for_pears
         )
         answer, _ = await ask(unfloored, "alice", "now", "apricots")
         assert answer != "(none)"  # without a floor: top_k memories, however unrelated
+        # Issue 26: that run has ended; its question is no longer the turn being answered.
+        after = await MemoryCoreMemoryService(memory, top_k=1).search_memory(
+            app_name="pets", user_id="alice", query="apricots"
+        )
+        assert [p.text for m in after.memories for p in m.content.parts or []] == ["apricots"]

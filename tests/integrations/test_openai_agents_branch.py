@@ -50,7 +50,7 @@ async def test_a_timed_out_branch_with_an_explicit_id_is_safe_to_retry(
             name = f"edit-{steps}"
             await _cancelled_after(steps, asyncio.ensure_future(session.branch_from_turn(2, name, wrapper=ALICE)))
             await session.switch_to("conv", wrapper=ALICE)
-            assert await session.branch_from_turn(2, name, wrapper=ALICE) == name == session.session_id
+            assert await session.branch_from_turn(2, name, wrapper=ALICE) == name == session.current_session_id(ALICE)
             assert await session.get_items(wrapper=ALICE) == TURNS[:2]
         await session.switch_to("conv", wrapper=ALICE)
         for _ in range(2):  # turn 1: an empty copy, retried
@@ -71,7 +71,7 @@ async def test_a_taken_branch_id_is_named_as_the_caller_gave_it(open_memory: Ope
         for turn in (1, 3):  # the same id for another cut is another branch
             with pytest.raises(ConflictError, match="branch_id 'edit-colour'") as raised:
                 await session.branch_from_turn(turn, "edit-colour", wrapper=ALICE)
-            assert "openai-agents:" not in str(raised.value) and session.session_id == "conv"
+            assert "openai-agents:" not in str(raised.value) and session.current_session_id(ALICE) == "conv"
         other = MemoryCoreSession("other", memory)
         await other.add_items(TURNS, wrapper=ALICE)
         with pytest.raises(ConflictError, match="branch_id 'edit-colour'"):  # a branch of another session
@@ -89,7 +89,7 @@ async def test_switch_to_refuses_a_session_that_does_not_exist(open_memory: Open
         with pytest.raises(ValidationError, match="'convv'") as raised:
             await session.switch_to("convv", wrapper=ALICE)
         assert raised.value.field == "session_id" and isinstance(raised.value, ValueError)
-        assert session.session_id == branch  # unchanged
+        assert session.current_session_id(ALICE) == branch  # unchanged
         bob = RunContextWrapper({"resource_id": "bob"})
         with pytest.raises(ValidationError, match="'conv'"):  # alice's session is not bob's
             await session.switch_to("conv", wrapper=bob)

@@ -193,7 +193,7 @@ async def test_branch_from_a_turn_edits_an_earlier_message_and_continues(open_me
         await Runner.run(agent, "Thanks!", session=session, context=alice)
         original = await session.get_items(wrapper=wrapper)
         branch = await session.branch_from_turn(2, "trip-edit", wrapper=wrapper)
-        assert branch == session.session_id == "trip-edit"
+        assert branch == session.current_session_id(wrapper) == "trip-edit" and session.session_id == "trip"
         assert await session.get_items(wrapper=wrapper) == original[:4]  # turn 1: question, tool call, output, answer
         answer = await Runner.run(agent, "What did I ask first?", session=session, context=alice)
         assert answer.final_output == "You said first: What is the weather in Paris?"
@@ -211,3 +211,41 @@ async def test_branch_from_a_turn_edits_an_earlier_message_and_continues(open_me
             await MemoryCoreSession("trip", memory).branch_from_turn(1, "trip-edit", wrapper=wrapper)
         with pytest.raises(ValidationError):
             await session.branch_from_turn(0, wrapper=wrapper)
+
+
+@pytest.mark.anyio
+async def test_one_users_branch_leaves_every_other_user_of_a_shared_session_where_they_were(
+    open_memory: OpenMemory,
+) -> None:
+    """Issue 26: one session object serves every user (as a web app holds
+    one); alice's ``branch_from_turn`` and ``switch_to`` move alice alone.
+    Before, they changed the object's ``session_id``, so bob's next run read
+    and wrote ``bob:<alice's branch id>``: an empty conversation."""
+    model = ScriptedModel()
+    agent = Agent(name="assistant", model=model, tools=[get_weather])
+    async with open_memory() as memory:
+        session = MemoryCoreSession("trip", memory)  # shared by every user
+        alice, bob = {"resource_id": "alice"}, {"resource_id": "bob"}
+        await Runner.run(agent, "What is the weather in Paris?", session=session, context=alice)
+        await Runner.run(agent, "Shall I pack a coat?", session=session, context=alice)
+        await Runner.run(agent, "Bob here: hello", session=session, context=bob)
+        branch = await session.branch_from_turn(2, "trip-edit", wrapper=RunContextWrapper(alice))
+        answer = await Runner.run(agent, "What did I ask?", session=session, context=bob)
+        assert answer.final_output == "You said first: Bob here: hello"  # bob still on his "trip"
+        assert branch == session.current_session_id(RunContextWrapper(alice)) == "trip-edit"
+        assert session.session_id == session.current_session_id(RunContextWrapper(bob)) == "trip"
+        answer = await Runner.run(agent, "What did I ask?", session=session, context=alice)
+        assert answer.final_output == "You said first: What is the weather in Paris?"
+        assert [i.get("content") for i in model.inputs[-1] if i.get("role") == "user"] == [
+            "What is the weather in Paris?",
+            "What did I ask?",
+        ]  # alice's branch: turn 1 and the edited turn 2
+        threads = {t.id for t in (await memory.list_threads()).items}
+        assert threads == {"openai-agents:alice:trip", "openai-agents:alice:trip-edit", "openai-agents:bob:trip"}
+        with pytest.raises(ValidationError, match="'trip-edit'"):  # bob has no such session
+            await session.switch_to("trip-edit", wrapper=RunContextWrapper(bob))
+        await session.switch_to("trip", wrapper=RunContextWrapper(alice))
+        assert session.current_session_id(RunContextWrapper(alice)) == "trip"
+        bound = MemoryCoreSession("trip", memory, resource_id="alice")  # one user: no wrapper needed
+        assert await bound.branch_from_turn(1, "fresh") == bound.current_session_id() == "fresh"
+        assert bound.session_id == "trip" and await bound.get_items() == []

@@ -192,3 +192,36 @@ async def test_adk_careless_arguments_are_named_before_any_write() -> None:
         with pytest.raises(ValidationError) as caught:
             await search.search_memory(app_name="a", user_id="u", query=None)  # type: ignore[attr-defined]
         assert caught.value.field == "query", caught.value
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("control", ["\x00", "\n", "\x1b", "\x85"])
+async def test_every_seam_refuses_an_id_with_a_control_character(control: str, anyio_backend: str) -> None:
+    """Issue 26: R-ID refuses control characters in the core check, so every
+    seam's id arguments refuse them too, named by the seam's own field
+    (before, only NUL was refused; ``"chat\\n"`` was a session id)."""
+    from memory_core.integrations.google_adk import MemoryCoreSessionService
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+    from memory_core.integrations.pydantic_ai import MessageHistory
+
+    bad = f"chat{control}x"
+    async with Memory(InMemoryStorage()) as memory:
+        adk = MemoryCoreSessionService(memory)
+        calls: list[tuple[Callable[[], Any], str]] = [
+            (lambda: MemoryCoreSession(bad, memory, resource_id="u1"), "session_id"),
+            (lambda: MemoryCoreSession("s1", memory, resource_id=bad), "resource_id"),
+            (lambda: MessageHistory(memory, bad), "resource_id"),
+            (lambda: MessageHistory(memory, "u1").thread_id(bad), "conversation_id"),
+            (lambda: adk.create_session(app_name="a", user_id=bad, session_id="s"), "user_id"),
+            (lambda: adk.create_session(app_name=bad, user_id="u", session_id="s"), "app_name"),
+            (lambda: adk.create_session(app_name="a", user_id="u", session_id=bad), "session_id"),
+        ]
+        for call, field in calls:
+            with pytest.raises(ValidationError) as caught:
+                result = call()
+                if hasattr(result, "__await__"):
+                    await result
+            assert caught.value.field == field and caught.value.rule == "R-ID", caught.value
+            assert "control character" in caught.value.reason, caught.value
+        assert (await memory.list_threads()).total == 0

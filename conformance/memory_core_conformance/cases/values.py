@@ -24,8 +24,34 @@ from memory_core_conformance.strategies import EDGE_DATETIMES, ODD_IDS
 
 __all__ = ["ValueRules"]
 
-BAD_IDS: list[Any] = ["", " ", "\t\n", "a\x00b", "x" * 257, "bad \ud83d id", 5, None]
-BAD_ID_NAMES = ["empty", "space", "blank", "nul", "257-chars", "lone-surrogate", "int", "none"]
+BAD_IDS: list[Any] = [
+    "",
+    " ",
+    "\t\n",
+    "a\x00b",
+    "a\nb",
+    "\x1b[31mred",
+    "a\x7f",
+    "a\x85b",
+    "x" * 257,
+    "bad \ud83d id",
+    5,
+    None,
+]
+BAD_ID_NAMES = [
+    "empty",
+    "space",
+    "blank",
+    "nul",
+    "newline",
+    "escape",
+    "del",
+    "c1-nel",
+    "257-chars",
+    "lone-surrogate",
+    "int",
+    "none",
+]
 
 BAD_JSON: list[Any] = [
     math.nan,
