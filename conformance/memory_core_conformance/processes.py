@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import pickle
 import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -42,12 +43,13 @@ from hypothesis.stateful import run_state_machine_as_test
 from memory_core.clock import ManualClock, from_us, to_us
 from memory_core.errors import AdapterClosedError, BackendError
 from memory_core.storage import BaseStorage
-from memory_core_conformance.harness import T0, FollowerClock, StorageFactory
+from memory_core_conformance.harness import T0, FollowerClock, StorageFactory, message, thread
 from memory_core_conformance.profiles import active_profile, shrink_time_limit
 from memory_core_conformance.stateful import StorageStateMachine
 
 __all__ = [
     "CHILD_SECONDS",
+    "EXIT_SECONDS",
     "ENV_VAR",
     "ChildProcess",
     "OPTION",
@@ -55,7 +57,9 @@ __all__ = [
     "StoreAddress",
     "StoreAddresser",
     "TwoProcessStateMachine",
+    "UnclosedExit",
     "run_two_process_machine",
+    "run_unclosed_writer",
     "two_process_mode",
 ]
 
@@ -66,6 +70,10 @@ OPTION = "--memory-core-two-processes"
 CHILD_SECONDS = 60.0
 """How long, in seconds, the parent waits for the child to open its store,
 and for it to close and exit, before it gives up (and kills it)."""
+
+EXIT_SECONDS = 30.0
+"""How long, in seconds, a child that wrote through a store it never closed
+may take to exit once its work is done (:func:`run_unclosed_writer`)."""
 
 
 def two_process_mode(config: Any | None = None) -> bool:
@@ -196,6 +204,85 @@ async def _answer(
     except Exception as exc:
         outcome = ("error", _Raised.of(exc))
     send((number, outcome, None if clock is None else clock.last_us))
+
+
+def _write_and_leave(address: StoreAddress, thread_id: str, message_id: str, conn: Connection) -> None:
+    """The child of :func:`run_unclosed_writer`: open a store at ``address``,
+    save one thread and one message, report, and return without closing it
+    (the interpreter then shuts down as a program's does when it ends)."""
+
+    async def work() -> None:
+        store = address.build(None)
+        await store.open()
+        await store.save_thread(thread(thread_id))
+        await store.save_messages([message(message_id, thread_id)])
+
+    try:
+        asyncio.run(work())
+    except BaseException as exc:
+        conn.send(f"{type(exc).__qualname__}: {exc}")
+        raise
+    conn.send(None)
+    conn.close()
+
+
+@dataclass(frozen=True)
+class UnclosedExit:
+    """How a child of :func:`run_unclosed_writer` ended.
+
+    Attributes:
+        error: what its work raised (type and text), or None when it wrote.
+        exit_code: its exit code, or None when it was still running after
+            :data:`EXIT_SECONDS` (it was then killed).
+        seconds: from the end of its work (or its start, if it never
+            reported) to its exit or to the kill.
+    """
+
+    error: str | None
+    exit_code: int | None
+    seconds: float
+
+
+def run_unclosed_writer(
+    address: StoreAddress, thread_id: str, message_id: str, *, seconds: float = EXIT_SECONDS
+) -> UnclosedExit:
+    """Run a child process (``spawn``) that opens a store at ``address``,
+    saves the thread ``thread_id`` (resource ``r1``) and the message
+    ``message_id`` in it, and ends without closing the store; wait for it to
+    exit (blocking: call it from a worker thread).
+
+    Args:
+        address: where the child's store lives.
+        thread_id: the thread the child saves.
+        message_id: the message the child saves in it.
+        seconds: how long the child may take to start and do its work, and
+            again to exit after it; default :data:`EXIT_SECONDS`.
+
+    Returns:
+        How it ended (a child still running after ``seconds`` is killed and
+        reported with ``exit_code`` None).
+    """
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe(duplex=False)
+    process = context.Process(target=_write_and_leave, args=(address, thread_id, message_id, child), daemon=True)
+    process.start()
+    child.close()
+    error: str | None = "the child did not report within the time allowed"
+    try:
+        if parent.poll(seconds):
+            error = parent.recv()
+    except EOFError:
+        error = "the child exited without reporting"
+    finally:
+        parent.close()
+    started = time.monotonic()
+    process.join(seconds)
+    waited = time.monotonic() - started
+    if process.is_alive():
+        process.kill()
+        process.join()
+        return UnclosedExit(error, None, waited)
+    return UnclosedExit(error, process.exitcode, waited)
 
 
 class ChildProcess:

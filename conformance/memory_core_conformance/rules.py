@@ -195,8 +195,9 @@ _RULE_LIST = [
         "R-INCLUDE",
         "include windows from the message's own thread",
         "Each include adds the message and up to with_previous / with_next neighbours from its own thread in "
-        "R-ORDER (only resource_id's messages when given; unknown ids skipped; filters ignored). Windows and page "
-        "are merged without duplicates in the requested order and never count in total.",
+        "R-ORDER (only resource_id's messages when given; unknown ids skipped; filters ignored), a dozen in one "
+        "call as well as one. Windows and page are merged without duplicates in the requested order and never "
+        "count in total.",
     ),
     Rule(
         "R-OWN",
@@ -272,7 +273,9 @@ _RULE_LIST = [
         "the backend and 'open' (or a ValidationError naming the field), every time it is tried, and leaves "
         "nothing half-open: close works and a good store opens next. A store works from any event loop and "
         "thread, several at once (asyncio.run per call; threads each running a loop), never hanging. Open/close "
-        "cycles with a cancelled call each leave no server connection, open file or task behind.",
+        "cycles with a cancelled call each leave no server connection, open file or task behind. Each option "
+        "variant the adapter declares shows in the settings read back from the backend, and a process that "
+        "writes and ends without closing its store exits promptly with its writes kept.",
     ),
     Rule(
         "FAULTS",
@@ -281,7 +284,8 @@ _RULE_LIST = [
         "back, a lock held by another connection, scripts the server forgot, a connection lost mid-call) is "
         "absorbed when it fires twice in a row (answers equal the "
         "reference's), gives up with a typed error after a bounded number of attempts when it never ends, a lock "
-        "held past the store's wait is a retryable BackendError that writes nothing, and a lost connection is a "
+        "held past the store's wait (twice in a row, each way the backend reports it) is a retryable BackendError "
+        "that writes nothing, and a lost connection is a "
         "retryable BackendError after which the store works; writes that meet what a dead writer left (ids it "
         "reserved, its last step undone) answer as the reference's.",
     ),

@@ -90,7 +90,16 @@ class StorageConformance(  # pytest runs the last base's tests first: cheap laye
         storage_address: optional. Returns ``address(store) ->
             StoreAddress``, a picklable recipe for a second instance on
             ``store``'s namespace; runs the two-process cases
-            (:mod:`memory_core_conformance.processes`).
+            (:mod:`memory_core_conformance.processes`) and the case of a
+            process that ends without closing its store.
+        options_storage_factory: optional. Returns ``factory(options) ->
+            BaseStorage``: a new, unopened store on the usual target built
+            with ``options`` as extra keyword options; runs the
+            unknown-option case (and builds ``option_effects``' variants).
+        option_effects: optional. Returns ``(variants, probe)``: name ->
+            (options, settings they must put in effect) and ``await
+            probe(store)`` reading the settings in effect from the backend;
+            runs the options-that-must-show case.
         resource_counter: optional. Returns ``async () -> int``, the
             server-side resources (connections, clients, open files) this
             process holds on the target; without it the leak case is skipped.

@@ -274,11 +274,15 @@ class SQLiteStorage(BaseStorage):
         (a test hook, :mod:`memory_core.retry`; :mod:`._faults`): an armed
         ``busy`` makes a second connection hold the write lock for a moment,
         an armed ``lock_timeout`` makes the write meet that lock without
-        waiting, an armed ``stale_write`` makes the write's transaction find
-        its reads stale, each then handled as the real one is."""
+        waiting (SQLITE_BUSY; every second pass a table lock instead,
+        SQLITE_LOCKED), an armed ``stale_write`` makes the write's
+        transaction find its reads stale, each then handled as the real one
+        is."""
         if not self.settings.in_memory and self.faults.take(FaultPoint.BUSY):
             await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
         if not self.settings.in_memory and self.faults.take(FaultPoint.LOCK_TIMEOUT):
+            if self.faults.fired(FaultPoint.LOCK_TIMEOUT) % 2 == 0:  # every second pass: a table lock (SQLITE_LOCKED)
+                await self._run(_faults.table_locked)
             await asyncio.to_thread(_faults.hold_write_lock, self.settings.path)
             return await self._run(_ops.without_waiting, lambda conn: fn(conn, *args, **kwargs))
         if self.faults.take(FaultPoint.STALE_WRITE):

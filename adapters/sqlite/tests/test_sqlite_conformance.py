@@ -12,16 +12,36 @@ import sqlite3
 from collections.abc import Callable
 from itertools import count
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memory_core.clock import Clock
 from memory_core.storage import BaseStorage
 from memory_core_conformance import StorageConformance
 from memory_core_conformance.cases.faults import ResourceCounter
+from memory_core_conformance.cases.opening import OptionEffects
 from memory_core_conformance.processes import StoreAddress
 
 from memory_core_sqlite import SQLiteStorage
 from memory_core_sqlite._schema import MIGRATIONS, SCHEMA_VERSION
+
+_SYNCHRONOUS = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+"""``PRAGMA synchronous`` values by name."""
+
+
+async def _settings_in_effect(store: BaseStorage) -> dict[str, Any]:
+    """The journal mode, ``synchronous`` and busy timeout (ms) of the store's
+    own connection, read with ``PRAGMA``s on its worker thread."""
+    if not isinstance(store, SQLiteStorage):
+        raise TypeError(f"not a store this module's factory built: {store!r}")
+
+    def read(conn: sqlite3.Connection) -> dict[str, Any]:
+        (journal_mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+        (synchronous,) = conn.execute("PRAGMA synchronous").fetchone()
+        (busy_ms,) = conn.execute("PRAGMA busy_timeout").fetchone()
+        return {"journal_mode": journal_mode, "synchronous": _SYNCHRONOUS[synchronous], "busy_timeout_ms": busy_ms}
+
+    return await store._run(read)
 
 
 class TestSQLiteConformance(StorageConformance):
@@ -57,6 +77,33 @@ class TestSQLiteConformance(StorageConformance):
             return StoreAddress(SQLiteStorage, (store.path,))
 
         return address
+
+    @pytest.fixture
+    def options_storage_factory(self, tmp_path: Path) -> Callable[[dict[str, Any]], BaseStorage]:
+        """A new, unopened store from the file's URL with extra keyword options."""
+        numbers = count()
+
+        def factory(options: dict[str, Any]) -> BaseStorage:
+            return SQLiteStorage.from_url(f"sqlite:///{tmp_path}/options.db", namespace=f"o{next(numbers)}", **options)
+
+        return factory
+
+    @pytest.fixture
+    def option_effects(self) -> OptionEffects:
+        """Defaults (WAL, ``synchronous`` NORMAL, 30 s), FULL with a short
+        timeout, and the URL's spellings (lower case, seconds as text)."""
+        variants: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+            "defaults": ({}, {"journal_mode": "wal", "synchronous": "NORMAL", "busy_timeout_ms": 30_000}),
+            "full": (
+                {"synchronous": "FULL", "timeout": 5},
+                {"journal_mode": "wal", "synchronous": "FULL", "busy_timeout_ms": 5_000},
+            ),
+            "url-spelling": (
+                {"synchronous": "normal", "timeout": "2.5"},
+                {"journal_mode": "wal", "synchronous": "NORMAL", "busy_timeout_ms": 2_500},
+            ),
+        }
+        return variants, _settings_in_effect
 
     @pytest.fixture
     def unopenable_storage_factory(self, tmp_path: Path) -> Callable[..., BaseStorage]:

@@ -10,14 +10,35 @@ from typing import Any
 import pytest
 
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError
+from memory_core.memory import Memory
 from memory_core.models import DateRange, Include, MessageFilter, OrderBy, ThreadFilter
 from memory_core.storage import BaseStorage
 from memory_core.validation import INT64_MAX, INT64_MIN
-from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
-from memory_core_conformance.harness import at, message, thread
+from memory_core_conformance.cases._base import SuiteBase, ids, paired_stores, unchanged_after
+from memory_core_conformance.compare import assert_same, capture
+from memory_core_conformance.harness import StorageFactory, at, message, thread
 from memory_core_conformance.strategies import FILTER_KEYS
 
-__all__ = ["FilterRules"]
+__all__ = ["MANY_WINDOWS", "FilterRules"]
+
+MANY_WINDOWS = [
+    Include("a2", 1, 1),
+    Include("b7", 2, 0),
+    Include("c4", 0, 3),
+    Include("a6", 3, 3),
+    Include("d3", 1, 1),
+    Include("b1", 0, 2),
+    Include("c8", 4, 0),
+    Include("a4", 0, 0),
+    Include("nope", 2, 2),
+    Include("b5", 1, 2),
+    Include("c1", 2, 1, "t1"),
+    Include("a8", 9, 9),
+]
+"""Twelve include windows asked for in one call: three threads of r1, one
+of r2, an unknown id, overlaps and every width from 0 to the whole thread.
+An adapter that tells a plan's windows apart by a small tag or slot number
+(a compound statement's arm, a pipeline's slot) must keep all twelve apart."""
 
 DESC = OrderBy("created_at", "DESC")
 
@@ -339,6 +360,52 @@ class FilterRules(SuiteBase):
         assert ids(by_resource) == ["a1", "a2"] and by_resource.total == 9
         unscoped = await store.list_messages("t2", include=include)
         assert ids(unscoped) == ["a1", "c1", "b1", "a2", "c2", "b2", "c3", "b3"]
+
+    async def test_r_include_many_windows_in_one_call_match_the_reference(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        """Twelve include windows (:data:`MANY_WINDOWS`) in one call, over
+        three threads and another resource's: each window apart
+        (``include_windows``), merged into pages of one thread, of the
+        resource and under its owner, and composed by ``Memory.recall``,
+        all as the reference store answers."""
+        async with paired_stores(storage_factory) as (sut, reference, _):
+            answers: list[list[Any]] = []
+            for store in (sut, reference):
+                for thread_id, owner in (("t1", "r1"), ("t2", "r1"), ("t3", "r1"), ("u1", "r2")):
+                    await store.save_thread(thread(thread_id, owner))
+                for prefix, thread_id, offset in (
+                    ("a", "t1", 0.0),
+                    ("b", "t2", 0.25),
+                    ("c", "t3", 0.5),
+                    ("d", "u1", 0.75),
+                ):
+                    await store.save_messages(
+                        [message(f"{prefix}{n}", thread_id, created_at=at(n + offset)) for n in range(1, 9)]
+                    )
+                memory = Memory(store, owns_stores=False)
+                answers.append(
+                    [
+                        await capture(store.include_windows(MANY_WINDOWS)),
+                        await capture(store.include_windows(MANY_WINDOWS, resource_id="r1")),
+                        await capture(store.list_messages("t1", per_page=2, include=MANY_WINDOWS)),
+                        await capture(store.list_messages("t2", resource_id="r1", per_page=0, include=MANY_WINDOWS)),
+                        await capture(store.list_messages("t3", include=MANY_WINDOWS, order_by=DESC)),
+                        await capture(store.list_messages_by_resource("r1", per_page=3, include=MANY_WINDOWS)),
+                        await capture(memory.recall("t1", "r1", per_page=2, include=MANY_WINDOWS)),
+                    ]
+                )
+            calls = [
+                "include_windows(MANY_WINDOWS)",
+                "include_windows(MANY_WINDOWS, resource_id='r1')",
+                "list_messages('t1', per_page=2, include=MANY_WINDOWS)",
+                "list_messages('t2', resource_id='r1', per_page=0, include=MANY_WINDOWS)",
+                "list_messages('t3', include=MANY_WINDOWS, order_by=DESC)",
+                "list_messages_by_resource('r1', per_page=3, include=MANY_WINDOWS)",
+                "Memory.recall('t1', 'r1', per_page=2, include=MANY_WINDOWS)",
+            ]
+            for call, got, want in zip(calls, *answers, strict=True):
+                assert_same(got, want, call)
 
     # ------------------------------------------------------------------ R-OWN
 

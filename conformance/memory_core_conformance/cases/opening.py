@@ -25,7 +25,7 @@ import asyncio
 import gc
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any
 
@@ -46,8 +46,11 @@ __all__ = [
     "NO_OPTIONS_FACTORY",
     "NO_RELEASE_TARGETS",
     "NOT_OPTION_NAMES",
+    "NO_OPTION_EFFECTS",
     "NO_UNOPENABLE_TARGET",
     "OpeningCases",
+    "OptionEffects",
+    "SettingsProbe",
 ]
 
 LOOP_THREADS = 5
@@ -83,6 +86,22 @@ NO_ELSEWHERE_REOPENER = (
     "the test class defines no elsewhere_storage_reopener fixture (a store on another target, same namespace)"
 )
 """Skip reason of the same-namespace-elsewhere case without that fixture."""
+
+NO_OPTION_EFFECTS = (
+    "the test class defines no option_effects fixture (store variants and a probe of the settings in effect)"
+)
+"""Skip reason of the options-that-must-show case without that fixture."""
+
+SettingsProbe = Callable[[BaseStorage], Awaitable[dict[str, Any]]]
+"""``await probe(store) -> settings``: the settings an open store actually
+runs with, read from the backend itself (SQLite: ``PRAGMA``s on the store's
+own connection; a server: the key prefix or schema its writes went to),
+never from the options the store was given."""
+
+OptionEffects = tuple[Mapping[str, tuple[dict[str, Any], dict[str, Any]]], SettingsProbe]
+"""``(variants, probe)``: store variants (name -> (extra keyword options
+for ``options_storage_factory``, the settings those options must put in
+effect)) and the :data:`SettingsProbe` that reads the settings in effect."""
 
 NOT_OPTION_NAMES = ("kwargs", "args", "connection_kwargs", "no_such_option")
 """Keyword names no store or driver option has: catch-all parameters of
@@ -172,6 +191,47 @@ class OpeningCases(SuiteBase):
         as extra keyword options (what a user adds to the adapter's
         constructor or ``from_url``). Default None: the case is skipped."""
         return None
+
+    @pytest.fixture
+    def option_effects(self) -> OptionEffects | None:
+        """Override to run the options-that-must-show case: return
+        :data:`OptionEffects`, ``(variants, probe)``. Each variant's options
+        build a store through ``options_storage_factory`` (which the class
+        must then define); ``await probe(store)`` on it, open and after a
+        write, must equal the variant's settings. Default None: skipped."""
+        return None
+
+    async def test_lifecycle_each_option_variant_shows_in_the_settings_in_effect(
+        self,
+        options_storage_factory: Callable[[dict[str, Any]], BaseStorage] | None,
+        option_effects: OptionEffects | None,
+    ) -> None:
+        """An option the store accepts takes effect: for every variant the
+        adapter declares (``option_effects``), the settings read back from
+        the backend equal those the options name, defaults included, also
+        when a value is a string built at run time (read from a URL or a
+        config file: equal, not identical, to the adapter's own constant).
+        A configuration with no visible effect (a durability setting
+        overridden by a fallback, a prefix or schema left at its default)
+        fails here."""
+        if option_effects is None:
+            pytest.skip(NO_OPTION_EFFECTS)
+        if options_storage_factory is None:
+            pytest.fail("option_effects builds its variants with options_storage_factory: define that fixture too")
+        variants, probe = option_effects
+        assert variants, "option_effects declares no variant"
+        for name, (options, settings) in variants.items():
+            fresh = {key: "".join(list(value)) if isinstance(value, str) else value for key, value in options.items()}
+            store = options_storage_factory(fresh)
+            try:
+                await store.open()
+                await store.save_thread(thread("t1"))
+                await store.save_messages([message("m1")])
+                found = await probe(store)
+                assert found == settings, f"variant {name!r} ({options}): settings in effect {found}, want {settings}"
+                assert [m.id for m in (await store.list_messages("t1")).items] == ["m1"]
+            finally:
+                await store.destroy()
 
     @pytest.mark.parametrize("name", NOT_OPTION_NAMES)
     async def test_lifecycle_an_option_no_store_takes_is_refused_by_name(

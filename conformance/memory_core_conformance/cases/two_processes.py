@@ -1,7 +1,9 @@
 """Two OS processes on one namespace (``test_ops_procs_*``,
 ``test_stateful_two_processes_*``): the racing cases and the state machine
 with half of the writes made by a second instance of the adapter in a child
-process (:mod:`memory_core_conformance.processes`).
+process (:mod:`memory_core_conformance.processes`); and a program that ends
+without closing its store (``test_lifecycle_a_process_that_never_closes_*``):
+it must exit, its writes kept.
 
 They need the optional fixture ``storage_address``. The full set runs only
 in two-process mode (``MEMORY_CORE_TWO_PROCESSES=1`` or
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import cast
 
+import anyio
 import pytest
 
 from memory_core.storage import BaseStorage
@@ -26,14 +29,16 @@ from memory_core_conformance.cases.concurrency import (
     overlapping_batches,
     ownership_races,
 )
-from memory_core_conformance.harness import StorageFactory, open_store
+from memory_core_conformance.harness import StorageFactory, open_store, thread
 from memory_core_conformance.processes import (
     ENV_VAR,
+    EXIT_SECONDS,
     OPTION,
     ChildProcess,
     RemoteStore,
     StoreAddresser,
     run_two_process_machine,
+    run_unclosed_writer,
     two_process_mode,
 )
 
@@ -87,6 +92,28 @@ class TwoProcessCases(SuiteBase):
         store, child = two_stores
         await ownership_races(store, child, rounds=1)
         await erasure_and_writers(store, child, rounds=1)
+
+    async def test_lifecycle_a_process_that_never_closes_its_store_exits_with_its_writes_kept(
+        self, storage_factory: StorageFactory, storage_address: StoreAddresser | None
+    ) -> None:
+        """A program that opens a store, writes and ends without closing it
+        (a script, a worker killed by its supervisor's normal shutdown)
+        exits within :data:`EXIT_SECONDS` of its last call: no thread or
+        task of the store keeps the interpreter alive. Every write it was
+        told of is kept: a store opened here reads it."""
+        if storage_address is None:
+            pytest.skip(_NO_ADDRESS)
+        async with open_store(storage_factory) as store:
+            await store.save_thread(thread("t0"))
+            ended = await anyio.to_thread.run_sync(run_unclosed_writer, storage_address(store), "t1", "m1")
+            assert ended.error is None, f"the child could not write through the store: {ended.error}"
+            assert ended.exit_code is not None, (
+                f"a process that never closed its store was still running {ended.seconds:.0f} s after its last "
+                f"call (killed after {EXIT_SECONDS} s): a thread or task of the store keeps it from exiting"
+            )
+            assert ended.exit_code == 0, f"the child exited with code {ended.exit_code}"
+            found = await store.list_messages("t1", per_page=False)
+            assert [m.id for m in found.items] == ["m1"], "the write of a process that never closed its store is lost"
 
     @pytest.mark.usefixtures("full_two_process_mode")
     @pytest.mark.parametrize(
