@@ -180,11 +180,19 @@ def _split_state(state: Mapping[str, Any] | None, field: str) -> dict[str, dict[
     return deltas
 
 
+_EVENT_IDS = uuid.UUID("6f1d2c3a-8e4b-5a7c-9d0e-1f2a3b4c5d6e")
+"""The UUIDv5 namespace of the message ids of events (:func:`_event_message`)."""
+
+
 def _event_message(event: Event, thread_id: str, owner: str, where: str = "event") -> Message:
     """The message an event is stored as, checked (:func:`check_record`),
-    errors named by ``where`` (``"event"``, ``"events[2]"``)."""
+    errors named by ``where`` (``"event"``, ``"events[2]"``). Its id follows
+    from the session's thread and the event's id (UUIDv5), so the same event
+    appended again names the same message; an event without an id gets a
+    new one."""
     record = {"event": event.model_dump(mode="json", exclude_none=True), "content": event_text(event)}
-    return check_record(Message(new_message_id(), thread_id, event_role(event), record, owner, EVENT_TYPE), where)
+    message_id = str(uuid.uuid5(_EVENT_IDS, f"{thread_id}\n{event.id}")) if event.id else new_message_id()
+    return check_record(Message(message_id, thread_id, event_role(event), record, owner, EVENT_TYPE), where)
 
 
 def _event_of(message: Message) -> Event | None:
@@ -459,7 +467,12 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         state, its events and the ``app:``/``user:`` state read directly
         (``get_user_state``, other sessions) may show part of it. The
         session object of the cancelled call keeps its old revision: reload
-        it.
+        it. An event already stored in the session (the same ``id``: the
+        retry of an append that landed, after reloading the session) is not
+        stored again, nor its state delta applied again: the call returns
+        it (ADK's database service refuses it with its database's
+        ``IntegrityError``), so "reload, then append again" is safe whether
+        or not the cancelled append landed.
 
         Raises:
             SessionNotFoundError: the session is not stored.
@@ -497,6 +510,8 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         revision = _revision(thread)
         if session._storage_update_marker != revision:
             raise _stale(session)
+        if event.id and await self.memory.storage.get_messages([message.id]):
+            return event  # stored already: a retry of an append that landed (ADK's database service refuses it)
         fresh = uuid.uuid4().hex
         pending = {"revision": fresh, "id": message.id, "role": message.role, "content": message.content}
         state = {**thread.metadata["state"], **deltas["session"]}

@@ -31,7 +31,7 @@ from agents.memory import SessionSettings
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from memory_core.arguments import check_memory
-from memory_core.errors import ConflictError, NotFoundError, ValidationError
+from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
 from memory_core.validation import check_bool, check_id, check_json_object
@@ -277,11 +277,13 @@ class MemoryCoreSession:
             :meth:`current_session_id`).
 
         Raises:
-            ValidationError: a bad ``turn`` or ``branch_id``, or no owner.
-            NotFoundError: the session has fewer than ``turn`` user turns.
-            ConflictError: ``branch_id`` names a session of the owner that
-                is not this branch (another session, or a branch of another
-                session or turn), named by ``branch_id`` as given.
+            ValidationError: a bad ``turn`` or ``branch_id``, or no owner;
+                field ``turn``: the session has fewer than ``turn`` user
+                turns; field ``branch_id``: it names the session branched
+                from, or a session of the owner that is not this branch
+                (another session, or a branch of another session or turn).
+                A ``ValueError`` in each case, as the SDK's
+                ``AdvancedSQLiteSession.create_branch_from_turn`` raises.
         """
         if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
             raise ValidationError("turn", f"must be an int >= 1 (the n-th user item), got {turn!r}")
@@ -289,11 +291,13 @@ class MemoryCoreSession:
         source = self._current.get(owner, self.session_id)
         name = f"{source}.branch-{turn}-{new_message_id()[-8:]}" if branch_id is None else branch_id
         name = check_id(name, "branch_id")
+        if name == source:
+            raise ValidationError("branch_id", f"{name!r} is the session it branches from: choose another branch_id")
         target = conversation_thread(THREAD_NAMESPACE, owner, name, scoped=self.scope_ids, field="branch_id")
         items = (await self.memory.list_messages(thread, owner, per_page=False, total=False)).items
         users = [index for index, message in enumerate(items) if message.role == "user"]
         if len(users) < turn:
-            raise NotFoundError(f"session {source!r} has {len(users)} user turns, not {turn}")
+            raise ValidationError("turn", f"session {source!r} has {len(users)} user turns, not {turn}")
         start = users[turn - 1]
         cut = items[start - 1].id if start else None
         try:
@@ -305,9 +309,10 @@ class MemoryCoreSession:
                 )
         except ConflictError:
             if not await claim_copy(self.memory, target, thread, owner, cut):
-                raise ConflictError(
-                    f"branch_id {name!r} is taken by another session (not the branch of session "
-                    f"{source!r} before turn {turn}): choose another branch_id"
+                raise ValidationError(
+                    "branch_id",
+                    f"{name!r} is taken by another session (not the branch of session "
+                    f"{source!r} before turn {turn}): choose another branch_id",
                 ) from None
         self._move(owner, name)
         return name

@@ -280,3 +280,37 @@ async def test_search_outside_a_run_finds_every_session_as_adks_in_memory_servic
             expected = {m.id for m in (await oracle.search_memory(app_name="a", user_id="alice", query=query)).memories}
             found = await search.search_memory(app_name="a", user_id="alice", query=query)
             assert expected and expected <= {m.id for m in found.memories}, query
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_reload_then_append_again_after_a_cancelled_append_stores_the_event_once(
+    open_memory: OpenMemory, anyio_backend: str
+) -> None:
+    """What the docs say to do after a timed-out or cancelled
+    ``append_event`` (reload the session, append the event again) stores
+    the event once, whether or not the cancelled append landed: cancelled
+    after 0..11 event-loop turns, then reloaded and appended again, the
+    session holds each event exactly once. Before: a cancelled append that
+    had landed was stored twice (trial 25: 23 of 200 on SQLite)."""
+    import asyncio
+
+    async with open_memory() as memory:
+        service = MemoryCoreSessionService(memory)
+        landed = 0
+        for steps in range(12):
+            session = await service.create_session(app_name="app", user_id="u", session_id=f"s{steps}")
+            event = said("user", f"hello {steps}", mood="good")
+            work = asyncio.ensure_future(service.append_event(session, event))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+            reloaded = await service.get_session(app_name="app", user_id="u", session_id=f"s{steps}")
+            assert reloaded is not None
+            landed += any(e.id == event.id for e in reloaded.events)
+            await service.append_event(reloaded, event)
+            again = await service.get_session(app_name="app", user_id="u", session_id=f"s{steps}")
+            assert again is not None
+            assert [e.id for e in again.events] == [event.id] and again.state == {"mood": "good"}
+        assert 0 < landed < 12  # both ways were tried

@@ -12,7 +12,7 @@ import pytest
 from agents import RunContextWrapper
 from agents.items import TResponseInputItem
 
-from memory_core import ConflictError, ThreadFilter, ValidationError
+from memory_core import ThreadFilter, ValidationError
 from memory_core.integrations.openai_agents import MemoryCoreSession
 
 from .conftest import OpenMemory
@@ -69,14 +69,14 @@ async def test_a_taken_branch_id_is_named_as_the_caller_gave_it(open_memory: Ope
         await session.branch_from_turn(2, "edit-colour", wrapper=ALICE)
         await session.switch_to("conv", wrapper=ALICE)
         for turn in (1, 3):  # the same id for another cut is another branch
-            with pytest.raises(ConflictError, match="branch_id 'edit-colour'") as raised:
+            with pytest.raises(ValidationError, match="branch_id: 'edit-colour'") as raised:
                 await session.branch_from_turn(turn, "edit-colour", wrapper=ALICE)
             assert "openai-agents:" not in str(raised.value) and session.current_session_id(ALICE) == "conv"
         other = MemoryCoreSession("other", memory)
         await other.add_items(TURNS, wrapper=ALICE)
-        with pytest.raises(ConflictError, match="branch_id 'edit-colour'"):  # a branch of another session
+        with pytest.raises(ValidationError, match="branch_id: 'edit-colour'"):  # a branch of another session
             await other.branch_from_turn(2, "edit-colour", wrapper=ALICE)
-        with pytest.raises(ConflictError, match="branch_id 'other'"):  # a session that is no branch
+        with pytest.raises(ValidationError, match="branch_id: 'other'"):  # a session that is no branch
             await session.branch_from_turn(2, "other", wrapper=ALICE)
 
 
@@ -126,7 +126,7 @@ async def test_a_branch_of_a_deleted_session_is_not_taken_by_its_namesake(
     """A session cleared and started again under its name is another
     conversation: the old session's branch is not the new one's (its
     lineage names the old one's creation time), so a branch call with that
-    ``branch_id`` is a ConflictError, not the old branch taken."""
+    ``branch_id`` is refused (a ValueError, as the SDK's), not the old branch taken."""
     async with open_memory() as memory:
         session = MemoryCoreSession("conv", memory)
         await session.add_items(TURNS, wrapper=ALICE)
@@ -134,6 +134,25 @@ async def test_a_branch_of_a_deleted_session_is_not_taken_by_its_namesake(
         await session.switch_to("conv", wrapper=ALICE)
         await session.clear_session(wrapper=ALICE)
         await session.add_items(TURNS, wrapper=ALICE)
-        with pytest.raises(ConflictError, match="branch_id 'edit'"):
+        with pytest.raises(ValidationError, match="branch_id: 'edit'"):
             await session.branch_from_turn(1, "edit", wrapper=ALICE)
         assert await memory.source_thread(session.thread_id(ALICE).replace("conv", "edit"), "alice") is None
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_branch_mistakes_are_value_errors_in_the_callers_words(
+    open_memory: OpenMemory, anyio_backend: str
+) -> None:
+    """As the SDK's ``create_branch_from_turn``, a turn past the end and a
+    taken name are ``ValueError``s; a ``branch_id`` naming the session
+    itself is refused by that name, before any write (trial 24: it was
+    ``new_id: must differ from source_id``, a NotFoundError for the turn)."""
+    async with open_memory() as memory:
+        session = MemoryCoreSession("conv", memory)
+        await session.add_items(TURNS, wrapper=ALICE)
+        with pytest.raises(ValueError, match="turn: session 'conv' has 3 user turns, not 4"):
+            await session.branch_from_turn(4, wrapper=ALICE)
+        with pytest.raises(ValueError, match="branch_id: 'conv' is the session it branches from") as raised:
+            await session.branch_from_turn(2, "conv", wrapper=ALICE)
+        assert "new_id" not in str(raised.value) and "source_id" not in str(raised.value)
+        assert await session.get_items(wrapper=ALICE) == TURNS

@@ -164,12 +164,14 @@ async def append_view(memory: Memory, scope: Scope = UNSCOPED) -> Any:
 
 async def _copy_view(memory: Memory, scope: Scope) -> Any:
     """:func:`snapshot` without message ids (a copy's ids are new in every
-    run), and the lineage of the copy ``t5`` without its time (None while
-    there is no copy)."""
+    run) nor the source's creation time a copy's metadata records, and the
+    lineage of the copy ``t5`` without its times (None while there is no
+    copy)."""
     view = await snapshot(memory, scope)
     for record in view.values():
         for tid, (title, metadata, items, index) in record[2].items():
-            record[2][tid] = (title, metadata, [item[1:] for item in items], index)
+            timeless = {k: v for k, v in metadata.items() if k != "cloned_from_created_at"}  # the source's time
+            record[2][tid] = (title, timeless, [item[1:] for item in items], index)
     copy = await memory.storage.get_thread(scope.id("t5"))
     found = None if copy is None else await memory.get_lineage(copy.id, copy.resource_id)
     return view, None if found is None else (found.source_thread_id, found.source_resource_id, found.last_message_id)
