@@ -270,10 +270,18 @@ class Memory(CloneCalls, IndexCalls):
         return memory
 
     async def __aenter__(self) -> Self:
-        await self.storage.open()
-        if self.vector is not None:
-            await self.vector.open()
-            await self._settle_embedder()
+        """Open the stores (storage first). When that fails or is cancelled
+        (Ctrl-C while the vector store loads), the stores this Memory owns
+        are closed again before the exception propagates, so a SQLite
+        store does not leave its ``-wal``/``-shm`` files behind."""
+        try:
+            await self.storage.open()
+            if self.vector is not None:
+                await self.vector.open()
+                await self._settle_embedder()
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def __aexit__(

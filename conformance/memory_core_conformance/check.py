@@ -209,8 +209,11 @@ class _Interrupts:
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        ):
+            yield  # a process started with SIGINT ignored (a background job) keeps it ignored
             return
         previous = signal.signal(signal.SIGINT, self._handle)
         try:

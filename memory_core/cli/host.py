@@ -202,6 +202,7 @@ def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
     except KeyboardInterrupt:
         if finished:  # the Ctrl-C came between the end of the work and work_complete
             return finished[0]
+        work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
         errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
 
@@ -297,18 +298,24 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
     is ``interrupted: <STOPPED>`` (yellow, stderr) and exit
     :data:`INTERRUPTED`, not typer's silent 130. With ``restore``, the
     SIGINT handler found at the start is set again at the end (see
-    :func:`work_complete`). Typer reads the signature and help of
+    :func:`work_complete`); without it, a command that returned has done
+    its work, and Ctrl-C is ignored from then on (:func:`work_complete`).
+    A process started with SIGINT ignored keeps it ignored. Typer reads the signature and help of
     ``function`` through ``__wrapped__``."""
 
     @functools.wraps(function)
     def command(*args: Any, **kwargs: Any) -> Any:
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
-        if previous is stop_while_starting:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return function(*args, **kwargs)
+            if previous is stop_while_starting:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            result = function(*args, **kwargs)
+            if not restore:  # the command's work is complete: a late Ctrl-C keeps its exit 0
+                work_complete()
+            return result
         except KeyboardInterrupt:
+            work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
             errors.print(f"[yellow]interrupted: {escape(STOPPED)}[/]", soft_wrap=True)
             raise typer.Exit(INTERRUPTED) from None
         finally:
