@@ -14,6 +14,7 @@ import sqlite3
 import stat
 import subprocess
 import time
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -443,6 +444,18 @@ def test_every_command_into_a_closed_pipe_exits_141(tmp_path: Path) -> None:
     code, errors = _into_a_closed_pipe("prune", url, "--older-than", "1d", "--dry-run")
     assert code == 141, errors
     assert "Traceback" not in errors
+
+
+def test_help_into_a_closed_pipe_exits_141() -> None:
+    """``memory-core --help | head -1``, and every command's ``--help``:
+    typer's help goes through rich's console, whose closed-pipe handling
+    exited 1 (the code of a verdict) where every command's output exits 141."""
+    declared = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    commands = sorted(declared["project"]["entry-points"]["memory_core.cli"])
+    for args in [["--help"], []] + [[name, "--help"] for name in commands]:
+        code, errors = _into_a_closed_pipe(*args)
+        assert (args, code) == (args, 141), errors
+        assert "Traceback" not in errors, errors
 
 
 def test_a_demo_into_a_closed_pipe_keeps_its_files(tmp_path: Path) -> None:

@@ -17,7 +17,9 @@ import contextlib
 import functools
 import importlib
 import os
+import select
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -345,8 +347,11 @@ def main() -> None:  # pragma: no cover - console entry point
     option, an unknown option or command, a bad choice) is one red line
     ``error: <what>; see <command> --help`` on stderr and exit
     :data:`USER_ERROR`, like every other user error; ``memory-core`` alone
-    prints its help."""
+    prints its help. Help (or anything typer and click print) into a
+    closed pipe (``memory-core --help | head -1``) exits
+    :data:`CLOSED_PIPE`, as every command's output does, not their 1."""
     click = _click_exceptions()
+    stdout = _stdout_identity()
     command = typer.main.get_command(build_app(process=True))
     try:
         code = command.main(standalone_mode=False)
@@ -365,7 +370,44 @@ def main() -> None:  # pragma: no cover - console entry point
         code = 1
     except SystemExit as exc:
         code = exc.code
+    if code == 1 and _reader_gone(stdout):  # typer's help (rich) or click into a closed pipe
+        code = CLOSED_PIPE
     end_process(code if isinstance(code, int) else 0)
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    """What file descriptor 1 is (device, inode), None without one."""
+    try:
+        found = os.fstat(1)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _reader_gone(started: tuple[int, int] | None) -> bool:
+    """Whether the reader of stdout went away during the command, as typer
+    and click handle it: rich's console (typer's ``--help``, its error
+    boxes) then points stdout at ``/dev/null`` and exits 1 (its own
+    ``on_broken_pipe``, which :class:`_LineConsole` overrides for
+    memory-core's own output); click leaves a pipe whose reader is gone
+    (``poll`` reports an error on it) and exits 1."""
+    now = _stdout_identity()
+    if now is None:
+        return False
+    if now != started:
+        try:
+            null = os.stat(os.devnull)
+        except OSError:
+            return False
+        return now == (null.st_dev, null.st_ino)
+    try:
+        if not stat.S_ISFIFO(os.fstat(1).st_mode):
+            return False
+        watch = select.poll()
+        watch.register(1, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in watch.poll(0))
+    except (OSError, AttributeError):  # no poll on this platform
+        return False
 
 
 def end_process(code: int) -> NoReturn:
