@@ -17,6 +17,7 @@ import contextlib
 import functools
 import importlib
 import os
+import re
 import select
 import signal
 import stat
@@ -51,6 +52,7 @@ __all__ = [
     "fail",
     "line_console",
     "main",
+    "plain_words",
     "run_interruptible",
     "user_errors",
     "work_complete",
@@ -161,16 +163,29 @@ def _silence_stdout() -> None:
         pass
 
 
+_RULE_TAG = re.compile(r"\[R-[A-Z0-9-]+\] | \(R-[A-Z0-9-]+\)")
+
+
+def plain_words(message: str) -> str:
+    """``message`` without the specification's rule ids: the ``[R-TIME] ``
+    a :class:`~memory_core.errors.ValidationError` message starts with (the
+    library's convention; ``exc.rule`` keeps the id) and a `` (R-ORDER)``
+    in running text. A command line user reads the field and the reason;
+    the ids name sections of a document they do not have."""
+    return _RULE_TAG.sub("", message)
+
+
 def fail(message: str) -> None:
     """Print ``error: <message>`` as one red line on stderr and exit with
     :data:`USER_ERROR`; Ctrl-C is ignored from here (:func:`work_complete`),
-    so one that comes while the process ends keeps the error's code.
+    so one that comes while the process ends keeps the error's code. Rule
+    ids are left out (:func:`plain_words`).
 
     Raises:
         typer.Exit: always.
     """
     work_complete()  # the outcome is decided: a Ctrl-C from here changes neither the line nor the code
-    errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    errors.print(f"[red]error: {escape(plain_words(message))}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
 
 
