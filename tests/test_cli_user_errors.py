@@ -155,3 +155,16 @@ def test_plain_words_drops_rule_ids_only() -> None:
     assert plain_words(str(exc)) == "message.sequence: a stored message has its sequence; none here"
     assert plain_words("line 2: [R-TIME] x: y (R-TIME-2)") == "line 2: x: y"
     assert plain_words("keeps [R-] and R-ID alone") == "keeps [R-] and R-ID alone"
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_a_missing_vectors_folder_is_named_by_the_option_that_gave_it(tmp_path: Path) -> None:
+    """Before: ``demo --vector qdrant+path:///missing/v`` said ``error: url:
+    folder ... does not exist``: no option is called url."""
+    storage = f"sqlite:///{tmp_path / 'agent.db'}"
+    done = cli("demo", "--storage", storage, "--vector", f"qdrant+path:///{tmp_path / 'no' / 'v'}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: --vector: folder "), done.stderr
+    missing = cli("demo", "--storage", f"sqlite:///{tmp_path / 'no' / 'agent.db'}", "--vector", "none")
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.startswith("error: --storage: folder "), missing.stderr
