@@ -74,8 +74,25 @@ Storage adapters are separate distributions (``memory_core_sqlite``,
 vectors: ``memory_core_qdrant``, pgvector in ``memory_core_postgres``).
 """
 
-# First, for its effect: a Ctrl-C while the command line imports is one line, not a traceback.
-import memory_core.launch  # noqa: F401
+# ruff: noqa: E402
+
+# First, for its effect: a Ctrl-C while the command line imports is one line, not a traceback
+# (memory_core.launch). SIGINT is held back while that module itself loads (finding, compiling
+# it: a millisecond or more), then delivered to the handler it installed. Hence code before the
+# imports below (E402). (_signal: the C module under signal, loaded with the interpreter.)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import signal as _signal
+else:
+    import _signal
+
+_held = _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT}) if hasattr(_signal, "pthread_sigmask") else None
+try:
+    import memory_core.launch  # noqa: F401
+finally:
+    if _held is not None:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, _held)
+del _held, _signal, TYPE_CHECKING
 from memory_core.clock import Clock, ManualClock, SystemClock, system_clock
 from memory_core.errors import (
     AdapterClosedError,

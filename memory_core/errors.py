@@ -10,7 +10,8 @@ zarr uses). Raw driver exceptions never escape: adapters wrap them in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -26,6 +27,7 @@ __all__ = [
     "StaleStateError",
     "ValidationError",
     "guarded",
+    "url_named",
 ]
 
 P = ParamSpec("P")
@@ -52,6 +54,25 @@ class ValidationError(MemoryCoreError, ValueError):
         self.reason = reason
         prefix = f"[{rule}] " if rule else ""
         super().__init__(f"{prefix}{field}: {reason}")
+
+
+@contextmanager
+def url_named(name: str) -> Iterator[None]:
+    """A :class:`ValidationError` about field ``url`` (an adapter's word for
+    the URL it was built from: a missing folder, a misspelt file) raised
+    again naming ``name``, the argument or option the caller gave that URL
+    as (``vector``, ``--vector``); the reason and rule are kept. Other
+    errors pass unchanged.
+
+    Raises:
+        ValidationError: the same reason and rule, field ``name``.
+    """
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field != "url":
+            raise
+        raise ValidationError(name, exc.reason, exc.rule) from None
 
 
 class EmbedderMismatchError(ValidationError):

@@ -3,10 +3,17 @@ starts (the interpreter imports memory-core, numpy, typer and every
 command's module: seconds on a slow machine) ends it quietly.
 
 Importing this module does it (:func:`quiet_start`), and
-``memory_core/__init__.py`` imports it first; it imports ``os``, ``signal``
-and ``sys`` only, so it is in place before anything slow loads (what the
-interpreter itself runs before it, about a tenth of a second, is beyond
-reach). In a process that is the command line (:func:`launched_as_cli`:
+``memory_core/__init__.py`` imports it first; it imports only modules the
+interpreter has loaded before any program runs (``os``, ``sys`` and
+``_signal``, the C module under :mod:`signal`: importing :mod:`signal` itself
+loads :mod:`enum`, and :mod:`typing` is as slow, milliseconds in which a
+Ctrl-C was a traceback),
+so it is in place before anything slow loads. What the interpreter runs
+before it (its own start, ``site``, ``runpy`` for ``python -m``, the
+``import re`` of pip's ``memory-core`` script: some milliseconds, tens on a
+busy machine) is beyond a package's reach: a Ctrl-C there ends the process
+by SIGINT (shells report 130) or, once the interpreter handles SIGINT,
+with its own traceback. In a process that is the command line (:func:`launched_as_cli`:
 ``memory-core ...`` or ``python -m memory_core ...``) SIGINT is handled by
 :func:`stop_while_starting` until a command begins (the command host,
 :mod:`memory_core.cli.host`, sets Python's own handler back then). Any other
@@ -16,9 +23,14 @@ process importing memory-core (an application, a test run) is left alone.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from types import FrameType
+
+TYPE_CHECKING = False  # typing itself takes milliseconds to import
+if TYPE_CHECKING:
+    import signal as _signal  # the types (_signal has no stubs)
+    from types import FrameType
+else:
+    import _signal  # loaded with the interpreter; signal would import enum first
 
 __all__ = ["INTERRUPTED", "STARTING", "launched_as_cli", "quiet_start", "stop_while_starting"]
 
@@ -55,12 +67,11 @@ def stop_while_starting(signum: int, frame: FrameType | None) -> None:
 
 def quiet_start() -> None:
     """Install :func:`stop_while_starting` when this process is the command
-    line. Also when it was started with SIGINT ignored (``cmd &`` in a
-    script, a test runner in the background): Ctrl-C stops a ``memory-core``
-    command at any moment, as ``check`` always did once its suite began;
-    before, such a process ignored a Ctrl-C until then."""
-    if launched_as_cli():
-        signal.signal(signal.SIGINT, stop_while_starting)
+    line, unless it was started with SIGINT ignored (``cmd &`` in a
+    non-interactive shell, ``nohup``): by Unix convention such a process
+    ignores SIGINT all its life, and every command keeps it ignored."""
+    if launched_as_cli() and _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
+        _signal.signal(_signal.SIGINT, stop_while_starting)
 
 
 quiet_start()  # on import: the package imports this module before anything slow

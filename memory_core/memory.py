@@ -32,7 +32,7 @@ from memory_core.arguments import (
 from memory_core.clones import CloneCalls
 from memory_core.config import MemoryConfig, SemanticRecall, TitleGenerator, resolve
 from memory_core.embedders import Embedder, default_embedder
-from memory_core.errors import ValidationError
+from memory_core.errors import ValidationError, url_named
 from memory_core.ids import new_message_id
 from memory_core.index_calls import IndexCalls
 from memory_core.indexing import IndexStatus
@@ -234,9 +234,12 @@ class Memory(CloneCalls, IndexCalls):
             ValidationError: a store object or anything but a str where a URL
                 goes (field ``storage`` or ``vector``: build the Memory with
                 ``Memory(store, ...)``), an unknown scheme or a bad option
-                (field ``url`` or the option), an unknown embedder name, or
-                any refusal of :class:`Memory` (the pairing rule included),
-                all before any I/O.
+                (field ``storage`` or ``vector``, or ``vector option 'x'``),
+                an unknown embedder name, or any refusal of :class:`Memory`
+                (the pairing rule included), all before any I/O; then a
+                store's preflight or open refusing the place its URL names
+                (a missing folder, a misspelt file: field ``storage`` or
+                ``vector``, the argument that gave that URL).
             ImportError: the embedder named is not installed
                 (``"minilm"`` without ``memory-core[minilm]``).
             BackendError: a store could not be opened.
@@ -258,22 +261,36 @@ class Memory(CloneCalls, IndexCalls):
             allow_volatile_vectors=allow_volatile_vectors,
         )
         # Every store is checked (reading only) before any is opened, so a
-        # store that open would refuse leaves the other one unwritten.
-        await built_storage.preflight()
+        # store that open would refuse leaves the other one unwritten. An
+        # error about a URL names the argument that gave it (storage, vector).
+        with url_named("storage"):
+            await built_storage.preflight()
         if isinstance(built_vector, BaseVectorStore):
-            await built_vector.preflight()
+            with url_named("vector"):
+                await built_vector.preflight()
         try:
-            await memory.__aenter__()
+            with url_named("storage"):
+                await built_storage.open()
+            with url_named("vector"):
+                await memory.__aenter__()  # the storage is open: the vector store and the embedder
         except BaseException:
             await memory.close()
             raise
         return memory
 
     async def __aenter__(self) -> Self:
-        await self.storage.open()
-        if self.vector is not None:
-            await self.vector.open()
-            await self._settle_embedder()
+        """Open the stores (storage first). When that fails or is cancelled
+        (Ctrl-C while the vector store loads), the stores this Memory owns
+        are closed again before the exception propagates, so a SQLite
+        store does not leave its ``-wal``/``-shm`` files behind."""
+        try:
+            await self.storage.open()
+            if self.vector is not None:
+                await self.vector.open()
+                await self._settle_embedder()
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def __aexit__(

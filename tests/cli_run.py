@@ -21,7 +21,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cli", "cli_process"]
+__all__ = ["cli", "cli_process", "script"]
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -45,12 +45,26 @@ def _environment() -> dict[str, str]:
     return environment
 
 
+def script() -> Path | None:
+    """The ``memory-core`` script installed beside this interpreter (what a
+    user runs; it imports memory-core from ``PYTHONPATH`` as ``-m`` does), if any."""
+    found = Path(sys.executable).parent / "memory-core"
+    return found if found.is_file() else None
+
+
 def cli_process(
-    *args: str, cwd: Path | None = None, env_extra: dict[str, str] | None = None, **popen: Any
+    *args: str,
+    cwd: Path | None = None,
+    env_extra: dict[str, str] | None = None,
+    as_script: bool = False,
+    **popen: Any,
 ) -> subprocess.Popen[bytes]:
-    """Start ``memory-core ARGS`` (not waited for); ``env_extra`` adds to its environment."""
+    """Start ``memory-core ARGS`` (not waited for); ``env_extra`` adds to its
+    environment; ``as_script`` runs the installed script (:func:`script`,
+    which must exist) instead of ``python -m memory_core``."""
     environment = {**_environment(), **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "memory_core", *args], cwd=cwd, env=environment, **popen)
+    command = [str(script())] if as_script else [sys.executable, "-m", "memory_core"]
+    return subprocess.Popen([*command, *args], cwd=cwd, env=environment, **popen)
 
 
 def cli(

@@ -13,7 +13,9 @@ import signal
 import sqlite3
 import stat
 import subprocess
+import threading
 import time
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -179,6 +181,34 @@ def test_a_dash_for_output_and_input_is_stdout_and_stdin(tmp_path: Path) -> None
     again = cli("import", f"sqlite:///{tmp_path / 'other.db'}", "-i", "./-", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert _message_count(f"sqlite:///{tmp_path / 'other.db'}") == 3
+
+
+def test_export_writes_a_character_device_or_a_fifo_directly(tmp_path: Path) -> None:
+    """Before: ``export -o /dev/null`` was refused ("exists; export never
+    overwrites a file") and a named pipe too: the temporary-file-and-rename
+    rule of regular files cannot apply to them. The FIFO gets the export a
+    reader sees; the folder holds no temporary file after."""
+    url = _many_old_messages(tmp_path / "source.db", 3)
+    plain = _export(url)
+    nulled = cli("export", url, "-o", os.devnull)
+    assert nulled.returncode == 0, nulled.stderr
+    assert nulled.stdout == ""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    try:
+        piped = cli("export", url, "--output", str(fifo))
+    finally:
+        if reader.is_alive():  # the export never opened the pipe: let the reader go
+            with open(fifo, "wb"):
+                pass
+        reader.join(timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert got == [plain]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe", "source.db"]
+    assert "written directly" in cli("export", "--help").stdout.replace("\n", " ")
 
 
 def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
@@ -443,6 +473,18 @@ def test_every_command_into_a_closed_pipe_exits_141(tmp_path: Path) -> None:
     code, errors = _into_a_closed_pipe("prune", url, "--older-than", "1d", "--dry-run")
     assert code == 141, errors
     assert "Traceback" not in errors
+
+
+def test_help_into_a_closed_pipe_exits_141() -> None:
+    """``memory-core --help | head -1``, and every command's ``--help``:
+    typer's help goes through rich's console, whose closed-pipe handling
+    exited 1 (the code of a verdict) where every command's output exits 141."""
+    declared = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    commands = sorted(declared["project"]["entry-points"]["memory_core.cli"])
+    for args in [["--help"], []] + [[name, "--help"] for name in commands]:
+        code, errors = _into_a_closed_pipe(*args)
+        assert (args, code) == (args, 141), errors
+        assert "Traceback" not in errors, errors
 
 
 def test_a_demo_into_a_closed_pipe_keeps_its_files(tmp_path: Path) -> None:

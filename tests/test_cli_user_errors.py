@@ -4,6 +4,7 @@ messages recall found."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import io
 import re
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 from memory_core import (
     Memory,
     MemoryConfig,
+    Thread,
     WorkingMemory,
     connect,
 )
@@ -112,3 +114,57 @@ def test_usage_errors_are_one_red_line_on_stderr_and_exit_2(args: list[str], say
     assert done.stderr.rstrip().endswith("--help"), done.stderr
     assert done.stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_errors_show_no_rule_ids(tmp_path: Path) -> None:
+    """Before: ``error: [R-TIME] --before: ...``, ``error: [R-ID] --resource:
+    ...`` and ``error: line 2: [R-TIME] thread.created_at: ...``: ids of the
+    specification's rules, which a command-line user has no document for.
+    The field and the reason stay; the library's messages keep the id
+    (``ValidationError.rule`` too)."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+
+    async def seed() -> None:
+        async with await connect(source) as storage:
+            await storage.save_thread(Thread("t1", "r1"))
+
+    asyncio.run(seed())
+    export = cli("export", source).stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(re.sub(r'"created_at":"[^"]*"', '"created_at":"bad"', export, count=1))
+    cases = [
+        (["prune", source, "--before", "xyz"], "--before: not an ISO-8601 datetime"),
+        (["prune", source, "--before", "1800-01-01"], "--before: 1800-01-01"),
+        (["export", source, "--resource", "   "], "--resource: must not be all whitespace"),
+        (["import", url, "-i", str(bad)], "line 2: thread.created_at: not an ISO-8601 datetime"),
+    ]
+    for args, says in cases:
+        done = cli(*args)
+        assert done.returncode == 2, done.stderr
+        assert says in done.stderr, done.stderr
+        assert "R-" not in done.stderr, done.stderr
+
+
+def test_plain_words_drops_rule_ids_only() -> None:
+    from memory_core.cli.host import plain_words
+    from memory_core.errors import ValidationError
+
+    exc = ValidationError("message.sequence", "a stored message has its sequence (R-ORDER); none here", "R-ORDER")
+    assert str(exc).startswith("[R-ORDER] ")  # the library's convention stays
+    assert plain_words(str(exc)) == "message.sequence: a stored message has its sequence; none here"
+    assert plain_words("line 2: [R-TIME] x: y (R-TIME-2)") == "line 2: x: y"
+    assert plain_words("keeps [R-] and R-ID alone") == "keeps [R-] and R-ID alone"
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_a_missing_vectors_folder_is_named_by_the_option_that_gave_it(tmp_path: Path) -> None:
+    """Before: ``demo --vector qdrant+path:///missing/v`` said ``error: url:
+    folder ... does not exist``: no option is called url."""
+    storage = f"sqlite:///{tmp_path / 'agent.db'}"
+    done = cli("demo", "--storage", storage, "--vector", f"qdrant+path:///{tmp_path / 'no' / 'v'}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: --vector: folder "), done.stderr
+    missing = cli("demo", "--storage", f"sqlite:///{tmp_path / 'no' / 'agent.db'}", "--vector", "none")
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.startswith("error: --storage: folder "), missing.stderr

@@ -80,13 +80,14 @@ async def test_list_messages_and_recall_refuse_another_resources_thread_alike() 
 @needs_sqlite
 @needs_qdrant
 async def test_a_missing_folder_is_refused_unless_create_dirs(tmp_path: Path) -> None:
-    """Before: ``open`` made ``typo/`` and a new, empty store in it."""
+    """Before: ``open`` made ``typo/`` and a new, empty store in it. The
+    error names the argument that gave the URL (``storage``, ``vector``)."""
     missing = tmp_path / "typo" / "deeper"
     with pytest.raises(ValidationError) as caught:
         await Memory.open(f"sqlite:///{missing}/memory.db")
-    assert caught.value.field == "url" and str(missing) in caught.value.reason, caught.value
+    assert caught.value.field == "storage" and str(missing) in caught.value.reason, caught.value
     assert "create_dirs=True" in caught.value.reason and "mkdir -p" in caught.value.reason
-    with pytest.raises(ValidationError, match=r"url: folder .*typo.* does not exist.*create_dirs"):
+    with pytest.raises(ValidationError, match=r"vector: folder .*typo.* does not exist.*create_dirs"):
         await Memory.open(f"sqlite:///{tmp_path}/memory.db", vector=f"qdrant+path:///{missing}/vectors")
     assert not (tmp_path / "typo").exists()
     assert not (tmp_path / "memory.db").exists()  # refused before the storage was created (trial 3)

@@ -7,6 +7,7 @@ the config sets it."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -263,3 +264,20 @@ async def test_open_preflights_the_stores_and_still_creates_folders_when_asked(t
     async with await Memory.open(f"sqlite:///{tmp_path}/deep/er/m.db?create_dirs=true") as memory:
         await memory.create_thread("r1", thread_id="t1")
     assert (tmp_path / "deep" / "er" / "m.db").exists()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+async def test_a_missing_folder_is_named_by_the_argument_that_gave_it(tmp_path: Path) -> None:
+    """Before: field ``url`` for both, though ``Memory.open`` has no
+    ``url`` argument and the folder was the vector URL's."""
+    with pytest.raises(ValidationError, match="does not exist") as caught:
+        await Memory.open(
+            f"sqlite:///{tmp_path / 'agent.db'}", vector=f"qdrant+path:///{tmp_path / 'no' / 'v'}", embedder="lexical"
+        )
+    assert caught.value.field == "vector"
+    with pytest.raises(ValidationError, match="does not exist") as caught:
+        await Memory.open(f"sqlite:///{tmp_path / 'no' / 'agent.db'}", vector=f"qdrant+path:///{tmp_path / 'v'}")
+    assert caught.value.field == "storage"
+    assert sorted(os.listdir(tmp_path)) == []

@@ -34,7 +34,7 @@ from hypothesis import configuration
 from rich.console import Console
 from rich.markup import escape
 
-from memory_core.cli.host import line_console
+from memory_core.cli.host import line_console, plain_words
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.registry import storage_class
@@ -209,8 +209,11 @@ class _Interrupts:
 
     @contextmanager
     def active(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        ):
+            yield  # a process started with SIGINT ignored (a background job) keeps it ignored
             return
         previous = signal.signal(signal.SIGINT, self._handle)
         try:
@@ -284,7 +287,8 @@ def run_check(
                     reason = exc.reason
                 else:
                     reason = str(exc) or f"it did not open within {PROBE_SECONDS:g} s"
-                errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(reason)}[/]", soft_wrap=True)
+                said = plain_words(reason)
+                errors.print(f"[red]error: cannot check {escape(_redact(url))}: {escape(said)}[/]", soft_wrap=True)
                 return 2
             with _profile(profile):
                 plugins = [recorder, tally, progress, interrupts]

@@ -35,7 +35,7 @@ from rich.table import Table
 from memory_core.cli.host import CLOSED_PIPE, console, user_errors
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
 from memory_core.embedders import Embedder, LexicalHashEmbedder, get_embedder
-from memory_core.errors import ValidationError
+from memory_core.errors import ValidationError, url_named
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
@@ -490,11 +490,14 @@ async def _demo(
         embedder = get_embedder(embedder_name)
     namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
-        store = await connect(storage_url, **({"namespace": namespace} if own_storage_namespace else {}))
+        # An error about a URL names the option that gave it (a --vector folder that is missing: --vector).
+        with url_named("--storage" if own_storage_namespace else "--db"):
+            store = await connect(storage_url, **({"namespace": namespace} if own_storage_namespace else {}))
         stack.push_async_callback(store.destroy if own_storage_namespace else store.close)
         vectors = None
         if vector_url:
-            vectors = await connect_vector(vector_url, **({"namespace": namespace} if own_vector_namespace else {}))
+            with url_named("--vector" if own_vector_namespace else "--db"):
+                vectors = await connect_vector(vector_url, **({"namespace": namespace} if own_vector_namespace else {}))
             # Every vector adapter subclasses BaseVectorStore, which can destroy its namespace.
             if own_vector_namespace and isinstance(vectors, BaseVectorStore):
                 stack.push_async_callback(vectors.destroy)

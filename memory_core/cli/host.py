@@ -17,7 +17,10 @@ import contextlib
 import functools
 import importlib
 import os
+import re
+import select
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -49,6 +52,7 @@ __all__ = [
     "fail",
     "line_console",
     "main",
+    "plain_words",
     "run_interruptible",
     "user_errors",
     "work_complete",
@@ -159,16 +163,29 @@ def _silence_stdout() -> None:
         pass
 
 
+_RULE_TAG = re.compile(r"\[R-[A-Z0-9-]+\] | \(R-[A-Z0-9-]+\)")
+
+
+def plain_words(message: str) -> str:
+    """``message`` without the specification's rule ids: the ``[R-TIME] ``
+    a :class:`~memory_core.errors.ValidationError` message starts with (the
+    library's convention; ``exc.rule`` keeps the id) and a `` (R-ORDER)``
+    in running text. A command line user reads the field and the reason;
+    the ids name sections of a document they do not have."""
+    return _RULE_TAG.sub("", message)
+
+
 def fail(message: str) -> None:
     """Print ``error: <message>`` as one red line on stderr and exit with
     :data:`USER_ERROR`; Ctrl-C is ignored from here (:func:`work_complete`),
-    so one that comes while the process ends keeps the error's code.
+    so one that comes while the process ends keeps the error's code. Rule
+    ids are left out (:func:`plain_words`).
 
     Raises:
         typer.Exit: always.
     """
     work_complete()  # the outcome is decided: a Ctrl-C from here changes neither the line nor the code
-    errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
+    errors.print(f"[red]error: {escape(plain_words(message))}[/]", soft_wrap=True)
     raise typer.Exit(USER_ERROR) from None
 
 
@@ -202,6 +219,7 @@ def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
     except KeyboardInterrupt:
         if finished:  # the Ctrl-C came between the end of the work and work_complete
             return finished[0]
+        work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
         errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
 
@@ -297,18 +315,24 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
     is ``interrupted: <STOPPED>`` (yellow, stderr) and exit
     :data:`INTERRUPTED`, not typer's silent 130. With ``restore``, the
     SIGINT handler found at the start is set again at the end (see
-    :func:`work_complete`). Typer reads the signature and help of
+    :func:`work_complete`); without it, a command that returned has done
+    its work, and Ctrl-C is ignored from then on (:func:`work_complete`).
+    A process started with SIGINT ignored keeps it ignored. Typer reads the signature and help of
     ``function`` through ``__wrapped__``."""
 
     @functools.wraps(function)
     def command(*args: Any, **kwargs: Any) -> Any:
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
-        if previous is stop_while_starting:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            return function(*args, **kwargs)
+            if previous is stop_while_starting:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            result = function(*args, **kwargs)
+            if not restore:  # the command's work is complete: a late Ctrl-C keeps its exit 0
+                work_complete()
+            return result
         except KeyboardInterrupt:
+            work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
             errors.print(f"[yellow]interrupted: {escape(STOPPED)}[/]", soft_wrap=True)
             raise typer.Exit(INTERRUPTED) from None
         finally:
@@ -338,8 +362,11 @@ def main() -> None:  # pragma: no cover - console entry point
     option, an unknown option or command, a bad choice) is one red line
     ``error: <what>; see <command> --help`` on stderr and exit
     :data:`USER_ERROR`, like every other user error; ``memory-core`` alone
-    prints its help."""
+    prints its help. Help (or anything typer and click print) into a
+    closed pipe (``memory-core --help | head -1``) exits
+    :data:`CLOSED_PIPE`, as every command's output does, not their 1."""
     click = _click_exceptions()
+    stdout = _stdout_identity()
     command = typer.main.get_command(build_app(process=True))
     try:
         code = command.main(standalone_mode=False)
@@ -358,7 +385,44 @@ def main() -> None:  # pragma: no cover - console entry point
         code = 1
     except SystemExit as exc:
         code = exc.code
+    if code == 1 and _reader_gone(stdout):  # typer's help (rich) or click into a closed pipe
+        code = CLOSED_PIPE
     end_process(code if isinstance(code, int) else 0)
+
+
+def _stdout_identity() -> tuple[int, int] | None:
+    """What file descriptor 1 is (device, inode), None without one."""
+    try:
+        found = os.fstat(1)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _reader_gone(started: tuple[int, int] | None) -> bool:
+    """Whether the reader of stdout went away during the command, as typer
+    and click handle it: rich's console (typer's ``--help``, its error
+    boxes) then points stdout at ``/dev/null`` and exits 1 (its own
+    ``on_broken_pipe``, which :class:`_LineConsole` overrides for
+    memory-core's own output); click leaves a pipe whose reader is gone
+    (``poll`` reports an error on it) and exits 1."""
+    now = _stdout_identity()
+    if now is None:
+        return False
+    if now != started:
+        try:
+            null = os.stat(os.devnull)
+        except OSError:
+            return False
+        return now == (null.st_dev, null.st_ino)
+    try:
+        if not stat.S_ISFIFO(os.fstat(1).st_mode):
+            return False
+        watch = select.poll()
+        watch.register(1, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in watch.poll(0))
+    except (OSError, AttributeError):  # no poll on this platform
+        return False
 
 
 def end_process(code: int) -> NoReturn:

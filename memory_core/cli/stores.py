@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from memory_core.arguments import check_persistent
 from memory_core.cli.host import fail
-from memory_core.errors import ValidationError
+from memory_core.errors import ValidationError, url_named
 from memory_core.identity import same_store
 from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
@@ -38,12 +38,8 @@ def url_role(role: str) -> Iterator[None]:
     Raises:
         ValidationError: the same reason and rule, field ``role``.
     """
-    try:
+    with url_named(role):
         yield
-    except ValidationError as exc:
-        if exc.field != "url":
-            raise
-        raise ValidationError(role, exc.reason, exc.rule) from None
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:

@@ -12,13 +12,16 @@ valid and empty and the exit code 0. Ctrl-C
 leaves what was written complete record by record and message batch by
 batch (:func:`~memory_core.transfer.import_lines` says what a reader may see
 meanwhile): run the same command again to resume (exit 130 meanwhile); ``export -o FILE`` writes a temporary
-file beside FILE and renames it at the end, so FILE is whole or absent.
+file beside FILE and renames it at the end, so FILE is whole or absent; a
+character device or FIFO (``-o /dev/null``, a named pipe) cannot be replaced
+that way and is written directly.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Coroutine, Iterator
@@ -111,6 +114,17 @@ async def _settled(reindex: Reembedder | None) -> AsyncIterator[None]:
             await reindex.settle()
 
 
+def _device_or_pipe(path: Path) -> bool:
+    """Whether ``path`` names a character device (``/dev/null``, a terminal)
+    or a FIFO (a named pipe): an export writes it directly, as ``>`` does,
+    since a temporary file renamed over it would replace the device or pipe."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
 @contextmanager
 def _whole_file(path: Path) -> Iterator[TextIO]:
     """A text file that appears at ``path`` only once the block has ended
@@ -190,36 +204,55 @@ def export(
         str | None, typer.Option(help="Export only this resource (one it does not hold: a hint, an empty export).")
     ] = None,
     given_output: Annotated[
-        str | None, typer.Option("--output", "-o", help="Write here instead of stdout ('-': stdout).")
+        str | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help=(
+                "Write here instead of stdout ('-': stdout). A file is written whole or not at all "
+                "(a temporary file beside it, renamed at the end) and never overwritten; a character "
+                "device or FIFO (/dev/null, a named pipe) is written directly."
+            ),
+        ),
     ] = None,
 ) -> None:
     """Write a store (every resource it holds, or one) as memory-core/jsonl to stdout."""
     output = _file_or_stream(given_output)
+    direct = output is not None and _device_or_pipe(output)
     with user_errors():
         storage = command_storage(url, "URL", must_exist=True)
         _check_resource(resource)
-        if output is not None and output.is_dir():
-            fail(f"--output {output} is a folder: give a file path, for example {output / 'export.jsonl'}")
-        if output is not None and output.exists():
-            fail(f"--output {output} exists; export never overwrites a file: {_ELSEWHERE}")
-        if output is not None and not output.parent.is_dir():
-            fail(f"--output: folder {output.parent} does not exist; create it first (mkdir -p {output.parent})")
+        if output is not None and not direct:
+            if output.is_dir():
+                fail(f"--output {output} is a folder: give a file path, for example {output / 'export.jsonl'}")
+            if output.exists():
+                fail(f"--output {output} exists; export never overwrites a file: {_ELSEWHERE}")
+            if not output.parent.is_dir():
+                fail(f"--output: folder {output.parent} does not exist; create it first (mkdir -p {output.parent})")
 
-        async def work() -> None:
-            async with storage:
-                with (
-                    nullcontext(sys.stdout) if output is None else _whole_file(output) as target,
-                    tracked("export", _err, "records") as progress,
-                ):
-                    async for line in export_lines(storage, resource):
-                        target.write(line)
-                        target.write("\n")
-                        progress.done(progress.count + 1)
-                await _hint_if_absent(storage, resource, "nothing was exported")
+        # A FIFO's open waits for its reader: here, where Ctrl-C ends it as any wait of the command.
+        with output.open("w", encoding="utf-8") if output is not None and direct else nullcontext() as device:
 
-        run_interruptible(
-            work(), "run the export again" if output is None else f"{output} was not written; run the export again"
-        )
+            async def work() -> None:
+                async with storage:
+                    with (
+                        nullcontext(sys.stdout)
+                        if output is None
+                        else nullcontext(device)
+                        if device is not None
+                        else _whole_file(output) as target,
+                        tracked("export", _err, "records") as progress,
+                    ):
+                        async for line in export_lines(storage, resource):
+                            target.write(line)
+                            target.write("\n")
+                            progress.done(progress.count + 1)
+                    await _hint_if_absent(storage, resource, "nothing was exported")
+
+            whole = output is not None and not direct
+            run_interruptible(
+                work(), f"{output} was not written; run the export again" if whole else "run the export again"
+            )
 
 
 def import_(

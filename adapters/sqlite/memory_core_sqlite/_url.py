@@ -22,13 +22,29 @@ from urllib.parse import parse_qsl, unquote
 from memory_core.errors import ValidationError
 from memory_core.options import check_option_names, option_bool
 
-__all__ = ["DEFAULT_TIMEOUT", "MEMORY", "SQLiteSettings", "check_options", "namespaced_path", "parse_url"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_PATH_BYTES",
+    "MEMORY",
+    "SQLiteSettings",
+    "check_options",
+    "check_path_length",
+    "namespaced_path",
+    "parse_url",
+]
 
 MEMORY = ":memory:"
 """The path that means "a private in-memory database"."""
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a statement waits for another connection's lock (busy timeout)."""
+
+MAX_PATH_BYTES = 504
+"""The longest database path SQLite opens, in bytes of the file system's
+encoding, symlinks resolved: its Unix file layer's 512-byte pathname limit
+(``SQLITE_MAX_PATHNAME``, the default build's, Python's included) less the 8
+of the ``-journal`` file name it derives from the database's. A longer path
+fails in ``open`` with SQLite's bare "unable to open database file"."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -156,3 +172,30 @@ def namespaced_path(path: str, namespace: str | None) -> str:
     folder, name = os.path.split(path)
     stem, suffix = os.path.splitext(name)
     return os.path.join(folder, f"{stem}-{namespace}{suffix}")
+
+
+def check_path_length(path: str) -> None:
+    """Refuse a database path SQLite cannot open for its length (blocking:
+    resolving symlinks reads the file system; nothing is created).
+
+    Args:
+        path: the absolute database path, or :data:`MEMORY` (always passes).
+
+    Raises:
+        ValidationError: field ``url``: the path, symlinks resolved, is longer
+            than :data:`MAX_PATH_BYTES` bytes; the message names its length,
+            the limit and the fix.
+    """
+    if path == MEMORY:
+        return
+    resolved = os.path.realpath(path)
+    size = len(os.fsencode(resolved))
+    if size <= MAX_PATH_BYTES:
+        return
+    how = "" if resolved == path else f" once its symlinks are resolved ({resolved})"
+    raise ValidationError(
+        "url",
+        f"the database path {path} is {size} bytes long{how}; SQLite opens a path of at most "
+        f"{MAX_PATH_BYTES} bytes (its 512-byte pathname limit, less the 8 of the '-journal' name it derives): "
+        "put the database in a folder with a shorter path",
+    )

@@ -42,6 +42,7 @@ from memory_core_sqlite._url import (
     MEMORY,
     SQLiteSettings,
     check_options,
+    check_path_length,
     namespaced_path,
     parse_url,
 )
@@ -59,6 +60,7 @@ def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool =
     """:meth:`SQLiteStorage.preflight` on a database file path (blocking);
     a missing folder passes when ``open`` would create it (``create_dirs``,
     and the file is not required to exist)."""
+    check_path_length(path)
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         if must_exist:
@@ -139,7 +141,10 @@ class SQLiteStorage(BaseStorage):
             directory at construction), or ``":memory:"`` for a private
             in-memory database. Its folder must exist (``open`` raises a
             ValidationError naming it otherwise: a misspelt path must not
-            become a new, empty store), unless ``create_dirs``.
+            become a new, empty store), unless ``create_dirs``. The path,
+            symlinks resolved, must be at most 504 bytes (SQLite's limit;
+            ``open`` and ``preflight`` refuse a longer one with a
+            ValidationError, field ``url``, before anything is created).
         namespace: isolates a store: ``memory.db`` with namespace ``ns`` uses
             the file ``memory-ns.db`` beside it (1-128 of ``[A-Za-z0-9_.-]``).
             In memory, every instance is already its own store.
@@ -306,8 +311,9 @@ class SQLiteStorage(BaseStorage):
         always passes.
 
         Raises:
-            ValidationError: field ``url``: the folder is missing, the path is
-                a folder, or (``must_exist``) the file is missing or holds no
+            ValidationError: field ``url``: the path is longer than SQLite
+                opens (:func:`~memory_core_sqlite._url.check_path_length`),
+                the folder is missing, the path is a folder, or (``must_exist``) the file is missing or holds no
                 memory-core store (:func:`~memory_core.storage.no_store`), or
                 (``writes``) it holds another application's tables.
             BackendError: the file is not a SQLite database.
@@ -318,6 +324,7 @@ class SQLiteStorage(BaseStorage):
     async def _open(self) -> None:
         settings = self.settings
         if not settings.in_memory:
+            await asyncio.to_thread(check_path_length, settings.path)
             folder = os.path.dirname(settings.path)
             self._made_dirs = await asyncio.to_thread(
                 ensure_folder,

@@ -1,0 +1,174 @@
+"""``memory-core erase --storage URL --resource ID [--vector URL]``: erase
+one resource (a user: its threads, their messages, its working memory and,
+with ``--vector``, its vectors), the command-line face of
+:meth:`memory_core.Memory.delete_resource`.
+
+Registered as the ``erase`` command of the entry-point group
+``memory_core.cli``. Everything is checked (the id, the URLs, that the stores
+exist) before a store is opened. Without ``--yes`` the command asks before
+erasing, on a terminal only: when stdin is not one (a script, a pipe) it
+refuses (exit 2) instead of erasing unasked. ``--dry-run`` counts what
+would go and changes nothing. What the erasure leaves behind on each backend
+(free pages, WAL, snapshots, backups) is in docs/operators.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.markup import escape
+
+from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
+from memory_core.cli.resources import absent_resource_hint
+from memory_core.cli.stores import command_storage, command_vector
+from memory_core.validation import check_id
+
+if TYPE_CHECKING:
+    from memory_core.embedders import Embedder
+    from memory_core.storage import Storage
+    from memory_core.vector import VectorStore
+
+__all__ = ["DECLINED", "Erased", "erase", "erased_line"]
+
+DECLINED = 1
+"""Exit code when the user answers no to the confirmation: nothing erased."""
+
+_UNASKED = (
+    "erase asks before erasing, and stdin is not a terminal to ask on: add --yes to erase "
+    "without asking (see what would go first with --dry-run)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Erased:
+    """What an erasure removed (or, for a dry run, would remove).
+
+    Attributes:
+        resource_id: the resource.
+        threads: its threads (with their messages and working memory).
+        messages: their messages.
+        vectors: its vector points (chunks, every dimension); None without ``--vector``.
+        record: whether a resource record (working memory, metadata) went.
+    """
+
+    resource_id: str
+    threads: int
+    messages: int
+    vectors: int | None
+    record: bool
+
+
+def erased_line(erased: Erased, *, dry_run: bool) -> str:
+    """``erased resource 'u1': 2 threads, 40 messages, 40 vectors and its
+    resource record`` (``would erase`` for a dry run)."""
+    parts = [f"{erased.threads} threads", f"{erased.messages} messages"]
+    if erased.vectors is not None:
+        parts.append(f"{erased.vectors} vectors")
+    what = ", ".join(parts)
+    if erased.record:
+        what += " and its resource record (working memory, metadata)"
+    return f"{'would erase' if dry_run else 'erased'} resource {erased.resource_id!r}: {what}"
+
+
+def erase(
+    storage: Annotated[str, typer.Option(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
+    resource: Annotated[str, typer.Option(help="The resource (user) to erase.")],
+    vector: Annotated[str | None, typer.Option(help="Vector store URL: the resource's vectors are erased too.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; erase nothing.")] = False,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", help="Erase without asking (required when stdin is not a terminal)."),
+    ] = False,
+) -> None:
+    """Erase one resource: its threads, messages, working memory (and vectors).
+
+    Prints what went (``erased resource 'u1': 2 threads, 40 messages, 40
+    vectors``) on stdout. Without --yes it shows what would go and asks,
+    on a terminal; when stdin is not one it refuses (exit 2). Answering no
+    erases nothing (exit 1). A resource the store does not hold is a hint,
+    exit 0. Ctrl-C (exit 130) may leave the erasure partial: run the same
+    command again to finish it. Backups, snapshots and logs of the backend
+    may still hold the data: see docs/operators.md."""
+    with user_errors():
+        check_id(resource, "--resource")
+        if not (dry_run or yes) and not sys.stdin.isatty():
+            fail(_UNASKED)
+        store = command_storage(storage, "--storage", must_exist=True)
+        vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+        if dry_run or not yes:
+            counted, hint = run_interruptible(_count(store, vectors, resource), "nothing was erased")
+            if hint is not None:
+                errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+                return
+            if dry_run:
+                console.print(escape(erased_line(counted, dry_run=True)), soft_wrap=True)
+                return
+            errors.print(escape(erased_line(counted, dry_run=True)), soft_wrap=True)
+            if not _confirmed():
+                errors.print("nothing was erased", soft_wrap=True)
+                raise typer.Exit(DECLINED)
+            # The count closed the stores: the erasure opens them again.
+            store = command_storage(storage, "--storage", must_exist=True)
+            vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+        done, hint = run_interruptible(
+            _erase(store, vectors, resource),
+            "the erasure may be partial; run the same command again to finish it",
+        )
+        if hint is not None:
+            errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+            return
+    console.print(escape(erased_line(done, dry_run=False)), soft_wrap=True)
+
+
+def _confirmed() -> bool:
+    """Ask on stderr and read the answer from stdin (a terminal): True for
+    y or yes. (click's prompt writes part of its question to stdout, which
+    carries the command's result.)"""
+    errors.print("erase it? [y/N] ", end="", soft_wrap=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+async def _counts(storage: Storage, vectors: VectorStore | None, resource: str) -> Erased:
+    """What the resource holds now."""
+    from memory_core.models import ThreadFilter
+
+    threads = (await storage.list_threads(ThreadFilter(resource_id=resource), per_page=0)).counted_total
+    messages = (await storage.list_messages_by_resource(resource, per_page=0)).counted_total
+    points = None if vectors is None else await vectors.count_points(resource_id=resource)
+    record = await storage.get_resource(resource) is not None
+    return Erased(resource, threads, messages, points, record)
+
+
+async def _count(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:
+    """The counts, and the hint when the store holds no such resource."""
+    from memory_core.memory import Memory
+
+    async with Memory(storage, vectors, _embedder(vectors)) as memory:
+        hint = await absent_resource_hint(memory.storage, resource, "nothing to erase")
+        return await _counts(memory.storage, vectors, resource), hint
+
+
+async def _erase(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:
+    """Erase the resource (storage first, then its vectors), what went, and
+    the hint when the store held no such resource (then nothing is done)."""
+    from memory_core.memory import Memory
+
+    async with Memory(storage, vectors, _embedder(vectors)) as memory:
+        hint = await absent_resource_hint(memory.storage, resource, "nothing was erased")
+        points = None if vectors is None else await vectors.count_points(resource_id=resource)
+        if hint is not None and not points:
+            return Erased(resource, 0, 0, points, False), hint
+        erased = await memory.delete_resource(resource)
+        # Both stores are written: a Ctrl-C while they close leaves the exit code 0.
+        work_complete()
+        return Erased(resource, len(erased.thread_ids), erased.messages, points, erased.resource), None
+
+
+def _embedder(vectors: VectorStore | None) -> Embedder | None:
+    """An erasure embeds nothing: the cheap embedder only satisfies Memory's pairing check."""
+    from memory_core.embedders import LexicalHashEmbedder
+
+    return LexicalHashEmbedder() if vectors is not None else None

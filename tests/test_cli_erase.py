@@ -1,0 +1,126 @@
+"""``memory-core erase --storage URL --resource ID [--vector URL]`` through a
+real process: what it counts and erases, the refusal to erase unasked when
+stdin is not a terminal, the question on a terminal, errors on stderr."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memory_core import Memory, Thread, connect, connect_vector
+from memory_core.embedders import LexicalHashEmbedder
+from tests.cli_run import cli, cli_process
+
+pytest.importorskip("memory_core_sqlite")
+
+HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
+
+
+def _seed(tmp_path: Path, vectors: bool) -> tuple[str, str | None]:
+    """Resources u1 (2 threads, 5 messages, a working memory record) and u2 (1 thread, 2 messages)."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    vector = f"qdrant+path:///{tmp_path / 'vectors'}" if vectors else None
+
+    async def seed() -> None:
+        storage = await connect(url)
+        index = None if vector is None else await connect_vector(vector)
+        async with Memory(storage, index, LexicalHashEmbedder() if index is not None else None) as memory:
+            for thread, resource, count in (("t1", "u1", 3), ("t2", "u1", 2), ("t3", "u2", 2)):
+                await storage.save_thread(Thread(thread, resource))
+                await memory.save_messages(
+                    [
+                        {"id": f"{thread}-{i}", "thread_id": thread, "role": "user", "content": f"words {i}"}
+                        for i in range(count)
+                    ]
+                )
+            await storage.save_resource({"id": "u1", "working_memory": "likes tea"})
+
+    asyncio.run(seed())
+    return url, vector
+
+
+async def _left(url: str, resource: str) -> tuple[int, int]:
+    async with await connect(url) as storage:
+        threads = (await storage.list_threads({"resource_id": resource}, per_page=0)).counted_total
+        messages = (await storage.list_messages_by_resource(resource, per_page=0)).counted_total
+        return threads, messages
+
+
+def test_erase_counts_with_dry_run_refuses_unasked_then_erases_with_yes(tmp_path: Path) -> None:
+    url, _ = _seed(tmp_path, vectors=False)
+    dry = cli("erase", "--storage", url, "--resource", "u1", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout == (
+        "would erase resource 'u1': 2 threads, 5 messages and its resource record (working memory, metadata)\n"
+    )
+    unasked = cli("erase", "--storage", url, "--resource", "u1")  # stdin: not a terminal
+    assert unasked.returncode == 2, unasked.stderr
+    assert unasked.stdout == ""
+    assert unasked.stderr.startswith("error: erase asks before erasing, and stdin is not a terminal"), unasked.stderr
+    assert "--yes" in unasked.stderr
+    assert asyncio.run(_left(url, "u1")) == (2, 5)
+    done = cli("erase", "--storage", url, "--resource", "u1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages and its resource record"), done.stdout
+    assert asyncio.run(_left(url, "u1")) == (0, 0)
+    assert asyncio.run(_left(url, "u2")) == (1, 2)
+    again = cli("erase", "--storage", url, "--resource", "u1", "--yes")
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert "hint: the store holds no resource 'u1'" in again.stderr and "'u2'" in again.stderr
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_erase_with_vector_erases_the_resources_vectors(tmp_path: Path) -> None:
+    url, vector = _seed(tmp_path, vectors=True)
+    assert vector is not None
+    done = cli("erase", "--storage", url, "--vector", vector, "--resource", "u1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors"), done.stdout
+
+    async def points(resource: str) -> int:
+        async with await connect_vector(vector) as index:
+            return await index.count_points(resource_id=resource)
+
+    assert asyncio.run(points("u1")) == 0
+    assert asyncio.run(points("u2")) == 2
+
+
+def test_erase_errors_go_to_stderr_before_anything_is_opened(tmp_path: Path) -> None:
+    missing = cli("erase", "--storage", f"sqlite:///{tmp_path / 'none.db'}", "--resource", "u1", "--yes")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.startswith("error: --storage: "), missing.stderr
+    assert not (tmp_path / "none.db").exists()
+    blank = cli("erase", "--storage", f"sqlite:///{tmp_path / 'none.db'}", "--resource", " ", "--yes")
+    assert blank.returncode == 2 and blank.stderr.startswith("error: --resource: "), blank.stderr
+
+
+@pytest.mark.parametrize(("answer", "code", "left"), [(b"n\n", 1, (2, 5)), (b"y\n", 0, (0, 0))])
+def test_erase_on_a_terminal_shows_what_would_go_and_asks(
+    answer: bytes, code: int, left: tuple[int, int], tmp_path: Path
+) -> None:
+    url, _ = _seed(tmp_path, vectors=False)
+    leader, follower = os.openpty()
+    process = cli_process(
+        "erase", "--storage", url, "--resource", "u1", stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    os.close(follower)
+    try:
+        os.write(leader, answer)
+        out, err = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+        if process.poll() is None:
+            process.kill()
+    said = err.decode()
+    assert process.returncode == code, said
+    assert "would erase resource 'u1': 2 threads, 5 messages" in said and "erase it?" in said, said
+    assert asyncio.run(_left(url, "u1")) == left
+    if code == 0:
+        assert out.decode().startswith("erased resource 'u1'"), out
+    else:
+        assert "nothing was erased" in said and out == b"", said
