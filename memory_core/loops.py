@@ -6,7 +6,9 @@ loops (``asyncio.run`` per call, as sync frameworks call async code, or
 several threads each running its own loop, as the OpenAI Agents SDK's
 ``SQLiteSession`` allows) needs one connection (pool, client) per loop.
 :class:`LoopLocal` holds that per-loop state for an adapter, thread-safely;
-:func:`close_everywhere` closes it in the loops it belongs to.
+:func:`close_everywhere` closes it in the loops it belongs to, and
+:class:`LoopConnections` holds per-loop connections that each close in their
+own loop, at that loop's end at the latest.
 :class:`~memory_core.storage.BaseStorage` uses it to open a store once per
 store and once per loop (see ``BaseStorage.loop_bound``).
 
@@ -31,6 +33,7 @@ from memory_core.errors import ValidationError
 
 __all__ = [
     "GivenClientLoop",
+    "LoopConnections",
     "LoopLocal",
     "OnceAcrossLoops",
     "OpenInEachLoop",
@@ -187,6 +190,64 @@ class LoopLocal(Generic[T]):
     def __len__(self) -> int:
         """How many loops hold a value (closed ones not yet dropped included)."""
         return len(self._values)
+
+
+class LoopConnections(LoopLocal[T]):
+    """One connection (pool, client) per event loop, each closed in its own
+    loop: by :meth:`drop` or :meth:`close_all`, or when ``asyncio.run`` ends
+    the loop (:func:`close_at_loop_end`), whichever comes first.
+
+    A store used under one ``asyncio.run`` after another (as sync frameworks
+    call async code) makes a connection in each loop; without this, each
+    loop's connection was dropped unclosed with its loop (asyncpg:
+    "unclosed connection", PyMongo: "Unclosed AsyncMongoClient", redis-py's
+    cluster client: "Unclosed RedisCluster client" ResourceWarnings, and
+    their sockets open until collected). Reads are :class:`LoopLocal`'s
+    (:meth:`get`; ``set`` replaces the value only, keeping its closer).
+    """
+
+    __slots__ = ("_closers",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._closers: LoopLocal[Callable[[], Awaitable[None]]] = LoopLocal()
+
+    async def keep(self, value: T, close: Callable[[], Awaitable[object]] | None) -> None:
+        """Keep ``value`` for the running loop, with the call that closes it.
+        Does not suspend (a cancellation cannot cut it).
+
+        Args:
+            value: the running loop's connection (or what holds it).
+            close: closes it, once, in this loop (``asyncpg.Pool.close``
+                bound to the pool); None when the value is not the store's
+                to close (a client given by the caller).
+
+        Raises:
+            RuntimeError: no event loop is running in this thread.
+        """
+        if close is not None:
+            self._closers.set(await close_at_loop_end(close))
+        self.set(value)
+
+    async def drop(self) -> None:
+        """Forget the running loop's connection, closing it here (when it is
+        the store's to close); nothing when the loop has none."""
+        self.pop()
+        closer = self._closers.pop()
+        if closer is not None:
+            await closer()
+
+    async def close_all(self) -> None:
+        """Forget every loop's connection and close each (that the store
+        owns) in its own loop (:func:`close_everywhere`: the running loop's
+        awaited, another running loop's handed to it, a closed loop's already
+        closed at its end or dropped)."""
+        self.drain()
+        await close_everywhere(self._closers, _call)
+
+
+async def _call(closer: Callable[[], Awaitable[None]]) -> None:
+    await closer()
 
 
 class OnceAcrossLoops:

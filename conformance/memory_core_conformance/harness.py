@@ -7,7 +7,10 @@ afterwards, so a run against a live deployment leaves nothing behind.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -32,6 +35,7 @@ __all__ = [
     "assert_counters",
     "at",
     "capabilities_of",
+    "leaked_by_collection",
     "load_dataset",
     "message",
     "open_store",
@@ -41,6 +45,29 @@ __all__ = [
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 """The cases' origin of time: 2025-01-01T00:00:00Z."""
+
+
+def leaked_by_collection() -> list[str]:
+    """Collect garbage (in the running loop) and return what that reports:
+    each message sent to the running loop's exception handler (redis-py's
+    "Unclosed RedisCluster client"), then each ``ResourceWarning`` (an
+    unclosed connection, client, transport or socket). An empty list: what
+    was collected had been closed.
+
+    Raises:
+        RuntimeError: no event loop is running in this thread.
+    """
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(str(context.get("message"))))
+    try:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            gc.collect()
+    finally:
+        loop.set_exception_handler(handler)
+    return reported + [str(w.message) for w in warned if issubclass(w.category, ResourceWarning)]
 
 
 def at(seconds: float = 0, *, us: int = 0) -> datetime:

@@ -20,6 +20,7 @@ namespace's collections. Every test destroys the stores it made.
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, ClassVar, TypeVar
@@ -33,6 +34,7 @@ from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
 from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
+from memory_core_conformance.harness import leaked_by_collection
 
 __all__ = ["IndexKinds", "RawScan", "VectorStoreConformance", "VectorStoreFactory"]
 
@@ -60,6 +62,23 @@ def unit(*values: float, dim: int = DIM) -> Vector:
     vector = np.zeros(dim, dtype=np.float32)
     vector[: len(values)] = values
     return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+async def _use_in_four_loops(store: BaseVectorStore) -> None:
+    """Open ``store``, write, count and destroy it, each under its own
+    ``asyncio.run`` (in a thread of its own)."""
+
+    async def in_new_loop(work: Awaitable[T]) -> T:
+        return await asyncio.to_thread(asyncio.run, work)  # type: ignore[arg-type]
+
+    try:
+        await in_new_loop(store.open())
+        await in_new_loop(store.upsert([point("m1", axis(0))]))
+        assert await in_new_loop(store.count()) == 1
+        await in_new_loop(store.destroy())
+    finally:
+        if not store.closed:
+            await store.destroy()
 
 
 def axis(index: int, dim: int = DIM) -> Vector:
@@ -762,3 +781,14 @@ class VectorStoreConformance:
         await in_new_loop(store.close())
         assert store.closed
         await vector_store_factory(namespace=store.namespace).destroy()
+
+    async def test_lifecycle_vector_store_each_event_loop_closes_what_it_made_in_it(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """Opened under one ``asyncio.run``, written under a second, counted
+        under a third, destroyed under a fourth: each loop's connections are
+        closed in that loop, not dropped with it (asyncpg's "unclosed
+        connection" warnings when collected later)."""
+        gc.collect()  # what earlier tests dropped is not this case's
+        await _use_in_four_loops(vector_store_factory())  # then nothing references the store
+        assert leaked_by_collection() == [], "a vector store left connections of ended event loops unclosed"

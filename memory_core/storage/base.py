@@ -50,7 +50,9 @@ class BaseStorage(Reads, Writes, WorkingMemory, Erasure):
     loops race to it (the others wait for it, and try themselves if it
     failed); an adapter whose connections belong to the loop that made them
     (``loop_bound``) connects again in each further loop, keeping one
-    connection (pool, client) per loop (:class:`memory_core.loops.LoopLocal`).
+    connection (pool, client) per loop, closed in that loop when
+    ``asyncio.run`` ends it at the latest
+    (:class:`memory_core.loops.LoopConnections`).
 
     Args:
         clock: where "now" comes from (R-CLOCK, R-BUMP); defaults to the

@@ -70,8 +70,10 @@ class AdapterContract(ABC):
     every event loop that uses the store: first once for the store (schema
     included), then once in each further loop, where it must only connect
     (the schema is there: idempotent setup costs a check); the adapter keeps
-    its connections in a :class:`~memory_core.loops.LoopLocal` and its
-    ``_close`` closes them all (:func:`~memory_core.loops.close_everywhere`).
+    its connections in a :class:`~memory_core.loops.LoopConnections`
+    (``keep(connection, close)``: closed in its loop when ``asyncio.run``
+    ends that loop, at the latest) and its ``_close`` closes them all
+    (``close_all()``).
     False (memory://, SQLite's worker thread): ``_open`` runs once."""
 
     # ------------------------------------------------------------------ lifecycle

@@ -30,7 +30,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, bump_us, from_us, to_us
 from memory_core.errors import AdapterClosedError, StaleStateError
 from memory_core.lineage import CopyPlan
-from memory_core.loops import GivenClientLoop, LoopLocal, close_everywhere, connect_through_cancel
+from memory_core.loops import GivenClientLoop, LoopConnections, connect_through_cancel
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names, hide_password
 from memory_core.plan import ReadParts, ReadPlan, ResourceIdQuery
@@ -161,10 +161,6 @@ class _Connection(NamedTuple):
     client: AsyncMongoClient[Doc]
     db: AsyncDatabase[Doc]
 
-    async def close(self) -> None:
-        """Close the client (in its own loop)."""
-        await self.client.close()
-
 
 async def _transaction(client: AsyncMongoClient[Doc], work: Callable[[Session], Awaitable[T]]) -> T:
     """``work`` in a transaction of a new session (retried on transient
@@ -268,7 +264,7 @@ class MongoStorage(BaseStorage):
         self._given = client
         self._given_loop = GivenClientLoop(self.backend_name)
         # PyMongo's async client belongs to the event loop that made it: one per loop
-        self._conns: LoopLocal[_Connection] = LoopLocal()
+        self._conns: LoopConnections[_Connection] = LoopConnections()
         # Set at open from the server's wire version: writes to messages and
         # threads go in one client bulkWrite (MongoDB 8.0+), else one
         # collection bulk_write each.
@@ -367,6 +363,10 @@ class MongoStorage(BaseStorage):
             client = self._given
         else:
             client = AsyncMongoClient(self.url, **self._client_options)
+        # ours is closed in its loop by the loop's end at the latest: a client dropped with a
+        # loop that asyncio.run ended reported "Unclosed AsyncMongoClient" (and its sockets)
+        db = client[self.database_name]
+        await self._conns.keep(_Connection(client, db), client.close if self._owns_client else None)
         try:
             hello = await client.admin.command("hello")
             if self.transactions is None:
@@ -375,21 +375,14 @@ class MongoStorage(BaseStorage):
                 log.info("memory-core mongodb: %s without transactions (ordered write plan)", self.database_name)
             self._client_bulk = int(hello.get("maxWireVersion", 0)) >= CLIENT_BULK_WRITE_WIRE
             self._sharded = hello.get("msg") == "isdbgrid"
-            db = client[self.database_name]
             await ensure_schema(db)
-            self._conns.set(_Connection(client, db))  # the backfill's transactions run on it
-            await backfill_counters(db, self._atomic)
+            await backfill_counters(db, self._atomic)  # its transactions run on the kept client
         except BaseException:
-            self._conns.pop()
-            if self._owns_client:  # a failed open may retry with a new one
-                await client.close()
+            await self._conns.drop()  # a failed open may retry with a new client
             raise
 
     async def _close(self) -> None:
-        if self._owns_client:
-            await close_everywhere(self._conns, _Connection.close)
-        else:
-            self._conns.drain()  # the caller's client: theirs to close
+        await self._conns.close_all()  # the caller's client is theirs to close
 
     async def _destroy(self) -> None:
         await self._here().client.drop_database(self.database_name)

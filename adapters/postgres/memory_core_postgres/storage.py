@@ -28,7 +28,7 @@ from memory_core.capabilities import Capability
 from memory_core.clock import TIME_MAX_US, Clock, from_us
 from memory_core.errors import AdapterClosedError, StaleStateError, ValidationError
 from memory_core.lineage import CopyPlan
-from memory_core.loops import LoopLocal, close_everywhere, connect_through_cancel
+from memory_core.loops import LoopConnections, connect_through_cancel
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
 from memory_core.query import NOT_GIVEN, MessagePatch
@@ -225,7 +225,7 @@ class PostgresStorage(BaseStorage):
         )
         options["schema"] = schema_name(options["schema"], namespace)
         self.settings = PostgresSettings(dsn, **options)
-        self._pools: LoopLocal[asyncpg.Pool] = LoopLocal()
+        self._pools: LoopConnections[asyncpg.Pool] = LoopConnections()
 
     @classmethod
     def from_url(
@@ -374,7 +374,10 @@ class PostgresStorage(BaseStorage):
     async def _open(self) -> None:
         # asyncpg cut mid-connect leaves a future behind: a cancelled open
         # lets the pool come up, then closes it (connect_through_cancel).
-        self._pools.set(await connect_through_cancel(self._new_pool, asyncpg.Pool.close))
+        pool = await connect_through_cancel(self._new_pool, asyncpg.Pool.close)
+        # closed in its loop by the loop's end at the latest: a pool dropped with a loop
+        # that asyncio.run ended left its connections unclosed (ResourceWarning)
+        await self._pools.keep(pool, pool.close)
 
     async def _new_pool(self) -> asyncpg.Pool:
         """A pool on the store's schema, migrated (closed again if that fails)."""
@@ -395,7 +398,7 @@ class PostgresStorage(BaseStorage):
         return pool
 
     async def _close(self) -> None:
-        await close_everywhere(self._pools, asyncpg.Pool.close)
+        await self._pools.close_all()
 
     async def _destroy(self) -> None:
         async with self.pool.acquire() as conn, conn.transaction():

@@ -48,7 +48,7 @@ import asyncpg
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical import BM25_B, BM25_K1, bm25_idf, bm25_score, top_scores
 from memory_core.lexical_index import LexicalDocument, LexicalStatistics
-from memory_core.loops import LoopLocal, close_everywhere, connect_through_cancel
+from memory_core.loops import LoopConnections, connect_through_cancel
 from memory_core.vector import DEFAULT_BATCH_SIZE, DEFAULT_OVERFETCH, BaseVectorStore, PointFilter, RawHit, Vector
 from memory_core.vector_layout import point_id
 from pgvector.asyncpg import register_vector
@@ -153,7 +153,7 @@ class PgVectorStore(BaseVectorStore):
         self.max_size = options["max_size"]
         self.index = index
         self.ef_search = ef_search
-        self._pools: LoopLocal[asyncpg.Pool] = LoopLocal()
+        self._pools: LoopConnections[asyncpg.Pool] = LoopConnections()
 
     @classmethod
     def from_url(cls, url: str, *, clock: Any = None, namespace: str | None = None, **options: Any) -> PgVectorStore:
@@ -211,7 +211,10 @@ class PgVectorStore(BaseVectorStore):
     async def _connect(self) -> None:
         # asyncpg cut mid-connect leaves a future behind: a cancelled open
         # lets the pool come up, then closes it (connect_through_cancel).
-        self._pools.set(await connect_through_cancel(self._new_pool, asyncpg.Pool.close))
+        pool = await connect_through_cancel(self._new_pool, asyncpg.Pool.close)
+        # closed in its loop by the loop's end at the latest: a pool dropped with a loop
+        # that asyncio.run ended left its connections unclosed (ResourceWarning)
+        await self._pools.keep(pool, pool.close)
 
     async def _new_pool(self) -> asyncpg.Pool:
         """The extension and tables prepared, then a pool on the schema."""
@@ -284,7 +287,7 @@ class PgVectorStore(BaseVectorStore):
         return self._table(self._prefix + "memory_documents"), self._table(self._prefix + "memory_postings")
 
     async def _disconnect(self) -> None:
-        await close_everywhere(self._pools, asyncpg.Pool.close)
+        await self._pools.close_all()
 
     async def _list_collections(self) -> Iterable[str]:
         rows = await self.pool.fetch(_TABLES, self.schema)

@@ -32,13 +32,7 @@ from memory_core.errors import (
     ValidationError,
 )
 from memory_core.lineage import CopyPlan
-from memory_core.loops import (
-    GivenClientLoop,
-    LoopLocal,
-    close_at_loop_end,
-    close_everywhere,
-    connect_through_cancel,
-)
+from memory_core.loops import GivenClientLoop, LoopConnections, connect_through_cancel
 from memory_core.models import Message, Resource, Thread
 from memory_core.options import check_option_names
 from memory_core.plan import ReadParts, ReadPlan
@@ -325,22 +319,12 @@ class _CallGate:
 
 
 class _Link(NamedTuple):
-    """One event loop's redis-py client, its loaded scripts, the gate of its
-    concurrent calls (:class:`_CallGate`) and, for a client the store made,
-    its closer."""
+    """One event loop's redis-py client, its loaded scripts and the gate of
+    its concurrent calls (:class:`_CallGate`)."""
 
     client: Any
     scripts: Scripts
     calls: _CallGate
-    ending: Callable[[], Awaitable[None]] | None
-    """Closes ``client`` once, in its own loop, by the loop's end at the
-    latest (:func:`~memory_core.loops.close_at_loop_end`); None for the
-    caller's client."""
-
-    async def close(self) -> None:
-        """Close the client when the store made it (in its own loop)."""
-        if self.ending is not None:
-            await self.ending()
 
 
 class RedisStorage(BaseStorage):
@@ -408,7 +392,7 @@ class RedisStorage(BaseStorage):
         self._owns_client = client is None
         self._given: Any = client
         self._given_loop = GivenClientLoop(self.backend_name)
-        self._links: LoopLocal[_Link] = LoopLocal()
+        self._links: LoopConnections[_Link] = LoopConnections()
         self._keys = Layout(chosen)
         self._thread_at = _Locations()
         self._message_at = _Locations()
@@ -531,13 +515,7 @@ class RedisStorage(BaseStorage):
     async def _open(self) -> None:
         # redis-py's cluster client cut mid-initialize is left unclosed: a
         # cancelled open lets the connect finish, then closes it.
-        await connect_through_cancel(self._connect_here, lambda _: self._drop_link())
-
-    async def _drop_link(self) -> None:
-        """Forget the running loop's client, closing it when it is ours."""
-        link = self._links.pop()
-        if link is not None:
-            await link.close()
+        await connect_through_cancel(self._connect_here, lambda _: self._links.drop())
 
     async def _connect_here(self) -> None:
         """Connect in the running loop (once per loop: ``loop_bound``): a
@@ -551,23 +529,21 @@ class RedisStorage(BaseStorage):
                 raise ValidationError("client", "must be created with decode_responses=True")
         else:
             client = self._new_client()
-        # a loop that asyncio.run ends closes the client first (redis-py's cluster client
+        link = _Link(
+            client, Scripts(client), _CallGate(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
+        )
+        # ours is closed in its loop by the loop's end at the latest (redis-py's cluster client
         # dropped with its loop reports "Unclosed RedisCluster client" to a later loop)
-        ending = await close_at_loop_end(client.aclose) if self._owns_client else None
+        await self._links.keep(link, client.aclose if self._owns_client else None)
         try:
-            scripts = Scripts(client)
-            await scripts.load()
+            await link.scripts.load()
             # the secret that names deleted threads' tombstones (lib.lua, tombstone_key)
             await client.set(self._keys.store + "key", secrets.token_hex(32), nx=True)
             # one server holds every key: a write may span slots in one script
             self._solo = not isinstance(client, RedisCluster)
-            calls = _CallGate(int(self._client_options.get("max_connections", _CONCURRENT_CALLS)))
-            self._links.set(_Link(client, scripts, calls, ending))
             await self._backfill_resources()
         except BaseException:
-            self._links.pop()
-            if ending is not None:
-                await ending()
+            await self._links.drop()
             raise
 
     async def _backfill_resources(self) -> None:
@@ -595,10 +571,7 @@ class RedisStorage(BaseStorage):
         await self._client.set(store + "rsv", "1")
 
     async def _close(self) -> None:
-        if self._owns_client:
-            await close_everywhere(self._links, _Link.close)
-        else:
-            self._links.drain()  # the caller's client: theirs to close
+        await self._links.close_all()  # the caller's client is theirs to close
 
     async def _destroy(self) -> None:
         batch: list[str] = []

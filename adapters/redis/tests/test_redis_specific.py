@@ -5,9 +5,7 @@ error wrapping, and the two-slot write protocol."""
 from __future__ import annotations
 
 import asyncio
-import gc
 import uuid
-import warnings
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -416,33 +414,6 @@ def test_store_follows_a_new_event_loop(make_store: MakeStore) -> None:
     asyncio.run(write())
     assert asyncio.run(read()) == ["m1"]  # a second loop: was "Event loop is closed"
     asyncio.run(store.destroy())
-
-
-def test_each_asyncio_run_closes_the_client_it_made(make_store: MakeStore) -> None:
-    """The client a store makes in a loop that ``asyncio.run`` ends is
-    closed before the loop is: collected later, a dropped cluster client
-    reported "Unclosed RedisCluster client" (and each of its nodes) to the
-    loop running then, and left its sockets open until then."""
-    gc.collect()  # what earlier tests dropped is not this test's
-    store = make_store()
-
-    async def write(store: RedisStorage, n: int) -> None:
-        await store.save_thread({"id": "t1", "resource_id": "r1"})
-        await store.save_messages([Message(f"m{n}", "t1", "user", "hi")])
-
-    async def collect() -> list[str]:
-        reported: list[str] = []
-        asyncio.get_running_loop().set_exception_handler(lambda _, context: reported.append(context["message"]))
-        with warnings.catch_warnings(record=True) as warned:
-            warnings.simplefilter("always")
-            gc.collect()
-        return reported + [str(w.message) for w in warned if issubclass(w.category, ResourceWarning)]
-
-    asyncio.run(write(store, 1))
-    asyncio.run(write(store, 2))  # its own client: the first one's loop is gone
-    asyncio.run(store.destroy())
-    del store
-    assert asyncio.run(collect()) == []
 
 
 async def test_a_given_client_from_another_loop_is_a_clear_error(redis_target: str) -> None:

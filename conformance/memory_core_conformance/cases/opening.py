@@ -35,7 +35,14 @@ from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.identity import same_store
 from memory_core.storage import BaseStorage
 from memory_core_conformance.cases._base import SuiteBase
-from memory_core_conformance.harness import StorageFactory, StorageReopener, message, open_store, thread
+from memory_core_conformance.harness import (
+    StorageFactory,
+    StorageReopener,
+    leaked_by_collection,
+    message,
+    open_store,
+    thread,
+)
 
 __all__ = [
     "CANCEL_POINTS",
@@ -118,6 +125,28 @@ def _assert_typed_open_failure(error: BaseException, store: BaseStorage) -> None
         )
     else:
         assert isinstance(error, ValidationError) and error.field, f"a failed open must name what is wrong: {error!r}"
+
+
+async def _use_in_four_loops(store: BaseStorage) -> None:
+    """Open ``store``, write, read and destroy it, each under its own
+    ``asyncio.run`` (in a thread of its own, :func:`_in_threads`)."""
+
+    async def write() -> None:
+        await store.save_thread(thread("t1"))
+        await store.save_messages([message("m1")])
+
+    async def read() -> list[str]:
+        return [m.id for m in (await store.list_messages("t1", per_page=False)).items]
+
+    try:
+        for call in (store.open, write, read, store.destroy):
+            results = await _in_threads([call])
+            assert not isinstance(results[0], BaseException), f"{call.__name__} in a new loop: {results[0]!r}"
+            if call is read:
+                assert results == [["m1"]]
+    finally:
+        with suppress(AdapterClosedError):
+            await store.destroy()
 
 
 async def _in_threads(calls: list[Callable[[], Awaitable[object]]]) -> list[object]:
@@ -448,6 +477,17 @@ class OpeningCases(SuiteBase):
                 assert results == [None], f"a store used from a new event loop failed: {results[0]!r}"
             assert await _in_threads([read]) == [["m1", "m2"]]
             assert await read() == ["m1", "m2"]  # and still in the loop that opened it
+
+    async def test_lifecycle_each_event_loop_closes_what_the_store_made_in_it(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        # opened under one asyncio.run, written under a second, read under a third, destroyed under
+        # a fourth (sync frameworks call async code so): each loop's connections must be closed in
+        # that loop, not dropped with it (asyncpg "unclosed connection", "Unclosed AsyncMongoClient",
+        # redis-py "Unclosed RedisCluster client" when collected later, and their sockets open till then)
+        gc.collect()  # what earlier tests dropped is not this case's
+        await _use_in_four_loops(storage_factory(None))  # then nothing references the store
+        assert leaked_by_collection() == [], "a store left connections of ended event loops unclosed"
 
     async def test_lifecycle_threads_each_with_its_own_loop_share_one_store(
         self, storage_factory: StorageFactory
