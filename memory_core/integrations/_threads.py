@@ -30,7 +30,7 @@ __all__ = [
     "claim_copy",
     "new_message_id",
     "newest_messages",
-    "newest_until",
+    "newest_matching",
     "owner_of",
     "pop_newest",
     "save_to",
@@ -220,16 +220,16 @@ _MAX_TURN = 1000
 """The furthest :func:`current_turn` walks back (MAX_TOP_K)."""
 
 
-async def newest_until(
-    memory: Memory, thread_id: str, resource_id: str, limit: int | None, stop: Callable[[Message], bool]
+async def newest_matching(
+    memory: Memory, thread_id: str, resource_id: str, limit: int | None, keep: Callable[[Message], bool]
 ) -> tuple[Thread | None, list[Message]]:
-    """The thread and its newest messages down to a stop, oldest first.
+    """The thread and its newest ``limit`` messages (None: all) for which
+    ``keep`` is true, oldest first.
 
-    Walks back from the newest message, at most ``limit`` messages (None:
-    no limit), and ends before the first (newest) message for which
-    ``stop`` is true. Reads pages of up to 100 newest first, with the thread
-    row in the first read, so the cost follows what is returned, not the
-    thread's length.
+    Walks back from the newest message in pages of up to 100, with the
+    thread row in the first read, and stops once ``limit`` are kept: the
+    cost follows what is read back to the oldest one kept (the whole thread
+    when fewer match, or with no limit).
 
     Returns:
         ``(thread, messages)``; ``(None, [])`` when the thread is missing or
@@ -243,22 +243,23 @@ async def newest_until(
     cursor: str | None = None
     await memory.wait_for_writes()  # a cancelled write still in flight is seen whole
     while True:
-        want = _WALK_PAGE if limit is None else min(limit - len(taken), _WALK_PAGE)
         request = MessagePageRequest(
-            thread_ids=(thread_id,), resource_id=resource_id, per_page=want, newest=True, total=False, cursor=cursor
+            thread_ids=(thread_id,),
+            resource_id=resource_id,
+            per_page=0 if limit == 0 else _WALK_PAGE,  # 0: the thread row alone
+            newest=True,
+            total=False,
+            cursor=cursor,
         )
         parts = await memory.storage.message_parts(request, threads=() if thread else (thread_id,))
         if thread is None:
             thread = parts.threads.get(thread_id)
             if thread is None or thread.resource_id != resource_id:
                 return None, []
-        for message in parts.main:  # newest first: the query runs DESC
-            if stop(message):
-                return thread, taken[::-1]
-            taken.append(message)
+        taken += [m for m in parts.main if keep(m)]  # newest first: the query runs DESC
         cursor = parts.next_cursor
         if cursor is None or (limit is not None and len(taken) >= limit):
-            return thread, taken[::-1]
+            return thread, (taken if limit is None else taken[:limit])[::-1]
 
 
 async def current_turn(

@@ -68,8 +68,8 @@ from ._threads import (
     composed_id,
     delete_conversation,
     new_message_id,
+    newest_matching,
     newest_messages,
-    newest_until,
     save_to,
     scoped_key,
     session_thread,
@@ -340,12 +340,13 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
         services make of it: ``num_recent_events`` keeps the newest n (0:
         none; None: all; negative: refused, as ADK's ``GetSessionConfig``
         refuses it, also when built past its validator, where ADK's
-        in-memory and SQLite services disagree); ``after_timestamp`` then
-        keeps the events after the newest one older than it (ADK's
-        in-memory rule; the events at or after it, as ADK's SQLite service
-        reads it, when timestamps grow with appends). Reads the thread row
-        and only the events it returns (walking back from the newest),
-        however long the session.
+        in-memory and SQLite services disagree); with ``after_timestamp``,
+        of the events whose timestamp is at or after it (in append order,
+        as ADK's in-memory service since ADK 2.15, and its SQLite and
+        database services, filter them). Reads the thread row and the
+        events back from the newest to the oldest one returned (with
+        ``after_timestamp``: to the oldest one kept, or the whole session
+        when fewer than ``num_recent_events`` qualify).
 
         ADK's ``GetSessionConfig`` is a pydantic model that turns ``True``
         into 1 and ``2.0`` or ``"2"`` into 2 when it is built, before the
@@ -381,11 +382,11 @@ class MemoryCoreSessionService(BaseSessionService):  # type: ignore[misc]  # Any
             thread = await self.memory.storage.get_thread(thread_id, owner)
             return thread, [] if thread is None else await newest_messages(self.memory, thread_id, owner, limit)
 
-        def older(message: Message) -> bool:
+        def at_or_after(message: Message) -> bool:
             event = _event_of(message)
-            return event is not None and event.timestamp < after
+            return event is not None and event.timestamp >= after
 
-        return await newest_until(self.memory, thread_id, owner, limit, older)
+        return await newest_matching(self.memory, thread_id, owner, limit, at_or_after)
 
     @staticmethod
     def _session(thread: Thread, state: dict[str, Any], events: list[Event]) -> Session:
