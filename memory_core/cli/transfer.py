@@ -247,6 +247,7 @@ def export(
                             target.write(line)
                             target.write("\n")
                             progress.done(progress.count + 1)
+                    work_complete()  # the export is in place: a Ctrl-C from here must not call it unwritten
                     await _hint_if_absent(storage, resource, "nothing was exported")
 
             whole = output is not None and not direct
