@@ -171,8 +171,7 @@ class VectorLifecycle(LexicalPrimitives, ABC):
             raise ValidationError(
                 "url",
                 f"{self!r} holds no memory-core vectors (no {self._collection_prefix}<dimension> collection); "
-                "check the URL for a typo (its folder, server or namespace), or leave the option out when no "
-                "vectors were ever written",
+                "check the URL for a typo (its folder, server or namespace)",
             )
 
     async def _check_backend(self) -> None:

@@ -158,3 +158,29 @@ def test_an_index_of_another_store_is_flagged_and_refused_unless_forced(tmp_path
     forced = cli("reindex", url, "--vector", theirs, "--embedder", "lexical", "--force")
     assert forced.returncode == 0, forced.stderr
     assert forced.stdout.strip() == "reindexed 7 messages in 2 resources", forced.stdout
+
+
+def test_reindex_builds_an_index_into_a_new_or_empty_vector_store(tmp_path: Path) -> None:
+    """``reindex --new`` is how an index is built for a store that has none
+    (an import without ``--vector``, an index moved to a new folder): into
+    an empty folder and into one that does not exist yet it builds the
+    index, which ``check-index`` then finds in step. Without ``--new`` a
+    vector URL naming no index is still refused as a probable typo, each
+    command naming its own way out. Before: reindex refused both, advising
+    to leave out the option it requires (trial 26b)."""
+    url, _ = _store(tmp_path)
+    (tmp_path / "fresh").mkdir()
+    for folder in ("fresh", "new"):
+        vectors = f"qdrant+path:///{tmp_path / folder}"
+        refused = cli("check-index", url, "--vector", vectors)
+        assert refused.returncode == 2 and "or build one with memory-core reindex --new" in refused.stderr
+        typo = cli("reindex", url, "--vector", vectors, "--embedder", "lexical")
+        assert typo.returncode == 2 and "check the URL for a typo" in typo.stderr, typo.stderr
+        assert "or pass --new to build a new index there" in typo.stderr, typo.stderr
+        built = cli("reindex", url, "--vector", vectors, "--embedder", "lexical", "--new")
+        assert built.returncode == 0, built.stderr
+        assert built.stdout.strip() == "reindexed 7 messages in 2 resources", built.stdout
+        checked = cli("check-index", url, "--vector", vectors)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    one = cli("reindex", url, "--vector", f"qdrant+path:///{tmp_path / 'new'}", "--resource", "r1")
+    assert one.stdout.strip() == "reindexed 5 messages in 1 resource", one.stdout

@@ -97,7 +97,13 @@ def erase(
         if not (dry_run or yes) and not sys.stdin.isatty():
             fail(_UNASKED)
         store = command_storage(storage, "--storage", must_exist=True)
-        vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+        vectors = (
+            None
+            if vector is None
+            else command_vector(
+                vector, "--vector", must_exist=True, otherwise="or leave --vector out when no vectors were ever written"
+            )
+        )
         if dry_run or not yes:
             counted, hint = run_interruptible(_count(store, vectors, resource), "nothing was erased")
             if hint is not None:
@@ -112,7 +118,16 @@ def erase(
                 raise typer.Exit(DECLINED)
             # The count closed the stores: the erasure opens them again.
             store = command_storage(storage, "--storage", must_exist=True)
-            vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+            vectors = (
+                None
+                if vector is None
+                else command_vector(
+                    vector,
+                    "--vector",
+                    must_exist=True,
+                    otherwise="or leave --vector out when no vectors were ever written",
+                )
+            )
         done, hint = run_interruptible(
             _erase(store, vectors, resource),
             "the erasure may be partial; run the same command again to finish it",

@@ -95,7 +95,7 @@ def check_index(
     ``memory-core reindex`` that repairs it, or says the index holds none
     of the store's messages: probably another store's); reads only."""
     with user_errors():
-        storage, vectors, model = _stores(url, vector, resource, thread, embedder)
+        storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=False, new=False)
         (statuses, foreign), hint = run_interruptible(
             _check(storage, vectors, model, resource, thread), "nothing was changed; run the check again"
         )
@@ -129,8 +129,15 @@ def reindex(
         bool,
         typer.Option("--force", help="Rebuild even an index that holds none of the store's messages."),
     ] = False,
+    new: Annotated[
+        bool,
+        typer.Option("--new", help="Build a new index: --vector may name a new or empty vector store."),
+    ] = False,
 ) -> None:
-    """Rebuild the vector (and lexical) index from storage.
+    """Rebuild the vector (and lexical) index from storage; with ``--new``,
+    build one into a new or empty vector store (a store imported without
+    ``--vector``, an index moved elsewhere). Without it, a ``--vector``
+    naming no index is refused as a probable typo.
 
     Every resource (or one resource, or one thread) gets its messages'
     vectors and lexical documents again; those of messages storage no
@@ -139,7 +146,7 @@ def reindex(
     none of the store's messages (probably another store's) is refused
     before anything is written (exit 2), unless ``--force``."""
     with user_errors():
-        storage, vectors, model = _stores(url, vector, resource, thread, embedder)
+        storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=True, new=new)
         done, hint = run_interruptible(
             _reindex(storage, vectors, model, resource, thread, force),
             "the resources reported were rebuilt, the one under way may be partly; run the reindex again",
@@ -147,7 +154,8 @@ def reindex(
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
     total = sum(count for _, count in done)
-    console.print(f"reindexed {total} messages in {len(done)} {'thread' if thread else 'resources'}", soft_wrap=True)
+    scopes = "thread" if thread else "resource" if len(done) == 1 else "resources"
+    console.print(f"reindexed {total} messages in {len(done)} {scopes}", soft_wrap=True)
 
 
 def _scope_option(resource: str | None, thread: str | None) -> list[str]:
@@ -155,9 +163,19 @@ def _scope_option(resource: str | None, thread: str | None) -> list[str]:
 
 
 def _stores(
-    url: str, vector: str, resource: str | None, thread: str | None, embedder: str | None
+    url: str,
+    vector: str,
+    resource: str | None,
+    thread: str | None,
+    embedder: str | None,
+    *,
+    builds: bool,
+    new: bool,
 ) -> tuple[Storage, VectorStore, Embedder | None]:
-    """The storage and vector store (built, checked, not opened) and the
+    """The storage and vector store (built, checked, not opened: the index
+    must exist, a misspelt URL would build one elsewhere, unless ``new``:
+    ``reindex --new`` builds into a new or empty vector store; ``builds``:
+    the command is ``reindex``, for the refusal's next step) and the
     embedder (None without ``--embedder``: the Memory takes the one the
     index shows, :func:`~memory_core.embedders.embedder_of_index`); the
     scope checked. Raises as the commands document."""
@@ -168,7 +186,8 @@ def _stores(
     if thread is not None:
         check_id(thread, "--thread")
     storage = command_storage(url, "URL", must_exist=True)
-    vectors = command_vector(vector, "--vector", must_exist=True)
+    otherwise = "or pass --new to build a new index there" if builds else "or build one with memory-core reindex --new"
+    vectors = command_vector(vector, "--vector", must_exist=not new, otherwise=otherwise)
     return storage, vectors, None if embedder is None else get_embedder(embedder)
 
 

@@ -113,7 +113,13 @@ def prune(
         policy = RetentionPolicy(target, before=cutoff, resource_id=resource, batch_size=batch_size)
         # A missing SQLite file is a typo here, not an empty store to create.
         storage = command_storage(url, "URL", must_exist=True)
-        vectors = None if vector is None else command_vector(vector, "--vector", must_exist=True)
+        vectors = (
+            None
+            if vector is None
+            else command_vector(
+                vector, "--vector", must_exist=True, otherwise="or leave --vector out when no vectors were ever written"
+            )
+        )
         resume = f"--before {cutoff.isoformat()}"
         if dry_run:
             errors.print(f"cutoff {cutoff.isoformat()}", soft_wrap=True)

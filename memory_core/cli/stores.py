@@ -68,7 +68,7 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
     return _preflight(storage, role, must_exist)
 
 
-def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
+def command_vector(url: str, role: str, *, must_exist: bool, otherwise: str = "") -> VectorStore:
     """The vector store for ``url``, built but not opened: refused when it
     keeps its points in memory (every command's ``--vector`` must outlive
     the process: :func:`memory_core.arguments.check_persistent`), then
@@ -80,6 +80,8 @@ def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
     must already hold a collection: ``qdrant+path:///`` with a misspelt
     folder would otherwise be created empty (by ``--dry-run`` too) and a
     prune would report success while the real index keeps every point.
+    ``otherwise`` is the command's other way out, added to that refusal
+    (``"or pass --new to build a new index there"``).
 
     Raises:
         ValidationError: from the registry (scheme, adapter, URL options);
@@ -92,7 +94,7 @@ def command_vector(url: str, role: str, *, must_exist: bool) -> VectorStore:
         vectors = build_vector(url)
     check_persistent(vectors, role)
     if isinstance(vectors, BaseVectorStore):
-        _preflight(vectors, role, must_exist)
+        _preflight(vectors, role, must_exist, otherwise)
     return vectors
 
 
@@ -118,7 +120,7 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
     return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
 
 
-def _preflight(store: S, role: str, must_exist: bool) -> S:
+def _preflight(store: S, role: str, must_exist: bool, otherwise: str = "") -> S:
     """``store`` after its ``preflight`` (a storage or a vector store); a
     refusal is one red line ``<role>: <reason>``. A storage the command does
     not read (``must_exist`` false) is one it writes into: its preflight
@@ -130,5 +132,5 @@ def _preflight(store: S, role: str, must_exist: bool) -> S:
         else:
             asyncio.run(store.preflight(must_exist=must_exist, writes=not must_exist))
     except ValidationError as exc:
-        fail(f"{role}: {exc.reason}")
+        fail(f"{role}: {exc.reason}{'; ' + otherwise if otherwise else ''}")
     return store
