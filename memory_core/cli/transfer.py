@@ -338,7 +338,8 @@ def copy(
                 await _hint_if_absent(src, resource, "nothing was copied")
                 work_complete()  # copied and verified: closing the stores finishes after a Ctrl-C
             if report.difference is not None:
-                _err.print(f"[red]verification failed: {escape(str(report.difference))}[/]", soft_wrap=True)
+                difference = report.difference.between("the source", "the destination")
+                _err.print(f"[red]verification failed: {escape(difference)}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)
             _err.print(
                 f"copied and verified: {report.imported.trailer['counts']}; written {report.imported.written}, "

@@ -85,6 +85,19 @@ class Difference:
     def __str__(self) -> str:
         return f"{self.subject} {self.key!r}: expected {self.expected!r}, found {self.found!r}"
 
+    def between(self, expected: str, found: str) -> str:
+        """The difference in words, naming the two sides (``"the source"``,
+        ``"the destination"``): what one holds and the other lacks, or that
+        they differ."""
+        where = f"{self.subject} {self.key!r}"
+        if self.expected is None:
+            return f"{where}: {found} holds it, {expected} does not"
+        if self.found is None:
+            return f"{where}: {expected} holds it, {found} does not"
+        if self.subject == "counts":
+            return f"{where}: {expected} holds {self.expected!r}, {found} {self.found!r}"
+        return f"{where}: its content differs between {expected} and {found}"
+
 
 def first_difference(expected: dict[str, Any], found: dict[str, Any]) -> Difference | None:
     """The first difference between two trailers, or None when they are

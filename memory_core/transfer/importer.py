@@ -243,7 +243,9 @@ class _Import:
     def check_trailer(self, trailer: dict[str, Any], where: str) -> None:
         difference = first_difference(trailer, self.summary.trailer())
         if difference is not None:
-            raise TransferError(where, f"the records read do not match the trailer: {difference}")
+            raise TransferError(
+                where, f"the records read do not match the trailer: {difference.between('the trailer', 'the records')}"
+            )
         counted = self.summary.counts.get("messages", 0)
         if counted != self.declared:
             raise TransferError(
