@@ -98,3 +98,57 @@ def test_help_into_a_closed_pipe_ends_without_a_traceback() -> None:
     errors = process.stderr.read().decode()
     assert process.wait(timeout=120) == 141, errors
     assert "Traceback" not in errors, errors
+
+
+@pytest.fixture
+def sigint_restored() -> object:
+    """``work_complete`` ignores SIGINT in the main thread: put it back."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_ctrl_c_that_lands_as_the_work_completes_is_no_interruption(sigint_restored: object) -> None:
+    """A Ctrl-C that cut the work short just after its result was in place
+    (an export's file renamed into place) ends as the complete command it
+    is: ``complete_if`` says so, no "interrupted" line, no exit 130.
+    Before: "FILE was not written" for a whole file (trial 25b, 1 in 30)."""
+    from memory_core.cli.host import run_interruptible
+
+    async def cut_short() -> str:
+        raise KeyboardInterrupt  # what the SIGINT handler raises at the work's last await
+
+    assert run_interruptible(cut_short(), "FILE was not written", complete_if=lambda: "whole") == "whole"
+
+
+def test_a_ctrl_c_before_the_loop_runs_leaves_one_line_and_no_warning(
+    monkeypatch: pytest.MonkeyPatch, sigint_restored: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C while ``asyncio.run`` builds its loop leaves the command's
+    coroutines never started: they are closed, so the ``interrupted:``
+    line is the only one (before: "coroutine ... was never awaited"
+    warnings after it, trial 25b)."""
+    import gc
+    import warnings
+
+    import typer
+
+    from memory_core.cli import host
+
+    def interrupted_run(main: object) -> object:
+        raise KeyboardInterrupt
+
+    async def work() -> None:
+        return None
+
+    monkeypatch.setattr("asyncio.run", interrupted_run)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(typer.Exit) as ended:
+            host.run_interruptible(work(), "run it again")
+        gc.collect()
+    assert ended.value.exit_code == host.INTERRUPTED
+    assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
+    assert "interrupted: run it again" in capsys.readouterr().err

@@ -189,7 +189,9 @@ def fail(message: str) -> None:
     raise typer.Exit(USER_ERROR) from None
 
 
-def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
+def run_interruptible(
+    work: Coroutine[Any, Any, T], interrupted: str, *, complete_if: Callable[[], T | None] | None = None
+) -> T:
     """Run ``work`` (``asyncio.run``); on Ctrl-C while it runs print
     ``interrupted: <interrupted>`` in yellow on stderr and exit with
     :data:`INTERRUPTED`, without a traceback.
@@ -202,6 +204,9 @@ def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
     Args:
         work: the command's coroutine.
         interrupted: what the user should know and do (``"resume with --before ..."``).
+        complete_if: asked after a Ctrl-C that cut ``work`` short: the
+            command's result when its work was complete all the same (an
+            export whose file was put in place just before), else None.
 
     Raises:
         typer.Exit: after a Ctrl-C that left work undone (exit code 130).
@@ -214,12 +219,18 @@ def run_interruptible(work: Coroutine[Any, Any, T], interrupted: str) -> T:
         work_complete()
         return result
 
+    main = whole()
     try:
-        return asyncio.run(whole())
+        return asyncio.run(main)
     except KeyboardInterrupt:
         if finished:  # the Ctrl-C came between the end of the work and work_complete
             return finished[0]
         work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
+        for never_run in (main, work):  # cut before the loop ran them: no "never awaited" warning
+            never_run.close()
+        done = None if complete_if is None else complete_if()
+        if done is not None:
+            return done
         errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
 

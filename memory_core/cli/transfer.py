@@ -252,7 +252,10 @@ def export(
 
             whole = output is not None and not direct
             run_interruptible(
-                work(), f"{output} was not written; run the export again" if whole else "run the export again"
+                work(),
+                f"{output} was not written; run the export again" if whole else "run the export again",
+                # a Ctrl-C just as the file was put in place: the export is whole all the same
+                complete_if=(lambda: "written" if output is not None and output.exists() else None) if whole else None,
             )
 
 
