@@ -118,7 +118,7 @@ def test_erase_on_a_terminal_shows_what_would_go_and_asks(
             process.kill()
     said = err.decode()
     assert process.returncode == code, said
-    assert "would erase resource 'u1': 2 threads, 5 messages" in said and "erase it?" in said, said
+    assert "would erase resource 'u1': 2 threads, 5 messages" in said and "erase it? [y/N]" in said, said
     assert asyncio.run(_left(url, "u1")) == left
     if code == 0:
         assert out.decode().startswith("erased resource 'u1'"), out

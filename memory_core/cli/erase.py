@@ -142,7 +142,7 @@ def _confirmed() -> bool:
     """Ask on stderr and read the answer from stdin (a terminal): True for
     y or yes. (click's prompt writes part of its question to stdout, which
     carries the command's result.)"""
-    errors.print("erase it? [y/N] ", end="", soft_wrap=True)
+    errors.print(escape("erase it? [y/N] "), end="", soft_wrap=True)  # unescaped, rich reads [y/N] as a style
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
