@@ -200,12 +200,15 @@ async def test_clone_thread_copies_messages_in_order(memory: Memory) -> None:
     await _thread_with_messages(memory, 6)
     originals_last = (await memory.list_messages("t1", per_page=False)).items[-1].id
     made = await memory.clone_thread("t1", "t1-copy", title="copy", metadata={"k": 1})
+    source = await memory.get_thread("t1")
+    assert source is not None and source.created_at is not None
     thread = made.thread
     assert thread.title == "copy" and thread.metadata == {
         "k": 1,
         "cloned_from": "t1",
         "cloned_from_resource": "r1",
         "cloned_last_message_id": originals_last,
+        "cloned_from_created_at": source.created_at.isoformat(timespec="microseconds"),
     }
     listed = await memory.list_messages("t1-copy", per_page=False)
     originals = await memory.list_messages("t1", per_page=False)

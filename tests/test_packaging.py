@@ -81,7 +81,16 @@ def test_core_wheel_holds_the_contract_and_the_cli_only(tmp_path: Path) -> None:
     # their distributions) and its reference stores.
     groups = configparser.ConfigParser(delimiters=("=",))
     groups.read_string(registered)
-    assert sorted(groups["memory_core.cli"]) == ["check-index", "copy", "demo", "export", "import", "prune", "reindex"]
+    assert sorted(groups["memory_core.cli"]) == [
+        "check-index",
+        "copy",
+        "demo",
+        "erase",
+        "export",
+        "import",
+        "prune",
+        "reindex",
+    ]
     assert all(value.startswith("memory_core.") for value in groups["memory_core.cli"].values())
     assert dict(groups["memory_core.storage"]) == {"memory": "memory_core.reference:InMemoryStorage"}
 

@@ -14,6 +14,7 @@ import pytest
 from memory_core import InMemoryStorage, connect_vector
 from memory_core.errors import BackendError, ValidationError
 from memory_core.reference_vector import InMemoryVectorStore
+from memory_core.registry import build_storage
 from memory_core.transfer import check_persistent, reembedder
 from memory_core.vector import BaseVectorStore, PointFilter, RawHit, Vector, VectorPoint
 
@@ -113,7 +114,7 @@ async def test_memory_scheme_opens_the_reference_vector_store() -> None:
         await connect_vector("memory://somewhere")
 
 
-def test_transfers_re_embed_only_into_a_persistent_store() -> None:
+def test_transfers_re_embed_only_into_a_persistent_store(tmp_path: Path) -> None:
     """The reference store keeps its points in the object: a transfer's
     re-embedding into it would vanish with the process (refused, no I/O)."""
     store = InMemoryVectorStore()
@@ -123,7 +124,8 @@ def test_transfers_re_embed_only_into_a_persistent_store() -> None:
     assert caught.value.field == "--vector" and "in memory" in caught.value.reason
     store.persistent = True  # what a store on disk or on a server says
     check_persistent(store)
-    assert callable(reembedder(InMemoryStorage(), store))
+    persistent_storage = build_storage(f"sqlite:///{tmp_path / 'agent.db'}")
+    assert callable(reembedder(persistent_storage, store))  # the pairing a transfer may re-embed into
 
 
 async def test_preflight_must_exist_wants_a_collection_of_this_namespace() -> None:
