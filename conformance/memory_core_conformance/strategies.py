@@ -30,6 +30,7 @@ from memory_core.models import DateRange, Include, Message, MessageFilter, Order
 from memory_core.validation import INT64_MAX, INT64_MIN, MAX_ID_LENGTH
 
 __all__ = [
+    "BAD_IDS",
     "TIME_POOL",
     "Dataset",
     "EDGE_DATETIMES",
@@ -138,27 +139,27 @@ def ids() -> st.SearchStrategy[str]:
     )
 
 
+BAD_IDS: tuple[Any, ...] = (
+    "",
+    " ",
+    "\t\n",
+    "a\x00b",
+    "a\nb",
+    "\x1b[31mred",
+    "a\x7f",
+    "a\x85b",
+    "x" * (MAX_ID_LENGTH + 1),
+    "bad \ud83d id",
+    5,
+    None,
+)
+"""Values R-ID rejects, one of each kind: empty, blank, control characters
+(NUL, newline, escape, DEL, C1), too long, lone surrogate, not a str."""
+
+
 def bad_ids() -> st.SearchStrategy[Any]:
-    """Values R-ID rejects: empty, blank, control characters (NUL, newline,
-    escape, DEL, C1), too long, lone surrogate, not a str."""
-    return st.sampled_from(
-        [
-            "",
-            " ",
-            "\t\n",
-            "a\x00b",
-            "a\nb",
-            "\x1b[31mred",
-            "a\x7f",
-            "a\x85b",
-            "x" * (MAX_ID_LENGTH + 1),
-            "bad \ud83d id",
-            5,
-            None,
-            b"t1",
-            5.0,
-        ]
-    )
+    """Values R-ID rejects: :data:`BAD_IDS`, and bytes and a float."""
+    return st.sampled_from([*BAD_IDS, b"t1", 5.0])
 
 
 def texts(*, min_size: int = 0, max_size: int = 64, long: bool = False) -> st.SearchStrategy[str]:

@@ -20,24 +20,10 @@ from memory_core.validation import INT64_MAX, INT64_MIN, MAX_MESSAGE_BYTES, mess
 from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
 from memory_core_conformance.compare import json_identical
 from memory_core_conformance.harness import at, message, thread
-from memory_core_conformance.strategies import EDGE_DATETIMES, ODD_IDS
+from memory_core_conformance.strategies import BAD_IDS, EDGE_DATETIMES, ODD_IDS
 
 __all__ = ["ValueRules"]
 
-BAD_IDS: list[Any] = [
-    "",
-    " ",
-    "\t\n",
-    "a\x00b",
-    "a\nb",
-    "\x1b[31mred",
-    "a\x7f",
-    "a\x85b",
-    "x" * 257,
-    "bad \ud83d id",
-    5,
-    None,
-]
 BAD_ID_NAMES = [
     "empty",
     "space",
