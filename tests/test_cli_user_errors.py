@@ -168,3 +168,21 @@ def test_a_missing_vectors_folder_is_named_by_the_option_that_gave_it(tmp_path: 
     missing = cli("demo", "--storage", f"sqlite:///{tmp_path / 'no' / 'agent.db'}", "--vector", "none")
     assert missing.returncode == 2, missing.stderr
     assert missing.stderr.startswith("error: --storage: folder "), missing.stderr
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+@pytest.mark.parametrize("command", [["demo"], ["reindex", "{db}", "--new"], ["import", "{db}"]])
+def test_a_misspelt_embedder_is_named_as_the_option(command: list[str], tmp_path: Path) -> None:
+    """``--embedder lexcal`` is refused naming ``--embedder`` (the option
+    the user typed), not the library's field ``embedder`` (trial 26b)."""
+    db = f"sqlite:///{tmp_path / 'agent.db'}"
+
+    async def made() -> None:
+        async with await connect(db):
+            pass
+
+    asyncio.run(made())
+    args = [a.replace("{db}", db) for a in command]
+    done = cli(*args, "--vector", f"qdrant+path:///{tmp_path / 'vectors'}", "--embedder", "lexcal")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: --embedder: unknown embedder 'lexcal'"), done.stderr

@@ -34,7 +34,8 @@ from rich.table import Table
 
 from memory_core.cli.host import CLOSED_PIPE, console, user_errors
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
-from memory_core.embedders import Embedder, LexicalHashEmbedder, get_embedder
+from memory_core.cli.stores import command_embedder
+from memory_core.embedders import Embedder, LexicalHashEmbedder
 from memory_core.errors import ValidationError, url_named
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
@@ -487,7 +488,7 @@ async def _demo(
     embedder = None
     if vector_url and embedder_name is not None:
         # Built before any store is opened, so a bad name leaves nothing open.
-        embedder = get_embedder(embedder_name)
+        embedder = command_embedder(embedder_name)
     namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
         # An error about a URL names the option that gave it (a --vector folder that is missing: --vector).

@@ -33,8 +33,7 @@ from rich.markup import escape
 
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
 from memory_core.cli.resources import absent_resource_hint
-from memory_core.cli.stores import command_storage, command_vector
-from memory_core.embedders import get_embedder
+from memory_core.cli.stores import command_embedder, command_storage, command_vector
 from memory_core.errors import EmbedderMismatchError
 from memory_core.validation import check_id
 
@@ -188,7 +187,7 @@ def _stores(
     storage = command_storage(url, "URL", must_exist=True)
     otherwise = "or pass --new to build a new index there" if builds else "or build one with memory-core reindex --new"
     vectors = command_vector(vector, "--vector", must_exist=not new, otherwise=otherwise)
-    return storage, vectors, None if embedder is None else get_embedder(embedder)
+    return storage, vectors, None if embedder is None else command_embedder(embedder)
 
 
 async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> tuple[list[str], str | None]:

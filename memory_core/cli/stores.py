@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from memory_core.arguments import check_persistent
 from memory_core.cli.host import fail
+from memory_core.embedders import Embedder, get_embedder
 from memory_core.errors import ValidationError, url_named
 from memory_core.identity import same_store
 from memory_core.registry import build_storage, build_vector
@@ -24,7 +25,7 @@ from memory_core.vector import BaseVectorStore, VectorStore
 
 S = TypeVar("S", Storage, BaseVectorStore)
 
-__all__ = ["command_storage", "command_vector", "copy_storages", "url_role"]
+__all__ = ["command_embedder", "command_storage", "command_vector", "copy_storages", "url_role"]
 
 
 @contextmanager
@@ -96,6 +97,20 @@ def command_vector(url: str, role: str, *, must_exist: bool, otherwise: str = ""
     if isinstance(vectors, BaseVectorStore):
         _preflight(vectors, role, must_exist, otherwise)
     return vectors
+
+
+def command_embedder(name: str) -> Embedder:
+    """The embedder ``--embedder`` names (:func:`memory_core.embedders.get_embedder`).
+
+    Raises:
+        ValidationError: field ``--embedder`` (as the command line spells
+            it, not the library's ``embedder``): an unknown name, or one
+            whose package is not installed (the message names it).
+    """
+    try:
+        return get_embedder(name)
+    except ValidationError as exc:
+        raise ValidationError("--embedder", exc.reason, exc.rule) from None
 
 
 def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:

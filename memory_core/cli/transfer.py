@@ -35,8 +35,8 @@ from rich.markup import escape
 from memory_core.cli.host import errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
-from memory_core.cli.stores import command_storage, command_vector, copy_storages
-from memory_core.embedders import Embedder, default_embedder, get_embedder
+from memory_core.cli.stores import command_embedder, command_storage, command_vector, copy_storages
+from memory_core.embedders import Embedder, default_embedder
 from memory_core.errors import ValidationError
 from memory_core.storage import Storage
 from memory_core.transfer import (
@@ -192,7 +192,7 @@ def _reembedding(
                 "goes with --vector (the store to re-embed into); add --vector URL or leave out --embedder",
             )
         return None, None, None, ""
-    model = default_embedder() if embedder is None else get_embedder(embedder)
+    model = default_embedder() if embedder is None else command_embedder(embedder)
     vectors = command_vector(vector, "--vector", must_exist=False)
     note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
     return vectors, model, reembedder(storage, vectors, "--vector", model), note
