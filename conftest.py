@@ -51,3 +51,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     its collection order (after pytest's own grouping by fixture
     parameters, hence ``trylast``)."""
     items.sort(key=_rank)
+
+
+@pytest.fixture(autouse=True)
+def _sigint_restored() -> object:
+    """Each test leaves SIGINT as it found it: a command run in-process
+    (typer's ``CliRunner``) ends with ``work_complete``, which ignores
+    SIGINT in the main thread, and every process a later test starts would
+    inherit that (a command started with SIGINT ignored keeps it ignored,
+    so the Ctrl-C tests would see no interruption)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, before)
