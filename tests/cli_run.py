@@ -12,6 +12,7 @@ commands through the real entry-point discovery either way.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -61,10 +62,21 @@ def cli_process(
 ) -> subprocess.Popen[bytes]:
     """Start ``memory-core ARGS`` (not waited for); ``env_extra`` adds to its
     environment; ``as_script`` runs the installed script (:func:`script`,
-    which must exist) instead of ``python -m memory_core``."""
+    which must exist) instead of ``python -m memory_core``. It starts as a
+    terminal's foreground job does, SIGINT at its default and not blocked,
+    whatever the test process has (a test runner's worker may ignore or
+    block it, and a child inherits both); a ``preexec_fn`` given replaces
+    that (a test of a background job)."""
     environment = {**_environment(), **(env_extra or {})}
     command = [str(script())] if as_script else [sys.executable, "-m", "memory_core"]
+    popen.setdefault("preexec_fn", _foreground)
     return subprocess.Popen([*command, *args], cwd=cwd, env=environment, **popen)
+
+
+def _foreground() -> None:
+    """In the child before ``exec``: SIGINT as a terminal's foreground job has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def cli(

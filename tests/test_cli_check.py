@@ -20,6 +20,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from memory_core.cli import app
+from tests.cli_run import cli_process
 
 SCRIPT = shutil.which("memory-core")
 
@@ -38,8 +39,8 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
     out = tmp_path / "out.txt"
     with out.open("w") as sink:
         # The ci profile takes minutes on SQLite: the interrupt lands mid-suite.
-        process = subprocess.Popen(
-            [SCRIPT, "check", url, "--new", "--profile", "ci"], stdout=sink, stderr=subprocess.STDOUT
+        process = cli_process(
+            "check", url, "--new", "--profile", "ci", as_script=True, stdout=sink, stderr=subprocess.STDOUT
         )
         try:
             # Once the run's first store exists (the probe's, then the
