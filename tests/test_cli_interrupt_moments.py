@@ -54,13 +54,17 @@ def _acceptable(code: int, said: str) -> bool:
     130), the one ``interrupted:`` line and exit 130, done (0), or a
     traceback wholly inside the interpreter's own start (``site``, pip's
     script importing ``re``, finding and compiling memory-core's
-    ``__init__``), which no package can reach: no frame of its code."""
+    ``__init__``), which no package can reach: no frame of its code; or
+    the interpreter's own exit 1 there ("KeyboardInterrupt", "Fatal Python
+    error: init_import_site"), as the operators guide says."""
     if code == -signal.SIGINT and said == "":
         return True
     if code == 130 and re.fullmatch(r"interrupted: [^\n]*\n", said) is not None:
         return True
     if code == 0 and "Traceback" not in said:
         return True
+    if code == 1 and ("KeyboardInterrupt" in said or "Fatal Python error" in said) and "interrupted:" not in said:
+        return _OURS.search(said) is None  # the interpreter's own start (site): exit 1, its own words
     return "Traceback" in said and _OURS.search(said) is None
 
 

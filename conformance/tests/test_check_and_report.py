@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -121,7 +122,12 @@ def test_a_ctrl_c_whose_keyboard_interrupt_was_lost_still_stops_the_check(
     console, out = _console()
     errors, said = _console()
     args = ["-p", "lost_interrupt", "-k", "test_r_page"]
-    code = run_check("memory://", profile="quick", console=console, errors=errors, pytest_args=args)
+    # SIGINT as a terminal's process has it (a test runner's may ignore it: then the check keeps it ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        code = run_check("memory://", profile="quick", console=console, errors=errors, pytest_args=args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     line = said.getvalue().strip().splitlines()[-1]
     assert code == 130, said.getvalue()
     found = re.fullmatch(r"interrupted after (\d+) of (\d+) tests: no verdict", line)
