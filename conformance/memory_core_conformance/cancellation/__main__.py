@@ -7,12 +7,14 @@ folder), a server the run starts and stops the way the adapters' tests do
 a three-node valkey cluster; ``postgres``: PostgreSQL 16 from pgserver;
 ``mongodb``: secantusdb), or the URL of a running server. The store is
 opened once per write case in a fresh ``namespace`` (destroyed after its
-trials); each trial writes in its own scope of it (see the package docstring), through a
-Memory pairing it with a vector store of the trial's own (``--vector``,
-default the in-memory reference store ``memory://``, a fresh namespace per
-trial; ``none`` for none) and the lexical embedder, so every write is
-checked with its vectors. Exit status 1 when a
-trial failed (each failure printed)."""
+trials; with ``--store-every N``, again in another fresh namespace after
+every N trials: on secantusdb, whose reads walk a hinted index whole, a
+trial otherwise costs more than the one before); each trial writes in its
+own scope of it (see the package docstring), through a Memory pairing it
+with a vector store of the trial's own (``--vector``, default the in-memory
+reference store ``memory://``, a fresh namespace per trial; ``none`` for
+none) and the lexical embedder, so every write is checked with its vectors.
+Exit status 1 when a trial failed (each failure printed)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from contextlib import ExitStack, asynccontextmanager, contextmanager
 import memory_core
 from memory_core import Memory
 from memory_core.embedders import get_embedder
+from memory_core.storage import Storage
 from memory_core.vector import BaseVectorStore
 
 from . import FULL_EVERY, OpenMemory, check_case, table
@@ -67,24 +70,32 @@ def started(backend: str) -> Iterator[str]:
 
 
 @asynccontextmanager
-async def opened(backend: str, folder: str, vector: str = "memory://") -> AsyncIterator[OpenMemory]:
+async def opened(
+    backend: str, folder: str, vector: str = "memory://", store_every: int = 0
+) -> AsyncIterator[OpenMemory]:
     """The storage of ``backend`` (a storage URL, ``memory`` or ``sqlite``)
-    opened once in a fresh namespace for one case's trials (destroyed on
-    exit: a store the trials of every case filled would slow the reference
-    store's whole-store scans down, case after case);
-    yields an ``open_memory`` whose every use pairs it with a vector store
-    at ``vector`` in a fresh namespace (destroyed on exit), so a trial's
-    vector totals are its own."""
-    fresh = f"c{uuid.uuid4().hex[:16]}"
-    if backend == "memory":
-        storage = await memory_core.connect("memory://")
-    elif backend == "sqlite":
-        storage = await memory_core.connect(f"sqlite:///{folder}/{fresh}.db")
-    else:
-        storage = await memory_core.connect(backend, namespace=fresh)
+    opened in a fresh namespace for one case's trials (destroyed on exit: a
+    store the trials of every case filled would slow the reference store's
+    whole-store scans down, case after case), and again in another fresh
+    namespace after every ``store_every`` uses (0: never), for a server
+    whose reads cost the size of the whole collection (secantusdb walks a
+    hinted index whole, so each trial would cost more than the one before);
+    yields an ``open_memory`` whose every use pairs the current storage with
+    a vector store at ``vector`` in a fresh namespace (destroyed on exit),
+    so a trial's vector totals are its own."""
+    stores: list[Storage] = []
+    uses = 0
+
+    async def storage_now() -> Storage:
+        nonlocal uses
+        if not stores or (store_every and uses % store_every == 0):
+            stores.append(await _open_storage(backend, folder))
+        uses += 1
+        return stores[-1]
 
     @asynccontextmanager
     async def paired() -> AsyncIterator[Memory]:
+        storage = await storage_now()
         namespace = f"v{uuid.uuid4().hex[:16]}"
         vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=namespace)
         embedder = None if vectors is None else get_embedder("lexical")
@@ -101,11 +112,28 @@ async def opened(backend: str, folder: str, vector: str = "memory://") -> AsyncI
     try:
         yield paired
     finally:
-        await storage.destroy()
+        for storage in stores:
+            await storage.destroy()
+
+
+async def _open_storage(backend: str, folder: str) -> Storage:
+    """The storage of ``backend`` in a fresh namespace (a new file for ``sqlite``)."""
+    fresh = f"c{uuid.uuid4().hex[:16]}"
+    if backend == "memory":
+        return await memory_core.connect("memory://")
+    if backend == "sqlite":
+        return await memory_core.connect(f"sqlite:///{folder}/{fresh}.db")
+    return await memory_core.connect(backend, namespace=fresh)
 
 
 async def run(
-    backend: str, trials: int, seed: int, only: list[str], vector: str = "memory://", full_every: int = FULL_EVERY
+    backend: str,
+    trials: int,
+    seed: int,
+    only: list[str],
+    vector: str = "memory://",
+    full_every: int = FULL_EVERY,
+    store_every: int = 0,
 ) -> int:
     """Run the cases (those named in ``only``, else all), each on a store of its own;
     print the table (with each write's wall time) and the failures."""
@@ -115,7 +143,7 @@ async def run(
             if only and case.name not in only:
                 continue
             start, cpu = time.perf_counter(), time.process_time()
-            async with opened(backend, folder, vector) as open_memory:
+            async with opened(backend, folder, vector, store_every) as open_memory:
                 result = await check_case(open_memory, case, trials=trials, seed=seed, full_every=full_every)
             results.append(result)
             took, cpu = time.perf_counter() - start, time.process_time() - cpu
@@ -144,10 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--full-every", type=int, default=FULL_EVERY, help=f"trials between full checks (default {FULL_EVERY})"
     )
+    parser.add_argument(
+        "--store-every",
+        type=int,
+        default=0,
+        help="open the storage again in a fresh namespace after this many trials (default 0: once per write)",
+    )
     args = parser.parse_args(argv)
     with ExitStack() as stack:
         url = stack.enter_context(started(args.backend))
-        return asyncio.run(run(url, args.trials, args.seed, args.case, args.vector, args.full_every))
+        return asyncio.run(run(url, args.trials, args.seed, args.case, args.vector, args.full_every, args.store_every))
 
 
 if __name__ == "__main__":
