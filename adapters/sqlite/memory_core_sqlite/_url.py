@@ -179,15 +179,18 @@ def check_path_length(path: str) -> None:
     resolving symlinks reads the file system; nothing is created).
 
     Args:
-        path: the absolute database path, or :data:`MEMORY` (always passes).
+        path: a database file's path. An in-memory database has none: its
+            callers check file databases only (:attr:`SQLiteSettings.in_memory`),
+            so no spelling of a path is skipped here. The path is measured
+            absolute, symlinks resolved (a relative one against the current
+            directory, as SQLite would open it); a store's path is absolute
+            already (:func:`namespaced_path`).
 
     Raises:
         ValidationError: field ``url``: the path, symlinks resolved, is longer
             than :data:`MAX_PATH_BYTES` bytes; the message names its length,
             the limit and the fix.
     """
-    if path == MEMORY:
-        return
     resolved = os.path.realpath(path)
     size = len(os.fsencode(resolved))
     if size <= MAX_PATH_BYTES:

@@ -99,10 +99,14 @@ def _long_path(folder: Path, size: int) -> Path:
     return path
 
 
-async def test_the_longest_path_sqlite_opens_works_and_a_longer_one_is_refused_first(tmp_path: Path) -> None:
+async def test_the_longest_path_sqlite_opens_works_and_a_longer_one_is_refused_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Before: a path over SQLite's limit failed in open with its bare
     "unable to open database file" (a BackendError that names no field),
-    after ``create_dirs`` had made the folders."""
+    after ``create_dirs`` had made the folders. A relative URL is measured
+    as the absolute path it opens (a short relative name in a deep folder
+    is refused too)."""
     from memory_core_sqlite._url import MAX_PATH_BYTES
 
     longest = _long_path(tmp_path / "ok", MAX_PATH_BYTES)
@@ -112,7 +116,12 @@ async def test_the_longest_path_sqlite_opens_works_and_a_longer_one_is_refused_f
         assert await store.get_thread("t1") is not None
     too_long = _long_path(tmp_path / "no", MAX_PATH_BYTES + 1)
     before = sorted(p.name for p in too_long.parent.iterdir())
-    for url in (f"sqlite:///{too_long}", f"sqlite:///{too_long.parent / 'new' / too_long.name}?create_dirs=true"):
+    monkeypatch.chdir(too_long.parent)
+    for url in (
+        f"sqlite:///{too_long}",
+        f"sqlite:///{too_long.parent / 'new' / too_long.name}?create_dirs=true",
+        f"sqlite:///{too_long.name}",
+    ):
         store = SQLiteStorage.from_url(url)
         for step in (store.preflight, store.open):
             with pytest.raises(ValidationError, match=f"at most {MAX_PATH_BYTES} bytes") as caught:

@@ -18,9 +18,9 @@ import pytest
 from memory_core import lineage
 from memory_core.errors import ConflictError, NotFoundError, OwnershipError, ValidationError
 from memory_core.lineage import Lineage
-from memory_core.models import DateRange, Message, Thread
+from memory_core.models import DateRange, Message, OrderBy, Thread
 from memory_core.storage import BaseStorage
-from memory_core_conformance.cases._base import SuiteBase, ids, unchanged_after
+from memory_core_conformance.cases._base import SuiteBase, ids, paired_stores, unchanged_after
 from memory_core_conformance.cases.operations import chunk_sizes
 from memory_core_conformance.harness import StorageFactory, at, message, open_store, thread
 
@@ -170,6 +170,47 @@ class LineageRules(SuiteBase):
         await unchanged_after(
             store, lambda: lineage.branch_thread(store, "t1", "m1", "b5", resource_id="r2"), OwnershipError
         )
+
+    async def test_r_lineage_copies_sort_before_messages_saved_after_them(
+        self, storage_factory: StorageFactory
+    ) -> None:
+        """R-ORDER through a copy: a clone's or branch's messages take their
+        sequences when it is made, before any message saved later, so a
+        message saved afterwards at the same ``created_at`` as the copies
+        sorts after every one of them: in a page, a cursor walk, descending
+        order and the resource's listing, as the reference store answers."""
+        async with paired_stores(storage_factory) as (sut, reference, _):
+            answers: list[dict[str, list[Any]]] = []
+            for store in (sut, reference):
+                await store.save_thread(thread("t1", created_at=at(0)))
+                await store.save_messages([message(f"s{i}", created_at=at(1)) for i in range(1, 4)])
+                # each copy followed at once by a message at the copies' time
+                await lineage.clone_thread(store, "t1", "c1")
+                await store.save_messages([message("later-c1", "c1", created_at=at(1))])
+                await lineage.branch_thread(store, "t1", "s2", "b1")
+                await store.save_messages([message("later-b1", "b1", created_at=at(1))])
+                walked: list[Any] = []
+                cursor = None
+                while True:
+                    page = await store.list_messages("c1", per_page=1, cursor=cursor)
+                    walked += _contents(page.items)
+                    if (cursor := page.next_cursor) is None:
+                        break
+                answers.append(
+                    {
+                        "c1": _contents((await store.list_messages("c1", per_page=False)).items),
+                        "c1 by cursor": walked,
+                        "c1 DESC": _contents(
+                            (
+                                await store.list_messages("c1", per_page=False, order_by=OrderBy("created_at", "DESC"))
+                            ).items
+                        ),
+                        "b1": _contents((await store.list_messages("b1", per_page=False)).items),
+                        "r1": _contents((await store.list_messages_by_resource("r1", per_page=False)).items),
+                    }
+                )
+            assert answers[1]["c1"] == ["s1 text", "s2 text", "s3 text", "later-c1 text"]
+            assert answers[0] == answers[1], f"adapter: {answers[0]}\nreference: {answers[1]}"
 
     async def test_r_lineage_calls_walk_the_tree_within_one_resource(self, store: BaseStorage) -> None:
         await _source(store)
