@@ -308,12 +308,14 @@ async def test_a_cancelled_prune_is_finished_by_a_second_run(tmp_path: Path) -> 
 
 async def test_store_every_opens_the_storage_again_in_a_fresh_namespace(tmp_path: Path) -> None:
     """``--store-every 2``: the uncancelled run and four trials use three
-    storages (2 + 2 + 1 uses), each trial still passes, and every storage
-    holds only its own trials' scopes. Before: one storage per write, so on
-    secantusdb (reads walk a hinted index whole) each trial cost more than
-    the one before."""
+    storages (2 + 2 + 1 uses), each trial still passes, every storage holds
+    only its own trials' scopes, and one no longer in use is destroyed (a
+    server would hold every client's connections). Before: one storage per
+    write, so on secantusdb (reads walk a hinted index whole) each trial
+    cost more than the one before."""
     (case,) = [c for c in all_cases() if c.name == "save_messages"]
     storages: list[Any] = []
+    held: dict[Any, int] = {}
 
     def recording(open_memory: Any) -> Any:
         @asynccontextmanager
@@ -321,13 +323,19 @@ async def test_store_every_opens_the_storage_again_in_a_fresh_namespace(tmp_path
             async with open_memory() as memory:
                 storages.append(memory.storage)
                 yield memory
+                held[memory.storage] = len((await memory.storage.list_resource_ids(per_page=False)).items)
 
         return open_and_note
 
     async with opened("sqlite", str(tmp_path), store_every=2) as open_memory:
         result = await check_case(recording(open_memory), case, trials=4, full_every=2)
         assert result.failures == [], result.failures
-        distinct = list(dict.fromkeys(storages))
-        assert [storages.count(s) for s in distinct] == [2, 2, 1]
-        held = [len((await s.list_resource_ids(per_page=False)).items) for s in distinct]
-    assert held == [2 * 2, 2 * 2, 2 * 1]  # r1 and r2 of each scope
+        assert len(_databases(tmp_path)) == 1  # the current one only
+    assert _databases(tmp_path) == []
+    distinct = list(dict.fromkeys(storages))
+    assert [storages.count(s) for s in distinct] == [2, 2, 1]
+    assert [held[s] for s in distinct] == [2 * 2, 2 * 2, 2 * 1]  # r1 and r2 of each scope
+
+
+def _databases(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.db"))

@@ -77,37 +77,52 @@ async def opened(
     opened in a fresh namespace for one case's trials (destroyed on exit: a
     store the trials of every case filled would slow the reference store's
     whole-store scans down, case after case), and again in another fresh
-    namespace after every ``store_every`` uses (0: never), for a server
+    namespace after every ``store_every`` uses (0: never; the one before is
+    destroyed once its last use ends), for a server
     whose reads cost the size of the whole collection (secantusdb walks a
     hinted index whole, so each trial would cost more than the one before);
     yields an ``open_memory`` whose every use pairs the current storage with
     a vector store at ``vector`` in a fresh namespace (destroyed on exit),
     so a trial's vector totals are its own."""
-    stores: list[Storage] = []
+    stores: dict[Storage, int] = {}  # each storage open, and its Memories open
+    current: list[Storage] = []
     uses = 0
 
     async def storage_now() -> Storage:
         nonlocal uses
-        if not stores or (store_every and uses % store_every == 0):
-            stores.append(await _open_storage(backend, folder))
+        if not current or (store_every and uses % store_every == 0):
+            current[:] = [await _open_storage(backend, folder)]
+            stores[current[0]] = 0
         uses += 1
-        return stores[-1]
+        stores[current[0]] += 1
+        return current[0]
+
+    async def release(storage: Storage) -> None:
+        # A storage no longer current is destroyed once its last Memory
+        # closes: a server holds the connections of every client left open.
+        stores[storage] -= 1
+        if stores[storage] == 0 and storage is not current[0]:
+            del stores[storage]
+            await storage.destroy()
 
     @asynccontextmanager
     async def paired() -> AsyncIterator[Memory]:
         storage = await storage_now()
-        namespace = f"v{uuid.uuid4().hex[:16]}"
-        vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=namespace)
-        embedder = None if vectors is None else get_embedder("lexical")
-        memory = Memory(storage, vectors, embedder, owns_stores=False, allow_volatile_vectors=True)
         try:
-            yield memory
+            namespace = f"v{uuid.uuid4().hex[:16]}"
+            vectors = None if vector == "none" else await memory_core.connect_vector(vector, namespace=namespace)
+            embedder = None if vectors is None else get_embedder("lexical")
+            memory = Memory(storage, vectors, embedder, owns_stores=False, allow_volatile_vectors=True)
+            try:
+                yield memory
+            finally:
+                await memory.close()  # the paired writes in flight finish first
+                if isinstance(vectors, BaseVectorStore):
+                    await vectors.destroy()
+                elif vectors is not None:
+                    await vectors.close()
         finally:
-            await memory.close()  # the paired writes in flight finish first
-            if isinstance(vectors, BaseVectorStore):
-                await vectors.destroy()
-            elif vectors is not None:
-                await vectors.close()
+            await release(storage)
 
     try:
         yield paired
