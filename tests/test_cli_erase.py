@@ -1,4 +1,4 @@
-"""``memory-core erase --storage URL --resource ID [--vector URL]`` through a
+"""``memory-core erase URL --resource ID [--vector URL]`` through a
 real process: what it counts and erases, the refusal to erase unasked when
 stdin is not a terminal, the question on a terminal, errors on stderr."""
 
@@ -53,23 +53,23 @@ async def _left(url: str, resource: str) -> tuple[int, int]:
 
 def test_erase_counts_with_dry_run_refuses_unasked_then_erases_with_yes(tmp_path: Path) -> None:
     url, _ = _seed(tmp_path, vectors=False)
-    dry = cli("erase", "--storage", url, "--resource", "u1", "--dry-run")
+    dry = cli("erase", url, "--resource", "u1", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert dry.stdout == (
         "would erase resource 'u1': 2 threads, 5 messages and its resource record (working memory, metadata)\n"
     )
-    unasked = cli("erase", "--storage", url, "--resource", "u1")  # stdin: not a terminal
+    unasked = cli("erase", url, "--resource", "u1")  # stdin: not a terminal
     assert unasked.returncode == 2, unasked.stderr
     assert unasked.stdout == ""
     assert unasked.stderr.startswith("error: erase asks before erasing, and stdin is not a terminal"), unasked.stderr
     assert "--yes" in unasked.stderr
     assert asyncio.run(_left(url, "u1")) == (2, 5)
-    done = cli("erase", "--storage", url, "--resource", "u1", "--yes")
+    done = cli("erase", url, "--resource", "u1", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages and its resource record"), done.stdout
     assert asyncio.run(_left(url, "u1")) == (0, 0)
     assert asyncio.run(_left(url, "u2")) == (1, 2)
-    again = cli("erase", "--storage", url, "--resource", "u1", "--yes")
+    again = cli("erase", url, "--resource", "u1", "--yes")
     assert again.returncode == 0 and again.stdout == "", again.stderr
     assert "hint: the store holds no resource 'u1'" in again.stderr and "'u2'" in again.stderr
 
@@ -78,7 +78,7 @@ def test_erase_counts_with_dry_run_refuses_unasked_then_erases_with_yes(tmp_path
 def test_erase_with_vector_erases_the_resources_vectors(tmp_path: Path) -> None:
     url, vector = _seed(tmp_path, vectors=True)
     assert vector is not None
-    done = cli("erase", "--storage", url, "--vector", vector, "--resource", "u1", "--yes")
+    done = cli("erase", url, "--vector", vector, "--resource", "u1", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors"), done.stdout
 
@@ -91,12 +91,28 @@ def test_erase_with_vector_erases_the_resources_vectors(tmp_path: Path) -> None:
 
 
 def test_erase_errors_go_to_stderr_before_anything_is_opened(tmp_path: Path) -> None:
-    missing = cli("erase", "--storage", f"sqlite:///{tmp_path / 'none.db'}", "--resource", "u1", "--yes")
+    missing = cli("erase", f"sqlite:///{tmp_path / 'none.db'}", "--resource", "u1", "--yes")
     assert missing.returncode == 2 and missing.stdout == ""
-    assert missing.stderr.startswith("error: --storage: "), missing.stderr
+    assert missing.stderr.startswith("error: URL: "), missing.stderr
     assert not (tmp_path / "none.db").exists()
-    blank = cli("erase", "--storage", f"sqlite:///{tmp_path / 'none.db'}", "--resource", " ", "--yes")
+    blank = cli("erase", f"sqlite:///{tmp_path / 'none.db'}", "--resource", " ", "--yes")
     assert blank.returncode == 2 and blank.stderr.startswith("error: --resource: "), blank.stderr
+
+
+def test_erase_takes_the_storage_url_as_its_argument_like_every_command(tmp_path: Path) -> None:
+    """Before: ``erase`` alone took ``--storage URL`` (a positional URL was
+    "Got unexpected extra argument"). The old form still works, with a
+    warning; both at once, or neither, is one red line."""
+    url, _ = _seed(tmp_path, vectors=False)
+    dry = cli("erase", url, "--resource", "u2", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("would erase resource 'u2': 1 threads"), dry.stderr
+    old = cli("erase", "--storage", url, "--resource", "u2", "--dry-run")
+    assert old.returncode == 0 and old.stdout == dry.stdout, old.stderr
+    assert old.stderr.startswith("warning: --storage is deprecated; give the URL as the argument"), old.stderr
+    for args in ((url, "--storage", url), ()):
+        wrong = cli("erase", *args, "--resource", "u2", "--dry-run")
+        assert wrong.returncode == 2 and wrong.stderr.startswith("error: give the storage URL"), wrong.stderr
+        assert wrong.stderr.count("\n") == 1 and wrong.stdout == ""
 
 
 @pytest.mark.parametrize(("answer", "code", "left"), [(b"n\n", 1, (2, 5)), (b"y\n", 0, (0, 0))])
@@ -106,7 +122,7 @@ def test_erase_on_a_terminal_shows_what_would_go_and_asks(
     url, _ = _seed(tmp_path, vectors=False)
     leader, follower = os.openpty()
     process = cli_process(
-        "erase", "--storage", url, "--resource", "u1", stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        "erase", url, "--resource", "u1", stdin=follower, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     os.close(follower)
     try:

@@ -1,4 +1,4 @@
-"""``memory-core erase --storage URL --resource ID [--vector URL]``: erase
+"""``memory-core erase URL --resource ID [--vector URL]``: erase
 one resource (a user: its threads, their messages, its working memory and,
 with ``--vector``, its vectors), the command-line face of
 :meth:`memory_core.Memory.delete_resource`.
@@ -8,7 +8,9 @@ Registered as the ``erase`` command of the entry-point group
 exist) before a store is opened. Without ``--yes`` the command asks before
 erasing, on a terminal only: when stdin is not one (a script, a pipe) it
 refuses (exit 2) instead of erasing unasked. ``--dry-run`` counts what
-would go and changes nothing. What the erasure leaves behind on each backend
+would go and changes nothing. The storage URL is the first argument, as
+for every other command; ``--storage URL`` (the first form) still works,
+deprecated, with a warning line on stderr. What the erasure leaves behind on each backend
 (free pages, WAL, snapshots, backups) is in docs/operators.md.
 """
 
@@ -23,7 +25,7 @@ from rich.markup import escape
 
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.resources import absent_resource_hint
-from memory_core.cli.stores import command_storage, command_vector
+from memory_core.cli.stores import command_stores
 from memory_core.validation import check_id
 
 if TYPE_CHECKING:
@@ -74,14 +76,17 @@ def erased_line(erased: Erased, *, dry_run: bool) -> str:
 
 
 def erase(
-    storage: Annotated[str, typer.Option(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
     resource: Annotated[str, typer.Option(help="The resource (user) to erase.")],
+    url: Annotated[
+        str | None, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).", show_default=False)
+    ] = None,
     vector: Annotated[str | None, typer.Option(help="Vector store URL: the resource's vectors are erased too.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would go; erase nothing.")] = False,
     yes: Annotated[
         bool,
         typer.Option("--yes", help="Erase without asking (required when stdin is not a terminal)."),
     ] = False,
+    storage: Annotated[str | None, typer.Option(hidden=True, help="Deprecated: give the URL as the argument.")] = None,
 ) -> None:
     """Erase one resource: its threads, messages, working memory (and vectors).
 
@@ -93,17 +98,11 @@ def erase(
     command again to finish it. Backups, snapshots and logs of the backend
     may still hold the data: see docs/operators.md."""
     with user_errors():
+        url, role = _storage_url(url, storage)
         check_id(resource, "--resource")
         if not (dry_run or yes) and not sys.stdin.isatty():
             fail(_UNASKED)
-        store = command_storage(storage, "--storage", must_exist=True)
-        vectors = (
-            None
-            if vector is None
-            else command_vector(
-                vector, "--vector", must_exist=True, otherwise="or leave --vector out when no vectors were ever written"
-            )
-        )
+        store, vectors = command_stores(url, vector, role)
         if dry_run or not yes:
             counted, hint = run_interruptible(_count(store, vectors, resource), "nothing was erased")
             if hint is not None:
@@ -117,17 +116,7 @@ def erase(
                 errors.print("nothing was erased", soft_wrap=True)
                 raise typer.Exit(DECLINED)
             # The count closed the stores: the erasure opens them again.
-            store = command_storage(storage, "--storage", must_exist=True)
-            vectors = (
-                None
-                if vector is None
-                else command_vector(
-                    vector,
-                    "--vector",
-                    must_exist=True,
-                    otherwise="or leave --vector out when no vectors were ever written",
-                )
-            )
+            store, vectors = command_stores(url, vector, role)
         done, hint = run_interruptible(
             _erase(store, vectors, resource),
             "the erasure may be partial; run the same command again to finish it",
@@ -136,6 +125,27 @@ def erase(
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
             return
     console.print(escape(erased_line(done, dry_run=False)), soft_wrap=True)
+
+
+def _storage_url(url: str | None, storage: str | None) -> tuple[str, str]:
+    """The storage URL and how the user gave it (``URL``, or the deprecated
+    ``--storage``, which prints a warning line on stderr).
+
+    Raises:
+        typer.Exit: neither or both given (one red line, exit 2).
+    """
+    if url is not None and storage is not None:
+        fail("give the storage URL once: as the argument (memory-core erase URL --resource ID), not also --storage")
+    if storage is not None:
+        errors.print(
+            "[yellow]warning: --storage is deprecated; give the URL as the argument: "
+            "memory-core erase URL --resource ID[/]",
+            soft_wrap=True,
+        )
+        return storage, "--storage"
+    if url is None:
+        fail("give the storage URL: memory-core erase URL --resource ID; see memory-core erase --help")
+    return url, "URL"
 
 
 def _confirmed() -> bool:

@@ -175,7 +175,7 @@ def plain_words(message: str) -> str:
     return _RULE_TAG.sub("", message)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Print ``error: <message>`` as one red line on stderr and exit with
     :data:`USER_ERROR`; Ctrl-C is ignored from here (:func:`work_complete`),
     so one that comes while the process ends keeps the error's code. Rule

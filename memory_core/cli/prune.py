@@ -26,7 +26,7 @@ from rich.markup import escape
 from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
-from memory_core.cli.stores import command_storage, command_vector
+from memory_core.cli.stores import command_stores
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, PruneTarget, RetentionPolicy
 from memory_core.validation import check_datetime
@@ -112,14 +112,7 @@ def prune(
                 )
         policy = RetentionPolicy(target, before=cutoff, resource_id=resource, batch_size=batch_size)
         # A missing SQLite file is a typo here, not an empty store to create.
-        storage = command_storage(url, "URL", must_exist=True)
-        vectors = (
-            None
-            if vector is None
-            else command_vector(
-                vector, "--vector", must_exist=True, otherwise="or leave --vector out when no vectors were ever written"
-            )
-        )
+        storage, vectors = command_stores(url, vector, "URL")
         resume = f"--before {cutoff.isoformat()}"
         if dry_run:
             errors.print(f"cutoff {cutoff.isoformat()}", soft_wrap=True)

@@ -25,7 +25,18 @@ from memory_core.vector import BaseVectorStore, VectorStore
 
 S = TypeVar("S", Storage, BaseVectorStore)
 
-__all__ = ["command_embedder", "command_storage", "command_vector", "copy_storages", "url_role"]
+__all__ = [
+    "NO_VECTORS_WRITTEN",
+    "command_embedder",
+    "command_storage",
+    "command_stores",
+    "command_vector",
+    "copy_storages",
+    "url_role",
+]
+
+NO_VECTORS_WRITTEN = "or leave --vector out when no vectors were ever written"
+"""The way out a command that deletes data (``erase``, ``prune``) offers when its ``--vector`` names no index."""
 
 
 @contextmanager
@@ -97,6 +108,25 @@ def command_vector(url: str, role: str, *, must_exist: bool, otherwise: str = ""
     if isinstance(vectors, BaseVectorStore):
         _preflight(vectors, role, must_exist, otherwise)
     return vectors
+
+
+def command_stores(url: str, vector: str | None, role: str) -> tuple[Storage, VectorStore | None]:
+    """The stores of a command that deletes a resource's or an age's data
+    (``erase``, ``prune``): the storage ``url`` (the argument ``role``)
+    and, when given, the ``--vector`` store; both must exist
+    (:func:`command_storage`, :func:`command_vector`), a ``--vector``
+    naming no index being refused with :data:`NO_VECTORS_WRITTEN` as
+    the way out. Built, checked, not opened.
+
+    Raises:
+        ValidationError, BackendError, typer.Exit: as :func:`command_storage`
+            and :func:`command_vector`.
+    """
+    storage = command_storage(url, role, must_exist=True)
+    vectors = (
+        None if vector is None else command_vector(vector, "--vector", must_exist=True, otherwise=NO_VECTORS_WRITTEN)
+    )
+    return storage, vectors
 
 
 def command_embedder(name: str) -> Embedder:
