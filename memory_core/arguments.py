@@ -224,7 +224,7 @@ def check_persistent(vectors: VectorStore, field: str = "vector", *, fix: str = 
     if not vectors.persistent:
         raise ValidationError(
             field,
-            f"{type(vectors).__name__} keeps its vectors in memory: they would be gone when this process exits; "
+            "the vector store keeps its vectors in memory: they would be gone when this process exits; "
             f"give a persistent vector store (qdrant+path:///dir, a server, pgvector) {fix}",
         )
 

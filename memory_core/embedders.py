@@ -713,7 +713,7 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
 
 
-def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int]) -> str | None:
+def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command_line: bool = False) -> str | None:
     """What is wrong when a vector index holds vectors of another dimension
     than ``embedder``'s (built, wholly or partly, by another embedder), or
     None when nothing is.
@@ -727,6 +727,10 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int]) -> str | N
         embedder: the embedder the Memory runs with.
         counts: points per dimension, for the dimensions holding any
             (:meth:`~memory_core.vector.BaseVectorStore.dimension_counts`).
+        command_line: word the message for a ``memory-core`` command's
+            user: the options ``--embedder`` and ``--vector`` and the
+            commands that fix it, not Python's ``embedder=`` and
+            ``memory.reindex``.
 
     Returns:
         None when every point is of ``embedder.dimension`` (or there are
@@ -741,9 +745,16 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int]) -> str | N
     builders = []
     for dimension, n in sorted(others.items()):
         name = built_in.get(dimension)
-        known = f" (embedder={name!r}?)" if name else ""
+        known = "" if not name else f" (--embedder {name}?)" if command_line else f" (embedder={name!r}?)"
         builders.append(f"{n} vector(s) of a {dimension}-dimension{known} embedder")
     mixed = f" and {counts[embedder.dimension]} of its own" if counts.get(embedder.dimension) else ""
+    if command_line:
+        return (
+            f"the vector index holds {' and '.join(builders)}{mixed}, but {embedder.name!r} "
+            f"({embedder.dimension} dimensions) makes other vectors, whose searches miss those and must not mix "
+            "with them: give the --embedder that built the index, or a --vector naming a new store (a fresh index), "
+            "or rebuild this one first with memory-core reindex URL --vector URL --embedder NAME"
+        )
     return (
         f"the vector index holds {' and '.join(builders)}{mixed}, but this Memory embeds with "
         f"{embedder.name!r} ({embedder.dimension} dimensions), whose searches miss those vectors and must not mix "

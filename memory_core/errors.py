@@ -22,6 +22,7 @@ __all__ = [
     "ConflictError",
     "EmbedderMismatchError",
     "MemoryCoreError",
+    "MissingFolderError",
     "NotFoundError",
     "OwnershipError",
     "StaleStateError",
@@ -56,6 +57,33 @@ class ValidationError(MemoryCoreError, ValueError):
         super().__init__(f"{prefix}{field}: {reason}")
 
 
+class MissingFolderError(ValidationError):
+    """The folder a file-backed store goes in does not exist, and the store
+    was not told to make it (it never makes one on its own: a misspelt path
+    would become a new, empty store elsewhere). The message names the folder
+    and both fixes a Python caller has: the keyword ``create_dirs=True`` and
+    the URL option; the command line (``memory_core.cli.stores.url_role``)
+    raises it again with ``keyword=False``: the URL option only, the fix a
+    command-line user can apply.
+
+    Attributes:
+        folder: the missing folder.
+        url_example: the store's URL with ``?create_dirs=true``.
+    """
+
+    def __init__(self, field: str, folder: str, url_example: str, *, keyword: bool = True) -> None:
+        """``keyword``: name the constructor keyword as a fix too (False:
+        the URL option only, for a user who can only change the URL)."""
+        self.folder = folder
+        self.url_example = url_example
+        fix = f"create_dirs=True, or {url_example}" if keyword else "add ?create_dirs=true to the URL"
+        super().__init__(
+            field,
+            f"folder {folder!r} does not exist (a typo in the path?); create it (mkdir -p {folder}) "
+            f"or let the store make it: {fix}",
+        )
+
+
 @contextmanager
 def url_named(name: str) -> Iterator[None]:
     """A :class:`ValidationError` about field ``url`` (an adapter's word for
@@ -72,6 +100,8 @@ def url_named(name: str) -> Iterator[None]:
     except ValidationError as exc:
         if exc.field != "url":
             raise
+        if isinstance(exc, MissingFolderError):  # kept a MissingFolderError
+            raise MissingFolderError(name, exc.folder, exc.url_example) from None
         raise ValidationError(name, exc.reason, exc.rule) from None
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from memory_core.errors import ValidationError
+from memory_core.errors import MissingFolderError, ValidationError
 
 __all__ = ["COMMON_OPTIONS", "check_option_names", "ensure_folder", "hide_password", "option_bool", "unknown_option"]
 
@@ -91,20 +91,16 @@ def ensure_folder(folder: str, *, create_dirs: bool, url_example: str) -> list[s
         The folders made, deepest first (empty when it existed).
 
     Raises:
-        ValidationError: field ``url``: ``folder`` is missing (and not
-            ``create_dirs``), or is not a folder; the message names the
-            folder and both fixes.
+        MissingFolderError: field ``url``: ``folder`` is missing (and not
+            ``create_dirs``); the message names the folder and both fixes.
+        ValidationError: field ``url``: ``folder`` is not a folder.
     """
     if os.path.isdir(folder):
         return []
     if os.path.exists(folder):
         raise ValidationError("url", f"{folder!r} is not a folder")
     if not create_dirs:
-        raise ValidationError(
-            "url",
-            f"folder {folder!r} does not exist (a typo in the path?); create it (mkdir -p {folder}) "
-            f"or let the store make it: create_dirs=True, or {url_example}",
-        )
+        raise MissingFolderError("url", folder, url_example)
     made = []
     missing = folder
     while missing and not os.path.exists(missing):

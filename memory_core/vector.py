@@ -577,7 +577,7 @@ class BaseVectorStore(VectorLifecycle):
 
     def _lexical_scope(self, resource_id: str | None, thread_id: str | None) -> PointFilter:
         if not self.lexical_index:
-            raise ValidationError("vector", f"{self!r} keeps no lexical index")
+            raise ValidationError("vector", "the vector store keeps no lexical index")
         return _scope(resource_id, thread_id)
 
 

@@ -168,9 +168,10 @@ class VectorLifecycle(LexicalPrimitives, ABC):
                 return await self._check_backend()
             names = await self._list_collections() if self._opening.here() else await self._existing_collections()
         if not any(self.dimension_of(name) is not None for name in names):
+            scope = "" if self.namespace is None else f" in namespace {self.namespace!r}"
             raise ValidationError(
                 "url",
-                f"{self!r} holds no memory-core vectors (no {self._collection_prefix}<dimension> collection); "
+                f"the vector store the URL names holds no memory-core vectors (no index of any dimension{scope}); "
                 "check the URL for a typo (its folder, server or namespace)",
             )
 

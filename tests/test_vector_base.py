@@ -131,7 +131,9 @@ def test_transfers_re_embed_only_into_a_persistent_store(tmp_path: Path) -> None
 async def test_preflight_must_exist_wants_a_collection_of_this_namespace() -> None:
     store = RecordingStore(namespace="app")
     await store.preflight()  # a store a command writes into: nothing checked
-    with pytest.raises(ValidationError, match=r"holds no memory-core vectors \(no app_memory_messages_<dimension>"):
+    with pytest.raises(
+        ValidationError, match=r"holds no memory-core vectors \(no index of any dimension in namespace 'app'\)"
+    ):
         await store.preflight(must_exist=True)
     await store.upsert([VectorPoint("m1", 0, vec(1, 0), "t1", "r1", 0)])
     await store.preflight(must_exist=True)  # open: its own listing answers
@@ -150,7 +152,7 @@ async def test_edge_preflight_creates_no_folder(tmp_path: Path) -> None:
     async with await connect_vector(f"qdrant+path:///{made}") as index:
         await index.upsert([VectorPoint("m1", 0, vec(1, 0), "t1", "r1", 0)])
     await _unopened(f"qdrant+path:///{made}").preflight(must_exist=True)
-    with pytest.raises(ValidationError, match="no other_memory_messages_<dimension>"):
+    with pytest.raises(ValidationError, match="no index of any dimension in namespace 'other'"):
         await _unopened(f"qdrant+path:///{made}", namespace="other").preflight(must_exist=True)
 
 

@@ -40,7 +40,7 @@ from memory_core.errors import MemoryCoreError, ValidationError
 from memory_core.registry import storage_class
 from memory_core.storage import BaseStorage
 from memory_core_conformance.plugin import URL_OPTION
-from memory_core_conformance.profiles import ENV_VAR, PROFILES
+from memory_core_conformance.profiles import CHOSEN_PROFILES, ENV_VAR, PROFILES
 from memory_core_conformance.progress import SuiteProgress
 from memory_core_conformance.report import OutcomeRecorder, add_not_run, render, summarize
 from memory_core_conformance.suite import StorageConformance
@@ -267,7 +267,7 @@ def run_check(
         ValidationError: ``profile`` names no profile (before anything runs).
     """
     if profile is not None and profile not in PROFILES:
-        raise ValidationError("profile", f"{profile!r} is not a profile; choose one of {sorted(PROFILES)}")
+        raise ValidationError("profile", f"{profile!r} is not a profile; choose one of {', '.join(CHOSEN_PROFILES)}")
     # The streams of now, kept: pytest's capture swaps sys.stdout/stderr while tests run.
     console = console or line_console(sys.stdout)
     errors = errors or line_console(sys.stderr)

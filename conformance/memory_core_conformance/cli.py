@@ -23,7 +23,7 @@ def check(
     profile: Annotated[
         str | None,
         typer.Option(
-            help="Hypothesis profile: quick, dev, ci, deep ... (default: $MEMORY_CORE_HYPOTHESIS_PROFILE or dev)."
+            help="Hypothesis profile: quick, dev, ci or deep (default: $MEMORY_CORE_HYPOTHESIS_PROFILE or dev)."
         ),
     ] = None,
     keyword: Annotated[

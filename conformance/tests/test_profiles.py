@@ -50,5 +50,5 @@ def test_a_misspelt_profile_stops_the_run_once_naming_the_valid_ones(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
     assert output.count(f"{ENV_VAR}='cl' is not a profile") == 1
-    assert str(sorted(PROFILES)) in output
+    assert "choose one of quick, dev, ci, deep" in output
     assert "passed" not in output  # stopped before collecting: no test ran

@@ -32,11 +32,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory_core.cli.host import CLOSED_PIPE, console, user_errors
+from memory_core.cli.host import CLOSED_PIPE, clauses, console, user_errors
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
-from memory_core.cli.stores import command_embedder
+from memory_core.cli.stores import command_embedder, url_role
 from memory_core.embedders import Embedder, LexicalHashEmbedder
-from memory_core.errors import ValidationError, url_named
+from memory_core.errors import ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemory
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
@@ -176,7 +176,7 @@ def _create_database(db: Path) -> None:
             connection.close()
     except sqlite3.Error as exc:
         db.unlink(missing_ok=True)  # made just now, by this call
-        raise ValidationError("--db", f"cannot create {db}: {exc}; give another --db path") from None
+        raise ValidationError("--db", clauses(f"cannot create {db}: {exc}", "give another --db path")) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -492,12 +492,12 @@ async def _demo(
     namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
         # An error about a URL names the option that gave it (a --vector folder that is missing: --vector).
-        with url_named("--storage" if own_storage_namespace else "--db"):
+        with url_role("--storage" if own_storage_namespace else "--db"):
             store = await connect(storage_url, **({"namespace": namespace} if own_storage_namespace else {}))
         stack.push_async_callback(store.destroy if own_storage_namespace else store.close)
         vectors = None
         if vector_url:
-            with url_named("--vector" if own_vector_namespace else "--db"):
+            with url_role("--vector" if own_vector_namespace else "--db"):
                 vectors = await connect_vector(vector_url, **({"namespace": namespace} if own_vector_namespace else {}))
             # Every vector adapter subclasses BaseVectorStore, which can destroy its namespace.
             if own_vector_namespace and isinstance(vectors, BaseVectorStore):

@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from memory_core.errors import BackendError, MemoryCoreError
+from memory_core.errors import BackendError, MemoryCoreError, ValidationError
 from memory_core.launch import INTERRUPTED, stop_while_starting
 
 __all__ = [
@@ -40,11 +40,13 @@ __all__ = [
     "CLOSED_PIPE",
     "COMMAND_GROUP",
     "INTERRUPTED",
+    "OPTION_OF_FIELD",
     "OS_NEXT_STEP",
     "PROVIDERS",
     "STOPPED",
     "USER_ERROR",
     "build_app",
+    "clauses",
     "closed_pipe",
     "console",
     "end_process",
@@ -115,12 +117,40 @@ OS_NEXT_STEP = "check the path and its permissions"
 """What a line for an ``OSError`` (a file or folder the command could not use) says to do next."""
 
 
+def clauses(*parts: str) -> str:
+    """``parts`` joined into one line with ``"; "``, each without the
+    sentence end it may carry (a driver's message ending in ``.``, which
+    glued to the next clause read ``refused.; check ...``) and empty ones
+    left out. Every CLI line made of several messages is joined here."""
+    return "; ".join(kept for part in parts if (kept := part.strip().rstrip(".").rstrip()))
+
+
+OPTION_OF_FIELD: dict[str, str] = {
+    "url": "URL",
+    "prefix": "URL",
+    "schema": "URL",
+    "database": "URL",
+    "embedder": "--embedder",
+    "vector": "--vector",
+    "profile": "--profile",
+}
+"""A library error's field (a parameter's or a URL part's name) as the
+command line names what the user gave: every command's storage URL is its
+argument ``URL`` (``prefix``, ``schema``, ``database`` are parts of it),
+and the library's ``embedder``, ``vector`` and ``profile`` are the
+options ``--embedder``, ``--vector`` and ``--profile``. Translated in one
+place, :func:`user_errors`; fields not listed are shown as they are (the
+commands name their own options, ``--resource``)."""
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Report what the user's input caused (a memory-core error such as a bad
     URL, scheme or option; a missing file or folder; a missing optional
     package) as one red line and exit with :data:`USER_ERROR`; a closed
-    stdout ends quietly (:func:`closed_pipe`). Every line names the next
+    stdout ends quietly (:func:`closed_pipe`). A
+    :class:`~memory_core.errors.ValidationError` names its field as the
+    command line does (:data:`OPTION_OF_FIELD`). Every line names the next
     step: memory-core's errors in their messages, a backend failure
     (:data:`BACKEND_NEXT_STEP`) and an ``OSError`` (:data:`OS_NEXT_STEP`)
     here."""
@@ -129,10 +159,12 @@ def user_errors() -> Iterator[None]:
     except BrokenPipeError:
         closed_pipe()
     except BackendError as exc:
-        again = "; run the command again (the failure may pass)" if exc.retryable else ""
-        fail(f"{exc}; {BACKEND_NEXT_STEP}{again}")
+        again = "run the command again (the failure may pass)" if exc.retryable else ""
+        fail(clauses(str(exc), BACKEND_NEXT_STEP, again))
     except OSError as exc:
-        fail(f"{exc}; {OS_NEXT_STEP}")
+        fail(clauses(str(exc), OS_NEXT_STEP))
+    except ValidationError as exc:
+        fail(f"{OPTION_OF_FIELD.get(exc.field, exc.field)}: {exc.reason}")
     except (MemoryCoreError, ImportError) as exc:
         fail(str(exc))
 
@@ -275,7 +307,7 @@ def _load(entry: EntryPoint) -> tuple[Callable[..., Any], bool]:
             reason = f"the {owner} package is not installed"
         else:
             reason = f"{owner} needs {missing}, which is not installed"
-        return _unavailable(f"{reason}; install it with: {_install_hint(entry.name, distribution)}"), True
+        return _unavailable(clauses(reason, f"install it with: {_install_hint(entry.name, distribution)}")), True
     return loaded, False
 
 
@@ -311,7 +343,7 @@ def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = F
             function, stand_in = _load(found[name])
         else:
             reason = f"the {name} command comes with {PROVIDERS[name][0]}, which is not installed"
-            function, stand_in = _unavailable(f"{reason}; install it with: {_install_hint(name, None)}"), True
+            function, stand_in = _unavailable(clauses(reason, f"install it with: {_install_hint(name, None)}")), True
         # A stand-in accepts any arguments, so the user sees why, not a usage error.
         command = _interruptible_command(function, restore=not process)
         app.command(name=name, context_settings=extra if stand_in else None)(command)

@@ -26,7 +26,7 @@ it before writing (exit 2) unless given ``--force``.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.markup import escape
@@ -96,7 +96,7 @@ def check_index(
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=False, new=False)
         (statuses, foreign), hint = run_interruptible(
-            _check(storage, vectors, model, resource, thread), "nothing was changed; run the check again"
+            _check(storage, vectors, model, embedder, resource, thread), "nothing was changed; run the check again"
         )
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
@@ -225,10 +225,11 @@ def _foreign(count: int, then: str) -> str:
     )
 
 
-def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
-    """A mismatch between ``--embedder`` and the index, as one red line naming the fix."""
+def _mismatch(exc: EmbedderMismatchError, given: str | None) -> NoReturn:
+    """A mismatch between ``--embedder`` (``given`` as the user spelt it, None
+    without the option) and the index, as one red line naming the fix."""
     built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != exc.dimension)
-    name = "the default embedder" if model is None else f"--embedder {model.name!r}"
+    name = "the default embedder" if given is None else f"--embedder {given}"
     fail(
         f"--vector holds vectors ({built}) that {name} ({exc.dimension} dimensions) "
         "did not make; give the --embedder that built the index (lexical or minilm), "
@@ -237,9 +238,15 @@ def _mismatch(exc: EmbedderMismatchError, model: Embedder | None) -> None:
 
 
 async def _check(
-    storage: Storage, vectors: VectorStore, model: Embedder | None, resource: str | None, thread: str | None
+    storage: Storage,
+    vectors: VectorStore,
+    model: Embedder | None,
+    given: str | None,
+    resource: str | None,
+    thread: str | None,
 ) -> tuple[tuple[list[IndexStatus], int], str | None]:
-    """The statuses and :meth:`~memory_core.indexing.VectorIndex.foreign_entries`."""
+    """The statuses and :meth:`~memory_core.indexing.VectorIndex.foreign_entries`
+    (``given``: ``--embedder`` as spelt, for a mismatch's line)."""
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
         foreign = await _index(memory).foreign_entries()
@@ -253,8 +260,7 @@ async def _check(
                     statuses.append(unowned)
             return (statuses, foreign), hint
         except EmbedderMismatchError as exc:
-            _mismatch(exc, model)
-            raise
+            _mismatch(exc, given)
 
 
 async def _reindex(

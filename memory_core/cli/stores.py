@@ -15,9 +15,9 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from memory_core.arguments import check_persistent
-from memory_core.cli.host import fail
+from memory_core.cli.host import clauses, fail
 from memory_core.embedders import Embedder, get_embedder
-from memory_core.errors import ValidationError, url_named
+from memory_core.errors import MissingFolderError, ValidationError, url_named
 from memory_core.identity import same_store
 from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
@@ -47,11 +47,18 @@ def url_role(role: str) -> Iterator[None]:
     was wrong, in its own words (``URL: ...``, ``--vector: ...``,
     ``DESTINATION: ...``). Other errors pass unchanged.
 
+    A missing folder (:class:`~memory_core.errors.MissingFolderError`) is
+    fixed with the URL option (``?create_dirs=true``), not the Python
+    keyword a command-line user cannot pass.
+
     Raises:
         ValidationError: the same reason and rule, field ``role``.
     """
-    with url_named(role):
-        yield
+    try:
+        with url_named(role):
+            yield
+    except MissingFolderError as exc:
+        raise MissingFolderError(exc.field, exc.folder, exc.url_example, keyword=False) from None
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
@@ -172,10 +179,11 @@ def _preflight(store: S, role: str, must_exist: bool, otherwise: str = "") -> S:
     also refuses another application's data there (``writes``), the one
     check every writing command shares."""
     try:
-        if isinstance(store, BaseVectorStore):
-            asyncio.run(store.preflight(must_exist=must_exist))
-        else:
-            asyncio.run(store.preflight(must_exist=must_exist, writes=not must_exist))
+        with url_role(role):  # a missing folder's fix in the URL's words
+            if isinstance(store, BaseVectorStore):
+                asyncio.run(store.preflight(must_exist=must_exist))
+            else:
+                asyncio.run(store.preflight(must_exist=must_exist, writes=not must_exist))
     except ValidationError as exc:
-        fail(f"{role}: {exc.reason}{'; ' + otherwise if otherwise else ''}")
+        fail(f"{role}: {clauses(exc.reason, otherwise)}")
     return store

@@ -26,28 +26,30 @@ __all__ = ["Lifecycle", "foreign_data", "no_store"]
 T = TypeVar("T")
 
 
-def no_store(field: str, where: str, missing: str) -> ValidationError:
+def no_store(field: str, where: str, place: str) -> ValidationError:
     """The refusal of :meth:`BaseStorage.preflight` with ``must_exist`` when
     the place a URL names can be reached but holds no memory-core store (a
     misspelt database, schema or prefix; another application's data): one
-    wording for every adapter, so the CLI's red line reads alike everywhere.
+    wording for every adapter, so the CLI's red line reads alike everywhere,
+    and in the words of the URL (the place, not the table or key memory-core
+    would have written there, which the user never named).
 
     Args:
         field: the URL part that names the place (``"url"``, ``"schema"``,
             ``"database"``, ``"prefix"``): :attr:`ValidationError.field`.
         where: the place as the user spelt it (shown with ``repr``).
-        missing: what memory-core's own data would have there and is absent
-            (``"no schema_version table"``), shown in parentheses.
+        place: what ``where`` is, as the URL says it (``"file"``,
+            ``"schema"``, ``"key prefix"``).
 
     Returns:
-        ``ValidationError(field, "'<where>' holds no memory-core store
-        (<missing>); <the next step>")``, for the caller to raise: a command
-        that reads or deletes data must stop before ``open`` creates an empty
-        store in its place.
+        ``ValidationError(field, "the <place> '<where>' holds no
+        memory-core store; <the next step>")``, for the caller to raise: a
+        command that reads or deletes data must stop before ``open``
+        creates an empty store in its place.
     """
     return ValidationError(
         field,
-        f"{where!r} holds no memory-core store ({missing}); check the URL for a typo "
+        f"the {place} {where!r} holds no memory-core store; check the URL for a typo "
         "(a command that reads a store never creates one: import, copy or Memory.open do)",
     )
 

@@ -85,8 +85,9 @@ async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--e
 
     Raises:
         ValidationError: field ``field``; the message names both embedders
-            and the fixes.
+            and the fixes, in the command line's words when ``field`` is an
+            option (``--embedder``), else in Python's.
     """
-    mismatch = dimension_mismatch(embedder, await vectors.dimension_counts())
+    mismatch = dimension_mismatch(embedder, await vectors.dimension_counts(), command_line=field.startswith("--"))
     if mismatch is not None:
         raise ValidationError(field, mismatch)

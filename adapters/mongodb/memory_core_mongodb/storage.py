@@ -350,9 +350,7 @@ class MongoStorage(BaseStorage):
         if writes and lacking and others:
             raise foreign_data("database", self.database_name, listed("collection", others))
         if must_exist and lacking:
-            raise no_store(
-                "database", self.database_name, "no " + " or ".join(f"{n!r}" for n in lacking) + " collection"
-            )
+            raise no_store("database", self.database_name, "database")
 
     async def _open(self) -> None:
         """Connect in the running loop (once per loop: ``loop_bound``); the

@@ -353,7 +353,7 @@ class PostgresStorage(BaseStorage):
         if must_exist and not exists:
             raise ValidationError("schema", f"{schema!r} does not exist in the database; check ?schema= in the URL")
         if must_exist and not version:
-            raise no_store("schema", schema, "no schema_version table")
+            raise no_store("schema", schema, "schema")
         if writes and not version and tables:
             raise foreign_data("schema", schema, listed("table", tables))
 

@@ -510,7 +510,7 @@ class RedisStorage(BaseStorage):
                 if temporary:
                     await client.aclose()
         if not found:
-            raise no_store("prefix", self.prefix, f"no {store}rsv key")
+            raise no_store("prefix", self.prefix, "key prefix")
 
     async def _open(self) -> None:
         # redis-py's cluster client cut mid-initialize is left unclosed: a

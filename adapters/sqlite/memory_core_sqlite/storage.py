@@ -94,7 +94,7 @@ def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool =
         return
     ours, tables = _tables(path, bool(header))
     if must_exist and not ours:
-        raise no_store("url", path, "no schema_version table")
+        raise no_store("url", path, "file")
     if writes and not ours and tables:
         raise foreign_data("url", path, listed("table", tables))
 

@@ -77,7 +77,7 @@ def test_the_cli_gives_one_red_line(tmp_path: Path, command: list[str], kind: st
     before = _snapshot(tmp_path)
     result = CliRunner().invoke(app, [command[0], f"sqlite:///{path}", *command[1:]])
     assert result.exit_code == 2, result.output
-    assert result.output.startswith(f"error: URL: {str(path)!r} holds no memory-core store"), result.output
+    assert result.output.startswith(f"error: URL: the file {str(path)!r} holds no memory-core store"), result.output
     assert result.output.count("\n") == 1
     assert _snapshot(tmp_path) == before
 

@@ -1,0 +1,143 @@
+"""A command's error line names things as the user gave them (the URL, the
+option with its ``--``, the path) and offers fixes they can apply from the
+command line: no adapter class's repr, no collection, table or key
+memory-core keeps inside a store, no Python keyword, no internal profile;
+and messages joined into one line carry no glued punctuation (``.;``).
+Each through a real ``memory-core`` process (trial 26c)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.cli_run import cli
+
+pytest.importorskip("memory_core_sqlite")
+
+HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
+
+INTERNAL = re.compile(r"Qdrant\w*Store|PgVectorStore|memory_messages_|schema_version|:rsv\b|Storage\(")
+"""What a user never typed: adapter classes (and their repr), the names of
+collections, tables and keys memory-core keeps inside a store."""
+
+GLUED = re.compile(r"[.,:;]\s*[;,]")
+"""Two messages glued with their punctuation: ``refused.; check``."""
+
+
+def _one_line(done: object, *, says: str) -> str:
+    """The single red line of a refused command (exit 2, nothing on stdout)."""
+    assert getattr(done, "returncode") == 2, getattr(done, "stderr")  # noqa: B009
+    stderr: str = getattr(done, "stderr")  # noqa: B009
+    assert getattr(done, "stdout") == "" and stderr.count("\n") == 1, stderr  # noqa: B009
+    assert says in stderr, stderr
+    assert not INTERNAL.search(stderr), stderr
+    assert not GLUED.search(stderr), stderr
+    return stderr
+
+
+def _url(db: Path) -> str:
+    return f"sqlite:///{db}"
+
+
+def _empty_store(db: Path) -> str:
+    """The URL of a new, empty SQLite store at ``db``."""
+
+    async def make() -> None:
+        from memory_core import connect
+
+        async with await connect(f"sqlite:///{db}"):
+            pass
+
+    asyncio.run(make())
+    return f"sqlite:///{db}"
+
+
+def test_a_missing_folder_is_fixed_with_the_url_option_not_a_python_keyword(tmp_path: Path) -> None:
+    """Before: ``... let the store make it: create_dirs=True, or sqlite:///...``."""
+    export = tmp_path / "e.jsonl"
+    export.write_text("")
+    for args in (
+        ["import", f"sqlite:///{tmp_path / 'typo' / 'agent.db'}", "-i", str(export)],
+        ["demo", "--storage", f"sqlite:///{tmp_path / 'typo' / 'agent.db'}", "--vector", "none"],
+    ):
+        line = _one_line(cli(*args, cwd=tmp_path), says=f"folder {str(tmp_path / 'typo')!r} does not exist")
+        assert "add ?create_dirs=true to the URL" in line and "create_dirs=True" not in line, line
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_file_that_holds_no_store_is_named_as_the_url_gave_it(tmp_path: Path) -> None:
+    """Before: ``URL: '/…/x.db' holds no memory-core store (no schema_version table)``."""
+    empty = tmp_path / "x.db"
+    empty.touch()
+    _one_line(cli("export", f"sqlite:///{empty}"), says=f"URL: the file {str(empty)!r} holds no memory-core store")
+
+
+def test_a_redis_prefix_that_holds_no_store_is_named_as_the_url_gave_it(valkey_url: str) -> None:
+    """Before: ``... holds no memory-core store (no trial26c:rsv key)``."""
+    url = f"{valkey_url}?prefix=trial26c"
+    _one_line(cli("export", url), says="URL: the key prefix 'trial26c' holds no memory-core store")
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_a_vector_store_is_named_as_the_option_not_as_its_class_or_collections(tmp_path: Path) -> None:
+    """Before: ``--vector: QdrantEdgeStore('/…', namespace=None) holds no
+    memory-core vectors (no memory_messages_<dimension> collection)`` and
+    ``--vector: QdrantEdgeStore keeps its vectors in memory``."""
+    url = _empty_store(tmp_path / "agent.db")
+    (tmp_path / "vectors").mkdir()
+    _one_line(
+        cli("check-index", url, "--vector", f"qdrant+path:///{tmp_path / 'vectors'}"),
+        says="--vector: the vector store the URL names holds no memory-core vectors",
+    )
+    _one_line(
+        cli("prune", url, "--older-than", "1d", "--vector", "qdrant::memory:"),
+        says="--vector: the vector store keeps its vectors in memory",
+    )
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_an_index_of_another_embedder_names_the_options_that_fix_it(tmp_path: Path) -> None:
+    """Before: ``--embedder: ... (embedder=...), or re-embed every resource
+    with this one (await memory.reindex(resource_id=...) ...)``."""
+    vectors = f"qdrant+path:///{tmp_path / 'vectors'}"
+
+    async def seed() -> None:
+        from memory_core import connect_vector
+        from memory_core.vector import VectorPoint
+
+        async with await connect_vector(vectors) as index:
+            await index.upsert([VectorPoint("m1", 0, np.array([1.0, 0.0, 0.0], dtype=np.float32), "t1", "r1", 0)])
+
+    asyncio.run(seed())
+    export = tmp_path / "e.jsonl"
+    made = cli("export", _empty_store(tmp_path / "a.db"), "-o", str(export))
+    assert made.returncode == 0, made.stderr
+    line = _one_line(
+        cli("import", _url(tmp_path / "b.db"), "-i", str(export), "--vector", vectors, "--embedder", "lexical"),
+        says="--embedder: the vector index holds 1 vector(s) of a 3-dimension embedder",
+    )
+    assert "embedder=" not in line and "memory.reindex" not in line and "give the --embedder" in line, line
+
+
+def test_check_offers_the_profiles_a_user_chooses(tmp_path: Path) -> None:
+    """Before: ``profile: 'bogus' is not a profile; choose one of ['ci',
+    'deep', 'dev', 'kill', 'quick', 'stand-in']``."""
+    pytest.importorskip("memory_core_conformance")
+    line = _one_line(cli("check", "memory://", "--profile", "bogus"), says="--profile: 'bogus' is not a profile")
+    assert line.rstrip().endswith("choose one of quick, dev, ci, deep"), line
+
+
+@pytest.mark.parametrize(
+    ("url", "adapter"),
+    [("redis://127.0.0.1:1/0", "memory_core_redis"), ("postgresql://u:p@127.0.0.1:1/db", "memory_core_postgres")],
+)
+def test_a_refused_connection_is_one_line_without_glued_punctuation(url: str, adapter: str) -> None:
+    """Before (Redis): ``Connect call failed ('127.0.0.1', 1).; check that the URL ...``."""
+    pytest.importorskip(adapter)
+    line = _one_line(cli("export", url), says="open failed")
+    assert "; check that the URL names the store you mean" in line, line
