@@ -121,6 +121,11 @@ def test_a_whole_store_check_finds_the_entries_of_an_erased_resource_and_reindex
     repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
     assert checked.stderr.strip() == f"1 of 2 not in step; {repair}", checked.stderr
 
+    erased = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2")
+    assert erased.returncode == 1 and erased.stderr.startswith("hint: the store holds no resource 'r2'"), erased.stderr
+    assert erased.stdout.startswith("resource 'r2': 0 messages stored (0 with text), 3 indexed"), erased.stdout
+    assert erased.stdout.strip().endswith(": 3 orphaned"), erased.stdout
+
     rebuilt = cli("reindex", url, *repair.split()[4:])
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "dropped the index entries of 3 messages storage no longer holds" in rebuilt.stderr, rebuilt.stderr
@@ -184,3 +189,15 @@ def test_reindex_builds_an_index_into_a_new_or_empty_vector_store(tmp_path: Path
         assert checked.returncode == 0, checked.stdout + checked.stderr
     one = cli("reindex", url, "--vector", f"qdrant+path:///{tmp_path / 'new'}", "--resource", "r1")
     assert one.stdout.strip() == "reindexed 5 messages in 1 resource", one.stdout
+
+
+def test_a_resource_the_store_does_not_hold_is_a_hint_not_a_line_in_step(tmp_path: Path) -> None:
+    """Before: the hint on stderr, and on stdout ``resource 'nobody': 0
+    messages stored (0 with text), 0 indexed, 0 lexical documents: in
+    step``, a claim about nothing. Now the hint alone, exit 0."""
+    url, vectors = _store(tmp_path)
+    done = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", done.stdout
+    assert done.stderr.startswith("hint: the store holds no resource 'r3' (no record, no thread)"), done.stderr
+    assert ": nothing to check; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -11,7 +11,9 @@ resource (or the thread): what storage holds, what the index holds, and
 whether it is in step, ``behind`` (messages without vectors or lexical
 documents) or holds ``orphaned`` ones (of messages storage no longer
 holds); it exits 0 when every scope is in step, else 1, with a last line on
-stderr naming the ``reindex`` that repairs it. ``reindex`` re-embeds each
+stderr naming the ``reindex`` that repairs it. A ``--resource`` the store
+does not hold gets a hint and no line (exit 0), unless the index holds
+entries of it. ``reindex`` re-embeds each
 scope and prints what it indexed; Ctrl-C leaves each resource either
 rebuilt or as it was (exit 130): run it again. Everything is checked
 (URLs, the scope, that the stores exist) before a store is opened.
@@ -92,7 +94,10 @@ def check_index(
     indexed, lexical documents, and "in step", "behind" or "N orphaned".
     Exit 0 when every one is in step, 1 otherwise (the last line names the
     ``memory-core reindex`` that repairs it, or says the index holds none
-    of the store's messages: probably another store's); reads only."""
+    of the store's messages: probably another store's); reads only. A
+    ``--resource`` the store does not hold is a hint naming close ids on
+    stderr and no line (nothing to be in step), exit 0; if the index still
+    holds entries of it, their line says orphaned, exit 1."""
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=False, new=False)
         (statuses, foreign), hint = run_interruptible(
@@ -100,6 +105,9 @@ def check_index(
         )
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+            # A resource storage does not hold is in step with nothing: no line
+            # claims it, unless the index still holds its entries (orphans).
+            statuses = [status for status in statuses if not status.in_step]
     for status in statuses:
         console.print(escape(status_line(status)), soft_wrap=True)
     if foreign:
@@ -200,7 +208,7 @@ async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> t
             fail(f"--thread: the store holds no thread {thread!r}; check the id, or give --resource or neither")
         return [], None
     if resource is not None:
-        return [resource], await absent_resource_hint(memory.storage, resource, "checked")
+        return [resource], await absent_resource_hint(memory.storage, resource, "nothing to check")
     return await resource_ids(memory.storage), None
 
 
