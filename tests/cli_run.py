@@ -16,13 +16,15 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
+from collections.abc import Callable
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cli", "cli_process", "script"]
+__all__ = ["cli", "cli_process", "interrupted", "script"]
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -71,6 +73,45 @@ def cli_process(
     command = [str(script())] if as_script else [sys.executable, "-m", "memory_core"]
     popen.setdefault("preexec_fn", _foreground)
     return subprocess.Popen([*command, *args], cwd=cwd, env=environment, **popen)
+
+
+def interrupted(
+    process: subprocess.Popen[bytes],
+    after: float | Callable[[], object] = 0.0,
+    *,
+    repeat: int = 1,
+    timeout: float = 120,
+) -> tuple[bytes, bytes]:
+    """Ctrl-C ``process`` (from :func:`cli_process`) at a moment, then read
+    it to its end: what a user's Ctrl-C does to a command.
+
+    Args:
+        process: the running command.
+        after: seconds to wait before the SIGINT, or a callable that returns
+            when the moment has come (it waits for a file, a line, a count;
+            its result is the caller's to check).
+        repeat: SIGINTs to send, ``after`` seconds apart (a number ``after``).
+        timeout: seconds ``communicate`` waits for the process to end.
+
+    Returns:
+        Its stdout and stderr (``b""`` for a stream that was not piped);
+        ``process.returncode`` is its exit code.
+
+    Whatever fails (the wait, the read, a timeout), a process still running
+    is killed: a test leaves none behind.
+    """
+    try:
+        for _ in range(repeat):
+            if callable(after):
+                after()
+            else:
+                time.sleep(after)
+            process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=timeout)
+        return out or b"", err or b""
+    finally:
+        if process.poll() is None:
+            process.kill()
 
 
 def _foreground() -> None:

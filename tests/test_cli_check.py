@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from tests.cli_run import cli_process
+from tests.cli_run import cli_process, interrupted
 
 SCRIPT = shutil.which("memory-core")
 
@@ -42,7 +41,8 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
         process = cli_process(
             "check", url, "--new", "--profile", "ci", as_script=True, stdout=sink, stderr=subprocess.STDOUT
         )
-        try:
+
+        def in_the_run() -> None:
             # Once the run's first store exists (the probe's, then the
             # suite's), the check is past its imports: the interrupt lands
             # in the run (an earlier one is "stopped while starting").
@@ -50,11 +50,9 @@ def test_ctrl_c_is_interrupted_with_no_verdict_and_exit_130(tmp_path: Path) -> N
             while not list(tmp_path.glob("check-mc_check_*.db")) and time.monotonic() < deadline:
                 time.sleep(0.005)
             assert process.poll() is None, out.read_text()
-            process.send_signal(signal.SIGINT)
-            code = process.wait(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
+
+        interrupted(process, after=in_the_run)
+        code = process.returncode
     text = out.read_text()
     assert code == INTERRUPTED == 130, text
     assert "interrupted after" in text and "no verdict" in text, text

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import Thread, connect
-from tests.cli_run import cli, cli_process, script
+from tests.cli_run import cli, cli_process, interrupted, script
 
 pytest.importorskip("memory_core_sqlite")
 
@@ -81,13 +81,7 @@ def test_a_ctrl_c_in_the_first_moments_is_one_line_and_exit_130(command: list[st
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        try:
-            time.sleep(delay)
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
+        _, err = interrupted(process, after=delay)
         seen.append((delay, process.returncode, err.decode("utf-8", "replace")))
     wrong = [(delay, code, said[-600:]) for delay, code, said in seen if not _acceptable(code, said)]
     assert wrong == [], wrong
@@ -106,14 +100,7 @@ def test_a_process_started_with_sigint_ignored_keeps_it_ignored(tmp_path: Path) 
         stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
-    try:
-        for _ in range(5):
-            time.sleep(0.1)
-            process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    out, err = interrupted(process, after=0.1, repeat=5)
     assert process.returncode == 0, err.decode()
     assert out.decode().count("\n") == 23, out  # header, the thread, 20 messages, the trailer
     assert "interrupted" not in err.decode()
@@ -144,16 +131,14 @@ def test_a_ctrl_c_while_an_index_command_opens_its_stores_leaves_no_file(command
         process = cli_process(
             command, url, "--vector", vector, "--embedder", "lexical", stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-        try:
+
+        def opened(process: subprocess.Popen[bytes] = process, extra: float = extra) -> None:
             deadline = time.monotonic() + 120
             while not Path(f"{db}-wal").exists() and process.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.002)
             time.sleep(extra)
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=120)
-        finally:
-            if process.poll() is None:
-                process.kill()
+
+        _, err = interrupted(process, after=opened)
         said = err.decode()
         assert process.returncode in (0, 130), said
         assert "Traceback" not in said, said

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from memory_core import Thread, connect
-from tests.cli_run import cli, cli_process
+from tests.cli_run import cli, cli_process, interrupted
 
 pytest.importorskip("memory_core_sqlite")
 
@@ -119,13 +119,7 @@ def test_an_early_ctrl_c_stops_check_without_a_traceback(tmp_path: Path) -> None
         stderr=subprocess.PIPE,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.default_int_handler),
     )
-    try:
-        time.sleep(0.5)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    out, err = interrupted(process, after=0.5)
     said = err.decode()
     assert process.returncode == 130, said
     assert "interrupted" in said and "Traceback" not in said, said
@@ -156,18 +150,17 @@ def test_a_ctrl_c_while_the_suite_runs_is_one_line_and_exit_130(tmp_path: Path) 
         stderr=subprocess.PIPE,
         env_extra={"TMPDIR": str(temporary)},
     )
-    try:
-        started = _wait_until(lambda: any(temporary.glob("memory-core-check-*")), 120)
+    started = []
+
+    def suite_runs() -> None:
+        started.append(_wait_until(lambda: any(temporary.glob("memory-core-check-*")), 120))
         time.sleep(1)  # the probe's namespace comes and goes first
-        started = started and _wait_until(lambda: any(data.glob("*mc_check_*")), 120)  # a test's store
+        started.append(_wait_until(lambda: any(data.glob("*mc_check_*")), 120))  # a test's store
         time.sleep(1)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+
+    out, err = interrupted(process, after=suite_runs)
     said = err.decode()
-    assert started, said
+    assert all(started), said
     assert process.returncode == 130, said
     # off a terminal, stderr also carries plain progress lines ("check: 1 of 284 tests ...")
     told = "".join(line for line in said.splitlines(keepends=True) if not line.startswith("check: "))
@@ -310,13 +303,9 @@ def test_a_ctrl_c_during_an_import_with_vectors_is_one_line_that_says_the_index_
         "lexical",
         stderr=subprocess.PIPE,
     )
-    try:
-        assert _wait_until(lambda: _stored(destination) >= 100, 120), "the import never wrote"
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    wrote = []
+    _, err = interrupted(process, after=lambda: wrote.append(_wait_until(lambda: _stored(destination) >= 100, 120)))
+    assert all(wrote), "the import never wrote"
     said = [line for line in err.decode().splitlines() if line.strip() and not line.startswith("import: ")]
     if process.returncode == 0:
         pytest.skip("the import finished before the Ctrl-C (a fast machine)")
@@ -335,17 +324,15 @@ def test_a_ctrl_c_once_the_export_file_is_in_place_exits_0(tmp_path: Path) -> No
     for attempt in range(3):
         output = tmp_path / f"out-{attempt}.jsonl"
         process = cli_process("export", url, "-o", str(output), stderr=subprocess.PIPE)
-        try:
+
+        def in_place(output: Path = output) -> None:
             deadline = time.monotonic() + 120
             while not output.exists() and time.monotonic() < deadline:  # no sleep: the store closes in ms
                 pass
-            assert output.exists(), "the export never put its file in place"
-            process.send_signal(signal.SIGINT)
-            assert process.stderr is not None
-            said = process.stderr.read().decode()
-            assert process.wait(timeout=60) == 0, said
-        finally:
-            if process.poll() is None:
-                process.kill()
+
+        _, err = interrupted(process, after=in_place, timeout=60)
+        said = err.decode()
+        assert output.exists(), "the export never put its file in place"
+        assert process.returncode == 0, said
         assert "interrupted" not in said and "was not written" not in said, said
         assert output.read_text().count("\n") > 200  # header, thread, messages, trailer

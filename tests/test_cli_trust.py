@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import signal
 import sqlite3
 import stat
 import subprocess
@@ -23,7 +22,7 @@ import pytest
 
 from memory_core import Memory, Thread, connect, connect_vector
 from memory_core.embedders import LexicalHashEmbedder
-from tests.cli_run import cli, cli_process
+from tests.cli_run import cli, cli_process, interrupted
 
 HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
 
@@ -117,10 +116,9 @@ def test_an_interrupted_prune_prints_the_cutoff_and_resumes_with_before(tmp_path
     first = process.stderr.readline().decode()
     assert first.startswith("cutoff "), first
     cutoff = first.split()[1]
-    time.sleep(0.2)  # the line comes just before the store opens; a whole run takes seconds
-    process.send_signal(signal.SIGINT)
-    rest = process.stderr.read().decode()
-    assert process.wait(timeout=60) == 130, rest
+    # the line comes just before the store opens; a whole run takes seconds
+    rest = interrupted(process, after=0.2, timeout=60)[1].decode()
+    assert process.returncode == 130, rest
     assert f"interrupted: whole batches were deleted or not; resume with --before {cutoff}" in rest, rest
     assert "Traceback" not in rest
     left = _message_count(url)
@@ -227,13 +225,14 @@ def test_an_interrupted_export_to_a_file_leaves_no_file(tmp_path: Path) -> None:
     out = tmp_path / "out" / "backup.jsonl"
     out.parent.mkdir()
     process = cli_process("export", url, "-o", str(out), stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    deadline = time.monotonic() + 60
-    while not any(out.parent.iterdir()) and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    process.send_signal(signal.SIGINT)  # while the file is being written
-    said = process.stderr.read().decode()
-    assert process.wait(timeout=60) == 130, said
+
+    def writing() -> None:  # the Ctrl-C comes while the file is being written
+        deadline = time.monotonic() + 60
+        while not any(out.parent.iterdir()) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    said = interrupted(process, after=writing, timeout=60)[1].decode()
+    assert process.returncode == 130, said
     assert f"interrupted: {out} was not written; run the export again" in said
     assert list(out.parent.iterdir()) == []
 
@@ -359,17 +358,14 @@ def test_check_interrupted_leaves_nothing_behind(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
-        # Interrupt while the suite's stores exist (after the probe's went).
+
+    def in_the_suite() -> None:  # while the suite's stores exist (after the probe's went)
         time.sleep(4)
         deadline = time.monotonic() + 60
         while not list(data.glob("agent-mc_check_*.db")) and time.monotonic() < deadline:
             time.sleep(0.005)
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
+
+    out, err = interrupted(process, after=in_the_suite)
     assert process.returncode == 130, err.decode()
     assert b"interrupted after" in err and b"no verdict" in err and b"interrupted" not in out
     assert list(data.iterdir()) == []
