@@ -156,3 +156,29 @@ async def test_branch_mistakes_are_value_errors_in_the_callers_words(
             await session.branch_from_turn(2, "conv", wrapper=ALICE)
         assert "new_id" not in str(raised.value) and "source_id" not in str(raised.value)
         assert await session.get_items(wrapper=ALICE) == TURNS
+
+
+async def test_reruns_that_clear_a_named_branch_keep_one_branch(open_memory: OpenMemory, anyio_backend: str) -> None:
+    """The README's rerun pattern: without ``branch_id`` every run of a
+    "start afresh" script adds a branch (they pile up); clearing the
+    conversation and its named branch first keeps exactly one."""
+    async with open_memory() as memory:
+
+        async def run(branch_id: str | None) -> None:
+            stale = ["conv"] if branch_id is None else ["conv", branch_id]
+            for name in stale:
+                await MemoryCoreSession(name, memory).clear_session(wrapper=ALICE)
+            session = MemoryCoreSession("conv", memory)
+            await session.add_items(TURNS, wrapper=ALICE)
+            await session.branch_from_turn(2, branch_id, wrapper=ALICE)
+
+        async def sessions() -> int:
+            return len((await memory.storage.list_threads(ThreadFilter(resource_id="alice"), per_page=100)).items)
+
+        for _ in range(2):
+            await run(None)
+        assert await sessions() == 3  # conv and a branch per run
+        await memory.delete_resource("alice")  # the piled-up ones, for a throwaway user
+        for _ in range(3):
+            await run("conv.edit")
+        assert await sessions() == 2  # conv and its one branch
