@@ -418,8 +418,8 @@ def main() -> None:  # pragma: no cover - console entry point
         code = USER_ERROR
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "memory-core"
-        message = exc.format_message().rstrip(".")
-        errors.print(f"[red]error: {escape(message)}; see {escape(where)} --help[/]", soft_wrap=True)
+        message = clauses(exc.format_message(), f"see {where} --help")
+        errors.print(f"[red]error: {escape(message)}[/]", soft_wrap=True)
         code = USER_ERROR
     except click.ClickException as exc:
         exc.show()
