@@ -26,13 +26,15 @@ async def test_strict_preflight_needs_both_collections_and_creates_nothing(
     namespace = unique_namespace()
     unopened = store_factory(namespace=namespace)
     await unopened.preflight()  # nothing checked
-    with pytest.raises(ValidationError, match="no 'threads' or 'messages' collection") as caught:
+    refusal = f"the database '{unopened.database_name}' holds no memory-core store"
+    with pytest.raises(ValidationError, match=refusal) as caught:
         await unopened.preflight(must_exist=True)
     assert caught.value.field == "database"
+    assert "collection" not in caught.value.reason  # memory-core's own collections: not the URL's words
     assert unopened.database_name not in await raw_client.list_database_names()
     try:
         await raw_client[unopened.database_name].create_collection("threads")
-        with pytest.raises(ValidationError, match="no 'messages' collection"):
+        with pytest.raises(ValidationError, match="holds no memory-core store"):  # half a store is none
             await unopened.preflight(must_exist=True)
         await raw_client.drop_database(unopened.database_name)
         writer = store_factory(namespace=namespace)
