@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -140,3 +141,74 @@ def test_erase_on_a_terminal_shows_what_would_go_and_asks(
         assert out.decode().startswith("erased resource 'u1'"), out
     else:
         assert "nothing was erased" in said and out == b"", said
+
+
+GONE = "eve.0123456789ab+x@example.com"
+
+
+def _seed_rebuilt_pages(path: Path) -> list[str]:
+    """Three resources whose clones and later writes make SQLite rebuild
+    b-tree pages (leaving old copies of cells in the pages' gaps), one of
+    :data:`GONE`'s threads cloned into another resource (its lineage names
+    :data:`GONE`); returns what erasing :data:`GONE` must leave no copy of."""
+
+    async def seed() -> None:
+        async with await Memory.open(f"sqlite:///{path}") as memory:
+            for user, tag in ((GONE, "gone-7731"), ("keeper", "keep"), ("third", "third")):
+                text = "erasable-words-5521" if user == GONE else "kept"
+                for t in range(3):
+                    await memory.get_or_create_thread(user, f"{tag}-thr{t}")
+                    turns = [("user", f"{text} {k}" + (" " + "y" * 6000 if k % 10 == 9 else "")) for k in range(30)]
+                    await memory.append_messages(f"{tag}-thr{t}", turns)
+                await memory.clone_thread(f"{tag}-thr0", f"{tag}-clone")
+            await memory.clone_thread(
+                "gone-7731-thr2", "keeper-copy", resource_id="keeper", source_resource_id=GONE, message_ids=[]
+            )
+            await memory.append_messages("gone-7731-thr1", [("user", "erasable-words-5521 one more")])
+
+    asyncio.run(seed())
+    return [GONE, "gone-7731-thr", "gone-7731-clone", "erasable-words-5521"]
+
+
+def _copies(path: Path, needles: list[str]) -> dict[str, list[str]]:
+    """The needles found in the raw bytes of the database's files."""
+    found = {}
+    for file in path.parent.glob(f"{path.name}*"):
+        data = file.read_bytes()
+        found[file.name] = [needle for needle in needles if needle.encode() in data]
+    return {name: hits for name, hits in found.items() if hits}
+
+
+def test_erase_leaves_no_copy_in_a_sqlite_file_and_a_rerun_finishes_a_held_off_rebuild(tmp_path: Path) -> None:
+    """Issue 25: after ``erase``, the erased user's ids and text were still
+    in the SQLite file (old copies of cells in rebuilt pages). The erasure
+    now rebuilds the file; when a reader holds an older snapshot past the
+    timeout the command fails retryably (one red line, exit 2), and running
+    it again, though the resource is gone, finishes the rebuild."""
+    path = tmp_path / "agent.db"
+    needles = _seed_rebuilt_pages(path)
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM messages").fetchone()
+        held = cli("erase", "--storage", f"sqlite:///{path}?timeout=0.2", "--resource", GONE, "--yes")
+        assert held.returncode == 2 and held.stdout == "", held.stderr
+        assert "run the command again" in held.stderr, held.stderr
+        reader.execute("COMMIT")  # still open: its close would checkpoint the rebuilt file as the last one
+        assert _copies(path, needles)
+        again = cli("erase", "--storage", f"sqlite:///{path}", "--resource", GONE, "--yes")
+        assert again.returncode == 0 and again.stdout == "", again.stderr
+        assert f"hint: the store holds no resource {GONE!r}" in again.stderr, again.stderr
+        assert _copies(path, needles) == {}
+    finally:
+        reader.close()
+    assert asyncio.run(_left(f"sqlite:///{path}", "keeper")) == (5, 120)
+
+
+def test_erase_of_a_sqlite_store_leaves_no_copy_in_its_files(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    needles = _seed_rebuilt_pages(path)
+    assert _copies(path, needles)
+    done = cli("erase", "--storage", f"sqlite:///{path}", "--resource", GONE, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert _copies(path, needles) == {}

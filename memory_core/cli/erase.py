@@ -94,8 +94,10 @@ def erase(
     vectors``) on stdout. Without --yes it shows what would go and asks,
     on a terminal; when stdin is not one it refuses (exit 2). Answering no
     erases nothing (exit 1). A resource the store does not hold is a hint,
-    exit 0. Ctrl-C (exit 130) may leave the erasure partial: run the same
-    command again to finish it. Backups, snapshots and logs of the backend
+    exit 0. Ctrl-C (exit 130) may leave the erasure partial, and a failure
+    worth retrying (a SQLite file's rebuild that another connection held
+    off past the busy timeout: exit 2) unfinished: run the same command
+    again to finish it, even once the resource is gone. Backups, snapshots and logs of the backend
     may still hold the data: see docs/operators.md."""
     with user_errors():
         url, role = _storage_url(url, storage)
@@ -178,17 +180,20 @@ async def _count(storage: Storage, vectors: VectorStore | None, resource: str) -
 
 async def _erase(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:
     """Erase the resource (storage first, then its vectors), what went, and
-    the hint when the store held no such resource (then nothing is done)."""
+    the hint when the store held no such resource (then nothing is erased;
+    a rebuild an earlier run left pending is finished)."""
     from memory_core.memory import Memory
 
     async with Memory(storage, vectors, _embedder(vectors)) as memory:
         hint = await absent_resource_hint(memory.storage, resource, "nothing was erased")
         points = None if vectors is None else await vectors.count_points(resource_id=resource)
-        if hint is not None and not points:
-            return Erased(resource, 0, 0, points, False), hint
+        # An absent resource too: the call finishes what an earlier, failed run
+        # left (a SQLite store's rebuild of its file; nothing else when none is pending).
         erased = await memory.delete_resource(resource)
         # Both stores are written: a Ctrl-C while they close leaves the exit code 0.
         work_complete()
+        if hint is not None and not points:
+            return Erased(resource, 0, 0, points, False), hint
         return Erased(resource, len(erased.thread_ids), erased.messages, points, erased.resource), None
 
 

@@ -17,8 +17,9 @@ Required (abstract): :meth:`_destroy`, :meth:`_read`, the thread writes
 (:meth:`_put_resource`, :meth:`_patch_resource`), the working-memory swaps
 (:meth:`_swap_resource_memory`, :meth:`_swap_thread_memory`) and the erasure
 (:meth:`_delete_resource`): 14. Optional, with defaults: :meth:`_open`,
-:meth:`_close` and :meth:`_write_memory` (whose default
-:class:`~memory_core.storage.BaseStorage` supplies).
+:meth:`_close`, :meth:`_write_memory` (whose default
+:class:`~memory_core.storage.BaseStorage` supplies) and :meth:`_finish_erasure`
+(default: nothing).
 
 An author who would rather write small queries (get one thread, list,
 count, one window ...) subclasses
@@ -311,3 +312,18 @@ class AdapterContract(ABC):
         record; returns ``(deleted thread ids, deleted message count, record
         existed)``. Must be all-or-nothing or resumable (a repeat after a
         failure finishes the job) and must leave no id reserved."""
+
+    async def _finish_erasure(self) -> None:
+        """Remove what earlier resource erasures' deletes left in the
+        backend's own files beyond the live data (old copies of deleted rows
+        that its ordinary deletes keep), where the backend can. The core
+        calls it at the end of every
+        :meth:`~memory_core.storage.BaseStorage.delete_resource`, after
+        :meth:`_delete_resource` and the clearing of clones' lineage, also
+        for a resource that is no longer there: a repeat after a failure
+        must finish the job (so the adapter remembers, durably, that one is
+        pending, and makes a call with nothing pending cheap). Raises a
+        retryable :class:`~memory_core.errors.BackendError` when it cannot
+        finish now; the erasure's deletes stand.
+
+        The default does nothing (the SQLite adapter rebuilds its file)."""

@@ -45,16 +45,28 @@ class Erasure(Lifecycle):
         fails half-way leaves a state that a repeated call erases to
         completion. Vectors are removed by :meth:`memory_core.Memory.delete_resource`.
 
+        Last, the adapter removes what the deletes left in its files beyond
+        the live data where it can (``_finish_erasure``; SQLite rebuilds the
+        database file: see docs/operators.md, "Erasure"). Every call does
+        that step, one for an unknown id too, so a repeat finishes what a
+        failed call left.
+
         Returns:
             :class:`ResourceErasure`: the deleted thread ids, the number of
             messages deleted, whether a resource record existed.
 
         Raises:
             ValidationError: bad id (R-ID).
+            BackendError: a backend failure; ``retryable`` when calling again
+                may succeed (SQLite: another connection held the lock the
+                file's rebuild needs for longer than the busy timeout; the
+                rows are erased, and a repeat call rebuilds).
         """
         check_id(resource_id, "resource_id")
         await self._ready()
         with self._guard("delete_resource"):
             thread_ids, messages, existed = await self._delete_resource(resource_id)
         await lineage.forget_resource(cast("Storage", self), resource_id)  # clones elsewhere stop naming it (R-LINEAGE)
+        with self._guard("delete_resource"):
+            await self._finish_erasure()  # after the lineage updates: their old copies go too
         return ResourceErasure(resource_id, sorted(thread_ids), messages, existed)

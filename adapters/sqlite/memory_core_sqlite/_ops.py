@@ -19,7 +19,7 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, cast
 from memory_core import codec
 from memory_core.builders import StoredTime, build_message, build_resource, build_thread
 from memory_core.clock import TIME_MAX_US, TIME_MIN_US, bump_us, from_us, to_us
-from memory_core.errors import StaleStateError, ValidationError
+from memory_core.errors import BackendError, StaleStateError, ValidationError
 from memory_core.lineage import CopyPlan
 from memory_core.models import Message, Resource, Role, Thread
 from memory_core.plan import ReadParts, ReadPlan
@@ -29,12 +29,14 @@ from memory_core.workmem import MemoryDecision, MemoryWrite, thread_memory
 
 from memory_core_sqlite import _sql
 from memory_core_sqlite._counters import Deltas, apply
+from memory_core_sqlite._errors import is_busy
 
 __all__ = [
     "delete_found",
     "delete_resource",
     "delete_thread",
     "erasing",
+    "finish_erasure",
     "get_messages",
     "list_resource_ids",
     "get_thread",
@@ -108,8 +110,9 @@ def erasing(
     **kwargs: P.kwargs,
 ) -> T:
     """``erase(conn, *args, **kwargs)`` (a committed deletion), then a
-    truncating WAL checkpoint, so no copy of what it erased is left in the
-    database files while the store stays open.
+    truncating WAL checkpoint, so the deleted rows themselves are gone from
+    the database files while the store stays open (a thread or message
+    delete; a resource erasure goes further: :func:`finish_erasure`).
 
     ``PRAGMA secure_delete`` (set on every connection) zeroes the deleted
     cells and freed pages, but in WAL mode those zeroed pages go to the WAL:
@@ -125,6 +128,12 @@ def erasing(
     (nothing erased: the checkpoint and its sync cost ~10 ms); a no-op for
     an in-memory database.
 
+    What it leaves: old copies of cells (ids, message text) that SQLite
+    left in a live page's unallocated gap when it rebuilt that page earlier
+    (a b-tree page of a table or of any index, on a split or rebalance):
+    ``secure_delete`` zeroes deleted cells and freed pages, not those
+    copies. Only a rebuild of the file (``VACUUM``) removes them.
+
     Returns:
         What ``erase`` returned.
     """
@@ -133,6 +142,62 @@ def erasing(
     if conn.total_changes != changes:
         without_waiting(conn, lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
     return result
+
+
+_REBUILD_PENDING = "erasure_rebuild"
+"""The ``counters`` row a resource erasure that deleted rows writes in its own
+transaction (:func:`delete_resource`) and :func:`finish_erasure` deletes once
+the file is rebuilt: a rebuild that a failure or a crash cut off is done by
+the next call of ``delete_resource``, whatever its id."""
+
+
+def finish_erasure(conn: sqlite3.Connection) -> None:
+    """If a resource erasure left its rebuild pending: ``VACUUM``, then a
+    truncating WAL checkpoint, then the pending mark deleted (and the WAL
+    truncated again, without waiting: it holds only that mark's page).
+
+    ``VACUUM`` writes a fresh copy of the database through the WAL: no free
+    page, no freed cell, and no old copy of a cell that SQLite left in a
+    page's unallocated gap when it rebuilt the page (tables and indexes
+    alike; ``secure_delete`` does not zero those), so no byte of the erased
+    rows. The checkpoint copies it into the database file, which it
+    truncates to the new size, and cuts the WAL to zero bytes. ``VACUUM``
+    waits up to the busy timeout for another connection's write; the
+    checkpoint waits up to the busy timeout for readers of an older
+    snapshot (new writers wait behind it meanwhile). Nothing pending: one
+    indexed read.
+
+    Raises:
+        BackendError: retryable, operation ``delete_resource``: another
+            connection held the lock (or an older snapshot) past the busy
+            timeout; the erasure's deletes stand, the mark stays, and the
+            next ``delete_resource`` call rebuilds.
+    """
+    if conn.execute("SELECT 1 FROM counters WHERE name = ?", (_REBUILD_PENDING,)).fetchone() is None:
+        return
+    try:
+        conn.execute("VACUUM")
+        busy, *_ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.OperationalError as exc:
+        if not is_busy(exc):
+            raise
+        raise _unfinished("another connection held the write lock", exc) from exc
+    if busy:
+        raise _unfinished("another connection kept reading an older snapshot of it", None)
+    conn.execute("DELETE FROM counters WHERE name = ?", (_REBUILD_PENDING,))
+    without_waiting(conn, lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall())
+
+
+def _unfinished(why: str, original: BaseException | None) -> BackendError:
+    return BackendError(
+        "sqlite",
+        "delete_resource",
+        f"the rows are erased, but the rebuild that removes their old copies from the database file"
+        f" could not finish within the busy timeout: {why}; call delete_resource again"
+        " (any resource id) to finish it",
+        retryable=True,
+        original=original,
+    )
 
 
 def without_waiting(conn: sqlite3.Connection, call: Callable[[sqlite3.Connection], T]) -> T:
@@ -664,16 +729,23 @@ def patch_resource_in(
     return _resource(new)
 
 
-def delete_resource(conn: sqlite3.Connection, resource_id: str) -> tuple[list[str], int, bool]:
+def delete_resource(conn: sqlite3.Connection, resource_id: str, rebuild: bool) -> tuple[list[str], int, bool]:
     """Erase the resource's threads, their messages, its record and its
     message counter in one transaction; returns (thread ids, message count,
-    record existed)."""
+    record existed). With ``rebuild`` (a database file), an erasure that
+    deleted a row also marks the file's rebuild pending, in the same
+    transaction (:func:`finish_erasure` does it)."""
     with transaction(conn):
+        changes = conn.total_changes
         thread_ids = [row[0] for row in conn.execute("SELECT id FROM threads WHERE resource_id = ?", (resource_id,))]
         messages = conn.execute("DELETE FROM messages WHERE resource_id = ?", (resource_id,)).rowcount
         conn.execute("DELETE FROM threads WHERE resource_id = ?", (resource_id,))
         conn.execute("DELETE FROM resource_message_counts WHERE resource_id = ?", (resource_id,))
         existed = conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1
+        if rebuild and conn.total_changes != changes:
+            conn.execute(
+                "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (_REBUILD_PENDING,)
+            )
     return thread_ids, messages, existed
 
 

@@ -358,6 +358,132 @@ async def test_an_erasure_leaves_no_trace_in_the_database_files(how: str, tmp_pa
         assert all(found[1] == 0 for found in after.values()), (how, after)
 
 
+GONE = "eve.0123456789ab+x@example.com"
+"""The erased resource of the page-rebuild tests (an email, as resource ids often are)."""
+
+
+def _left_behind(path: Path, needles: list[str]) -> dict[str, dict[str, int]]:
+    """For each of the database's files there (``-wal``, ``-shm``, ``-journal``
+    too): the ``needles`` found in its raw bytes, with how often."""
+    found = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        file = Path(f"{path}{suffix}")
+        if file.exists():
+            data = file.read_bytes()
+            hits = {needle: data.count(needle.encode()) for needle in needles}
+            found[file.name] = {needle: n for needle, n in hits.items() if n}
+    return found
+
+
+async def _write_rebuilt_pages(url: str) -> list[str]:
+    """Three resources with three threads each and a clone of each one's first
+    thread (the clone's insert, then more messages, make SQLite split and
+    rebuild pages of the tables and indexes, leaving old copies of cells in
+    the pages' unallocated gaps), a clone of one of :data:`GONE`'s threads
+    into another resource (its lineage names :data:`GONE` until the erasure
+    clears it), then a write into :data:`GONE`'s thread. Returns what the
+    erasure of :data:`GONE` must leave no copy of: the resource id, its
+    thread ids, the text of its messages (short and long: overflow pages)."""
+    from memory_core import Memory
+
+    async with await Memory.open(url) as memory:
+        for user, tag in ((GONE, "gone-7731"), ("keeper", "keep"), ("third", "third")):
+            text = "erasable-words-5521" if user == GONE else "kept words"
+            for t in range(3):
+                thread = f"{tag}-thr{t}"
+                await memory.get_or_create_thread(user, thread)
+                long = " " + "y" * 6000
+                turns = [("user", f"{text} {k}{long if k % 10 == 9 else ''}") for k in range(30)]
+                await memory.append_messages(thread, turns)
+            await memory.clone_thread(f"{tag}-thr0", f"{tag}-clone")
+        await memory.clone_thread(
+            "gone-7731-thr2", "keeper-copy", resource_id="keeper", source_resource_id=GONE, message_ids=[]
+        )
+        await memory.append_messages("gone-7731-thr1", [("user", "erasable-words-5521 one more")])
+    return [GONE, "gone-7731-thr", "gone-7731-clone", "erasable-words-5521"]
+
+
+@pytest.mark.anyio
+async def test_a_resource_erasure_leaves_no_old_copy_of_a_rebuilt_page_cell(tmp_path: Path) -> None:
+    """Issue 25 ("erasure that leaves no trace", a fresh-user trial): after
+    ``delete_resource`` and close, the erased user's id was still readable
+    in the database file, in the unallocated gap of a live page of the
+    ``messages_thread_order`` index: old copies of cells SQLite leaves when
+    it rebuilds a b-tree page, which ``secure_delete`` does not zero. The
+    erasure now rebuilds the database (VACUUM) and truncates the WAL."""
+    path = tmp_path / "rebuilt.db"
+    needles = await _write_rebuilt_pages(f"sqlite:///{path}")
+    assert _left_behind(path, needles)[path.name]  # there to be erased
+    store = SQLiteStorage(path)
+    await store.open()
+    try:
+        erased = await store.delete_resource(GONE)
+        assert len(erased.thread_ids) == 4 and erased.messages == 4 * 30 + 1
+        assert not any(_left_behind(path, needles).values()), _left_behind(path, needles)  # while open, too
+        assert (await store.get_thread("keeper-copy")) is not None
+        assert len((await store.list_messages("keep-clone", per_page=False)).items) == 30  # the rest is kept
+    finally:
+        await store.close()
+    assert not any(_left_behind(path, needles).values()), _left_behind(path, needles)
+
+
+@pytest.mark.anyio
+async def test_a_rebuild_kept_from_finishing_raises_retryably_and_the_next_erasure_finishes_it(
+    tmp_path: Path,
+) -> None:
+    """A reader of an older snapshot keeps the rebuilt file from being
+    checkpointed past the busy timeout: the call raises a retryable
+    BackendError saying so, the rows are erased all the same, and the next
+    ``delete_resource`` (of an id the store does not hold: no erasure of its
+    own) finishes the rebuild."""
+    path = tmp_path / "held.db"
+    needles = await _write_rebuilt_pages(f"sqlite:///{path}")
+    store = SQLiteStorage(path, timeout=0.2)
+    await store.open()
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM messages").fetchone()  # a snapshot from before the erasure
+        with pytest.raises(BackendError, match="call delete_resource again") as raised:
+            await store.delete_resource(GONE)
+        assert raised.value.retryable and raised.value.operation == "delete_resource"
+        assert (await store.get_thread("gone-7731-thr0")) is None  # the erasure stands
+        reader.execute("COMMIT")
+        assert any(_left_behind(path, needles).values())
+        erased = await store.delete_resource("nobody")
+        assert erased.thread_ids == [] and erased.messages == 0
+        assert not any(_left_behind(path, needles).values()), _left_behind(path, needles)
+        assert _wal_size(path) == 0
+    finally:
+        reader.close()
+        await store.close()
+
+
+def test_a_rebuild_that_cannot_take_the_write_lock_raises_retryably(tmp_path: Path) -> None:
+    """``VACUUM`` waits up to the busy timeout for another connection's
+    write, then the erasure's last step fails retryably, its mark kept."""
+    from memory_core_sqlite import _ops
+
+    path = tmp_path / "locked.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA busy_timeout = 100")
+        conn.execute("CREATE TABLE counters (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL)")
+        conn.execute("INSERT INTO counters VALUES ('erasure_rebuild', 1)")
+        writer.execute("BEGIN IMMEDIATE")
+        with pytest.raises(BackendError, match="held the write lock") as raised:
+            _ops.finish_erasure(conn)
+        assert raised.value.retryable
+        writer.execute("ROLLBACK")
+        _ops.finish_erasure(conn)
+        assert conn.execute("SELECT count(*) FROM counters").fetchone() == (0,)
+    finally:
+        writer.close()
+        conn.close()
+
+
 def _wal_size(path: Path) -> int:
     return Path(f"{path}-wal").stat().st_size
 
