@@ -314,9 +314,9 @@ class AdapterContract(ABC):
         failure finishes the job) and must leave no id reserved."""
 
     async def _finish_erasure(self) -> None:
-        """Remove what earlier resource erasures' deletes left in the
-        backend's own files beyond the live data (old copies of deleted rows
-        that its ordinary deletes keep), where the backend can. The core
+        """Remove what deletes left in the backend's own files beyond the
+        live data (old copies of deleted rows that its ordinary deletes
+        keep), where the backend can. The core
         calls it at the end of every
         :meth:`~memory_core.storage.BaseStorage.delete_resource`, after
         :meth:`_delete_resource` and the clearing of clones' lineage, also

@@ -37,6 +37,7 @@ __all__ = [
     "delete_thread",
     "erasing",
     "finish_erasure",
+    "marking_deletes",
     "get_messages",
     "list_resource_ids",
     "get_thread",
@@ -132,7 +133,9 @@ def erasing(
     left in a live page's unallocated gap when it rebuilt that page earlier
     (a b-tree page of a table or of any index, on a split or rebalance):
     ``secure_delete`` zeroes deleted cells and freed pages, not those
-    copies. Only a rebuild of the file (``VACUUM``) removes them.
+    copies. Only a rebuild of the file (``VACUUM``) removes them: the
+    delete marks one pending (:func:`marking_deletes`), which the next
+    resource erasure does (:func:`finish_erasure`).
 
     Returns:
         What ``erase`` returned.
@@ -145,14 +148,29 @@ def erasing(
 
 
 _REBUILD_PENDING = "erasure_rebuild"
-"""The ``counters`` row a resource erasure that deleted rows writes in its own
-transaction (:func:`delete_resource`) and :func:`finish_erasure` deletes once
-the file is rebuilt: a rebuild that a failure or a crash cut off is done by
-the next call of ``delete_resource``, whatever its id."""
+"""The ``counters`` row every delete that removed a row writes in its own
+transaction (:func:`marking_deletes`), and :func:`finish_erasure` deletes
+once the file is rebuilt: the file may hold old copies of deleted rows' cells
+until then. The next call of ``delete_resource``, whatever its id, rebuilds:
+so a rebuild that a failure or a crash cut off is done, and so is one for a
+resource whose rows thread and message deletes or a prune removed before
+its erasure."""
+
+
+@contextmanager
+def marking_deletes(conn: sqlite3.Connection) -> Iterator[None]:
+    """Inside a delete's transaction: if the body changed a row, mark the
+    file's rebuild pending (:data:`_REBUILD_PENDING`) in the same transaction."""
+    changes = conn.total_changes
+    yield
+    if conn.total_changes != changes:
+        conn.execute(
+            "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (_REBUILD_PENDING,)
+        )
 
 
 def finish_erasure(conn: sqlite3.Connection) -> None:
-    """If a resource erasure left its rebuild pending: ``VACUUM``, then a
+    """If a delete left the file's rebuild pending: ``VACUUM``, then a
     truncating WAL checkpoint, then the pending mark deleted (and the WAL
     truncated again, without waiting: it holds only that mark's page).
 
@@ -423,7 +441,7 @@ def delete_thread(conn: sqlite3.Connection, thread_id: str) -> int:
     """Delete the thread and its messages in one transaction, taking them off
     the resource's counter (the thread's goes with its row); how many
     messages it deleted."""
-    with transaction(conn):
+    with transaction(conn), marking_deletes(conn):
         deleted = conn.execute("DELETE FROM messages WHERE thread_id = ?", (thread_id,)).rowcount
         owner = conn.execute("DELETE FROM threads WHERE id = ? RETURNING resource_id", (thread_id,)).fetchone()
         if owner is not None and deleted:
@@ -579,7 +597,7 @@ def _write_patches(
 def delete_found(conn: sqlite3.Connection, ids: Sequence[str], now_us: int) -> int:
     """Delete the stored messages among ``ids`` and bump the threads they
     were in, in one transaction; returns how many rows it removed."""
-    with transaction(conn):
+    with transaction(conn), marking_deletes(conn):
         removed = _delete_counted(conn, ids)
         _bump(conn, dict.fromkeys(thread_id for thread_id, _ in removed), now_us)
     return len(removed)
@@ -729,23 +747,17 @@ def patch_resource_in(
     return _resource(new)
 
 
-def delete_resource(conn: sqlite3.Connection, resource_id: str, rebuild: bool) -> tuple[list[str], int, bool]:
+def delete_resource(conn: sqlite3.Connection, resource_id: str) -> tuple[list[str], int, bool]:
     """Erase the resource's threads, their messages, its record and its
     message counter in one transaction; returns (thread ids, message count,
-    record existed). With ``rebuild`` (a database file), an erasure that
-    deleted a row also marks the file's rebuild pending, in the same
-    transaction (:func:`finish_erasure` does it)."""
-    with transaction(conn):
-        changes = conn.total_changes
+    record existed). An erasure that deleted a row marks the file's rebuild
+    pending in the same transaction (:func:`finish_erasure` does it)."""
+    with transaction(conn), marking_deletes(conn):
         thread_ids = [row[0] for row in conn.execute("SELECT id FROM threads WHERE resource_id = ?", (resource_id,))]
         messages = conn.execute("DELETE FROM messages WHERE resource_id = ?", (resource_id,)).rowcount
         conn.execute("DELETE FROM threads WHERE resource_id = ?", (resource_id,))
         conn.execute("DELETE FROM resource_message_counts WHERE resource_id = ?", (resource_id,))
         existed = conn.execute("DELETE FROM resources WHERE id = ?", (resource_id,)).rowcount == 1
-        if rebuild and conn.total_changes != changes:
-            conn.execute(
-                "INSERT INTO counters (name, value) VALUES (?, 1) ON CONFLICT (name) DO NOTHING", (_REBUILD_PENDING,)
-            )
     return thread_ids, messages, existed
 
 

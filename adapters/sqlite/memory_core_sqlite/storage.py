@@ -435,11 +435,12 @@ class SQLiteStorage(BaseStorage):
         await self._write(_ops.write_memory, write, decide, now_us)
 
     async def _delete_resource(self, resource_id: str) -> tuple[list[str], int, bool]:
-        return await self._write(_ops.delete_resource, resource_id, not self.settings.in_memory)
+        return await self._write(_ops.delete_resource, resource_id)
 
     async def _finish_erasure(self) -> None:
-        """Rebuild the database file when an erasure left that pending
+        """Rebuild the database file when a delete left that pending
         (:func:`~memory_core_sqlite._ops.finish_erasure`: ``VACUUM`` and a
-        truncating checkpoint); an in-memory database has no file."""
+        truncating checkpoint); an in-memory database has no file (its
+        deletes' marks are never read)."""
         if not self.settings.in_memory:
             await self._run(_ops.finish_erasure)

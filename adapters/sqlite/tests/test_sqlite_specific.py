@@ -404,21 +404,30 @@ async def _write_rebuilt_pages(url: str) -> list[str]:
 
 
 @pytest.mark.anyio
-async def test_a_resource_erasure_leaves_no_old_copy_of_a_rebuilt_page_cell(tmp_path: Path) -> None:
+@pytest.mark.parametrize("threads_first", [False, True])
+async def test_a_resource_erasure_leaves_no_old_copy_of_a_rebuilt_page_cell(
+    threads_first: bool, tmp_path: Path
+) -> None:
     """Issue 25 ("erasure that leaves no trace", a fresh-user trial): after
     ``delete_resource`` and close, the erased user's id was still readable
     in the database file, in the unallocated gap of a live page of the
     ``messages_thread_order`` index: old copies of cells SQLite leaves when
     it rebuilds a b-tree page, which ``secure_delete`` does not zero. The
-    erasure now rebuilds the database (VACUUM) and truncates the WAL."""
+    erasure now rebuilds the database (VACUUM) and truncates the WAL, also
+    when thread deletes removed the resource's rows before (``threads_first``:
+    the erasure itself then finds nothing; the deletes marked the rebuild)."""
     path = tmp_path / "rebuilt.db"
     needles = await _write_rebuilt_pages(f"sqlite:///{path}")
     assert _left_behind(path, needles)[path.name]  # there to be erased
     store = SQLiteStorage(path)
     await store.open()
     try:
+        if threads_first:
+            for thread in ("gone-7731-thr0", "gone-7731-thr1", "gone-7731-thr2", "gone-7731-clone"):
+                await store.delete_thread(thread)
         erased = await store.delete_resource(GONE)
-        assert len(erased.thread_ids) == 4 and erased.messages == 4 * 30 + 1
+        assert len(erased.thread_ids) == (0 if threads_first else 4)
+        assert erased.messages == (0 if threads_first else 4 * 30 + 1)
         assert not any(_left_behind(path, needles).values()), _left_behind(path, needles)  # while open, too
         assert (await store.get_thread("keeper-copy")) is not None
         assert len((await store.list_messages("keep-clone", per_page=False)).items) == 30  # the rest is kept
