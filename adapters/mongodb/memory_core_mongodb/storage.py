@@ -98,6 +98,15 @@ TIMEOUT_MS = 60_000
 opens, where ``timeoutMS`` does not reach): a call the server never answers fails as a retryable
 ``BackendError`` instead of hanging; ``timeoutMS=0`` in the URL or options lifts
 it."""
+FIRST_CONTACT_MS = 5_000
+"""The bound of a store's first call to its server (the open's ``hello``,
+the preflight's ``listCollections``) when the URL and options set no
+``serverSelectionTimeoutMS`` (given, that bounds it): an unreachable server
+is an error within seconds, not after :data:`TIMEOUT_MS`. Needed because
+PyMongo's ``timeoutMS`` replaces ``serverSelectionTimeoutMS`` (it selects a
+server for as long as ``timeoutMS`` allows), so the URL's own bound went
+unheard while :data:`TIMEOUT_MS` was added."""
+_SELECTION = "serverselectiontimeoutms"
 _BOUNDS = frozenset({"timeoutms", "sockettimeoutms", "connecttimeoutms"})
 """Options that already bound each call (given, :data:`TIMEOUT_MS` is not added)."""
 _RACED_UPSERTS = RetryPolicy(attempts=5)
@@ -260,6 +269,7 @@ class MongoStorage(BaseStorage):
         given = {name.lower() for name in [*url_options(url), *client_options]}
         bound = {} if given & _BOUNDS else {"timeoutMS": TIMEOUT_MS, "socketTimeoutMS": TIMEOUT_MS}
         self._client_options: dict[str, Any] = {"appname": "memory-core", **bound, **client_options}
+        self._selects = _SELECTION in given  # the URL or options bound server selection
         self._owns_client = client is None
         self._given = client
         self._given_loop = GivenClientLoop(self.backend_name)
@@ -341,7 +351,8 @@ class MongoStorage(BaseStorage):
             if client is None:
                 client = AsyncMongoClient(self.url, **self._client_options)
             try:
-                names = set(await client[self.database_name].list_collection_names())
+                with self._first_contact(client):
+                    names = set(await client[self.database_name].list_collection_names())
             finally:
                 if client is not own:
                     await client.close()
@@ -366,7 +377,8 @@ class MongoStorage(BaseStorage):
         db = client[self.database_name]
         await self._conns.keep(_Connection(client, db), client.close if self._owns_client else None)
         try:
-            hello = await client.admin.command("hello")
+            with self._first_contact(client):
+                hello = await client.admin.command("hello")
             if self.transactions is None:
                 self.transactions = supports_transactions(hello)
             if not self.transactions:
@@ -378,6 +390,16 @@ class MongoStorage(BaseStorage):
         except BaseException:
             await self._conns.drop()  # a failed open may retry with a new client
             raise
+
+    def _first_contact(self, client: AsyncMongoClient[Doc]) -> contextlib.AbstractContextManager[None]:
+        """The bound of a first call to the server through ``client``
+        (:data:`FIRST_CONTACT_MS`): the ``serverSelectionTimeoutMS`` the URL
+        or options give, else the default; a client the caller gave keeps
+        its own."""
+        if self._given is not None:
+            return contextlib.nullcontext()
+        seconds = client.options.server_selection_timeout if self._selects else FIRST_CONTACT_MS / 1000
+        return pymongo.timeout(seconds)
 
     async def _close(self) -> None:
         await self._conns.close_all()  # the caller's client is theirs to close
