@@ -9,25 +9,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memory_core import lineage
-from memory_core.embedders import Embedder
-from memory_core.indexing import VectorIndex
+from memory_core.index_calls import IndexCalls
 from memory_core.models import DateRange, OrderBy, Page, PerPage, Thread
-from memory_core.outbox import Outbox, paired
-from memory_core.storage import Storage
+from memory_core.outbox import paired
 from memory_core.telemetry import traced
-from memory_core.vector import VectorStore
 
 __all__ = ["CloneCalls"]
 
 
-class CloneCalls:
+class CloneCalls(IndexCalls):
     """Clone, branch and lineage calls of :class:`~memory_core.memory.Memory`
-    (a base class of it, sharing its ``storage``, ``vector`` and vector index)."""
-
-    storage: Storage
-    vector: VectorStore | None
-    embedder: Embedder | None
-    _outbox: Outbox
+    (a base class of it, sharing its ``storage``, ``vector`` and vector index
+    through :class:`~memory_core.index_calls.IndexCalls`)."""
 
     @traced("create_memory")
     @paired
@@ -50,9 +43,13 @@ class CloneCalls:
         :class:`~memory_core.lineage.Clone`: the thread and the id mapping.
 
         Raises:
+            EmbedderMismatchError: the vector index holds vectors of another
+                embedder (checked as by :meth:`save_messages`); nothing is
+                written.
             BackendError: the vector write failed after the copy was saved
                 (repair with :meth:`reindex`); else as the function.
         """
+        await self._check_embedder()
         made = await lineage.clone_thread(
             self.storage,
             source_id,
@@ -86,9 +83,11 @@ class CloneCalls:
         :func:`memory_core.lineage.branch_thread`.
 
         Raises:
+            EmbedderMismatchError: as :meth:`clone_thread`; nothing is written.
             BackendError: the vector write failed after the copy was saved
                 (repair with :meth:`reindex`); else as the function.
         """
+        await self._check_embedder()
         made = await lineage.branch_thread(
             self.storage,
             thread_id,
@@ -107,8 +106,7 @@ class CloneCalls:
         copied in the store from their sources' points, embedded only where
         a source has none (:meth:`VectorIndex.copy
         <memory_core.indexing.VectorIndex.copy>`)."""
-        index = VectorIndex(self.storage, self.vector, self.embedder)
-        await index.copy(made.message_ids, made.thread.id, made.thread.resource_id)
+        await self._vectors.copy(made.message_ids, made.thread.id, made.thread.resource_id)
 
     async def get_lineage(self, thread_id: str, resource_id: str | None = None) -> lineage.Lineage | None:
         """See :func:`memory_core.lineage.get_lineage` (Mastra's ``getCloneMetadata``)."""

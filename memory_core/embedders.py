@@ -62,8 +62,10 @@ __all__ = [
     "STOPWORDS",
     "SentenceTransformersEmbedder",
     "default_embedder",
+    "NEW_INDEX_COMMAND",
     "embedder_of_index",
     "dimension_mismatch",
+    "partial_rebuild",
     "get_embedder",
     "light_stem",
     "minilm_available",
@@ -713,6 +715,12 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
     raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
 
 
+NEW_INDEX_COMMAND = "memory-core reindex URL --new --vector NEW_URL --embedder NAME"
+"""The way out of an index built by another embedder: a new index, built
+whole with the embedder wanted (``reindex`` refuses to re-embed part of an
+index with another embedder in place: the rest would stay the old one's)."""
+
+
 def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command_line: bool = False) -> str | None:
     """What is wrong when a vector index holds vectors of another dimension
     than ``embedder``'s (built, wholly or partly, by another embedder), or
@@ -752,15 +760,41 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command
         return (
             f"the vector index holds {' and '.join(builders)}{mixed}, but {embedder.name!r} "
             f"({embedder.dimension} dimensions) makes other vectors, whose searches miss those and must not mix "
-            "with them: give the --embedder that built the index, or a --vector naming a new store (a fresh index), "
-            "or rebuild this one first with memory-core reindex URL --vector URL --embedder NAME"
+            "with them: give the --embedder that built the index, or a --vector naming a new store (a fresh index): "
+            f"{NEW_INDEX_COMMAND}"
         )
     return (
         f"the vector index holds {' and '.join(builders)}{mixed}, but this Memory embeds with "
         f"{embedder.name!r} ({embedder.dimension} dimensions), whose searches miss those vectors and must not mix "
-        "with them: open it with the embedder that built it (embedder=...), or re-embed every resource with this "
-        "one (await memory.reindex(resource_id=...) for each, or memory-core import/copy --vector URL --embedder NAME "
-        "into a fresh index)"
+        "with them: open it with the embedder that built it (embedder=...), or build a new index with this one "
+        "(a Memory over a new vector store, then await memory.reindex(resource_id=...) for each resource; "
+        f"or {NEW_INDEX_COMMAND})"
+    )
+
+
+def partial_rebuild(embedder: Embedder, counts: Mapping[int, int], scope: str, *, command_line: bool = False) -> str:
+    """Why re-embedding ``scope`` (``"resource 'r1'"``, ``"thread 't1'"``)
+    with ``embedder`` is refused: the index holds ``counts`` (points per
+    dimension) of another embedder outside the scope, which a reindex of
+    the scope leaves as they are, so the index would mix two embedders.
+    Worded for a ``memory-core`` command's user with ``command_line``
+    (``--embedder``), else for Python's (``embedder=``)."""
+    built = " and ".join(
+        f"{n} vector(s) of a {dimension}-dimension embedder"
+        for dimension, n in sorted(counts.items())
+        if dimension != embedder.dimension and n
+    )
+    option = "--embedder" if command_line else "embedder="
+    rebuild = (
+        NEW_INDEX_COMMAND
+        if command_line
+        else ("a Memory over a new vector store, then await memory.reindex(resource_id=...) for each resource")
+    )
+    return (
+        f"the vector index holds {built}, not all of them in {scope}: re-embedding {scope} with "
+        f"{embedder.name!r} ({embedder.dimension} dimensions) would leave an index mixing two embedders, "
+        f"whose searches miss one or the other; nothing was written: give the {option} that built the index, "
+        f"or build a new index whole with this one ({rebuild})"
     )
 
 

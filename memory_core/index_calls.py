@@ -54,7 +54,8 @@ class IndexCalls:
         """Before this Memory's first write of vectors: refuse an index that
         holds another embedder's (EmbedderMismatchError, nothing written).
         Checked once per Memory, at the cost of one count per dimension;
-        :meth:`reindex` is never refused (it is the fix)."""
+        :meth:`reindex` checks its own rule (a scope holding every vector of
+        another embedder may be re-embedded: it is the fix)."""
         if not self._embedder_fits:
             await self._settle_embedder()
             await self._vectors.check_embedder()
@@ -83,9 +84,19 @@ class IndexCalls:
         a prune without the vector store. Returns the number of messages
         indexed.
 
+        With an embedder other than the one that built the index (vectors
+        of another dimension), only a scope holding every such vector is
+        re-embedded (the index is left one embedder's); otherwise the call
+        is refused before anything is written: build a new index with this
+        embedder instead (a Memory over a new vector store, then this call
+        for each resource).
+
         Raises:
             ValidationError: neither or both of ``thread_id``/``resource_id``,
                 or a bad id (before any I/O).
+            EmbedderMismatchError: field ``embedder``: the index holds
+                vectors of another embedder outside the scope; nothing is
+                written.
         """
         return await self._vectors.reindex(thread_id, resource_id)
 

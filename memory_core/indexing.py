@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
-from memory_core.embedders import Embedder, dimension_mismatch
+from memory_core.embedders import Embedder, dimension_mismatch, partial_rebuild
 from memory_core.errors import BackendError, EmbedderMismatchError, ValidationError
 from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
@@ -148,6 +148,31 @@ class VectorIndex:
         if mismatch is not None:
             raise EmbedderMismatchError(mismatch, self.embedder.dimension, counts)
 
+    async def check_rebuild(self, thread_id: str | None, resource_id: str | None) -> None:
+        """Refuse to re-embed one scope when the index holds vectors of
+        another embedder (another dimension) outside it: they would stay,
+        and the index would mix two embedders. A scope holding every such
+        vector (the whole index is one resource, or a mixed index repaired
+        scope by scope) is re-embedded: it leaves one embedder's. Reads
+        only (one count per dimension; the scope's points when they differ).
+
+        Raises:
+            EmbedderMismatchError: field ``embedder``; the message
+                (:func:`~memory_core.embedders.partial_rebuild`, in
+                Python's words) names the embedders and the fix.
+            BackendError: the vector store failed.
+        """
+        if self.vector is None or self.embedder is None:
+            return
+        counts = await _vector_call("reindex", self.vector.dimension_counts())
+        if dimension_mismatch(self.embedder, counts) is None:
+            return
+        inside = await _vector_call("reindex", self.vector.count_points(resource_id, thread_id))
+        if inside < sum(counts.values()):
+            scope = f"thread {thread_id!r}" if thread_id is not None else f"resource {resource_id!r}"
+            reason = partial_rebuild(self.embedder, counts, scope)
+            raise EmbedderMismatchError(reason, self.embedder.dimension, counts)
+
     async def copy(self, mapping: Mapping[str, str], thread_id: str, resource_id: str) -> None:
         """Give a clone's copies (``mapping``: source message id -> copy id,
         in ``thread_id`` of ``resource_id``) their vectors: the sources'
@@ -203,9 +228,13 @@ class VectorIndex:
 
         Raises:
             ValidationError: neither or both ids, or a bad one (before any I/O).
+            EmbedderMismatchError: the index holds vectors of another
+                embedder outside the scope (:meth:`check_rebuild`); nothing
+                is written.
             BackendError: a store failed.
         """
         check_one_scope(thread_id, resource_id, "reindex")
+        await self.check_rebuild(thread_id, resource_id)
         page = await self._scope(thread_id, resource_id)
         if thread_id is not None:
             await self.drop_threads("reindex", (thread_id,))

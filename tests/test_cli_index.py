@@ -201,3 +201,26 @@ def test_a_resource_the_store_does_not_hold_is_a_hint_not_a_line_in_step(tmp_pat
     assert done.stdout == "", done.stdout
     assert done.stderr.startswith("hint: the store holds no resource 'r3' (no record, no thread)"), done.stderr
     assert ": nothing to check; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_reindex_of_part_of_an_index_with_another_embedder_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    """Before: ``reindex --resource r1 --embedder minilm`` over an index the
+    lexical embedder built for r1 and r2 re-embedded r1 alone, leaving an
+    index of two embedders (exit 0). The way out, a new index built whole,
+    is taken by ``reindex --new`` into a new vector store. (MiniLM is never
+    loaded: the refusal comes first.)"""
+    url, vectors = _store(tmp_path)
+    before = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    for scope in (["--resource", "r1"], ["--thread", "t2"], []):
+        refused = cli("reindex", url, "--vector", vectors, "--embedder", "minilm", *scope)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stderr
+        lines = refused.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --embedder: the vector index holds"), lines
+        assert "memory-core reindex URL --new --vector NEW_URL --embedder NAME" in lines[0], lines
+    after = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert (after.returncode, after.stdout) == (before.returncode, before.stdout), after.stderr  # nothing written
+    fresh = f"qdrant+path:///{tmp_path / 'fresh'}"
+    built = cli("reindex", url, "--vector", fresh, "--embedder", "lexical", "--new")
+    assert built.returncode == 0, built.stderr

@@ -28,7 +28,7 @@ it before writing (exit 2) unless given ``--force``.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn, cast
 
 import typer
 from rich.markup import escape
@@ -285,13 +285,26 @@ async def _reindex(
         if foreign:
             fail(_foreign(foreign, "or pass --force to rebuild it from this store, dropping those entries"))
         if thread is not None:
-            return [(thread, await memory.reindex(thread_id=thread))], hint
+            return [(thread, await _rebuilt(memory, thread_id=thread))], hint
         done = []
         for one in resources:
-            done.append((one, await memory.reindex(resource_id=one)))
+            done.append((one, await _rebuilt(memory, resource_id=one)))
             errors.print(f"reindexed resource {escape(repr(one))}: {done[-1][1]} messages", soft_wrap=True)
         if resource is None:  # the whole store: what no resource of storage owns goes too
             dropped = await _index(memory).drop_unowned()
             if dropped:
                 errors.print(f"dropped the index entries of {dropped} messages storage no longer holds", soft_wrap=True)
         return done, hint
+
+
+async def _rebuilt(memory: Memory, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
+    """:meth:`Memory.reindex` of one scope; its refusal to leave an index
+    mixing two embedders (:class:`EmbedderMismatchError`) one red line in the
+    command line's words (``--embedder``, ``reindex --new``)."""
+    from memory_core.embedders import Embedder, partial_rebuild
+
+    try:
+        return await memory.reindex(thread_id=thread_id, resource_id=resource_id)
+    except EmbedderMismatchError as exc:  # raised only by a Memory with an embedder
+        scope = f"thread {thread_id!r}" if thread_id is not None else f"resource {resource_id!r}"
+        fail(f"--embedder: {partial_rebuild(cast(Embedder, memory.embedder), exc.counts, scope, command_line=True)}")
