@@ -78,6 +78,7 @@ from memory_core_mongodb._schema import (
     THREADS_RESOURCE_CREATED,
     ensure_schema,
 )
+from memory_core_mongodb._sockets import close_cut_off_connects
 from memory_core_mongodb._url import database_name, url_hosts, url_options
 
 __all__ = ["MongoStorage", "supports_transactions"]
@@ -88,6 +89,8 @@ Doc = dict[str, Any]
 Session = AsyncClientSession | None
 
 T = TypeVar("T")
+
+close_cut_off_connects()  # a connect cut off by asyncio.run's end left its socket open
 
 _URI_OPTIONS = frozenset(pymongo_common.URI_OPTIONS_VALIDATOR_MAP)
 """PyMongo's URI options, lower-cased (it reads them case-insensitively)."""

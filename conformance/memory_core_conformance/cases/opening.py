@@ -25,6 +25,7 @@ import asyncio
 import gc
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import suppress
 from typing import Any
@@ -147,6 +148,29 @@ async def _use_in_four_loops(store: BaseStorage) -> None:
     finally:
         with suppress(AdapterClosedError):
             await store.destroy()
+
+
+async def _cut_off_in_loops(store: BaseStorage) -> None:
+    """Start a write of ``store`` under each of a series of ``asyncio.run``
+    calls (one after another, in a thread of their own) and return before it
+    ends, at each of :data:`CANCEL_POINTS`: ``asyncio.run`` then cancels the
+    write, and whatever the store started in that loop, as it ends."""
+
+    writes: list[asyncio.Future[object]] = []  # kept: the loop holds its tasks weakly only
+
+    async def cut_off(index: int, point: int | float) -> None:
+        writes.append(asyncio.ensure_future(store.save_messages([message(f"cut{index}")])))
+        if isinstance(point, float):
+            await asyncio.sleep(point)
+        else:
+            for _ in range(point):
+                await asyncio.sleep(0)
+
+    def run_all() -> None:
+        for index, point in enumerate(CANCEL_POINTS):
+            asyncio.run(cut_off(index, point))
+
+    await asyncio.wait_for(asyncio.to_thread(run_all), LOOP_CASE_SECONDS)
 
 
 async def _in_threads(calls: list[Callable[[], Awaitable[object]]]) -> list[object]:
@@ -485,9 +509,18 @@ class OpeningCases(SuiteBase):
         # a fourth (sync frameworks call async code so): each loop's connections must be closed in
         # that loop, not dropped with it (asyncpg "unclosed connection", "Unclosed AsyncMongoClient",
         # redis-py "Unclosed RedisCluster client" when collected later, and their sockets open till then)
+        # and each loop's end cuts off writes still in flight: what they had opened (a driver's
+        # connect, its monitor's) must be closed too, also what is dropped before the collection below
         gc.collect()  # what earlier tests dropped is not this case's
-        await _use_in_four_loops(storage_factory(None))  # then nothing references the store
-        assert leaked_by_collection() == [], "a store left connections of ended event loops unclosed"
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", ResourceWarning)
+            await _use_in_four_loops(storage_factory(None))  # then nothing references the store
+            async with open_store(storage_factory) as store:
+                await store.save_thread(thread("t1"))
+                await _cut_off_in_loops(store)
+            leaked = leaked_by_collection()
+        leaked += [str(w.message) for w in warned if issubclass(w.category, ResourceWarning)]
+        assert leaked == [], "a store left connections of ended event loops unclosed"
 
     async def test_lifecycle_threads_each_with_its_own_loop_share_one_store(
         self, storage_factory: StorageFactory
