@@ -56,7 +56,7 @@ def _acceptable(code: int, said: str) -> bool:
     script importing ``re``, finding and compiling memory-core's
     ``__init__``), which no package can reach: no frame of its code; or
     the interpreter's own exit 1 there ("KeyboardInterrupt", "Fatal Python
-    error: init_import_site"), as the operators guide says."""
+    error: init_import_site", "init_sys_streams"), as the operators guide says."""
     if code == -signal.SIGINT and said == "":
         return True
     if code == 130 and re.fullmatch(r"interrupted: [^\n]*\n", said) is not None:
