@@ -64,8 +64,9 @@ async def connect_through_cancel(
     or a socket behind when cancelled mid-way (asyncpg: a cancelled TLS
     negotiation logs "Future exception was never retrieved" once the server
     drops the half-made connection), and for any call that must not be cut
-    mid-way (a MongoDB transaction: a command cut off could start it after
-    its abort).
+    mid-way (a MongoDB write: the server applies a command it was sent even
+    when the call is cut, later, and a transaction's command could start it
+    after its abort).
 
     A cancelled caller waits at most as long as the connect itself takes
     (its own connect timeout bounds it); a further cancellation while it

@@ -6,6 +6,15 @@ and single atomic updates, a whole read plan with one ``aggregate``
 (:mod:`memory_core_mongodb._plan`) and a message save with its checks inside
 its own transaction. See the package README for the layout, the indexes,
 shard keys, round trips and the batch-atomicity choice.
+
+Cancellation: every write (a single-document command, a transaction, the
+ordered plan of a store without transactions) runs through
+:func:`_settled`, so a cancelled caller waits for the write's outcome
+(within the client's ``timeoutMS``) before ``CancelledError`` propagates:
+a command PyMongo has sent is applied by the server even when the call is
+cut, so the caller would otherwise hear "cancelled" while the write could
+still land. The next caller sees the write completely or not at all.
+Reads are cut at once.
 """
 
 from __future__ import annotations
@@ -208,13 +217,34 @@ async def _transaction(client: AsyncMongoClient[Doc], work: Callable[[Session], 
         await session.end_session()
 
 
+async def _settled(command: Callable[[], Awaitable[T]]) -> T:
+    """``await command()``, one write (a command, a transaction, the ordered
+    write plan), so that a cancellation of the caller waits for its outcome
+    before ``CancelledError`` propagates
+    (:func:`~memory_core.loops.connect_through_cancel`): the caller is told
+    "cancelled" only once the write has happened or failed, never while the
+    server may still apply it. Every write of the store goes through here;
+    reads need not (a read cut off changes nothing).
+
+    Why: PyMongo closes a connection cut mid-command, but the server still
+    applies a command it had received (or had yet to read from the socket),
+    later: cut, a cancelled ``insert`` left the thread absent to the next
+    caller, then there (issue 25's trials). The wait is bounded by the client's ``timeoutMS`` (each command's,
+    a transaction's whole); a further cancellation while waiting changes
+    nothing, and the write's own failure is retrieved and dropped (the
+    caller gets the cancellation)."""
+    return await connect_through_cancel(command)
+
+
 class MongoStorage(BaseStorage):
     """memory-core storage on MongoDB.
 
     URL: ``mongodb://[user:pass@]host[:port][,host...]/[database][?options]``
     or ``mongodb+srv://...``. The connection string goes to PyMongo as is.
     Construction does no I/O; ``open()`` connects, detects transaction
-    support and creates collections and indexes idempotently.
+    support and creates collections and indexes idempotently. A cancelled
+    write raises ``CancelledError`` once it has happened or failed (within
+    ``timeoutMS``), never while the server may still apply it.
 
     Args:
         url: MongoDB connection string.
@@ -408,7 +438,8 @@ class MongoStorage(BaseStorage):
         await self._conns.close_all()  # the caller's client is theirs to close
 
     async def _destroy(self) -> None:
-        await self._here().client.drop_database(self.database_name)
+        client = self._here().client
+        await _settled(lambda: client.drop_database(self.database_name))
 
     def is_retryable(self, exc: Exception) -> bool:
         """Network errors, timeouts, step-downs and labelled transient server
@@ -456,8 +487,9 @@ class MongoStorage(BaseStorage):
         run with ``enableTestCommands``) so that it closes the connection of
         this store's next write command, handled then as the real one is.
         The session is ended (its transaction aborted if still open) whatever
-        happens, within the client's ``timeoutMS``; a cancelled caller waits
-        for that (:func:`_transaction`)."""
+        happens, within the client's ``timeoutMS`` (:func:`_transaction`);
+        a cancelled caller waits for that, and without transactions for the
+        whole ordered plan (:func:`_settled`)."""
         if self.faults.take(FaultPoint.CONNECTION_LOST):
             await self._here().client.admin.command(
                 "configureFailPoint",
@@ -470,14 +502,14 @@ class MongoStorage(BaseStorage):
                 },
             )
         if not self.transactions:
-            return await work(None)
+            return await _settled(lambda: work(None))
         client = self._here().client
         # A cancelled caller waits for the transaction to end (bounded by
-        # timeoutMS) instead of cutting it: PyMongo closes a connection cut
-        # mid-command, and a command the server had not read yet could then
-        # start or keep the transaction after the abort was sent, holding
-        # its documents' locks until the server expires it (60 s).
-        return await connect_through_cancel(lambda: _transaction(client, work))
+        # timeoutMS) instead of cutting it (_settled): a command the server
+        # had not read yet could otherwise start or keep the transaction
+        # after the abort was sent, holding its documents' locks until the
+        # server expires it (60 s).
+        return await _settled(lambda: _transaction(client, work))
 
     async def _allocate(self, count: int) -> int:
         """Reserve ``count`` consecutive R-ORDER sequence numbers; returns the
@@ -487,11 +519,13 @@ class MongoStorage(BaseStorage):
         counters = self._collection(COUNTERS)
         for tried in _RACED_UPSERTS.tries():
             try:
-                doc = await counters.find_one_and_update(
-                    {"_id": COUNTER_ID},
-                    {"$inc": {"value": us(count)}},
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
+                doc = await _settled(
+                    lambda: counters.find_one_and_update(
+                        {"_id": COUNTER_ID},
+                        {"$inc": {"value": us(count)}},
+                        upsert=True,
+                        return_document=ReturnDocument.AFTER,
+                    )
                 )
             except DuplicateKeyError:  # two first upserts raced (servers before 4.2)
                 if tried == _RACED_UPSERTS.attempts:
@@ -526,12 +560,14 @@ class MongoStorage(BaseStorage):
         fields = thread_doc(thread)
         del fields["_id"]
         try:
-            doc = await self._threads.find_one_and_update(
-                {"_id": thread.id, "resource_id": thread.resource_id},
-                {"$set": fields, "$setOnInsert": new_thread_fields()},
-                projection={LAST_DESC: 1},
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
+            doc = await _settled(
+                lambda: self._threads.find_one_and_update(
+                    {"_id": thread.id, "resource_id": thread.resource_id},
+                    {"$set": fields, "$setOnInsert": new_thread_fields()},
+                    projection={LAST_DESC: 1},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
             )
         except DuplicateKeyError as exc:
             owner = await self._threads.find_one({"_id": thread.id}, {"resource_id": 1})
@@ -548,7 +584,7 @@ class MongoStorage(BaseStorage):
 
     async def _insert_thread(self, thread: Thread) -> None:
         try:
-            await self._threads.insert_one({**thread_doc(thread), **new_thread_fields()})
+            await _settled(lambda: self._threads.insert_one({**thread_doc(thread), **new_thread_fields()}))
         except DuplicateKeyError as exc:
             raise StaleStateError(f"thread {thread.id!r} exists") from exc
 
@@ -568,13 +604,13 @@ class MongoStorage(BaseStorage):
         thread = plan.thread
         if await self._threads.find_one({"_id": thread.id}, {"_id": 1}) is not None:
             raise StaleStateError(f"thread {thread.id!r} exists")
-        await self._messages.delete_many(stale_staging(now_us))
+        await _settled(lambda: self._messages.delete_many(stale_staging(now_us)))
         stage = staging_id()
         try:
             staged: list[Doc] = []
             if plan.new_ids and plan.newest != 0:
                 first = await self._allocate(len(plan.new_ids))
-                await self._messages.aggregate(copy_pipeline(plan, stage, first))
+                await _settled(lambda: self._messages.aggregate(copy_pipeline(plan, stage, first)))  # a $merge: a write
                 found = self._messages.find(
                     {"thread_id": stage},
                     {"source": 1, "big": 1, "created_at": 1},
@@ -585,7 +621,7 @@ class MongoStorage(BaseStorage):
                 await self._check_sizes(plan, [doc["source"] for doc in staged if doc.get("big")])
             await self._atomic(lambda session: self._commit_copy(thread, stage, staged, now_us, session))
         except BaseException:
-            await self._messages.delete_many({"thread_id": stage})
+            await _settled(lambda: self._messages.delete_many({"thread_id": stage}))
             raise
         return [doc["source"] for doc in staged]
 
@@ -632,8 +668,10 @@ class MongoStorage(BaseStorage):
         if metadata is not None:
             changes["meta"] = merge_expr("meta", metadata)
         pipeline = [{"$set": changes}, *_bump(now_us)] if changes else _bump(now_us)
-        doc = await self._threads.find_one_and_update(
-            {"_id": thread_id}, pipeline, return_document=ReturnDocument.AFTER
+        doc = await _settled(
+            lambda: self._threads.find_one_and_update(
+                {"_id": thread_id}, pipeline, return_document=ReturnDocument.AFTER
+            )
         )
         return None if doc is None else thread_from_doc(doc)
 
@@ -653,7 +691,7 @@ class MongoStorage(BaseStorage):
         found = self._threads.find({"resource_id": resource_id}, {"_id": 1})
         thread_ids = [doc["_id"] async for doc in found]
         messages = await erase_threads(thread_ids, self._delete_thread)
-        existed = (await self._resources.delete_one({"_id": resource_id})).deleted_count == 1
+        existed = (await _settled(lambda: self._resources.delete_one({"_id": resource_id}))).deleted_count == 1
         return thread_ids, messages or 0, existed
 
     # ------------------------------------------------------------------ messages
@@ -936,7 +974,7 @@ class MongoStorage(BaseStorage):
         return ids if limit is None else ids[:limit]
 
     async def _put_resource(self, resource: Resource) -> None:
-        await self._resources.replace_one({"_id": resource.id}, resource_doc(resource), upsert=True)
+        await _settled(lambda: self._resources.replace_one({"_id": resource.id}, resource_doc(resource), upsert=True))
 
     async def _patch_resource(
         self, resource_id: str, working_memory: Any, metadata: dict[str, Any] | None, now_us: int
@@ -950,8 +988,10 @@ class MongoStorage(BaseStorage):
         if working_memory is not NOT_GIVEN:
             changes["working_memory"] = {"$literal": working_memory}
         for _ in _RACED_UPSERTS.tries():
-            doc = await self._resources.find_one_and_update(
-                {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
+            doc = await _settled(
+                lambda: self._resources.find_one_and_update(
+                    {"_id": resource_id}, [{"$set": changes}], upsert=True, return_document=ReturnDocument.AFTER
+                )
             )
             # None: a racing delete_resource removed it before the read-back
             # (seen on secantusdb); the upsert creates it again.
@@ -967,16 +1007,20 @@ class MongoStorage(BaseStorage):
             "working_memory": {"$literal": value},
         }
         if expected is not None:
-            doc = await self._resources.find_one_and_update(
-                {"_id": resource_id, "working_memory": expected}, [{"$set": changes}]
+            doc = await _settled(
+                lambda: self._resources.find_one_and_update(
+                    {"_id": resource_id, "working_memory": expected}, [{"$set": changes}]
+                )
             )
             return doc is not None
         # Nothing stored: the filter matches a null or missing field, or no
         # document (then the upsert inserts); a stored value makes the
         # upsert's insert collide on _id.
         try:
-            await self._resources.find_one_and_update(
-                {"_id": resource_id, "working_memory": None}, [{"$set": changes}], upsert=True
+            await _settled(
+                lambda: self._resources.find_one_and_update(
+                    {"_id": resource_id, "working_memory": None}, [{"$set": changes}], upsert=True
+                )
             )
         except DuplicateKeyError:
             return False
@@ -992,7 +1036,9 @@ class MongoStorage(BaseStorage):
             condition = {"meta": {"$elemMatch": {"k": "working_memory", "v": expected}}}
         patch = {**(metadata or {}), "working_memory": value}
         changes = {"meta": merge_expr("meta", patch), "updated_at": _bumped(now_us)}
-        doc = await self._threads.find_one_and_update({"_id": thread_id, **condition}, [{"$set": changes}])
+        doc = await _settled(
+            lambda: self._threads.find_one_and_update({"_id": thread_id, **condition}, [{"$set": changes}])
+        )
         if doc is not None:
             return True
         return None if await self._threads.find_one({"_id": thread_id}, {"_id": 1}) is None else False
@@ -1007,7 +1053,8 @@ class MongoStorage(BaseStorage):
             if write.resource_id is not None:
                 key["resource_id"] = write.resource_id
             changes = {"meta": merge_expr("meta", {"working_memory": write.value}), "updated_at": _bumped(now_us)}
-            if await self._threads.find_one_and_update(key, [{"$set": changes}], {"_id": 1}) is not None:
+            written = await _settled(lambda: self._threads.find_one_and_update(key, [{"$set": changes}], {"_id": 1}))
+            if written is not None:
                 return
         await super()._write_memory(write, decide, now_us)
 

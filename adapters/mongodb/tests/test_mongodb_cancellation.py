@@ -1,13 +1,14 @@
 """MongoDB under cancellation and a silent server (issue 25): every call is
-bounded (``timeoutMS`` by default), and a cancelled transaction is aborted
-and its session ended, so nothing is left holding locks."""
+bounded (``timeoutMS`` by default), a cancelled transaction is aborted and
+its session ended, so nothing is left holding locks, and a cancelled write
+has happened or not by the time its caller gets ``CancelledError``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import pytest
@@ -17,6 +18,7 @@ from memory_core_mongodb import storage as mongo_storage
 from memory_core_mongodb.testing import unique_namespace
 from pymongo import AsyncMongoClient, monitoring
 
+from memory_core import Memory
 from memory_core.errors import BackendError
 from memory_core.models import Message, Thread
 
@@ -191,3 +193,114 @@ async def test_a_commit_lost_on_the_way_leaves_no_transaction_open(
         assert await store.get_thread("t1") is None
     finally:
         await _end(stalling, store, mongodb_url, namespace)
+
+
+class _Started(monitoring.CommandListener):
+    """Sets :attr:`sent` as the first command named ``name`` starts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sent = asyncio.Event()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == self.name:
+            self.sent.set()
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+BLOCK_MS = 1000
+"""How long the server holds the write it has read before applying it."""
+
+
+class _LateWrite(NamedTuple):
+    """A write whose command the server holds, and what it leaves."""
+
+    command: str
+    """The command the server holds (the fail point's)."""
+    operation: Callable[[Memory], Awaitable[object]]
+    written: tuple[str, str] | None
+    """The view of thread ``late`` once the write has happened."""
+    seeded: bool = True
+    """Thread ``late`` exists before the write (``r1``, titled ``old``)."""
+    transactions: bool | None = None
+
+
+_LATE_WRITES = {
+    "get_or_create_thread": _LateWrite(
+        "insert", lambda memory: memory.get_or_create_thread("r1", "late", title="new"), ("r1", "new"), False
+    ),
+    "create_thread": _LateWrite(
+        "insert", lambda memory: memory.create_thread("r1", "late", title="new"), ("r1", "new"), False
+    ),
+    "update_thread": _LateWrite(
+        "findAndModify", lambda memory: memory.update_thread("late", title="new"), ("r1", "new")
+    ),
+    # the ordered plan of a store without transactions (_atomic's other
+    # branch); the storage's own call: Memory's would finish it in its outbox
+    "delete_thread without transactions": _LateWrite(
+        "delete", lambda memory: memory.storage.delete_thread("late"), None, transactions=False
+    ),
+}
+
+
+@pytest.mark.parametrize("write", sorted(_LATE_WRITES))
+async def test_a_write_cancelled_in_flight_is_settled_when_the_caller_hears_of_it(
+    write: str, mongodb_url: str, raw_client: AsyncMongoClient[dict[str, Any]]
+) -> None:
+    """Before (the seeded cancellation trials, 7 in 1000): a single-document
+    write cancelled once sent raised ``CancelledError`` at once, PyMongo
+    closed its connection, and the server applied the command later: the
+    next read found the thread absent (or unchanged), a later one found it
+    written. Now the caller waits for the command's outcome first: the read
+    right after the cancellation already sees what a later one sees."""
+    command, operation, written, seeded, transactions = _LATE_WRITES[write]
+    namespace = unique_namespace()
+    listener = _Started(command)
+    store = MongoStorage.from_url(
+        mongodb_url,
+        namespace=namespace,
+        serverSelectionTimeoutMS=10_000,
+        appname=f"late-{namespace}",
+        event_listeners=[listener],
+        transactions=transactions,
+    )
+    memory = Memory(store)
+    admin = raw_client.admin
+
+    async def view() -> tuple[str, str] | None:
+        thread = await store.get_thread("late")
+        return None if thread is None else (thread.resource_id, thread.title)
+
+    try:
+        if seeded:
+            await memory.create_thread("r1", "late", title="old")
+        else:
+            await store.open()
+        await admin.command(
+            "configureFailPoint",
+            "failCommand",
+            mode={"times": 1},
+            data={
+                "failCommands": [command],
+                "blockConnection": True,
+                "blockTimeMS": BLOCK_MS,
+                "appName": f"late-{namespace}",
+            },
+        )
+        writing = asyncio.ensure_future(operation(memory))
+        await asyncio.wait_for(listener.sent.wait(), 30)
+        await asyncio.sleep(0.2)  # the command is on the server, held by the fail point
+        writing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(writing, 30)
+        right_after = await view()
+        await asyncio.sleep(BLOCK_MS / 1000 + 0.5)
+        assert right_after == await view() == written
+    finally:
+        await admin.command("configureFailPoint", "failCommand", mode="off")
+        await store.destroy()
