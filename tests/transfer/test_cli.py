@@ -112,8 +112,8 @@ def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/nofolder/b.db"], "nofolder' does not exist"),
         (["import", "sqlite:///{tmp}/b.db", "--vector", "sqlite:///x.db"], "not a vector store URL"),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "nosuch://"], "unknown vector"),
-        (["import", "sqlite:///{tmp}/b.db", "--vector", "qdrant::memory:"], "--vector: QdrantEdgeStore keeps its"),
-        (["import", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "--vector: InMemoryVectorStore keeps its"),
+        (["import", "sqlite:///{tmp}/b.db", "--vector", "qdrant::memory:"], "--vector: the vector store keeps its vectors in memory"),
+        (["import", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "--vector: the vector store keeps its vectors in memory"),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "vectors in memory"),
     ],
 )
