@@ -5,6 +5,7 @@ missing one names the distribution to install."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -30,10 +31,12 @@ def test_each_command_is_registered_by_its_own_distribution() -> None:
 def test_the_installed_script_lists_every_command() -> None:
     script = Path(sys.executable).with_name("memory-core")
     for command in ([str(script), "--help"], [sys.executable, "-m", "memory_core", "--help"]):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, env={"COLUMNS": "200"})
+        # The checkout under test (PYTHONPATH), not whatever the install points at.
+        env = {"COLUMNS": "200", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, env=env)
         assert done.returncode == 0, done.stderr
         for name in OWNERS:
-            assert f"│ {name} " in done.stdout, done.stdout
+            assert f"\n  {name}  " in done.stdout, done.stdout
 
 
 def test_demo_runs_through_the_entry_point(tmp_path: Path) -> None:

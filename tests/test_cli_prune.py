@@ -165,10 +165,32 @@ def test_prune_refuses_a_missing_sqlite_file_and_creates_none(dry_run: list[str]
 
 def test_parse_age_sums_units() -> None:
     assert parse_age("1d12h") == timedelta(days=1, hours=12)
-    assert parse_age("90m") == timedelta(minutes=90)
-    for bad in ("", "d", "1.5d", "1d ", "-1d", "1y"):
+    assert parse_age("90min") == timedelta(minutes=90)
+    assert parse_age("1h30min15s") == timedelta(hours=1, minutes=30, seconds=15)
+    for bad in ("", "d", "1.5d", "1d ", "-1d", "1y", "1mo", "90m", "1h30m", "1M", "1mins"):
         with pytest.raises(ValidationError):
             parse_age(bad)
+
+
+@pytest.mark.parametrize("age", ["1m", "90m", "1d1m"])
+def test_an_age_in_m_is_refused_as_minutes_or_months(age: str, tmp_path: Path) -> None:
+    """Before: ``--older-than 1m`` was one minute, so a user who meant a
+    month saw (and, without ``--dry-run``, got) every message but the
+    newest minute's go. ``m`` is refused, naming ``min`` for minutes and
+    ``d`` for a month; nothing is opened."""
+    from tests.cli_run import cli
+
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    _seed(url)
+    for dry_run in (["--dry-run"], []):
+        done = cli("prune", url, "--older-than", age, *dry_run)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+        line = done.stderr
+        assert line.startswith("error: --older-than: ") and "min" in line and "30d" in line, line
+    assert _state(url) == (["live", "stale"], ["l1", "l2", "s1"])
+    minutes = cli("prune", url, "--older-than", age.replace("m", "min"), "--dry-run")
+    assert minutes.returncode == 0 and minutes.stdout.startswith("would remove 2 messages"), minutes.stderr
 
 
 def test_prune_refuses_a_missing_sqlite_file_and_creates_nothing(tmp_path: Path) -> None:

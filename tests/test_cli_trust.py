@@ -206,7 +206,7 @@ def test_export_writes_a_character_device_or_a_fifo_directly(tmp_path: Path) -> 
     assert piped.returncode == 0, piped.stderr
     assert got == [plain]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["pipe", "source.db"]
-    assert "written directly" in cli("export", "--help").stdout.replace("\n", " ")
+    assert "written directly" in " ".join(cli("export", "--help").stdout.split())
 
 
 def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:

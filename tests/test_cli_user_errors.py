@@ -100,7 +100,7 @@ async def test_demo_marks_the_found_messages() -> None:
     ("args", "says"),
     [
         (["check-index", "sqlite:///x.db"], "error: Missing option '--vector'; see "),
-        (["prune"], "error: Missing argument 'url'; see "),
+        (["prune"], "error: Missing argument 'URL'; see "),
         (["import", "--bogus", "x"], "error: No such option: --bogus; see "),
         (["exprot"], "error: No such command 'exprot'. Did you mean 'export'?; see "),
         (["demo", "--embedder"], "error: Option '--embedder' requires an argument; see "),

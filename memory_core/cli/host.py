@@ -25,12 +25,16 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from enum import Enum
 from importlib.metadata import EntryPoint, entry_points
-from typing import IO, Any, NoReturn, TypeVar
+from pathlib import PurePath
+from typing import IO, Any, NoReturn, TypeVar, get_args, get_origin
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperCommand
 
 from memory_core.errors import BackendError, MemoryCoreError, ValidationError
 from memory_core.launch import INTERRUPTED, stop_while_starting
@@ -333,7 +337,10 @@ def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = F
         A fresh ``typer.Typer``; loading it imports each command's module
         (which should import its heavy dependencies only when run).
     """
-    app = typer.Typer(help="memory-core: async storage for agent conversation memory.", no_args_is_help=True)
+    # Plain help (click's layout): typer's rich panels start with a blank line.
+    app = typer.Typer(
+        help="memory-core: async storage for agent conversation memory.", no_args_is_help=True, rich_markup_mode=None
+    )
     # A callback keeps typer in group mode even with a single command.
     app.callback()(lambda: None)
     found = {entry.name: entry for entry in (entry_points(group=COMMAND_GROUP) if commands is None else commands)}
@@ -346,8 +353,93 @@ def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = F
             function, stand_in = _unavailable(clauses(reason, f"install it with: {_install_hint(name, None)}")), True
         # A stand-in accepts any arguments, so the user sees why, not a usage error.
         command = _interruptible_command(function, restore=not process)
-        app.command(name=name, context_settings=extra if stand_in else None)(command)
+        app.command(name=name, cls=_PlainHelpCommand, context_settings=extra if stand_in else None)(command)
     return app
+
+
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+
+_VALUE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "BOOLEAN"),
+    (int, "INTEGER"),
+    (float, "FLOAT"),
+    (str, "TEXT"),
+    (PurePath, "PATH"),
+    (datetime, "DATETIME"),
+)
+"""Value names of option types, click's own (what typer showed before 0.29)."""
+
+
+def _plain(text: str | None) -> str | None:
+    """``text`` as help shows it: reST literals (a docstring's ````--before````) as plain words."""
+    return None if text is None else _LITERAL.sub(r"\1", text)
+
+
+def _value_name(annotation: Any) -> str:
+    """What an option of type ``annotation`` shows after its name in help:
+    ``TEXT``, ``INTEGER``, ``PATH``..., a choice's values ``[a|b]``, one
+    name per item of a tuple, the item's name for a list (a repeated option)."""
+    if get_origin(annotation) is list:
+        return _value_name(get_args(annotation)[0])
+    if get_origin(annotation) is tuple:
+        return " ".join(_value_name(item) for item in get_args(annotation))
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return "[" + "|".join(str(member.value) for member in annotation) + "]"
+    found = (name for kind, name in _VALUE_NAMES if isinstance(annotation, type) and issubclass(annotation, kind))
+    return next(found, "VALUE")
+
+
+class _PlainHelpCommand(TyperCommand):
+    """A command whose help reads as plain text, whatever typer's version
+    renders by default: an argument is named as the usage line names it
+    (``URL``, ``[URL]`` when optional, not ``{url}``), an option that takes
+    a value shows the value's kind (``--older-than TEXT``, ``--batch-size
+    INTEGER``), a flag shows none (not ``--dry-run <bool>``, which reads as
+    if it took one), and docstring markup (````--before````) is left out.
+    The command list shows each command's whole first paragraph.
+
+    Every command of :func:`build_app` is one: its help is built here only."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain(self.help)
+        if self.help and not self.short_help:
+            self.short_help = " ".join(self.help.strip().split("\n\n")[0].split())
+        for param in self.params:
+            param.help = _plain(getattr(param, "help", None))  # type: ignore[attr-defined]
+            if param.metavar is not None:
+                continue
+            if param.param_type_name == "argument":
+                param.metavar = (param.name or "").upper()
+            elif not getattr(param, "is_flag", False) and (found := getattr(param, "type_descriptor", None)):
+                param.metavar = _value_name(found.annotation)
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS]`` then each argument: ``URL``, ``[URL]`` when optional,
+        ``URL...`` when repeated."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = f"{param.metavar}..." if param.nargs != 1 else str(param.metavar)
+                pieces.append(name if param.required else f"[{name}]")
+        return pieces
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        """The Arguments and Options sections: each argument under its usage
+        name alone (typer adds its type), each option as typer writes it."""
+        arguments, options = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append((str(param.metavar), record[1]))
+            else:
+                options.append(record)
+        for title, rows in (("Arguments", arguments), ("Options", options)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
 
 
 def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Callable[..., Any]:
@@ -413,9 +505,13 @@ def main() -> None:  # pragma: no cover - console entry point
     command = typer.main.get_command(build_app(process=True))
     try:
         code = command.main(standalone_mode=False)
-    except click.NoArgsIsHelpError as exc:
-        exc.show()
-        code = USER_ERROR
+    except click.NoArgsIsHelpError as exc:  # the help, on stdout as --help's (click's goes to stderr)
+        try:
+            typer.echo(exc.format_message())
+            code = USER_ERROR
+        except BrokenPipeError:
+            _silence_stdout()
+            code = CLOSED_PIPE
     except click.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "memory-core"
         message = clauses(exc.format_message(), f"see {where} --help")

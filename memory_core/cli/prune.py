@@ -37,13 +37,16 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_age", "prune"]
 
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-_AGE = re.compile(r"(\d+)([smhdw])")
+_UNITS = {"s": "seconds", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+_AGE = re.compile(r"(\d+)([a-zA-Z]+)")
+_FORM = "must look like 30d, 12h, 90min, 2w or 1d12h (units s, min, h, d, w)"
 
 
 def parse_age(text: str) -> timedelta:
-    """An age such as ``30d``, ``12h``, ``90m``, ``2w`` or ``1d12h`` (units s,
-    m, h, d, w; summed) as a timedelta.
+    """An age such as ``30d``, ``12h``, ``90min``, ``2w`` or ``1d12h`` (units
+    s, min, h, d, w; summed) as a timedelta. ``m`` alone is no unit: minutes
+    to some, months to others (``1m`` as one minute prunes nearly
+    everything); the error names ``min`` and days.
 
     Raises:
         ValidationError: anything else, an age of zero, or one longer than
@@ -51,7 +54,14 @@ def parse_age(text: str) -> timedelta:
     """
     parts = _AGE.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValidationError("--older-than", f"must look like 30d, 12h, 90m, 2w or 1d12h, got {text!r}")
+        raise ValidationError("--older-than", f"{_FORM}, got {text!r}")
+    if any(unit == "m" for _, unit in parts):
+        raise ValidationError(
+            "--older-than",
+            f"'m' could be minutes or months: write min for minutes (90min), days for months (30d), got {text!r}",
+        )
+    if unknown := [unit for _, unit in parts if unit not in _UNITS]:
+        raise ValidationError("--older-than", f"{_FORM}; {unknown[0]!r} is not one, got {text!r}")
     age = timedelta(0)
     try:
         for number, unit in parts:
@@ -65,7 +75,9 @@ def parse_age(text: str) -> timedelta:
 
 def prune(
     url: Annotated[str, typer.Argument(help="Storage URL (sqlite:///path, redis://..., mongodb://...).")],
-    older_than: Annotated[str | None, typer.Option("--older-than", help="Age: 30d, 12h, 90m, 2w, 1d12h.")] = None,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", help="Age: 30d, 12h, 90min, 2w, 1d12h (s, min, h, d, w).")
+    ] = None,
     before: Annotated[
         str | None,
         typer.Option(

@@ -209,7 +209,10 @@ class MemoryCoreSession:
         branches (:meth:`branch_from_turn`) or switches (:meth:`switch_to`),
         then the session it went to. Held per owner in this object (one
         entry per owner who left ``session_id``; switching back drops it),
-        so another user of the same object stays where they were.
+        so another user of the same object stays where they were. Not kept
+        in the store: a session built again (after a restart) starts on
+        ``session_id``; to resume on a branch, keep this id and build the
+        session with it, or :meth:`switch_to` it.
 
         Raises:
             ValidationError: no owner (see the class docstring).

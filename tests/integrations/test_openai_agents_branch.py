@@ -2,20 +2,27 @@
 call with an explicit ``branch_id`` is safe to retry after a timeout (its
 write finishes in the background; the retry takes that branch), a taken
 ``branch_id`` is named in the caller's words, and ``switch_to`` refuses a
-session that does not exist (as ``AdvancedSQLiteSession.switch_to_branch``)."""
+session that does not exist (as ``AdvancedSQLiteSession.switch_to_branch``);
+a branch is resumed after a restart as the README says, by its id."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
 
 import pytest
-from agents import RunContextWrapper
+from agents import Agent, Model, ModelResponse, RunContextWrapper, Runner, Usage, set_tracing_disabled
 from agents.items import TResponseInputItem
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
-from memory_core import ThreadFilter, ValidationError
+from memory_core import Memory, ThreadFilter, ValidationError
 from memory_core.integrations.openai_agents import MemoryCoreSession
 
 from .conftest import OpenMemory
+
+set_tracing_disabled(True)  # no exporter, no network
 
 pytestmark = pytest.mark.anyio
 
@@ -182,3 +189,55 @@ async def test_reruns_that_clear_a_named_branch_keep_one_branch(open_memory: Ope
         for _ in range(3):
             await run("conv.edit")
         assert await sessions() == 2  # conv and its one branch
+
+
+class UserTurns(Model):
+    """Answers with the user turns it was given, joined: which conversation
+    the run loaded, read off its reply (no network)."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:
+        items: list[Any] = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        text = " | ".join(str(item["content"]) for item in items if item.get("role") == "user")
+        part = ResponseOutputText(type="output_text", text=text, annotations=[])
+        reply = ResponseOutputMessage(id="m", type="message", role="assistant", status="completed", content=[part])
+        return ModelResponse(output=[reply], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_branch_is_resumed_after_a_restart_by_its_id(tmp_path: Path, anyio_backend: str) -> None:
+    """Which session an owner is on lives in the session object (as the
+    SDK's ``AdvancedSQLiteSession`` keeps its current branch): a session
+    built again after a restart is on ``session_id``. The README's two ways
+    back onto the branch, with the id the app kept, work over a store closed
+    and opened again: build the session with the branch's id, or build it
+    as before and ``switch_to`` the branch."""
+    url = f"sqlite:///{tmp_path / 'agents.db'}"
+    agent = Agent(name="assistant", model=UserTurns())
+    context = {"resource_id": "alice"}
+    wrapper = RunContextWrapper(context)
+    async with await Memory.open(url) as memory:
+        session = MemoryCoreSession("chat", memory)
+        for said in ("one", "two"):
+            await Runner.run(agent, said, session=session, context=context)
+        await session.branch_from_turn(2, "chat.edit", wrapper=wrapper)
+        edited = await Runner.run(agent, "two, edited", session=session, context=context)
+        assert edited.final_output == "one | two, edited"
+        kept = session.current_session_id(wrapper)  # what the app stores to resume on the branch
+    assert kept == "chat.edit"
+
+    async with await Memory.open(url) as memory:  # the restart
+        again = MemoryCoreSession("chat", memory)
+        assert again.current_session_id(wrapper) == "chat"  # the switch was not kept
+        resumed = MemoryCoreSession(kept, memory)  # way 1: the session opened with the branch's id
+        third = await Runner.run(agent, "three", session=resumed, context=context)
+        assert third.final_output == "one | two, edited | three"
+        await again.switch_to(kept, wrapper=wrapper)  # way 2: the session as before, switched to the branch
+        fourth = await Runner.run(agent, "four", session=again, context=context)
+        assert fourth.final_output == "one | two, edited | three | four"
+        assert again.session_id == "chat"
+        await again.switch_to("chat", wrapper=wrapper)  # and back: the original, unchanged
+        back = await Runner.run(agent, "five", session=again, context=context)
+        assert back.final_output == "one | two | five"
