@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 else:
     import _signal  # loaded with the interpreter; signal would import enum first
 
-__all__ = ["INTERRUPTED", "STARTING", "launched_as_cli", "quiet_start", "stop_while_starting"]
+__all__ = ["INTERRUPTED", "STARTING", "launched_as_cli", "quiet_start", "started_by_cli", "stop_while_starting"]
 
 INTERRUPTED = 130
 """Exit code after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -43,17 +43,38 @@ STARTING = "interrupted: stopped while starting, before it changed anything; run
 
 def launched_as_cli() -> bool:
     """True when this process is the ``memory-core`` command line: its
-    script (``argv[0]`` named ``memory-core``) or ``python [options] -m
-    memory_core``."""
-    if os.path.basename(sys.argv[0]) == "memory-core":
-        return True
-    arguments = getattr(sys, "orig_argv", [])[1:]
-    for number, argument in enumerate(arguments):
+    script (``python .../memory-core``, what pip's script runs) or
+    ``python [options] -m memory_core``. Read from the interpreter's own
+    command line (``sys.orig_argv``), not ``sys.argv``: a ``multiprocessing``
+    child started by the command (``spawn``) is handed the command's
+    ``sys.argv`` for its own, and is not the command line."""
+    arguments: list[str] = sys.orig_argv[1:]
+    number = 0
+    while number < len(arguments):
+        argument = arguments[number]
         if argument == "-m":
             return arguments[number + 1 : number + 2] == ["memory_core"]
-        if not argument.startswith("-"):  # a script or a -c program: not us
+        if argument == "-c":  # a -c program (a multiprocessing child): not us
             return False
+        if not argument.startswith("-"):
+            return os.path.basename(argument) == "memory-core"
+        number += 2 if argument in _OPTIONS_WITH_A_VALUE else 1
     return False
+
+
+_OPTIONS_WITH_A_VALUE = frozenset({"-X", "-W"})
+"""Interpreter options whose value is the next argument."""
+
+
+def started_by_cli() -> bool:
+    """True when this process is a ``multiprocessing`` child (``spawn``) of
+    the ``memory-core`` command line: its command line ends with
+    ``--multiprocessing-fork`` and it was handed the command's ``sys.argv``
+    (the ``memory-core`` script or ``memory_core/__main__.py``)."""
+    if "--multiprocessing-fork" not in sys.orig_argv or not sys.argv:
+        return False
+    program = os.path.normpath(sys.argv[0])
+    return os.path.basename(program) == "memory-core" or program.endswith(os.path.join("memory_core", "__main__.py"))
 
 
 def stop_while_starting(signum: int, frame: FrameType | None) -> None:
@@ -69,9 +90,18 @@ def quiet_start() -> None:
     """Install :func:`stop_while_starting` when this process is the command
     line, unless it was started with SIGINT ignored (``cmd &`` in a
     non-interactive shell, ``nohup``): by Unix convention such a process
-    ignores SIGINT all its life, and every command keeps it ignored."""
-    if launched_as_cli() and _signal.getsignal(_signal.SIGINT) != _signal.SIG_IGN:
+    ignores SIGINT all its life, and every command keeps it ignored.
+
+    In a child the command line started (:func:`started_by_cli`), SIGINT
+    is ignored: a terminal's Ctrl-C reaches every process of the job, and
+    the command reports it (one ``interrupted`` line) and ends its
+    children; a child would add a line or a traceback of its own."""
+    if _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN:
+        return
+    if launched_as_cli():
         _signal.signal(_signal.SIGINT, stop_while_starting)
+    elif started_by_cli():
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 
 quiet_start()  # on import: the package imports this module before anything slow

@@ -11,6 +11,7 @@ commands through the real entry-point discovery either way.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -60,6 +61,7 @@ def cli_process(
     cwd: Path | None = None,
     env_extra: dict[str, str] | None = None,
     as_script: bool = False,
+    new_group: bool = False,
     **popen: Any,
 ) -> subprocess.Popen[bytes]:
     """Start ``memory-core ARGS`` (not waited for); ``env_extra`` adds to its
@@ -68,10 +70,13 @@ def cli_process(
     terminal's foreground job does, SIGINT at its default and not blocked,
     whatever the test process has (a test runner's worker may ignore or
     block it, and a child inherits both); a ``preexec_fn`` given replaces
-    that (a test of a background job)."""
+    that (a test of a background job). ``new_group`` makes it the leader of
+    a process group of its own, as a shell makes a job: ``interrupted(...,
+    group=True)`` then reaches it and every process it started, as a
+    terminal's Ctrl-C does."""
     environment = {**_environment(), **(env_extra or {})}
     command = [str(script())] if as_script else [sys.executable, "-m", "memory_core"]
-    popen.setdefault("preexec_fn", _foreground)
+    popen.setdefault("preexec_fn", _foreground_job if new_group else _foreground)
     return subprocess.Popen([*command, *args], cwd=cwd, env=environment, **popen)
 
 
@@ -81,6 +86,7 @@ def interrupted(
     *,
     repeat: int = 1,
     timeout: float = 120,
+    group: bool = False,
 ) -> tuple[bytes, bytes]:
     """Ctrl-C ``process`` (from :func:`cli_process`) at a moment, then read
     it to its end: what a user's Ctrl-C does to a command.
@@ -92,6 +98,9 @@ def interrupted(
             its result is the caller's to check).
         repeat: SIGINTs to send, ``after`` seconds apart (a number ``after``).
         timeout: seconds ``communicate`` waits for the process to end.
+        group: send each SIGINT to the process group ``process`` leads
+            (started with ``new_group``): the command and its children, as
+            a terminal's Ctrl-C reaches them all.
 
     Returns:
         Its stdout and stderr (``b""`` for a stream that was not piped);
@@ -106,18 +115,30 @@ def interrupted(
                 after()
             else:
                 time.sleep(after)
-            process.send_signal(signal.SIGINT)
+            if group:
+                os.killpg(process.pid, signal.SIGINT)
+            else:
+                process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=timeout)
         return out or b"", err or b""
     finally:
         if process.poll() is None:
             process.kill()
+        if group:  # children it left running
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
 
 def _foreground() -> None:
     """In the child before ``exec``: SIGINT as a terminal's foreground job has it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _foreground_job() -> None:
+    """In the child before ``exec``: :func:`_foreground`, in a process group of its own."""
+    os.setpgid(0, 0)
+    _foreground()
 
 
 def cli(

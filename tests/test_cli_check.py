@@ -4,6 +4,7 @@ rules no test ran are listed as not run, and the run shows its progress."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -165,3 +166,45 @@ def test_check_prints_plain_progress_lines_on_stderr_off_a_terminal() -> None:
     assert lines and lines[0].startswith("check: 1 of 2 tests (50%), "), done.stderr
     assert lines[-1].startswith("check: 2 of 2 tests (100%), done in "), done.stderr
     assert "check: " not in done.stdout and "CONFORMANT" in done.stdout, done.stdout
+
+
+def _children_started(pid: int, seconds: float) -> bool:
+    """Wait until ``pid`` has a ``multiprocessing`` child (Linux's /proc) and
+    that child has had time to import memory-core."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for children in Path(f"/proc/{pid}/task").glob("*/children"):
+            for child in children.read_text().split():
+                with contextlib.suppress(OSError):
+                    if b"--multiprocessing-fork" in Path(f"/proc/{child}/cmdline").read_bytes():
+                        time.sleep(1)
+                        return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(SCRIPT is None, reason="the memory-core script is not installed")
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux's /proc")
+def test_a_ctrl_c_that_reaches_the_checks_child_process_is_one_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole job: ``check`` and the child
+    process a case of its suite started (``multiprocessing``, ``spawn``). The one line is check's
+    "interrupted after N of M tests: no verdict". Before, the child (which
+    took the parent's ``sys.argv``, ``memory-core``, for its own) printed
+    "interrupted: stopped while starting, before it changed anything" too."""
+    process = cli_process(
+        "check",
+        f"sqlite:///{tmp_path / 'agent.db'}",
+        "--new",
+        "--profile",
+        "quick",
+        as_script=True,
+        new_group=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    started = []
+    _, err = interrupted(process, after=lambda: started.append(_children_started(process.pid, 120)), group=True)
+    said = [line for line in err.decode().splitlines() if line.strip() and not line.startswith("check: ")]
+    assert started == [True], said
+    assert process.returncode == 130, said
+    assert len(said) == 1 and said[0].startswith("interrupted after "), said
