@@ -20,7 +20,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from memory_core.cli import app
-from tests.cli_run import cli_process, interrupted
+from tests.cli_run import cli, cli_process, interrupted
 
 SCRIPT = shutil.which("memory-core")
 
@@ -116,12 +116,17 @@ def test_report_lists_rules_that_did_not_run() -> None:
     assert "rule(s) not run" in result.output.splitlines()[-1]
 
 
-def test_a_selection_of_no_test_gives_no_verdict() -> None:
-    result = CliRunner().invoke(app, ["check", "memory://", "-k", "no_such_test_anywhere"])
-    assert result.exit_code == 1, result.output
-    assert "no test ran" in result.output and "CONFORMANT" not in result.output
+def test_a_k_that_matches_no_test_is_a_user_error_naming_k(tmp_path: Path) -> None:
+    """A -k that selects nothing is a typing mistake (exit 2, one red line
+    naming -k and what it matched), not a verdict against the store (exit 1,
+    operators.md). Before: "no test ran ... no verdict", exit 1."""
+    result = cli("check", f"sqlite:///{tmp_path / 'agent.db'}", "--new", "-k", "working")
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("check: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: -k 'working' matches no test"), result.stderr
     # a rule id is the natural first try (an operator trial): the line says what -k matches
-    assert "not by rule ids" in " ".join(result.output.split()), result.output
+    assert "not by rule ids" in lines[0], result.stderr
+    assert "CONFORMANT" not in result.stdout and list(tmp_path.iterdir()) == []
 
 
 def test_an_unknown_profile_is_one_red_line() -> None:

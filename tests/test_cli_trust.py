@@ -379,7 +379,7 @@ def test_check_errors_go_to_stderr(tmp_path: Path) -> None:
     assert done.stdout == ""
     assert done.stderr.startswith("error: cannot check ") and "does not exist" in done.stderr
     none = cli("check", "memory://", "-k", "no_such_test_anywhere", cwd=tmp_path)
-    assert none.returncode == 1 and "no test ran" in none.stderr and "no test ran" not in none.stdout
+    assert none.returncode == 2 and "matches no test" in none.stderr and none.stdout == ""
     assert list(tmp_path.iterdir()) == []
 
 

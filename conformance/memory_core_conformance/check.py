@@ -259,9 +259,10 @@ def run_check(
 
     Returns:
         0 when every test that ran passed; 1 on any failure (or when no test
-        ran); 2 when the URL names no installed adapter, is malformed, or the
-        store cannot be opened (see :func:`probe`), and the suite does not
-        run; 130 when interrupted (SIGINT / Ctrl-C): no verdict is given.
+        ran for another reason); 2 when the URL names no installed adapter,
+        is malformed, or the store cannot be opened (see :func:`probe`), and
+        the suite does not run, or when ``keyword`` matches no test (a
+        mistake in the command line, not a verdict); 130 when interrupted (SIGINT / Ctrl-C): no verdict is given.
 
     Raises:
         ValidationError: ``profile`` names no profile (before anything runs).
@@ -309,13 +310,15 @@ def run_check(
         )
         return INTERRUPTED
     if not recorder.outcomes:
-        why = (
-            "the selection matches no test; -k selects by words of test names (for example -k prune), "
-            "not by rule ids: conformance/README.md lists each rule's tests"
-            if code == pytest.ExitCode.NO_TESTS_COLLECTED
-            else f"pytest exit {code}"
-        )
-        errors.print(f"[bold red]no test ran[/] ({why}): no verdict", soft_wrap=True)
+        if keyword is not None and code == pytest.ExitCode.NO_TESTS_COLLECTED:
+            # A typing mistake in the command line (exit 2), not a verdict against the store (exit 1).
+            said = (
+                f"-k {keyword!r} matches no test; -k selects by words of test names (for example -k prune), "
+                "not by rule ids: conformance/README.md lists each rule's tests"
+            )
+            errors.print(f"[red]error: {escape(said)}[/]", soft_wrap=True)
+            return 2
+        errors.print(f"[bold red]no test ran[/] (pytest exit {code}): no verdict", soft_wrap=True)
         return 1
     rows = add_not_run(summarize(recorder.outcomes.values()), StorageConformance)
     render(rows, console, title=f"memory-core conformance: {_redact(url)}")
