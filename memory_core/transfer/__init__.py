@@ -19,7 +19,7 @@ Every record line is the canonical encoding of its record
 :func:`reembedder` is the ``on_resource`` hook that re-embeds what they write.
 """
 
-from memory_core.transfer.copy import CopyReport, copy_store
+from memory_core.transfer.copy import CopyReport, check_copy_target, copy_store
 from memory_core.transfer.digest import Difference, Summary, first_difference
 from memory_core.transfer.export import count_messages, export_lines, summarize
 from memory_core.transfer.importer import ImportReport, import_lines, verify_lines
@@ -37,6 +37,7 @@ __all__ = [
     "TransferError",
     "check_fits",
     "check_persistent",
+    "check_copy_target",
     "copy_store",
     "count_messages",
     "export_lines",

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from memory_core import Storage, Thread, connect, connect_vector
 from memory_core.cli import app
 from memory_core.transfer import summarize
+from tests.cli_run import cli
 from tests.transfer.stores import fill
 
 runner = CliRunner()
@@ -79,22 +80,42 @@ def test_copy_verifies_and_a_second_copy_changes_nothing(tmp_path: Path) -> None
     assert _summary(destination) == _summary(source)
 
 
-def test_copy_reports_the_first_differing_thread(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scope", [[], ["--resource", "res-3-0-ü"]])
+def test_copy_into_a_store_holding_other_threads_is_refused_before_writing(scope: list[str], tmp_path: Path) -> None:
+    """operators.md: a copy goes into an empty store. One that holds a thread
+    the source does not is one red line naming DESTINATION and the way out
+    (an empty store, or export and import to merge), exit 2, nothing
+    written. Before: everything was written, then "verification failed:
+    thread 'already-there': the destination holds it, the source does not",
+    exit 1."""
     source = _store(tmp_path / "a.db")
     destination = _store(tmp_path / "b.db", seed=None)
-    resource = "res-3-0-ü"
 
     async def extra() -> None:
         storage = await connect(destination)
-        await storage.save_thread(Thread("already-there", resource, "other"))
+        await storage.save_thread(Thread("already-there", "res-3-0-ü", "other"))
         await storage.close()
 
     asyncio.run(extra())
-    result = runner.invoke(app, ["copy", source, destination, "--resource", resource])
-    assert result.exit_code == 1, result.output
-    said = " ".join(result.output.split())  # rich may wrap the line
-    assert "verification failed: thread 'already-there': the destination holds it, the source does not" in said
-    assert "expected None" not in said  # Python's words, not the operator's (trial 26b)
+    before = _summary(destination)
+    result = cli("copy", source, destination, *scope)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: DESTINATION {destination} holds thread 'already-there'"), result.stderr
+    assert "empty store" in result.stderr and "export the source and import" in result.stderr
+    assert _summary(destination) == before
+
+
+def test_copy_resumes_into_the_part_an_interrupted_copy_left(tmp_path: Path) -> None:
+    """A destination holding part of the source (what an interrupted copy
+    leaves) is not refused: the copy completes it."""
+    source = _store(tmp_path / "a.db")
+    destination = f"sqlite:///{tmp_path / 'b.db'}"
+    first = cli("copy", source, destination, "--resource", "res-3-0-ü")
+    assert first.returncode == 0, first.stderr
+    whole = cli("copy", source, destination)
+    assert whole.returncode == 0, whole.stderr
+    assert _summary(destination) == _summary(source)
 
 
 @pytest.mark.parametrize(
