@@ -203,6 +203,20 @@ def test_a_resource_the_store_does_not_hold_is_a_hint_not_a_line_in_step(tmp_pat
     assert ": nothing to check; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
+def test_reindex_of_a_resource_the_store_does_not_hold_is_the_hint_alone(tmp_path: Path) -> None:
+    """As ``check-index``: a misspelt ``--resource`` is one hint line naming
+    close ids, exit 0, and no "reindexed" claim. Before: ``reindexed
+    resource 'r3': 0 messages``, the hint "nothing to check", and
+    ``reindexed 0 messages in 1 resource``."""
+    url, vectors = _store(tmp_path)
+    done = cli("reindex", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r3")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", done.stdout
+    assert done.stderr.startswith("hint: the store holds no resource 'r3' (no record, no thread)"), done.stderr
+    assert ": nothing was reindexed; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert "reindexed resource" not in done.stderr
+
+
 def test_reindex_of_part_of_an_index_with_another_embedder_is_refused_before_anything_is_written(
     tmp_path: Path,
 ) -> None:

@@ -151,7 +151,10 @@ def reindex(
     longer holds go. Each scope is replaced whole; Ctrl-C (exit 130) leaves the scopes done
     rebuilt: run the command again to finish. An index holding entries of
     none of the store's messages (probably another store's) is refused
-    before anything is written (exit 2), unless ``--force``."""
+    before anything is written (exit 2), unless ``--force``. A ``--resource``
+    the store does not hold is a hint naming close ids on stderr and nothing
+    else, exit 0 (as ``check-index``: nothing to rebuild), unless the index
+    still holds entries of it: they are dropped, and reported."""
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=True, new=new)
         done, hint = run_interruptible(
@@ -160,6 +163,8 @@ def reindex(
         )
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
+    if not done:  # a --resource the store does not hold, nor the index: the hint says it all
+        return
     total = sum(count for _, count in done)
     scopes = "thread" if thread else "resource" if len(done) == 1 else "resources"
     console.print(f"reindexed {total} messages in {len(done)} {scopes}", soft_wrap=True)
@@ -198,9 +203,12 @@ def _stores(
     return storage, vectors, None if embedder is None else command_embedder(embedder)
 
 
-async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> tuple[list[str], str | None]:
+async def _scopes(
+    memory: Memory, resource: str | None, thread: str | None, outcome: str = "nothing to check"
+) -> tuple[list[str], str | None]:
     """The resource ids to walk (one, or every one the store holds), and the
-    hint when ``--resource`` names none; ``--thread`` must name a thread."""
+    hint (``outcome``: what the command did) when ``--resource`` names none;
+    ``--thread`` must name a thread."""
     from memory_core.transfer.export import resource_ids
 
     if thread is not None:
@@ -208,7 +216,7 @@ async def _scopes(memory: Memory, resource: str | None, thread: str | None) -> t
             fail(f"--thread: the store holds no thread {thread!r}; check the id, or give --resource or neither")
         return [], None
     if resource is not None:
-        return [resource], await absent_resource_hint(memory.storage, resource, "nothing to check")
+        return [resource], await absent_resource_hint(memory.storage, resource, outcome)
     return await resource_ids(memory.storage), None
 
 
@@ -280,7 +288,9 @@ async def _reindex(
     force: bool,
 ) -> tuple[list[tuple[str, int]], str | None]:
     async with _memory(storage, vectors, model) as memory:
-        resources, hint = await _scopes(memory, resource, thread)
+        resources, hint = await _scopes(memory, resource, thread, "nothing was reindexed")
+        if hint is not None and (await memory.check_index(resource_id=resource)).in_step:
+            return [], hint  # storage holds none of it and the index no entry: nothing to rebuild
         foreign = 0 if force else await _index(memory).foreign_entries()
         if foreign:
             fail(_foreign(foreign, "or pass --force to rebuild it from this store, dropping those entries"))
