@@ -32,7 +32,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory_core.cli.host import CLOSED_PIPE, clauses, console, user_errors
+from memory_core.cli.host import CLOSED_PIPE, INTERRUPTED, clauses, console, errors, user_errors, work_complete
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
 from memory_core.cli.stores import command_embedder, url_role
 from memory_core.embedders import Embedder, LexicalHashEmbedder
@@ -46,8 +46,10 @@ __all__ = [
     "DEMO_APPLICATION_ID",
     "DEMO_NAMESPACE_PREFIX",
     "VECTORS_MARKER",
+    "DemoFiles",
     "DemoReport",
     "demo",
+    "drop_earlier_demo",
     "is_demo_database",
     "load_conversations",
     "prepare_demo_files",
@@ -84,20 +86,23 @@ def vectors_folder(db: Path) -> Path:
     return db.with_suffix(".vectors")
 
 
-def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> list[Path]:
+def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -> DemoFiles:
     """Make the demo's files beside ``db`` ready: the SQLite file ``db`` itself
     (when ``database``) and the Qdrant folder :func:`vectors_folder` (when
     ``vectors``). Each must be missing or a previous demo's (recognised by its
-    mark); a previous demo's is removed unless ``keep``; a new one is created
-    with the mark. ``db``'s folder must exist: no folder is ever created.
+    mark); a previous demo's is set aside (renamed to a hidden name beside
+    it) unless ``keep``, so that a failed or interrupted run puts it back
+    (:func:`remove_demo_files`) and one that ends well removes it
+    (:func:`drop_earlier_demo`); a new one is created with the mark.
+    ``db``'s folder must exist: no folder is ever created.
     Everything is checked before anything is removed, so a refusal leaves
     every file as it was; a symlink at any of these paths is the user's (the
     demo makes none) and is refused, never written through or removed. If
     making a file fails, what this call made already is removed.
 
     Returns:
-        The paths this call created (the database and/or the vectors
-        folder): what :func:`remove_demo_files` removes if the demo fails.
+        :class:`DemoFiles`: the paths this call created (the database
+        and/or the vectors folder) and the earlier files it set aside.
 
     Raises:
         ValidationError: (field ``--db``) ``db`` is a folder, its folder is
@@ -127,38 +132,84 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
     ours = folder is not None and not folder.is_symlink() and (folder / VECTORS_MARKER).is_file()
     if folder is not None and os.path.lexists(folder) and not ours:
         raise ValidationError("--db", f"{folder} exists and was not made by memory-core demo; {advice}")
+    earlier: list[Path] = []
     if not keep:
-        for path in taken:
-            path.unlink()
-        if folder is not None and folder.exists():
-            shutil.rmtree(folder)
+        earlier = [*taken, *([folder] if folder is not None and folder.exists() else [])]
+    set_aside: list[tuple[Path, Path]] = []
     created: list[Path] = []
     try:
+        set_aside = _set_aside(earlier)
+        # Listed before it is made: a Ctrl-C between the two still has it removed.
         if database and not db.exists():
-            _create_database(db)
             created.append(db)
+            _create_database(db)
         if folder is not None:
             if not folder.exists():
-                folder.mkdir()
                 created.append(folder)
+                folder.mkdir()
             (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
     except BaseException:
         # Made by this call (a vectors folder that cannot be made or marked): not left behind.
-        remove_demo_files(created)
+        remove_demo_files(DemoFiles(created, set_aside))
         raise
-    return created
+    return DemoFiles(created, set_aside)
 
 
-def remove_demo_files(created: Sequence[Path]) -> None:
-    """Remove what :func:`prepare_demo_files` created (a database with its
-    ``-wal``/``-shm``/``-journal`` files, a vectors folder) after a failed
-    demo; paths already gone are skipped."""
-    for path in created:
+@dataclass(frozen=True, slots=True)
+class DemoFiles:
+    """What :func:`prepare_demo_files` did.
+
+    Attributes:
+        created: the paths this run created (the database, the vectors folder).
+        set_aside: an earlier demo's files this run replaces, each as
+            (hidden name it was renamed to, its own path): put back if the
+            run fails or is interrupted, removed once it has ended well.
+    """
+
+    created: list[Path]
+    set_aside: list[tuple[Path, Path]]
+
+
+def _set_aside(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """Rename ``paths`` (an earlier demo's) to hidden names beside them; all
+    or, on any error or Ctrl-C, none (those renamed are put back)."""
+    tag = uuid.uuid4().hex[:8]
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for path in paths:
+            hidden = path.with_name(f".{path.name}.earlier-{tag}")
+            path.rename(hidden)
+            moved.append((hidden, path))
+    except BaseException:
+        remove_demo_files(DemoFiles([], moved))
+        raise
+    return moved
+
+
+def remove_demo_files(files: DemoFiles) -> None:
+    """After a failed or interrupted demo: remove what
+    :func:`prepare_demo_files` created (a database with its
+    ``-wal``/``-shm``/``-journal`` files, a vectors folder; paths already
+    gone are skipped) and put an earlier demo's files back: a run removes
+    only what it made."""
+    for path in files.created:
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
         else:
             for file in _database_files(path):
                 file.unlink(missing_ok=True)
+    for hidden, path in files.set_aside:
+        if hidden.exists() and not os.path.lexists(path):
+            hidden.rename(path)
+
+
+def drop_earlier_demo(files: DemoFiles) -> None:
+    """After a demo that ended well: remove the earlier demo's files it replaced."""
+    for hidden, _ in files.set_aside:
+        if hidden.is_dir():
+            shutil.rmtree(hidden, ignore_errors=True)
+        else:
+            hidden.unlink(missing_ok=True)
 
 
 def _database_files(db: Path) -> list[Path]:
@@ -444,28 +495,44 @@ def demo(
             # The demo removes its --storage namespace, so its vectors go too:
             # the engine in a temporary folder, not a folder beside --db.
             vector = "qdrant::memory:"
-        created: list[Path] = []
-        if storage is None or vector is None:
-            # Never replaces a file the demo did not make (see prepare_demo_files).
-            created = prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
+        # Checked whether or not it is used (--vector none), before any file is made.
+        model = None if embedder is None else command_embedder(embedder)
+        files = DemoFiles([], [])
+        work = None
         try:
-            asyncio.run(
-                _demo(
-                    storage or f"sqlite:///{db}",
-                    storage is not None,
-                    None if vector == "none" else vector or f"qdrant+path:///{vectors_folder(db).resolve()}",
-                    vector is not None,
-                    embedder,
-                    conversations,
-                )
+            if storage is None or vector is None:
+                # Never replaces a file the demo did not make (see prepare_demo_files).
+                files = prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
+            work = _demo(
+                storage or f"sqlite:///{db}",
+                storage is not None,
+                None if vector == "none" else vector or f"qdrant+path:///{vectors_folder(db).resolve()}",
+                vector not in (None, "none"),
+                model,
+                conversations,
             )
+            asyncio.run(work)
         except SystemExit as ended:
             if ended.code != CLOSED_PIPE:  # the reader of stdout going away is no failure: the files stay
-                remove_demo_files(created)
+                remove_demo_files(files)
+            else:
+                drop_earlier_demo(files)
             raise
+        except KeyboardInterrupt:
+            work_complete()  # the outcome is decided: a second Ctrl-C does not cut the clean-up or the line
+            if work is not None:
+                work.close()  # cut before the loop ran it: no "never awaited" warning
+            remove_demo_files(files)
+            errors.print(f"[yellow]interrupted: {escape(DEMO_STOPPED)}[/]", soft_wrap=True)
+            raise typer.Exit(INTERRUPTED) from None
         except BaseException:
-            remove_demo_files(created)
+            remove_demo_files(files)
             raise
+        drop_earlier_demo(files)
+
+
+DEMO_STOPPED = "the demo stopped and removed what it made (an earlier demo's files are as they were); nothing to resume"
+"""The demo's line after a Ctrl-C."""
 
 
 DEMO_NAMESPACE_PREFIX = "memory_core_demo_"
@@ -478,17 +545,15 @@ async def _demo(
     own_storage_namespace: bool,
     vector_url: str | None,
     own_vector_namespace: bool,
-    embedder_name: str | None,
+    model: Embedder | None,
     conversations: list[Conversation],
 ) -> None:
     """Run the demo; a URL flagged ``own_*_namespace`` gets a fresh namespace
-    destroyed at the end, whether the demo succeeds or fails. ``embedder_name``
-    None: Memory's default embedder."""
+    destroyed at the end, whether the demo succeeds or fails (the banner
+    names it only then). ``model`` None: Memory's default embedder; without
+    a vector store, none is used."""
     started = time.perf_counter()
-    embedder = None
-    if vector_url and embedder_name is not None:
-        # Built before any store is opened, so a bad name leaves nothing open.
-        embedder = command_embedder(embedder_name)
+    embedder = model if vector_url else None
     namespace = f"{DEMO_NAMESPACE_PREFIX}{uuid.uuid4().hex[:8]}"
     async with AsyncExitStack() as stack:
         # An error about a URL names the option that gave it (a --vector folder that is missing: --vector).

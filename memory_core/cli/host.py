@@ -16,6 +16,7 @@ import atexit
 import contextlib
 import functools
 import importlib
+import logging
 import os
 import re
 import select
@@ -29,6 +30,7 @@ from datetime import datetime
 from enum import Enum
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import PurePath
+from types import FrameType
 from typing import IO, Any, NoReturn, TypeVar, get_args, get_origin
 
 import typer
@@ -461,7 +463,7 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
         try:
             if previous is stop_while_starting:
-                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGINT, _interrupt)
             result = function(*args, **kwargs)
             if not restore:  # the command's work is complete: a late Ctrl-C keeps its exit 0
                 work_complete()
@@ -473,8 +475,20 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
         finally:
             if restore and previous is not None:
                 signal.signal(signal.SIGINT, previous)
+                if previous is stop_while_starting:  # logging as it was, had _interrupt disabled it
+                    logging.disable(logging.NOTSET)
 
     return command
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """The command line's SIGINT handler while a command runs: from the
+    Ctrl-C on, no log record is printed (the library's warnings about the
+    writes the interrupt cuts, "a Memory write was cut off ...", are for a
+    Python caller; the command's one ``interrupted:`` line says what happened
+    and what to do), then ``KeyboardInterrupt`` as Python's own handler raises."""
+    logging.disable(logging.CRITICAL)
+    signal.default_int_handler(signum, frame)
 
 
 STOPPED = "stopped before its work was done; run the command again"
