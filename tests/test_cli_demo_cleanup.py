@@ -66,7 +66,7 @@ def test_a_failed_demo_leaves_a_symlink_at_db_alone(tmp_path: Path) -> None:
     from tests.cli_run import cli
 
     (tmp_path / "demo.db").symlink_to("elsewhere.db")
-    result = cli("demo", "--db", str(tmp_path / "demo.db"), "--embedder", "bogus")
+    result = cli("demo", "--db", str(tmp_path / "demo.db"), "--embedder", "lexical")
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: --db: ") and result.stderr.count("\n") == 1, result.stderr
     assert "was not made by memory-core demo" in result.stderr
