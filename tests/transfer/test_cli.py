@@ -133,8 +133,14 @@ def test_copy_resumes_into_the_part_an_interrupted_copy_left(tmp_path: Path) -> 
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/nofolder/b.db"], "nofolder' does not exist"),
         (["import", "sqlite:///{tmp}/b.db", "--vector", "sqlite:///x.db"], "not a vector store URL"),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "nosuch://"], "unknown vector"),
-        (["import", "sqlite:///{tmp}/b.db", "--vector", "qdrant::memory:"], "--vector: the vector store keeps its vectors in memory"),
-        (["import", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "--vector: the vector store keeps its vectors in memory"),
+        (
+            ["import", "sqlite:///{tmp}/b.db", "--vector", "qdrant::memory:"],
+            "--vector: the vector store keeps its vectors in memory",
+        ),
+        (
+            ["import", "sqlite:///{tmp}/b.db", "--vector", "memory://"],
+            "--vector: the vector store keeps its vectors in memory",
+        ),
         (["copy", "sqlite:///{tmp}/a.db", "sqlite:///{tmp}/b.db", "--vector", "memory://"], "vectors in memory"),
     ],
 )
