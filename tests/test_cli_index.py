@@ -191,29 +191,22 @@ def test_reindex_builds_an_index_into_a_new_or_empty_vector_store(tmp_path: Path
     assert one.stdout.strip() == "reindexed 5 messages in 1 resource", one.stdout
 
 
-def test_a_resource_the_store_does_not_hold_is_a_hint_not_a_line_in_step(tmp_path: Path) -> None:
-    """Before: the hint on stderr, and on stdout ``resource 'nobody': 0
-    messages stored (0 with text), 0 indexed, 0 lexical documents: in
-    step``, a claim about nothing. Now the hint alone, exit 0."""
+@pytest.mark.parametrize(
+    ("command", "said"), [("check-index", "nothing to check"), ("reindex", "nothing was reindexed")]
+)
+def test_a_resource_the_store_does_not_hold_is_the_hint_alone(tmp_path: Path, command: str, said: str) -> None:
+    """A misspelt ``--resource`` is one hint line naming close ids, exit 0,
+    nothing on stdout. Before: ``check-index`` printed ``resource 'nobody':
+    0 messages stored (0 with text), 0 indexed, 0 lexical documents: in
+    step`` (a claim about nothing); ``reindex`` printed ``reindexed
+    resource 'r3': 0 messages``, the hint, and ``reindexed 0 messages in 1
+    resource``."""
     url, vectors = _store(tmp_path)
-    done = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r3")
+    done = cli(command, url, "--vector", vectors, "--embedder", "lexical", "--resource", "r3")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "", done.stdout
     assert done.stderr.startswith("hint: the store holds no resource 'r3' (no record, no thread)"), done.stderr
-    assert ": nothing to check; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
-
-
-def test_reindex_of_a_resource_the_store_does_not_hold_is_the_hint_alone(tmp_path: Path) -> None:
-    """As ``check-index``: a misspelt ``--resource`` is one hint line naming
-    close ids, exit 0, and no "reindexed" claim. Before: ``reindexed
-    resource 'r3': 0 messages``, the hint "nothing to check", and
-    ``reindexed 0 messages in 1 resource``."""
-    url, vectors = _store(tmp_path)
-    done = cli("reindex", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r3")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "", done.stdout
-    assert done.stderr.startswith("hint: the store holds no resource 'r3' (no record, no thread)"), done.stderr
-    assert ": nothing was reindexed; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert f": {said}; it holds 'r1', 'r2'" in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert "reindexed resource" not in done.stderr
 
 
