@@ -16,11 +16,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from memory_core.errors import MissingFolderError, ValidationError
+from memory_core.wording import listed
 
 __all__ = ["COMMON_OPTIONS", "check_option_names", "ensure_folder", "hide_password", "option_bool", "unknown_option"]
 
 COMMON_OPTIONS = ("clock", "namespace")
 """Keywords every adapter's ``from_url`` takes besides its own options."""
+
+_UNOFFERED = frozenset({"clock"})
+"""Keywords accepted but never offered in a message: ``clock`` is a test
+hook (an injectable clock; the adapters' READMEs say so), not an option a
+user chooses."""
 
 
 def unknown_option(
@@ -29,7 +35,8 @@ def unknown_option(
     """The error for an option ``name`` an adapter does not take: it lists
     every keyword ``connect`` accepts for that adapter (its own plus
     :data:`COMMON_OPTIONS`; its driver's options, ``driver``, are only named,
-    they are too many to list) and, for a misspelling, the one meant
+    they are too many to list; test hooks, ``clock``, are accepted but not
+    offered) as comma-separated words and, for a misspelling, the one meant
     (``namesapce`` -> "did you mean 'namespace'?", ``prefx`` -> "did you mean
     'prefix'?"); one of :data:`COMMON_OPTIONS` (only a keyword of
     ``connect``) found in a URL's query says so.
@@ -40,13 +47,13 @@ def unknown_option(
         return ValidationError(
             f"option {name!r}",
             f"is a keyword of connect() (connect(url, {name}=...)), not a URL option; "
-            f"{adapter} URLs accept {sorted(accepted)}",
+            f"{adapter} URLs accept {listed(sorted(accepted))}",
         )
-    known = sorted({*accepted, *COMMON_OPTIONS})
+    known = sorted({*accepted, *COMMON_OPTIONS} - _UNOFFERED)
     close = difflib.get_close_matches(name, [*known, *sorted(driver)], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     also = f" and {driver_name}'s options" if driver_name else ""
-    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {known}{also}")
+    return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {listed(known)}{also}")
 
 
 _NEAR_MISS = 0.8

@@ -22,6 +22,7 @@ from memory_core.clock import Clock
 from memory_core.errors import ValidationError
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
+from memory_core.wording import listed
 
 __all__ = [
     "STORAGE_GROUP",
@@ -108,7 +109,7 @@ def _load(group: str, url: str) -> Any:
         if folder
         else "no installed adapter registers it"
     )
-    raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {sorted(eps)})")
+    raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {listed(sorted(eps))})")
 
 
 def _build(group: str, url: str, options: dict[str, Any]) -> Any:

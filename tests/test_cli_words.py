@@ -25,7 +25,7 @@ INTERNAL = re.compile(r"Qdrant\w*Store|PgVectorStore|memory_messages_|schema_ver
 """What a user never typed: adapter classes (and their repr), the names of
 collections, tables and keys memory-core keeps inside a store."""
 
-GLUED = re.compile(r"[.,:;]\s*[;,]")
+GLUED = re.compile(r"[.,:;?!]\s*[;,]")
 """Two messages glued with their punctuation: ``refused.; check``."""
 
 
@@ -141,3 +141,47 @@ def test_a_refused_connection_is_one_line_without_glued_punctuation(url: str, ad
     pytest.importorskip(adapter)
     line = _one_line(cli("export", url), says="open failed")
     assert "; check that the URL names the store you mean" in line, line
+
+
+REPR = re.compile(r"[{\[]'|'[}\]]|\w+(Error|Exception):")
+"""A Python dict or list repr (``{'resources': 0``, ``['clock', ``) or a
+driver exception's class name (``DatabaseError:``) in a line."""
+
+
+def _seeded_store(db: Path) -> str:
+    """The URL of a store at ``db`` holding one resource, one thread and 3 messages."""
+
+    async def seed() -> None:
+        from memory_core import Thread, connect
+
+        async with await connect(f"sqlite:///{db}") as storage:
+            await storage.save_thread(Thread("t1", "r1"))
+            row = {"thread_id": "t1", "role": "user", "content": "words"}
+            await storage.save_messages([{**row, "id": f"m{i}"} for i in range(3)])
+
+    asyncio.run(seed())
+    return f"sqlite:///{db}"
+
+
+def test_counts_are_words_with_their_plurals(tmp_path: Path) -> None:
+    """Before: ``imported: written {'resources': 0, 'threads': 3, 'messages':
+    36}, already there {...}``, and copy's two dicts in two key orders."""
+    source = _seeded_store(tmp_path / "a.db")
+    export = tmp_path / "e.jsonl"
+    assert cli("export", source, "-o", str(export)).returncode == 0
+    imported = cli("import", _url(tmp_path / "b.db"), "-i", str(export))
+    assert imported.returncode == 0, imported.stderr
+    assert "imported: written 1 thread, 3 messages; already there nothing" in imported.stderr, imported.stderr
+    copied = cli("copy", source, _url(tmp_path / "c.db"))
+    assert copied.returncode == 0, copied.stderr
+    assert "copied and verified: 1 thread, 3 messages; written 1 thread, 3 messages" in copied.stderr, copied.stderr
+    assert not REPR.search(imported.stderr + copied.stderr)
+
+
+def test_offered_schemes_and_options_are_words_without_test_hooks(tmp_path: Path) -> None:
+    """Before: ``known: ['memory', 'mongodb', ...]`` and ``sqlite accepts
+    ['busy_timeout', 'clock', ...]``: ``clock`` is a test hook no user sets."""
+    line = _one_line(cli("export", "bogus://x"), says="unknown storage scheme 'bogus'")
+    assert "known: memory, " in line and not REPR.search(line), line
+    line = _one_line(cli("export", f"{_url(tmp_path / 'a.db')}?bogus=1"), says="option 'bogus': unknown")
+    assert "sqlite accepts " in line and "clock" not in line and not REPR.search(line), line

@@ -78,7 +78,7 @@ def test_driver_options_still_pass(module: str, url: str) -> None:
     ("query", "reason"),
     [
         # Before: passed to the server as a setting, which refused the connection (a BackendError).
-        ("prefx=abc", "option 'prefx': unknown; postgresql accepts ['batch_size', "),
+        ("prefx=abc", "option 'prefx': unknown; postgresql accepts batch_size, "),
         ("statment_timeout=5", "option 'statment_timeout': unknown; did you mean 'statement_timeout'?"),
         ("search_path=app", "option 'search_path': is set by the store to its schema; name the schema with ?schema="),
         ("connect_timeout=5", "option 'connect_timeout': is a libpq parameter that asyncpg "),

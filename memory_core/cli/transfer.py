@@ -52,6 +52,7 @@ from memory_core.transfer import (
 )
 from memory_core.validation import check_id
 from memory_core.vector import VectorStore
+from memory_core.wording import counted
 
 __all__ = ["copy", "export", "import_"]
 
@@ -302,7 +303,7 @@ def import_(
                     # Every record is committed: closing the stores (seconds for
                     # a vector store) finishes even after a Ctrl-C, and exit 0.
                     work_complete()
-                    _err.print(f"imported: written {report.written}, already there {report.skipped}")
+                    _err.print(f"imported: written {counted(report.written)}; already there {counted(report.skipped)}")
                     if note:
                         _err.print(note)
 
@@ -354,8 +355,8 @@ def copy(
                 _err.print(f"[red]verification failed: {escape(difference)}[/]", soft_wrap=True)
                 raise typer.Exit(VERIFY_FAILED)
             _err.print(
-                f"copied and verified: {report.imported.trailer['counts']}; written {report.imported.written}, "
-                f"already there {report.imported.skipped}"
+                f"copied and verified: {counted(report.imported.trailer['counts'])}; "
+                f"written {counted(report.imported.written)}; already there {counted(report.imported.skipped)}"
             )
             if note:
                 _err.print(note)

@@ -11,6 +11,7 @@ from typing import Any
 from memory_core.errors import ValidationError
 from memory_core.models import Message, Resource, Thread
 from memory_core.validation import check_message, check_resource, check_thread
+from memory_core.wording import counted
 
 __all__ = [
     "FIX_THE_INPUT",
@@ -53,7 +54,7 @@ class TransferError(ValidationError):
     def __init__(self, field: str, reason: str, rule: str = "", written: dict[str, int] | None = None) -> None:
         self.written = {kind: count for kind, count in (written or {}).items() if count}
         if self.written:
-            reason = f"{reason} (written before it, and kept: {self.written}; importing again skips them)"
+            reason = f"{reason} (written before it, and kept: {counted(self.written)}; importing again skips them)"
         super().__init__(field, f"{reason}; {FIX_THE_INPUT}", rule)
 
 
