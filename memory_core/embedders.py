@@ -32,6 +32,7 @@ imports only numpy; model code loads on the first ``embed``.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import importlib.util
 import inspect
@@ -48,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_core.errors import ValidationError
+from memory_core.wording import listed
 
 __all__ = [
     "EMBEDDER_NAMES",
@@ -702,7 +704,7 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
         The embedder (MiniLM's model loads on first use).
 
     Raises:
-        ValidationError: an unknown name.
+        ValidationError: an unknown name (a misspelt one names the one meant).
         ImportError: ``"minilm"`` or ``"minilm-torch"`` without its extra.
     """
     key = name.strip().lower() if isinstance(name, str) else name
@@ -712,7 +714,9 @@ def get_embedder(name: str = "lexical", **options: Any) -> Embedder:
         return MiniLMEmbedder(**options)
     if key == "minilm-torch":
         return SentenceTransformersEmbedder(**options)
-    raise ValidationError("embedder", f"unknown embedder {name!r}; known: {', '.join(EMBEDDER_NAMES)}")
+    close = difflib.get_close_matches(key, EMBEDDER_NAMES, n=1) if isinstance(key, str) else []
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValidationError("embedder", f"unknown embedder {name!r}; {hint}known: {listed(EMBEDDER_NAMES)}")
 
 
 NEW_INDEX_COMMAND = "memory-core reindex URL --new --vector NEW_URL --embedder NAME"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["RECORD_KINDS", "counted", "listed"]
+__all__ = ["RECORD_KINDS", "amount", "counted", "listed"]
 
 _PLURALS = {"memory": "memories"}
 """Record kinds whose plural is not the name plus ``s``."""
@@ -25,7 +25,14 @@ def counted(counts: Mapping[str, int], *, none: str = "nothing") -> str:
     "resources": 0, "threads": 1}`` -> ``"1 thread, 36 messages"``; ``none``
     when nothing is counted."""
     order = sorted(counts, key=lambda kind: RECORD_KINDS.index(kind) if kind in RECORD_KINDS else len(RECORD_KINDS))
-    return ", ".join(f"{counts[kind]} {_kind(kind, counts[kind])}" for kind in order if counts[kind]) or none
+    return ", ".join(amount(counts[kind], kind) for kind in order if counts[kind]) or none
+
+
+def amount(n: int, kind: str) -> str:
+    """``n`` things of ``kind`` (a plural such as ``threads``) in the number
+    ``n`` calls for: ``amount(1, "threads")`` -> ``"1 thread"``,
+    ``amount(0, "messages")`` -> ``"0 messages"``."""
+    return f"{n} {_kind(kind, n)}"
 
 
 def _kind(kind: str, n: int) -> str:

@@ -94,7 +94,7 @@ def test_demo_replaces_its_own_previous_database(tmp_path: Path) -> None:
         assert connection.execute("PRAGMA application_id").fetchone() == (DEMO_APPLICATION_ID,)
     second = _demo(db, "--vector", "none")
     assert second.exit_code == 0, second.output
-    assert "loaded 1 resources, 3 threads, 36 messages" in second.output
+    assert "loaded 1 resource, 3 threads, 36 messages" in second.output
 
 
 @pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")

@@ -129,7 +129,7 @@ def _mongodb_names(url: str) -> dict[str, list[str]]:
 def _demo_on(url: str, tmp_path: Path) -> str:
     result = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "demo.db"), "--storage", url, "--vector", "none"])
     assert result.exit_code == 0, result.output
-    assert "loaded 1 resources, 3 threads, 36 messages" in result.output
+    assert "loaded 1 resource, 3 threads, 36 messages" in result.output
     assert "namespace: memory_core_demo_" in result.output
     return result.output
 

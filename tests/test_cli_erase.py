@@ -106,7 +106,7 @@ def test_erase_takes_the_storage_url_as_its_argument_like_every_command(tmp_path
     warning; both at once, or neither, is one red line."""
     url, _ = _seed(tmp_path, vectors=False)
     dry = cli("erase", url, "--resource", "u2", "--dry-run")
-    assert dry.returncode == 0 and dry.stdout.startswith("would erase resource 'u2': 1 threads"), dry.stderr
+    assert dry.returncode == 0 and dry.stdout.startswith("would erase resource 'u2': 1 thread"), dry.stderr
     old = cli("erase", "--storage", url, "--resource", "u2", "--dry-run")
     assert old.returncode == 0 and old.stdout == dry.stdout, old.stderr
     assert old.stderr.startswith("warning: --storage is deprecated; give the URL as the argument"), old.stderr

@@ -42,7 +42,7 @@ def test_the_installed_script_lists_every_command() -> None:
 def test_demo_runs_through_the_entry_point(tmp_path: Path) -> None:
     result = CliRunner().invoke(build_app(), ["demo", "--db", str(tmp_path / "d.db"), "--vector", "none"])
     assert result.exit_code == 0, result.output
-    assert "loaded 1 resources, 3 threads, 36 messages" in result.output
+    assert "loaded 1 resource, 3 threads, 36 messages" in result.output
 
 
 def test_check_runs_through_the_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:

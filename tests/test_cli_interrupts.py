@@ -93,7 +93,7 @@ def test_a_ctrl_c_after_the_work_is_done_exits_0(tmp_path: Path) -> None:
     finally:
         if process.poll() is None:
             process.kill()
-    assert out.startswith("removed 5 messages from 1 threads"), out
+    assert out.startswith("removed 5 messages from 1 thread"), out
     assert "interrupted:" not in said and "Traceback" not in said, said
 
 

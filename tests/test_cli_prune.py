@@ -93,14 +93,14 @@ def test_a_prune_that_empties_its_resource_gives_no_hint_that_it_was_absent(tmp_
     _seed(url)
     result = cli("prune", url, "--older-than", "30d", "--threads", "--resource", "r1")  # its only thread
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("removed 1 threads") and "hint" not in result.stderr, result.stderr
+    assert result.stdout.startswith("removed 1 thread ") and "hint" not in result.stderr, result.stderr
 
 
 def test_prune_threads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}"
     _seed(url)
     done = CliRunner().invoke(app, ["prune", url, "--older-than", "4w", "--threads", "--batch-size", "1"])
-    assert done.exit_code == 0 and done.stdout.startswith("removed 1 threads (1 messages) last active before ")
+    assert done.exit_code == 0 and done.stdout.startswith("removed 1 thread (1 message) last active before ")
     assert _state(url) == (["live"], ["l1", "l2"])
 
 

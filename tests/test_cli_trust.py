@@ -125,7 +125,7 @@ def test_an_interrupted_prune_prints_the_cutoff_and_resumes_with_before(tmp_path
     assert 0 < left <= 10000
     resumed = cli("prune", url, "--before", cutoff)
     assert resumed.returncode == 0, resumed.stderr
-    assert resumed.stdout.startswith(f"removed {left} messages from 1 threads, created before {cutoff}"), resumed.stdout
+    assert resumed.stdout.startswith(f"removed {left} messages from 1 thread, created before {cutoff}"), resumed.stdout
     assert _message_count(url) == 0
 
 

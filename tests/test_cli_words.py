@@ -185,3 +185,42 @@ def test_offered_schemes_and_options_are_words_without_test_hooks(tmp_path: Path
     assert "known: memory, " in line and not REPR.search(line), line
     line = _one_line(cli("export", f"{_url(tmp_path / 'a.db')}?bogus=1"), says="option 'bogus': unknown")
     assert "sqlite accepts " in line and "clock" not in line and not REPR.search(line), line
+
+
+def test_a_question_is_not_glued_to_the_next_clause() -> None:
+    """Before: ``No such command 'expor'. Did you mean 'export'?; see ... --help``."""
+    _one_line(cli("expor"), says="Did you mean 'export'? See ")
+
+
+def test_a_truncated_export_names_one_next_step(tmp_path: Path) -> None:
+    """Before: ``... stopped early; copy the whole file again; fix the input,
+    or write it again with memory-core export`` (two pieces of advice)."""
+    export = tmp_path / "e.jsonl"
+    assert cli("export", _seeded_store(tmp_path / "a.db"), "-o", str(export)).returncode == 0
+    export.write_bytes(export.read_bytes()[:-30])
+    line = _one_line(cli("import", _url(tmp_path / "b.db"), "-i", str(export)), says="the export is truncated")
+    assert line.rstrip().endswith("copy the whole file again") and "fix the input" not in line, line
+
+
+def test_a_bad_value_is_named_by_the_option_or_url_that_gave_it(tmp_path: Path) -> None:
+    """Before: ``batch_size: must be an int from 1 to 10000``: the library's
+    keyword, not ``--batch-size``; a URL's own ``?timeout=`` names the URL."""
+    url = _seeded_store(tmp_path / "a.db")
+    _one_line(cli("prune", url, "--older-than", "1d", "--batch-size", "0"), says="error: --batch-size: must be an int")
+    _one_line(cli("export", f"{url}?timeout=x"), says="error: URL: option 'timeout' must be a number of seconds")
+
+
+def test_a_folder_given_as_a_database_is_fixed_with_a_file_beside_it(tmp_path: Path) -> None:
+    """Before: ``name a file, e.g. sqlite:////…/vectors/memory.db``: a
+    database inside the folder (often the vectors folder)."""
+    (tmp_path / "vectors").mkdir()
+    line = _one_line(cli("export", _url(tmp_path / "vectors")), says="is a folder, not a database file")
+    assert f"e.g. sqlite:///{tmp_path / 'vectors'}.db" in line and "vectors/memory.db" not in line, line
+
+
+def test_a_misspelt_embedder_gets_a_did_you_mean(tmp_path: Path) -> None:
+    """Before: ``--embedder: unknown embedder 'lexicl'; known: lexical, ...``."""
+    line = _one_line(
+        cli("demo", "--db", str(tmp_path / "d.db"), "--embedder", "lexicl"), says="unknown embedder 'lexicl'"
+    )
+    assert "did you mean 'lexical'? known: lexical, minilm" in line, line

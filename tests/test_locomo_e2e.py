@@ -72,7 +72,7 @@ async def test_all_locomo_conversations_load_into_sqlite(tmp_path: Path) -> None
 def test_demo_on_the_shipped_sample_exits_0(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["demo", "--db", str(tmp_path / "demo.db")])
     assert result.exit_code == 0, result.output
-    assert "loaded 1 resources, 3 threads, 36 messages" in result.output
+    assert "loaded 1 resource, 3 threads, 36 messages" in result.output
     assert "cursor walk" in result.output
     assert "threads so far: 3" in result.output
 

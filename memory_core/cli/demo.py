@@ -41,6 +41,7 @@ from memory_core.memory import Memory, MemoryConfig, SemanticRecall, WorkingMemo
 from memory_core.models import DateRange, Include, Message, MessageFilter, OrderBy, Thread, ThreadFilter
 from memory_core.registry import connect, connect_vector
 from memory_core.vector import BaseVectorStore
+from memory_core.wording import amount
 
 __all__ = [
     "DEMO_APPLICATION_ID",
@@ -586,7 +587,8 @@ async def _demo(
         report = await load_conversations(memory, conversations, console)
         rate = report.messages / report.seconds if report.seconds else float("inf")
         console.print(
-            f"loaded {report.resources} resources, {report.threads} threads, {report.messages} messages "
+            f"loaded {amount(report.resources, 'resources')}, {amount(report.threads, 'threads')}, "
+            f"{amount(report.messages, 'messages')} "
             f"in {report.seconds:.2f} s ({rate:,.0f} messages/s)"
         )
         await run_session(memory, conversations[0], console)

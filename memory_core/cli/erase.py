@@ -27,6 +27,7 @@ from memory_core.cli.host import console, errors, fail, run_interruptible, user_
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_stores
 from memory_core.validation import check_id
+from memory_core.wording import amount
 
 if TYPE_CHECKING:
     from memory_core.embedders import Embedder
@@ -66,9 +67,9 @@ class Erased:
 def erased_line(erased: Erased, *, dry_run: bool) -> str:
     """``erased resource 'u1': 2 threads, 40 messages, 40 vectors and its
     resource record`` (``would erase`` for a dry run)."""
-    parts = [f"{erased.threads} threads", f"{erased.messages} messages"]
+    parts = [amount(erased.threads, "threads"), amount(erased.messages, "messages")]
     if erased.vectors is not None:
-        parts.append(f"{erased.vectors} vectors")
+        parts.append(amount(erased.vectors, "vectors"))
     what = ", ".join(parts)
     if erased.record:
         what += " and its resource record (working memory, metadata)"

@@ -127,8 +127,22 @@ def clauses(*parts: str) -> str:
     """``parts`` joined into one line with ``"; "``, each without the
     sentence end it may carry (a driver's message ending in ``.``, which
     glued to the next clause read ``refused.; check ...``) and empty ones
-    left out. Every CLI line made of several messages is joined here."""
-    return "; ".join(kept for part in parts if (kept := part.strip().rstrip(".").rstrip()))
+    left out. A part that ends in a question (click's ``Did you mean
+    'export'?``) keeps its mark and starts the next as a sentence (``?
+    See ...``), never ``?;``. Every CLI line made of several messages is
+    joined here."""
+    line = ""
+    for part in parts:
+        kept = part.strip().rstrip(".").rstrip()
+        if not kept:
+            continue
+        if not line:
+            line = kept
+        elif line.endswith(("?", "!")):
+            line = f"{line} {kept[0].upper()}{kept[1:]}"
+        else:
+            line = f"{line}; {kept}"
+    return line
 
 
 OPTION_OF_FIELD: dict[str, str] = {
@@ -139,12 +153,15 @@ OPTION_OF_FIELD: dict[str, str] = {
     "embedder": "--embedder",
     "vector": "--vector",
     "profile": "--profile",
+    "batch_size": "--batch-size",
 }
 """A library error's field (a parameter's or a URL part's name) as the
 command line names what the user gave: every command's storage URL is its
 argument ``URL`` (``prefix``, ``schema``, ``database`` are parts of it),
-and the library's ``embedder``, ``vector`` and ``profile`` are the
-options ``--embedder``, ``--vector`` and ``--profile``. Translated in one
+and the library's ``embedder``, ``vector``, ``profile`` and
+``batch_size`` are the options ``--embedder``, ``--vector``, ``--profile``
+and ``--batch-size`` (a URL's own ``?batch_size=`` is named with its URL:
+:func:`memory_core.cli.stores.url_role`). Translated in one
 place, :func:`user_errors`; fields not listed are shown as they are (the
 commands name their own options, ``--resource``)."""
 

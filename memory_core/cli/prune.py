@@ -30,6 +30,7 @@ from memory_core.cli.stores import command_stores
 from memory_core.errors import ValidationError
 from memory_core.retention import MAX_BATCH, PruneReport, PruneTarget, RetentionPolicy
 from memory_core.validation import check_datetime
+from memory_core.wording import amount
 
 if TYPE_CHECKING:
     from memory_core.storage import Storage
@@ -141,9 +142,9 @@ def prune(
     verb = "would remove" if report.dry_run else "removed"
     scope = f"resource {report.resource_id!r}" if report.resource_id is not None else "the whole store"
     if report.target == "threads":
-        what = f"{len(report.threads)} threads ({report.message_count} messages) last active"
+        what = f"{amount(len(report.threads), 'threads')} ({amount(report.message_count, 'messages')}) last active"
     else:
-        what = f"{report.message_count} messages from {len(report.messages)} threads, created"
+        what = f"{amount(report.message_count, 'messages')} from {amount(len(report.messages), 'threads')}, created"
     console.print(f"{verb} {what} before {report.cutoff.isoformat()} in {scope}", soft_wrap=True)
 
 

@@ -49,7 +49,10 @@ def url_role(role: str) -> Iterator[None]:
 
     A missing folder (:class:`~memory_core.errors.MissingFolderError`) is
     fixed with the URL option (``?create_dirs=true``), not the Python
-    keyword a command-line user cannot pass.
+    keyword a command-line user cannot pass. A bad value of one of the
+    URL's options (the library's field is the keyword, ``batch_size``) is
+    ``<role>: option 'batch_size' <reason>``: the URL is what to fix, not
+    a command's option of the same name (``prune --batch-size``).
 
     Raises:
         ValidationError: the same reason and rule, field ``role``.
@@ -59,6 +62,10 @@ def url_role(role: str) -> Iterator[None]:
             yield
     except MissingFolderError as exc:
         raise MissingFolderError(exc.field, exc.folder, exc.url_example, keyword=False) from None
+    except ValidationError as exc:
+        if exc.field == role or not exc.field.isidentifier():  # named as given: the role, "option 'prefx'"
+            raise
+        raise ValidationError(role, f"option {exc.field!r} {exc.reason}", exc.rule) from None
 
 
 def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:

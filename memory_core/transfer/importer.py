@@ -14,6 +14,7 @@ from memory_core.models import Message, Resource, Thread
 from memory_core.storage import Storage
 from memory_core.transfer.digest import Summary, first_difference
 from memory_core.transfer.records import (
+    COPY_IT_WHOLE,
     FORMAT,
     VERSION,
     TransferError,
@@ -421,7 +422,8 @@ async def _import(state: _Import, lines: AsyncIterable[str | bytes] | Iterable[s
                 raise TransferError(
                     exc.field,
                     "cut off mid-line (the last line has no newline and is not a whole record, no trailer follows): "
-                    "the export is truncated, a write or copy that stopped early; copy the whole file again",
+                    "the export is truncated, a write or copy that stopped early",
+                    next_step=COPY_IT_WHOLE,
                 ) from None
             raise
     if number == 0:

@@ -14,6 +14,7 @@ from memory_core.validation import check_message, check_resource, check_thread
 from memory_core.wording import counted
 
 __all__ = [
+    "COPY_IT_WHOLE",
     "FIX_THE_INPUT",
     "FORMAT",
     "VERSION",
@@ -42,7 +43,9 @@ class TransferError(ValidationError):
     order), or a file without its trailer. ``field`` is ``"line N"`` (1-based)
     or ``"input"``; nothing of the offending record has been written.
 
-    The message ends with the next step (:data:`FIX_THE_INPUT`).
+    The message ends with one next step: ``next_step``, by default
+    :data:`FIX_THE_INPUT` (a truncated file names its own, copying it
+    whole again).
 
     Attributes:
         written: what the import wrote before it stopped, per kind (empty
@@ -51,15 +54,26 @@ class TransferError(ValidationError):
             says so too, so a reader never takes the error for a rollback.
     """
 
-    def __init__(self, field: str, reason: str, rule: str = "", written: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        field: str,
+        reason: str,
+        rule: str = "",
+        written: dict[str, int] | None = None,
+        *,
+        next_step: str = "",
+    ) -> None:
         self.written = {kind: count for kind, count in (written or {}).items() if count}
         if self.written:
             reason = f"{reason} (written before it, and kept: {counted(self.written)}; importing again skips them)"
-        super().__init__(field, f"{reason}; {FIX_THE_INPUT}", rule)
+        super().__init__(field, f"{reason}; {next_step or FIX_THE_INPUT}", rule)
 
 
 FIX_THE_INPUT = "fix the input, or write it again with memory-core export"
-"""The next step every :class:`TransferError` names (the input is at fault)."""
+"""The next step a :class:`TransferError` names by default (the input is at fault)."""
+
+COPY_IT_WHOLE = "copy the whole file again"
+"""The next step for an export cut short (a write or copy that stopped early)."""
 
 
 def encode(record: dict[str, Any]) -> str:
@@ -158,7 +172,8 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
             raise TransferError(
                 where,
                 f"cut off inside a UTF-8 character (byte {exc.start + 1} of the line starts one that never ends): "
-                "the export is truncated, a write or copy that stopped early; copy the whole file again",
+                "the export is truncated, a write or copy that stopped early",
+                next_step=COPY_IT_WHOLE,
             ) from None
         raise TransferError(where, f"not UTF-8 text ({exc})") from None
     try:

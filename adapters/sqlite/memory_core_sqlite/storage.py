@@ -71,10 +71,10 @@ def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool =
             return
         # the message open() gives, naming both fixes (mkdir -p, create_dirs)
         ensure_folder(folder, create_dirs=False, url_example=f"sqlite:///{path}?create_dirs=true")
-    if os.path.isdir(path):
-        example = os.path.join(path, "memory.db")
+    if os.path.isdir(path):  # a file beside it: inside, it would land among the folder's own files (vectors)
+        example = f"{path.rstrip(os.sep)}.db"
         raise ValidationError(
-            "url", f"{path!r} is a folder, not a database file: name a file, e.g. sqlite:///{example}"
+            "url", f"{path!r} is a folder, not a database file: name a file beside it, e.g. sqlite:///{example}"
         )
     try:
         with open(path, "rb") as file:
