@@ -275,9 +275,9 @@ def _tampered(export: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("content", "says"),
     [
-        (b"", "input: empty: no header"),
-        (b"hello\n", "line 1: not valid JSON"),
-        (b'{"kind":"header","format":"other/jsonl","version":1}\n', "line 1: not a memory-core/jsonl export"),
+        (b"", ": empty: no header"),
+        (b"hello\n", "not a memory-core/jsonl export (line 1: not valid JSON"),
+        (b'{"kind":"header","format":"other/jsonl","version":1}\n', "not a memory-core/jsonl export (line 1: "),
         (b'{"kind":"header","format":"memory-core/jsonl","version":9}\n', "line 1: format version 9"),
         ("tampered", "the records read do not match the trailer"),
         ("cut", "without a trailer: the export is incomplete"),

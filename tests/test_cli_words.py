@@ -224,3 +224,27 @@ def test_a_misspelt_embedder_gets_a_did_you_mean(tmp_path: Path) -> None:
         cli("demo", "--db", str(tmp_path / "d.db"), "--embedder", "lexicl"), says="unknown embedder 'lexicl'"
     )
     assert "did you mean 'lexical'? known: lexical, minilm" in line, line
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'{"a": 1}\n', 'line 1: not a memory-core record: it has no "kind"'),  # before: unknown record kind None
+        (b"\xf3\xff\n", "line 1: not UTF-8 text: invalid continuation byte at byte 1"),  # before: 'utf-8' codec ...
+        (b"hello\n", "line 1: not valid JSON: expecting value at column 1"),  # before: (char 0)
+    ],
+)
+def test_a_file_that_is_not_an_export_is_named_and_said_in_words(content: bytes, says: str, tmp_path: Path) -> None:
+    """Before: ``line 1: unknown record kind None``, ``not UTF-8 text
+    ('utf-8' codec can't decode byte 0xf3 ...)``, ``not valid JSON
+    (Expecting value: line 1 column 1 (char 0))``: neither the file nor
+    what it is."""
+    given = tmp_path / "notes.jsonl"
+    given.write_bytes(content)
+    line = _one_line(
+        cli("import", _url(tmp_path / "b.db"), "-i", str(given)),
+        says=f"error: {given}: not a memory-core/jsonl export ({says}); give a file that memory-core export wrote",
+    )
+    assert "codec" not in line and "char 0" not in line and "None" not in line, line
+    piped = cli("import", _url(tmp_path / "b.db"), input=content)
+    _one_line(piped, says="error: stdin: not a memory-core/jsonl export (line 1: ")

@@ -42,6 +42,7 @@ from memory_core.options import hide_password
 from memory_core.storage import Storage
 from memory_core.transfer import (
     Reembedder,
+    TransferError,
     check_copy_target,
     check_fits,
     copy_store,
@@ -155,6 +156,24 @@ def _whole_file(path: Path) -> Iterator[TextIO]:
             raise ValidationError("--output", f"{path} exists; export never overwrites a file: {_ELSEWHERE}") from None
     finally:
         os.unlink(partial)
+
+
+@contextmanager
+def _input_named(given: str | None) -> Iterator[None]:
+    """A :class:`~memory_core.transfer.TransferError` about the input named
+    as the user gave it: the file's path as typed (``stdin`` without one)
+    for the input as a whole (``e.jsonl: not a memory-core/jsonl export
+    (line 1: ...)``), followed by the line for a line (``e.jsonl line 7:
+    ...``); the library's ``input`` names neither.
+
+    Raises:
+        ValidationError: the same reason and rule, the field so named.
+    """
+    try:
+        yield
+    except TransferError as exc:
+        name = "stdin" if _file_or_stream(given) is None else str(given)
+        raise ValidationError(name if exc.field == "input" else f"{name} {exc.field}", exc.reason, exc.rule) from None
 
 
 @contextmanager
@@ -286,7 +305,7 @@ def import_(
 
         async def work() -> None:
             # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
-            with _readable_twice(input) as source:
+            with _input_named(given_input), _readable_twice(input) as source:
                 # The whole file is checked before the destination is opened
                 # (which may create it): a failed import changes nothing.
                 await verify_lines(source)

@@ -91,11 +91,16 @@ class _Import:
 
     async def line(self, text: str | bytes, number: int) -> None:
         """Handle one line (the trailer: check it and keep it in the report)."""
-        kind, value, model = decode(text, number)
+        try:
+            kind, value, model = decode(text, number)
+        except TransferError as exc:
+            if number == 1:  # the input does not start as an export does
+                raise _not_an_export(exc.what) from None
+            raise
         where = f"line {number}"
         if number == 1:
             if kind != "header" or value.get("format") != FORMAT:
-                raise TransferError(where, f"not a {FORMAT} export (the first line must be its header)")
+                raise _not_an_export("the first line must be its header")
             if value.get("version") != VERSION:
                 raise TransferError(where, f"format version {value.get('version')!r}; this memory-core reads {VERSION}")
             declared = value.get("messages")
@@ -298,6 +303,16 @@ async def _lines(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> A
     else:
         for line in lines:
             yield line
+
+
+GIVE_AN_EXPORT = "give a file that memory-core export wrote"
+"""The next step when the input is not an export at all."""
+
+
+def _not_an_export(what: str) -> TransferError:
+    """The error for input whose first line is not an export's header:
+    field ``input``, ``what`` quoted as line 1's fault."""
+    return TransferError("input", f"not a {FORMAT} export (line 1: {what})", next_step=GIVE_AN_EXPORT)
 
 
 def _cut_mid_line(text: str | bytes, error: TransferError) -> bool:

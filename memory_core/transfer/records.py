@@ -48,6 +48,8 @@ class TransferError(ValidationError):
     whole again).
 
     Attributes:
+        what: what is wrong, without what was kept and the next step (to
+            quote it inside another message).
         written: what the import wrote before it stopped, per kind (empty
             outside an import, or when nothing was written). Those records
             stay; importing the corrected file again skips them. The message
@@ -64,6 +66,7 @@ class TransferError(ValidationError):
         next_step: str = "",
     ) -> None:
         self.written = {kind: count for kind, count in (written or {}).items() if count}
+        self.what = reason
         if self.written:
             reason = f"{reason} (written before it, and kept: {counted(self.written)}; importing again skips them)"
         super().__init__(field, f"{reason}; {next_step or FIX_THE_INPUT}", rule)
@@ -71,6 +74,16 @@ class TransferError(ValidationError):
 
 FIX_THE_INPUT = "fix the input, or write it again with memory-core export"
 """The next step a :class:`TransferError` names by default (the input is at fault)."""
+
+_JSON_TYPES: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+"""JSON's names of the values a line may hold that are not an object."""
 
 COPY_IT_WHOLE = "copy the whole file again"
 """The next step for an export cut short (a write or copy that stopped early)."""
@@ -175,18 +188,26 @@ def decode(line: str | bytes, number: int) -> tuple[str, dict[str, Any], Record 
                 "the export is truncated, a write or copy that stopped early",
                 next_step=COPY_IT_WHOLE,
             ) from None
-        raise TransferError(where, f"not UTF-8 text ({exc})") from None
+        raise TransferError(where, f"not UTF-8 text: {exc.reason} at byte {exc.start + 1}") from None
     try:
         value = json.loads(text)
-    except ValueError as exc:
-        raise TransferError(where, f"not valid JSON ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise TransferError(
+            where, f"not valid JSON: {exc.msg[:1].lower()}{exc.msg[1:]} at column {exc.colno}"
+        ) from None
+    except ValueError:  # nested too deep for the parser, a number too long to read
+        raise TransferError(where, "not valid JSON that can be read") from None
     if not isinstance(value, dict):
-        raise TransferError(where, f"must be a JSON object, got {type(value).__name__}")
+        raise TransferError(where, f"must be a JSON object, got {_JSON_TYPES.get(type(value), 'another value')}")
     kind = value.get("kind")
     if kind in ("header", "trailer"):
         return kind, value, None
+    if "kind" not in value:
+        raise TransferError(where, 'not a memory-core record: it has no "kind"')
     if kind not in _REQUIRED:
-        raise TransferError(where, f"unknown record kind {kind!r} (header, resource, thread, message, trailer)")
+        raise TransferError(
+            where, f"unknown record kind {json.dumps(kind)} (header, resource, thread, message, trailer)"
+        )
     fields = {key: item for key, item in value.items() if key != "kind"}
     for name in _REQUIRED[kind]:
         if fields.get(name) is None:

@@ -172,7 +172,7 @@ def test_import_of_a_line_that_is_not_utf8_names_it(through: str, tmp_path: Path
     args = ["import", destination] + (["-i", str(tmp_path / "in.jsonl")] if through == "file" else [])
     result = runner.invoke(app, args, input=data if through == "stdin" else b"")
     assert result.exit_code == 2, result.output
-    assert "line 2: not UTF-8 text ('utf-8' codec can't decode" in result.output
+    assert "line 2: not UTF-8 text: invalid start byte at byte 1" in result.output
 
 
 def test_copy_re_embeds_into_a_persistent_vector_store(tmp_path: Path) -> None:
