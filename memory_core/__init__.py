@@ -103,6 +103,7 @@ from memory_core.errors import (
     MissingFolderError,
     NotFoundError,
     OwnershipError,
+    URLKindError,
     ValidationError,
 )
 from memory_core.ids import new_message_id
@@ -173,6 +174,7 @@ __all__ = [
     "Thread",
     "ThreadFilter",
     "TokenCounter",
+    "URLKindError",
     "ValidationError",
     "VectorStore",
     "WorkingMemory",

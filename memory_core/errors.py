@@ -26,6 +26,7 @@ __all__ = [
     "NotFoundError",
     "OwnershipError",
     "StaleStateError",
+    "URLKindError",
     "ValidationError",
     "guarded",
     "url_named",
@@ -102,7 +103,40 @@ def url_named(name: str) -> Iterator[None]:
             raise
         if isinstance(exc, MissingFolderError):  # kept a MissingFolderError
             raise MissingFolderError(name, exc.folder, exc.url_example) from None
+        if isinstance(exc, URLKindError):
+            raise URLKindError(name, exc.scheme, exc.kind) from None
         raise ValidationError(name, exc.reason, exc.rule) from None
+
+
+class URLKindError(ValidationError):
+    """A URL of the other kind: a storage URL where a vector store URL goes
+    (``connect_vector("sqlite:///...")``, ``--vector sqlite:///...``), or
+    the reverse. The message names the kind the URL is and where it goes:
+    the other function for a Python caller; the command line
+    (``memory_core.cli.stores.url_role``) raises it again with
+    ``python=False``, naming its argument and option instead.
+
+    Attributes:
+        scheme: the URL's scheme.
+        kind: what the URL is, ``"storage"`` or ``"vector store"``.
+    """
+
+    def __init__(self, field: str, scheme: str, kind: str, *, python: bool = True) -> None:
+        """``python``: name the function that opens such a URL (False: the
+        command line's argument and option, for a user of the CLI)."""
+        self.scheme = scheme
+        self.kind = kind
+        wanted = "vector store" if kind == "storage" else "storage"
+        if python:
+            fix = f"open it with {'connect()' if kind == 'storage' else 'connect_vector()'}"
+        elif kind == "storage":
+            fix = (
+                "a storage URL is the command's URL argument; give --vector a vector store URL (qdrant+path:///FOLDER)"
+            )
+        else:
+            fix = "it goes with --vector; the URL argument takes a storage URL (sqlite:///FILE)"
+        article = "an" if wanted[0] in "aeiou" else "a"
+        super().__init__(field, f"{scheme!r} is a {kind} URL, not {article} {wanted} URL; {fix}")
 
 
 class EmbedderMismatchError(ValidationError):

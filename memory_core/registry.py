@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memory_core.clock import Clock
-from memory_core.errors import ValidationError
+from memory_core.errors import URLKindError, ValidationError
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
 from memory_core.wording import listed
@@ -101,8 +101,7 @@ def _load(group: str, url: str) -> Any:
     kind = "storage" if group == STORAGE_GROUP else "vector store"
     other = VECTOR_GROUP if group == STORAGE_GROUP else STORAGE_GROUP
     if any(name in _runtime[other] or name in known_schemes(other) for name in candidates):
-        what, call = ("a vector store", "connect_vector()") if group == STORAGE_GROUP else ("a storage", "connect()")
-        raise ValidationError("url", f"{scheme!r} is {what} URL, not a {kind} URL: open it with {call}")
+        raise URLKindError("url", scheme, "vector store" if group == STORAGE_GROUP else "storage")
     folder = _INSTALL_HINTS.get(scheme)
     advice = (
         f"install memory-core-{folder} from a clone of memory-core: pip install -e ./adapters/{folder}"

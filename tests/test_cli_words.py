@@ -248,3 +248,16 @@ def test_a_file_that_is_not_an_export_is_named_and_said_in_words(content: bytes,
     assert "codec" not in line and "char 0" not in line and "None" not in line, line
     piped = cli("import", _url(tmp_path / "b.db"), input=content)
     _one_line(piped, says="error: stdin: not a memory-core/jsonl export (line 1: ")
+
+
+def test_a_url_of_the_other_kind_names_where_it_goes_on_the_command_line(tmp_path: Path) -> None:
+    """Before: ``--vector: 'sqlite' is a storage URL, not a vector store URL:
+    open it with connect()``: a Python function a CLI user cannot call."""
+    url = _seeded_store(tmp_path / "a.db")
+    line = _one_line(
+        cli("check-index", url, "--vector", url), says="--vector: 'sqlite' is a storage URL, not a vector store URL"
+    )
+    assert "connect" not in line and "the command's URL argument; give --vector a vector store URL" in line, line
+    if HAS_QDRANT:
+        line = _one_line(cli("export", "qdrant://127.0.0.1:6333"), says="URL: 'qdrant' is a vector store URL")
+        assert "connect" not in line and "it goes with --vector" in line, line

@@ -217,7 +217,7 @@ async def test_an_unknown_option_lists_every_keyword_and_the_one_meant(tmp_path:
     with pytest.raises(ValidationError) as caught:
         await connect(f"sqlite:///{tmp_path / 'x.db'}", namesapce="x")
     assert "did you mean 'namespace'?" in str(caught.value)
-    assert "['clock', 'create_dirs', 'namespace', 'synchronous', 'timeout']" in str(caught.value)
+    assert "sqlite accepts create_dirs, namespace, synchronous, timeout" in str(caught.value)  # clock: a test hook
     assert not (tmp_path / "x.db").exists()
 
 

@@ -17,7 +17,7 @@ from typing import TypeVar
 from memory_core.arguments import check_persistent
 from memory_core.cli.host import clauses, fail
 from memory_core.embedders import Embedder, get_embedder
-from memory_core.errors import MissingFolderError, ValidationError, url_named
+from memory_core.errors import MissingFolderError, URLKindError, ValidationError, url_named
 from memory_core.identity import same_store
 from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
@@ -49,7 +49,10 @@ def url_role(role: str) -> Iterator[None]:
 
     A missing folder (:class:`~memory_core.errors.MissingFolderError`) is
     fixed with the URL option (``?create_dirs=true``), not the Python
-    keyword a command-line user cannot pass. A bad value of one of the
+    keyword a command-line user cannot pass; a URL of the other kind
+    (:class:`~memory_core.errors.URLKindError`, a storage URL given as
+    ``--vector``) names the argument or option that takes it, not the
+    Python function. A bad value of one of the
     URL's options (the library's field is the keyword, ``batch_size``) is
     ``<role>: option 'batch_size' <reason>``: the URL is what to fix, not
     a command's option of the same name (``prune --batch-size``).
@@ -62,6 +65,8 @@ def url_role(role: str) -> Iterator[None]:
             yield
     except MissingFolderError as exc:
         raise MissingFolderError(exc.field, exc.folder, exc.url_example, keyword=False) from None
+    except URLKindError as exc:
+        raise URLKindError(exc.field, exc.scheme, exc.kind, python=False) from None
     except ValidationError as exc:
         if exc.field == role or not exc.field.isidentifier():  # named as given: the role, "option 'prefx'"
             raise
