@@ -193,6 +193,8 @@ class BackendError(MemoryCoreError):
         retryable: True when repeating the call may succeed (network errors,
             timeouts, primary step-downs, a locked database).
         original: the driver exception, or None.
+        detail: what failed, as given (the message without the backend
+            and operation before it).
     """
 
     def __init__(
@@ -208,6 +210,7 @@ class BackendError(MemoryCoreError):
         self.operation = operation
         self.retryable = retryable
         self.original = original
+        self.detail = message
         super().__init__(f"{backend} {operation} failed: {message}")
 
 

@@ -70,7 +70,7 @@ def test_check_of_a_file_that_is_not_a_database_fails_like_connect(tmp_path: Pat
     script = tmp_path / "notes.py"
     script.write_text("print('my work')\n")
     result = CliRunner().invoke(app, ["check", f"sqlite:///{script}"])
-    _one_error_line(result, "sqlite open failed: DatabaseError: file is not a database")
+    _one_error_line(result, f"sqlite open failed: {script} is not an SQLite database file")
     assert script.read_text() == "print('my work')\n"
     assert [p.name for p in tmp_path.iterdir()] == ["notes.py"]
 

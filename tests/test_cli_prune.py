@@ -112,8 +112,8 @@ def test_prune_threads(tmp_path: Path) -> None:
         (["--older-than", "999999999w"], "--older-than: too long: at most 999,999,999 days"),
         (["--older-than", "99999999999999999999d"], "--older-than: too long"),
         (["--older-than", "1d", "--threads", "--messages"], "give --threads or --messages, not both"),
-        (["--older-than", "1d", "--resource", " "], "resource_id"),
-        (["--older-than", "1d", "--batch-size", "0"], "batch_size"),
+        (["--older-than", "1d", "--resource", " "], "--resource: "),
+        (["--older-than", "1d", "--batch-size", "0"], "--batch-size: must be an int from 1"),
         (["--older-than", "1d", "--vector", "nope://x"], "unknown vector store scheme 'nope'"),
     ],
 )

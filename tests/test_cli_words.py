@@ -139,7 +139,7 @@ def test_check_offers_the_profiles_a_user_chooses(tmp_path: Path) -> None:
 def test_a_refused_connection_is_one_line_without_glued_punctuation(url: str, adapter: str) -> None:
     """Before (Redis): ``Connect call failed ('127.0.0.1', 1).; check that the URL ...``."""
     pytest.importorskip(adapter)
-    line = _one_line(cli("export", url), says="open failed")
+    line = _one_line(cli("export", url), says="error: URL ")
     assert "; check that the URL names the store you mean" in line, line
 
 
@@ -261,3 +261,29 @@ def test_a_url_of_the_other_kind_names_where_it_goes_on_the_command_line(tmp_pat
     if HAS_QDRANT:
         line = _one_line(cli("export", "qdrant://127.0.0.1:6333"), says="URL: 'qdrant' is a vector store URL")
         assert "connect" not in line and "it goes with --vector" in line, line
+
+
+def test_a_backend_failure_names_the_url_and_what_happened_not_the_driver_class(tmp_path: Path) -> None:
+    """Before: ``sqlite open failed: DatabaseError: file is not a
+    database``, ``postgresql open failed: ConnectionRefusedError: [Errno
+    111] Connect call failed ('127.0.0.1', 1)`` and ``qdrant preflight
+    failed: ResponseHandlingException: All connection attempts failed``:
+    a class name and no address (or one as a Python tuple)."""
+    notes = tmp_path / "notes.db"
+    notes.write_text("my notes, not a database\n")
+    line = _one_line(
+        cli("export", _url(notes)), says=f"error: URL {_url(notes)}: {notes} is not an SQLite database file"
+    )
+    assert not REPR.search(line), line
+    if importlib.util.find_spec("memory_core_postgres") is not None:
+        line = _one_line(
+            cli("export", "postgresql://u:secret@127.0.0.1:1/db"),
+            says="error: URL postgresql://u:***@127.0.0.1:1/db: connection refused; check that the URL",
+        )
+        assert not REPR.search(line) and "('127.0.0.1', 1)" not in line and "secret" not in line, line
+    if HAS_QDRANT:
+        line = _one_line(
+            cli("check-index", _seeded_store(tmp_path / "a.db"), "--vector", "qdrant://127.0.0.1:1"),
+            says="error: --vector qdrant://127.0.0.1:1: ",
+        )
+        assert not REPR.search(line), line

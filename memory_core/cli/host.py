@@ -51,6 +51,7 @@ __all__ = [
     "PROVIDERS",
     "STOPPED",
     "USER_ERROR",
+    "backend_line",
     "build_app",
     "clauses",
     "closed_pipe",
@@ -63,6 +64,7 @@ __all__ = [
     "plain_words",
     "run_interruptible",
     "user_errors",
+    "what_happened",
     "work_complete",
 ]
 
@@ -154,13 +156,14 @@ OPTION_OF_FIELD: dict[str, str] = {
     "vector": "--vector",
     "profile": "--profile",
     "batch_size": "--batch-size",
+    "resource_id": "--resource",
 }
 """A library error's field (a parameter's or a URL part's name) as the
 command line names what the user gave: every command's storage URL is its
 argument ``URL`` (``prefix``, ``schema``, ``database`` are parts of it),
-and the library's ``embedder``, ``vector``, ``profile`` and
-``batch_size`` are the options ``--embedder``, ``--vector``, ``--profile``
-and ``--batch-size`` (a URL's own ``?batch_size=`` is named with its URL:
+and the library's ``embedder``, ``vector``, ``profile``, ``batch_size``
+and ``resource_id`` are the options ``--embedder``, ``--vector``,
+``--profile``, ``--batch-size`` and ``--resource`` (a URL's own ``?batch_size=`` is named with its URL:
 :func:`memory_core.cli.stores.url_role`). Translated in one
 place, :func:`user_errors`; fields not listed are shown as they are (the
 commands name their own options, ``--resource``)."""
@@ -182,14 +185,44 @@ def user_errors() -> Iterator[None]:
     except BrokenPipeError:
         closed_pipe()
     except BackendError as exc:
-        again = "run the command again (the failure may pass)" if exc.retryable else ""
-        fail(clauses(str(exc), BACKEND_NEXT_STEP, again))
+        fail(backend_line(f"{exc.backend} {exc.operation} failed", exc))
     except OSError as exc:
         fail(clauses(str(exc), OS_NEXT_STEP))
     except ValidationError as exc:
         fail(f"{OPTION_OF_FIELD.get(exc.field, exc.field)}: {exc.reason}")
     except (MemoryCoreError, ImportError) as exc:
         fail(str(exc))
+
+
+def backend_line(where: str, exc: BackendError) -> str:
+    """The line for a backend failure: ``where`` (what the command tried,
+    or the URL it tried it on), what happened in words
+    (:func:`what_happened`), :data:`BACKEND_NEXT_STEP`, and running the
+    command again when the failure may pass."""
+    again = "run the command again (the failure may pass)" if exc.retryable else ""
+    return clauses(f"{where}: {what_happened(exc)}", BACKEND_NEXT_STEP, again)
+
+
+def what_happened(exc: BackendError) -> str:
+    """What a :class:`~memory_core.errors.BackendError` says happened,
+    without the driver exception's class name a command-line user cannot
+    act on (``DatabaseError: ``, ``ConnectionRefusedError: [Errno 111]
+    Connect call failed ('127.0.0.1', 1)``): an operating-system error is
+    its errno's words (``connection refused``; ``permission denied
+    (/data/x.db)`` with its file), another driver error its
+    message, one without a message its class name in words
+    (``TimeoutError()`` -> ``timeout error``); the line names the address
+    (the URL) itself."""
+    original = exc.original
+    if original is None:
+        return exc.detail
+    if isinstance(original, OSError) and original.errno is not None:
+        words = os.strerror(original.errno).lower()
+        return f"{words} ({original.filename})" if original.filename else words
+    said = str(original).strip()
+    if said:
+        return said
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", type(original).__name__).lower()
 
 
 def closed_pipe() -> None:

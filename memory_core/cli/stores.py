@@ -15,10 +15,11 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from memory_core.arguments import check_persistent
-from memory_core.cli.host import clauses, fail
+from memory_core.cli.host import backend_line, clauses, fail
 from memory_core.embedders import Embedder, get_embedder
-from memory_core.errors import MissingFolderError, URLKindError, ValidationError, url_named
+from memory_core.errors import BackendError, MissingFolderError, URLKindError, ValidationError, url_named
 from memory_core.identity import same_store
+from memory_core.options import hide_password
 from memory_core.registry import build_storage, build_vector
 from memory_core.storage import Storage
 from memory_core.vector import BaseVectorStore, VectorStore
@@ -96,7 +97,7 @@ def command_storage(url: str, role: str, *, must_exist: bool) -> Storage:
     """
     with url_role(role):
         storage = build_storage(url)
-    return _preflight(storage, role, must_exist)
+    return _preflight(storage, url, role, must_exist)
 
 
 def command_vector(url: str, role: str, *, must_exist: bool, otherwise: str = "") -> VectorStore:
@@ -125,7 +126,7 @@ def command_vector(url: str, role: str, *, must_exist: bool, otherwise: str = ""
         vectors = build_vector(url)
     check_persistent(vectors, role)
     if isinstance(vectors, BaseVectorStore):
-        _preflight(vectors, role, must_exist, otherwise)
+        _preflight(vectors, url, role, must_exist, otherwise)
     return vectors
 
 
@@ -181,12 +182,14 @@ def copy_storages(source: str, destination: str) -> tuple[Storage, Storage]:
         dst = build_storage(destination)
     if same_store(src, dst):
         fail("SOURCE and DESTINATION are the same store; give a DESTINATION that names another store")
-    return _preflight(src, "SOURCE", True), _preflight(dst, "DESTINATION", False)
+    return _preflight(src, source, "SOURCE", True), _preflight(dst, destination, "DESTINATION", False)
 
 
-def _preflight(store: S, role: str, must_exist: bool, otherwise: str = "") -> S:
-    """``store`` after its ``preflight`` (a storage or a vector store); a
-    refusal is one red line ``<role>: <reason>``. A storage the command does
+def _preflight(store: S, url: str, role: str, must_exist: bool, otherwise: str = "") -> S:
+    """``store`` (built from ``url``) after its ``preflight`` (a storage or
+    a vector store); a refusal is one red line ``<role>: <reason>``, a
+    backend failure one that names the URL (its password hidden) and what
+    happened in words (:func:`~memory_core.cli.host.backend_line`). A storage the command does
     not read (``must_exist`` false) is one it writes into: its preflight
     also refuses another application's data there (``writes``), the one
     check every writing command shares."""
@@ -198,4 +201,6 @@ def _preflight(store: S, role: str, must_exist: bool, otherwise: str = "") -> S:
                 asyncio.run(store.preflight(must_exist=must_exist, writes=not must_exist))
     except ValidationError as exc:
         fail(f"{role}: {clauses(exc.reason, otherwise)}")
+    except BackendError as exc:  # named by the URL the user gave (its host and port, its file)
+        fail(backend_line(f"{role} {hide_password(url)}", exc))
     return store

@@ -89,7 +89,7 @@ def _inspect_file(path: str, must_exist: bool, writes: bool, create_dirs: bool =
     except OSError as exc:
         raise BackendError(SQLiteStorage.backend_name, "open", f"{type(exc).__name__}: {exc}", original=exc) from exc
     if header and header != _HEADER:
-        raise BackendError(SQLiteStorage.backend_name, "open", "DatabaseError: file is not a database")
+        raise BackendError(SQLiteStorage.backend_name, "open", f"{path} is not an SQLite database file")
     if not (must_exist or writes):
         return
     ours, tables = _tables(path, bool(header))
