@@ -222,6 +222,9 @@ class _GuardedBackend(Protocol):
     @property
     def backend_name(self) -> str: ...
 
+    @property
+    def backend_address(self) -> str: ...
+
     def is_retryable(self, exc: Exception) -> bool: ...
 
 
@@ -297,10 +300,12 @@ async def guarded(
 
 
 def _wrapped(owner: _GuardedBackend, operation: str, exc: Exception) -> BackendError:
+    said = f"{type(exc).__name__}: {exc}"
+    address = owner.backend_address
     return BackendError(
         owner.backend_name,
         operation,
-        f"{type(exc).__name__}: {exc}",
+        f"{address}: {said}" if address and address not in said else said,
         retryable=owner.is_retryable(exc),
         original=exc,
     )

@@ -41,6 +41,10 @@ class VectorLifecycle(LexicalPrimitives, ABC):
     """
 
     backend_name: ClassVar[str] = "vector"
+    backend_address: str = ""
+    """Where the backend is (a server's ``host:port``), named in the
+    :class:`~memory_core.errors.BackendError` of a failed call when the
+    driver's message does not; empty when the error names it already."""
     shares_collections: ClassVar[bool] = True
     loop_bound: ClassVar[bool] = False
 

@@ -281,3 +281,17 @@ async def test_a_missing_folder_is_named_by_the_argument_that_gave_it(tmp_path: 
         await Memory.open(f"sqlite:///{tmp_path / 'no' / 'agent.db'}", vector=f"qdrant+path:///{tmp_path / 'v'}")
     assert caught.value.field == "storage"
     assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+async def test_an_unreachable_qdrant_server_is_named_by_its_address(tmp_path: Path) -> None:
+    """Before: ``qdrant preflight failed: ResponseHandlingException: All
+    connection attempts failed``: which server, the message did not say
+    (Redis's names it: ``Error 111 connecting to 127.0.0.1:6390``)."""
+    from memory_core import BackendError
+
+    with pytest.raises(BackendError) as caught:
+        await Memory.open(f"sqlite:///{tmp_path / 'a.db'}", vector="qdrant://127.0.0.1:1/", embedder="lexical")
+    assert "127.0.0.1:1" in str(caught.value), caught.value

@@ -55,6 +55,10 @@ class AdapterContract(ABC):
     """
 
     backend_name: ClassVar[str] = "base"
+    backend_address: str = ""
+    """Where the backend is (a server's ``host:port``), named in the
+    :class:`~memory_core.errors.BackendError` of a failed call when the
+    driver's message does not; empty when the error names it already."""
     capabilities: frozenset[str] = frozenset()
     chunk_limits: ClassVar[frozenset[int]] = frozenset()
     """Every batch or chunk size the adapter splits work at (ids per script

@@ -23,6 +23,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, Self
+from urllib.parse import urlsplit
 from uuid import UUID
 
 from memory_core.errors import AdapterClosedError, ValidationError
@@ -122,6 +123,8 @@ class QdrantServerStore(BaseVectorStore):
         if url is None and client is None:
             raise ValidationError("url", "give a server URL or an AsyncQdrantClient as client=")
         self.url = url
+        if url is not None:  # qdrant-client's connection errors do not name the server
+            self.backend_address = urlsplit(url).netloc
         self.exact = exact
         self._client_options: dict[str, Any] = {
             "api_key": api_key,
