@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from memory_core.arguments import check_persistent
-from memory_core.cli.host import backend_line, clauses, fail
+from memory_core.cli.host import OPTION_OF_FIELD, backend_line, clauses, fail
 from memory_core.embedders import Embedder, get_embedder
 from memory_core.errors import BackendError, MissingFolderError, URLKindError, ValidationError, url_named
 from memory_core.identity import same_store
@@ -56,7 +56,9 @@ def url_role(role: str) -> Iterator[None]:
     Python function. A bad value of one of the
     URL's options (the library's field is the keyword, ``batch_size``) is
     ``<role>: option 'batch_size' <reason>``: the URL is what to fix, not
-    a command's option of the same name (``prune --batch-size``).
+    a command's option of the same name (``prune --batch-size``); one
+    about a part of the URL (:data:`~memory_core.cli.host.OPTION_OF_FIELD`
+    maps it to ``URL``: its key prefix, schema) is ``<role>: <reason>``.
 
     Raises:
         ValidationError: the same reason and rule, field ``role``.
@@ -71,6 +73,8 @@ def url_role(role: str) -> Iterator[None]:
     except ValidationError as exc:
         if exc.field == role or not exc.field.isidentifier():  # named as given: the role, "option 'prefx'"
             raise
+        if OPTION_OF_FIELD.get(exc.field) == "URL":  # a part of the URL (its prefix, schema): the URL says it
+            raise ValidationError(role, exc.reason, exc.rule) from None
         raise ValidationError(role, f"option {exc.field!r} {exc.reason}", exc.rule) from None
 
 
