@@ -102,7 +102,7 @@ async def test_demo_marks_the_found_messages() -> None:
         (["check-index", "sqlite:///x.db"], "error: Missing option '--vector'; see "),
         (["prune"], "error: Missing argument 'URL'; see "),
         (["import", "--bogus", "x"], "error: No such option: --bogus; see "),
-        (["exprot"], "error: No such command 'exprot'. Did you mean 'export'?; see "),
+        (["exprot"], "error: No such command 'exprot'. Did you mean 'export'? See "),
         (["demo", "--embedder"], "error: Option '--embedder' requires an argument; see "),
     ],
 )
