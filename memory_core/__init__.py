@@ -61,6 +61,7 @@ Where each part lives (one responsibility per module):
   :mod:`~memory_core.retry` (the one retry policy and the test fault points),
   :mod:`~memory_core.transfer` (export, import, copy),
   :mod:`~memory_core.json_text` (why user-given JSON is unreadable: truncated, not UTF-8),
+  :mod:`~memory_core.wording` (counts and lists in words for command lines),
   :mod:`~memory_core.telemetry` (OpenTelemetry spans),
   :mod:`~memory_core.integrations` (agent frameworks);
 - tools: :mod:`~memory_core.cli` (the ``memory-core`` command host and

@@ -63,12 +63,12 @@ def _cases(tmp: Path) -> list[tuple[list[str], str]]:
         (["export", f"sqlite:///{not_db}"], "check that the URL names the store you mean"),
         (["export", source, "-o", "/proc/memory-core.jsonl"], "check the path and its permissions"),
         (["import", other, "-i", str(tmp)], "give the path of an export"),
-        (["import", other, "-i", str(not_export)], "fix the input, or write it again with memory-core export"),
+        (["import", other, "-i", str(not_export)], "give a file that memory-core export wrote"),
         (["import", other, "-i", str(export)], "import into a store that does not hold it, or delete it there first"),
         (["import", other, "-i", str(export), "--embedder", "lexical"], "add --vector URL or leave out --embedder"),
         (["copy", source, source], "give a DESTINATION that names another store"),
         (["export", source, "-o", str(tmp)], "give a file path, for example"),
-        (["export", f"sqlite:///{tmp}"], "name a file, e.g. sqlite:///"),
+        (["export", f"sqlite:///{tmp}"], "name a file beside it, e.g. sqlite:///"),
         (["prune", source, "--older-than", "1d", "--threads", "--messages"], "give --threads or --messages"),
     ]
     if HAS_QDRANT:

@@ -337,7 +337,7 @@ def test_an_export_cut_inside_a_character_is_called_truncated(tmp_path: Path) ->
     done = cli("import", f"sqlite:///{tmp_path / 'new.db'}", "-i", str(file))
     assert done.returncode == 2, done.stderr
     line = cut.count(b"\n") + 1
-    assert done.stderr.startswith(f"error: line {line}: cut off inside a UTF-8 character"), done.stderr
+    assert done.stderr.startswith(f"error: {file} line {line}: cut off inside a UTF-8 character"), done.stderr
     assert "the export is truncated" in done.stderr and "copy the whole file again" in done.stderr, done.stderr
     assert "not UTF-8" not in done.stderr
     assert not (tmp_path / "new.db").exists()

@@ -12,7 +12,6 @@ then exercises the API a chat agent uses and prints each answer as a table.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import resource as _rusage
 import shutil
@@ -32,7 +31,16 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from memory_core.cli.host import CLOSED_PIPE, INTERRUPTED, clauses, console, errors, user_errors, work_complete
+from memory_core.cli.host import (
+    CLOSED_PIPE,
+    INTERRUPTED,
+    clauses,
+    console,
+    errors,
+    run_quietly,
+    user_errors,
+    work_complete,
+)
 from memory_core.cli.locomo import Conversation, load_dir, load_sample
 from memory_core.cli.stores import command_embedder, url_role
 from memory_core.embedders import Embedder, LexicalHashEmbedder
@@ -512,7 +520,7 @@ def demo(
                 model,
                 conversations,
             )
-            asyncio.run(work)
+            run_quietly(work)
         except SystemExit as ended:
             if ended.code != CLOSED_PIPE:  # the reader of stdout going away is no failure: the files stay
                 remove_demo_files(files)

@@ -63,6 +63,7 @@ __all__ = [
     "main",
     "plain_words",
     "run_interruptible",
+    "run_quietly",
     "user_errors",
     "what_happened",
     "work_complete",
@@ -309,7 +310,7 @@ def run_interruptible(
 
     main = whole()
     try:
-        return asyncio.run(main)
+        return run_quietly(main)
     except KeyboardInterrupt:
         if finished:  # the Ctrl-C came between the end of the work and work_complete
             return finished[0]
@@ -513,7 +514,7 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
         try:
             if previous is stop_while_starting:
-                signal.signal(signal.SIGINT, _interrupt)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             result = function(*args, **kwargs)
             if not restore:  # the command's work is complete: a late Ctrl-C keeps its exit 0
                 work_complete()
@@ -525,20 +526,32 @@ def _interruptible_command(function: Callable[..., Any], *, restore: bool) -> Ca
         finally:
             if restore and previous is not None:
                 signal.signal(signal.SIGINT, previous)
-                if previous is stop_while_starting:  # logging as it was, had _interrupt disabled it
+                if previous is stop_while_starting:  # logging as it was, had a Ctrl-C disabled it
                     logging.disable(logging.NOTSET)
 
     return command
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """The command line's SIGINT handler while a command runs: from the
-    Ctrl-C on, no log record is printed (the library's warnings about the
-    writes the interrupt cuts, "a Memory write was cut off ...", are for a
-    Python caller; the command's one ``interrupted:`` line says what happened
-    and what to do), then ``KeyboardInterrupt`` as Python's own handler raises."""
-    logging.disable(logging.CRITICAL)
-    signal.default_int_handler(signum, frame)
+class _QuietRunner(asyncio.Runner):  # type: ignore[misc]  # final in typeshed; its _on_sigint is the hook
+    """``asyncio.Runner`` whose Ctrl-C also stops log records: from the
+    Ctrl-C on, the library's warnings about the writes it cuts ("a Memory
+    write was cut off ...") are for a Python caller; the command's one
+    ``interrupted:`` line says what happened and what to do. The runner's
+    own handling stays (the main task cancelled, the loop shut down
+    whole: its worker threads stopped): it installs its handler only while
+    Python's own is the process's (``signal.default_int_handler``), so the
+    command line keeps that one and extends the runner's."""
+
+    def _on_sigint(self, signum: int, frame: FrameType | None, main_task: asyncio.Task[Any]) -> None:
+        logging.disable(logging.CRITICAL)
+        super()._on_sigint(signum, frame, main_task)  # type: ignore[misc]
+
+
+def run_quietly(main: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run(main)`` for a command: a Ctrl-C cancels ``main`` and
+    stops log records (:class:`_QuietRunner`)."""
+    with _QuietRunner() as runner:
+        return runner.run(main)
 
 
 STOPPED = "stopped before its work was done; run the command again"

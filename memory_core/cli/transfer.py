@@ -355,20 +355,20 @@ def copy(
         vectors, model, reindex, note = _reembedding(dst, vector, embedder)
 
         async def work() -> None:
-            async with src, dst:
-                try:  # before anything is written, the vector store's folder included
+            # The index's fit first: a refused embedder creates no destination.
+            async with _opened(vectors, model), src, dst, _settled(reindex):
+                try:  # before anything is written
                     await check_copy_target(src, dst, resource)
                 except ValidationError as exc:
                     if exc.field != "destination":
                         raise
                     fail(f"DESTINATION {hide_password(destination)} {exc.reason}")
-                async with _opened(vectors, model), _settled(reindex):
-                    with tracked("copy", _err) as progress:
-                        report = await copy_store(
-                            src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
-                        )
-                    await _hint_if_absent(src, resource, "nothing was copied")
-                    work_complete()  # copied and verified: closing the stores finishes after a Ctrl-C
+                with tracked("copy", _err) as progress:
+                    report = await copy_store(
+                        src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
+                    )
+                await _hint_if_absent(src, resource, "nothing was copied")
+                work_complete()  # copied and verified: closing the stores finishes after a Ctrl-C
             if report.difference is not None:
                 difference = report.difference.between("the source", "the destination")
                 _err.print(f"[red]verification failed: {escape(difference)}[/]", soft_wrap=True)
