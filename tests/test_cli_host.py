@@ -146,7 +146,7 @@ def test_a_ctrl_c_before_the_loop_runs_leaves_one_line_and_no_warning(
     async def work() -> None:
         return None
 
-    monkeypatch.setattr("asyncio.run", interrupted_run)
+    monkeypatch.setattr(host, "run_quietly", interrupted_run)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(typer.Exit) as ended:
