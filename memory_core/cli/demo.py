@@ -521,6 +521,7 @@ def demo(
                 conversations,
             )
             run_quietly(work)
+            work_complete()  # the demo ran whole: a late Ctrl-C does not cut the clean-up below
         except SystemExit as ended:
             if ended.code != CLOSED_PIPE:  # the reader of stdout going away is no failure: the files stay
                 remove_demo_files(files)
