@@ -13,12 +13,20 @@ import difflib
 import os
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
 from memory_core.errors import MissingFolderError, ValidationError
 from memory_core.wording import listed
 
-__all__ = ["COMMON_OPTIONS", "check_option_names", "ensure_folder", "hide_password", "option_bool", "unknown_option"]
+__all__ = [
+    "COMMON_OPTIONS",
+    "check_option_names",
+    "ensure_folder",
+    "hide_password",
+    "option_bool",
+    "unknown_option",
+    "url_namespace",
+]
 
 COMMON_OPTIONS = ("clock", "namespace")
 """Keywords every adapter's ``from_url`` takes besides its own options."""
@@ -43,17 +51,62 @@ def unknown_option(
 
     Returns (does not raise) the :class:`ValidationError`, field ``option '<name>'``.
     """
-    if name in COMMON_OPTIONS:  # reached the adapter from a URL's query, where it has no meaning
+    if name in COMMON_OPTIONS:  # a URL's query handed to from_url itself (connect() reads a namespace there)
         return ValidationError(
             f"option {name!r}",
-            f"is a keyword of connect() (connect(url, {name}=...)), not a URL option; "
-            f"{adapter} URLs accept {listed(sorted(accepted))}",
+            f"is read from a URL by connect() and the memory-core commands, not by from_url() "
+            f"(from_url(url, {name}=...)); {adapter} URLs accept {listed(sorted(accepted))}",
         )
     known = sorted({*accepted, *COMMON_OPTIONS} - _UNOFFERED)
     close = difflib.get_close_matches(name, [*known, *sorted(driver)], n=1)
     hint = f"did you mean {close[0]!r}? " if close else ""
     also = f" and {driver_name}'s options" if driver_name else ""
     return ValidationError(f"option {name!r}", f"unknown; {hint}{adapter} accepts {listed(known)}{also}")
+
+
+def _is_namespace(query_part: str) -> bool:
+    return unquote_plus(query_part.partition("=")[0]) == "namespace"
+
+
+def url_namespace(url: str, namespace: Any = None) -> tuple[str, Any]:
+    """Move a ``namespace`` option of ``url``'s query into the keyword, so
+    that ``sqlite:///m.db?namespace=t1`` names what ``connect("sqlite:///m.db",
+    namespace="t1")`` opens (an operator reaches a program's namespaced store
+    from the command line). Every other part of the URL is kept as written.
+
+    Args:
+        url: a storage or vector store URL.
+        namespace: the namespace the caller chose (None: none).
+
+    Returns:
+        ``(url without the option, namespace)``; ``url`` unchanged and
+        ``namespace`` as given when the query names none.
+
+    Raises:
+        ValidationError: field ``option 'namespace'``: named twice in the
+            URL, empty in it, or named in the URL while the caller chose
+            another (``memory-core check`` and ``demo`` run in namespaces
+            of their own).
+    """
+    head, mark, query = url.partition("?")
+    query, hash_mark, fragment = query.partition("#")
+    parts = query.split("&") if mark else []
+    named = [unquote_plus(part.partition("=")[2]) for part in parts if _is_namespace(part)]
+    if not named:
+        return url, namespace
+    field = "option 'namespace'"
+    if len(named) > 1:
+        raise ValidationError(field, f"is named {len(named)} times in the URL; name it once")
+    if not named[0]:
+        raise ValidationError(field, "is empty in the URL; name a namespace or drop the option")
+    if namespace is not None and namespace != named[0]:
+        raise ValidationError(
+            field,
+            f"the URL names {named[0]!r} and the caller {namespace!r} (memory-core check and demo run in "
+            "namespaces of their own); name one",
+        )
+    rest = "&".join(part for part in parts if not _is_namespace(part))
+    return head + (f"?{rest}" if rest else "") + hash_mark + fragment, named[0]
 
 
 _NEAR_MISS = 0.8

@@ -20,6 +20,7 @@ from typing import Any
 
 from memory_core.clock import Clock
 from memory_core.errors import URLKindError, ValidationError
+from memory_core.options import url_namespace
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
 from memory_core.wording import listed
@@ -115,6 +116,9 @@ def _build(group: str, url: str, options: dict[str, Any]) -> Any:
     """``from_url(url, **options)`` of the adapter for ``url``, with option
     mistakes turned into ValidationError (``from_url`` does no I/O)."""
     factory = _load(group, url)
+    url, options["namespace"] = url_namespace(url, options.get("namespace"))
+    if options["namespace"] is None:
+        del options["namespace"]
     clock = options.get("clock")
     if clock is not None and not isinstance(clock, Clock):
         raise ValidationError("option 'clock'", f"must be a memory_core.Clock, got {type(clock).__name__}")
@@ -173,7 +177,9 @@ async def connect(url: str, **options: Any) -> Storage:
     Args:
         url: the storage URL; its scheme picks the adapter.
         **options: adapter keywords (``clock``, ``namespace`` and the
-            adapter's own, see its ``from_url``).
+            adapter's own, see its ``from_url``); a ``namespace`` in the
+            URL's query (``sqlite:///m.db?namespace=t1``) is the same as
+            the keyword (:func:`~memory_core.options.url_namespace`).
 
     Raises:
         ValidationError: unknown scheme (the message names the package to

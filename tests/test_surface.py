@@ -221,14 +221,6 @@ async def test_an_unknown_option_lists_every_keyword_and_the_one_meant(tmp_path:
     assert not (tmp_path / "x.db").exists()
 
 
-async def test_a_connect_keyword_in_a_url_query_says_where_it_belongs(tmp_path: Path) -> None:
-    pytest.importorskip("memory_core_sqlite")
-    with pytest.raises(ValidationError) as caught:
-        await connect(f"sqlite:///{tmp_path / 'x.db'}?namespace=z")
-    assert "is a keyword of connect() (connect(url, namespace=...)), not a URL option" in str(caught.value)
-    assert "did you mean" not in str(caught.value)
-
-
 def _chat() -> list[dict[str, Any]]:
     return [
         {"role": "developer", "content": "Be brief."},

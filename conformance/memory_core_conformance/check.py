@@ -37,6 +37,7 @@ from rich.markup import escape
 from memory_core.cli.host import line_console, plain_words
 from memory_core.clock import Clock
 from memory_core.errors import MemoryCoreError, ValidationError
+from memory_core.options import url_namespace
 from memory_core.registry import storage_class
 from memory_core.storage import BaseStorage
 from memory_core_conformance.plugin import URL_OPTION
@@ -63,10 +64,13 @@ class LiveStorages:
         url: the deployment's storage URL (its scheme picks the adapter).
 
     Raises:
-        ValidationError: no installed adapter handles the URL's scheme.
+        ValidationError: no installed adapter handles the URL's scheme, or
+            the URL names a namespace (field ``option 'namespace'``: the
+            stores live in namespaces of their own).
     """
 
     def __init__(self, url: str) -> None:
+        url_namespace(url, "mc_check_<32 hex>")  # refuses a URL that names its own
         self.url = url
         self.storage_class = storage_class(url)
         self._namespaces: weakref.WeakKeyDictionary[BaseStorage, str] = weakref.WeakKeyDictionary()
