@@ -82,3 +82,29 @@ def test_a_ctrl_c_on_a_rerun_keeps_the_earlier_demo_and_is_one_line(pause: float
     assert said.startswith("interrupted: the demo stopped") and said.count("\n") == 1, said
     assert sorted(path.name for path in tmp_path.iterdir()) == before
     assert _messages(db) == 36
+
+
+@pytest.mark.skipif(importlib.util.find_spec("memory_core_qdrant") is None, reason="needs memory-core-qdrant")
+def test_a_rerun_after_a_killed_run_leaves_no_hidden_earlier_copy(tmp_path: Path) -> None:
+    """A run killed (SIGKILL: no clean-up runs) after setting the earlier
+    demo's files aside leaves them under hidden ``.x.db.earlier-<hex>``
+    names; the next run that ends well replaces the earlier demo, so it
+    removes them. Before: they stayed beside x.db for good."""
+    db = tmp_path / "x.db"
+    assert cli("demo", "--db", str(db), "--embedder", "lexical").returncode == 0
+    earlier = db.stat().st_ino
+    process = cli_process(
+        "demo", "--db", str(db), "--embedder", "lexical", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(tmp_path.glob(".x.db.earlier-*")):
+        time.sleep(0.005)
+    process.kill()
+    process.wait()
+    hidden = sorted(path.name for path in tmp_path.glob(".*.earlier-*"))
+    if not hidden:
+        pytest.skip(f"the run was killed before it set the earlier demo aside (x.db is the earlier: {db.exists()})")
+    rerun = cli("demo", "--db", str(db), "--embedder", "lexical")
+    assert rerun.returncode == 0, rerun.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["x.db", "x.vectors"]
+    assert db.stat().st_ino != earlier and _messages(db) == 36

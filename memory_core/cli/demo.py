@@ -12,7 +12,9 @@ then exercises the API a chat agent uses and prints each answer as a table.
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import resource as _rusage
 import shutil
 import sqlite3
@@ -161,7 +163,7 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
         # Made by this call (a vectors folder that cannot be made or marked): not left behind.
         remove_demo_files(DemoFiles(created, set_aside))
         raise
-    return DemoFiles(created, set_aside)
+    return DemoFiles(created, set_aside, (*files, *([folder] if folder is not None else [])))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +175,15 @@ class DemoFiles:
         set_aside: an earlier demo's files this run replaces, each as
             (hidden name it was renamed to, its own path): put back if the
             run fails or is interrupted, removed once it has ended well.
+        own: the demo's paths (the database, its ``-wal``/``-shm``/
+            ``-journal`` files, the vectors folder) whose hidden earlier
+            copies a run that ends well removes, this run's and those a
+            killed run (SIGKILL, power loss) could not put back.
     """
 
     created: list[Path]
     set_aside: list[tuple[Path, Path]]
+    own: tuple[Path, ...] = ()
 
 
 def _set_aside(paths: Sequence[Path]) -> list[tuple[Path, Path]]:
@@ -212,10 +219,24 @@ def remove_demo_files(files: DemoFiles) -> None:
             hidden.rename(path)
 
 
+_EARLIER = re.compile(r"\.earlier-[0-9a-f]{8}")
+"""The tail of a hidden name :func:`_set_aside` gives (``.demo.db.earlier-1a2b3c4d``)."""
+
+
 def drop_earlier_demo(files: DemoFiles) -> None:
-    """After a demo that ended well: remove the earlier demo's files it replaced."""
-    for hidden, _ in files.set_aside:
-        if hidden.is_dir():
+    """After a demo that ended well: remove the earlier demo's files it
+    replaced, and any hidden earlier copy of the demo's paths a killed run
+    left (a run killed between setting them aside and its end cannot put
+    them back; the run that replaces it removes them)."""
+    stale = [
+        hidden
+        for path in files.own
+        if path.parent.is_dir()
+        for hidden in path.parent.glob(f".{glob.escape(path.name)}.earlier-*")
+        if _EARLIER.fullmatch(hidden.name, len(path.name) + 1)
+    ]
+    for hidden in {*(hidden for hidden, _ in files.set_aside), *stale}:
+        if hidden.is_dir() and not hidden.is_symlink():
             shutil.rmtree(hidden, ignore_errors=True)
         else:
             hidden.unlink(missing_ok=True)
