@@ -12,9 +12,11 @@ and provides one fixture, ``vector_store_factory``: ``factory(**options) ->
 BaseVectorStore``, unopened, in a fresh namespace unless ``namespace=`` is
 given; the options are the base's (``namespace``, ``overfetch``,
 ``batch_size``). An adapter whose store keeps no deleted bytes provides
-``raw_scan`` too (see the fixture). Stores made by one factory share one location (directory,
-client or server), so a store built again with a namespace sees that
-namespace's collections. Every test destroys the stores it made.
+``raw_scan`` too (see the fixture), and an adapter registered for URL
+schemes provides ``vector_urls`` (:class:`VectorUrls`) for the URL cases.
+Stores made by one factory share one location (directory, client or
+server), so a store built again with a namespace sees that namespace's
+collections. Every test destroys the stores it made.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import asyncio
 import gc
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import anyio
@@ -33,10 +36,11 @@ import pytest
 from memory_core.errors import AdapterClosedError, BackendError, ValidationError
 from memory_core.lexical import bm25_rank, document_terms
 from memory_core.lexical_index import LexicalDocument
+from memory_core.registry import build_vector
 from memory_core.vector import SCORE_DIGITS, BaseVectorStore, VectorPoint
 from memory_core_conformance.harness import leaked_by_collection
 
-__all__ = ["IndexKinds", "RawScan", "VectorStoreConformance", "VectorStoreFactory"]
+__all__ = ["IndexKinds", "RawScan", "VectorStoreConformance", "VectorStoreFactory", "VectorUrls"]
 
 VectorStoreFactory = Callable[..., BaseVectorStore]
 """``factory(**options) -> BaseVectorStore``: unopened, fresh namespace unless given."""
@@ -50,6 +54,32 @@ IndexKinds = tuple[
 """``(variants, probe)``: store variants (name -> (factory options, index
 kinds their collections carry)) and ``await probe(store, dimension) ->
 kinds``, the approximate index kinds the backend holds for a collection."""
+
+
+@dataclass(frozen=True, slots=True)
+class VectorUrls:
+    """The URL forms a vector adapter opens, for the URL cases (the
+    ``vector_urls`` fixture). The cases build each URL with
+    :func:`memory_core.registry.build_vector` (no I/O: nothing is opened,
+    no folder is made).
+
+    Attributes:
+        accepted: one URL per form the adapter takes (in memory, a folder,
+            a server...); a folder URL may name a folder that does not exist.
+            The first one takes the base's ``batch_size`` option in its query.
+        refused: malformed URLs of the adapter's schemes (no host, a host
+            where a folder goes, no folder, credentials the adapter does not
+            take in a URL...); each must be refused with a ValidationError
+            whose field is ``url``.
+        bool_options: a bool option the adapter takes, mapped to a URL that
+            takes it; the store exposes the parsed value as its attribute of
+            that name.
+    """
+
+    accepted: tuple[str, ...]
+    refused: tuple[str, ...] = ()
+    bool_options: dict[str, str] = field(default_factory=dict)
+
 
 DIM = 8
 
@@ -145,6 +175,13 @@ class VectorStoreConformance:
         return None
 
     @pytest.fixture
+    def vector_urls(self) -> VectorUrls | None:
+        """Override (optional): the adapter's URL forms (:class:`VectorUrls`),
+        for the cases that URLs and their query options are parsed and
+        refused alike by every vector adapter. None (the default) skips them."""
+        return None
+
+    @pytest.fixture
     def anyio_backend(self) -> str:
         """Adapters run on asyncio."""
         return "asyncio"
@@ -159,6 +196,75 @@ class VectorStoreConformance:
         finally:
             if not vectors.closed:
                 await vectors.destroy()
+
+    # ------------------------------------------------------------------ URLs
+
+    def test_vector_store_urls_build_their_forms_and_refuse_malformed_ones(
+        self, vector_urls: VectorUrls | None
+    ) -> None:
+        """Each URL form the adapter declares builds an unopened store
+        (without I/O: a folder URL may name a folder not made yet); each
+        malformed one is refused with a ValidationError of field ``url``,
+        never built into a store that fails later or opens something else
+        (a host where a folder goes read as the in-memory form)."""
+        if vector_urls is None:
+            pytest.skip("the test class declares no vector_urls")
+        for url in vector_urls.accepted:
+            store = build_vector(url)
+            assert isinstance(store, BaseVectorStore) and not store.closed, url
+        for url in vector_urls.refused:
+            with pytest.raises(ValidationError) as refused:
+                build_vector(url)
+            assert refused.value.field == "url", f"{url!r}: {refused.value!r}"
+
+    @pytest.mark.parametrize("text", ["0", "-3", "abc", "1.5", "", " "])
+    def test_vector_store_url_integer_options_parse_their_text_and_refuse_the_rest(
+        self, vector_urls: VectorUrls | None, text: str
+    ) -> None:
+        """``?batch_size=7`` gives a store whose ``batch_size`` is 7 (so does
+        the keyword); any other text (zero, negative, not a whole number,
+        blank) and a bool keyword are refused with a ValidationError naming
+        the option, not a TypeError from comparing text with a number."""
+        if vector_urls is None:
+            pytest.skip("the test class declares no vector_urls")
+        url = vector_urls.accepted[0]
+        join = "&" if "?" in url else "?"
+        assert build_vector(f"{url}{join}batch_size=7").batch_size == 7  # type: ignore[attr-defined]
+        assert build_vector(url, batch_size=7).batch_size == 7  # type: ignore[attr-defined]
+        keyword: dict[str, Any] = {"batch_size": True}
+        for query, options in ((f"{join}batch_size={text}", {}), ("", keyword)):
+            with pytest.raises(ValidationError) as refused:
+                build_vector(url + query, **options)
+            assert "batch_size" in refused.value.field, f"{text!r}: {refused.value!r}"
+
+    def test_vector_store_url_bool_options_take_each_text_and_unknown_options_are_named(
+        self, vector_urls: VectorUrls | None
+    ) -> None:
+        """A bool option reads ``true/false``, ``1/0``, ``yes/no``, ``on/off``
+        in any case (the store's attribute of that name shows the value) and
+        refuses any other text naming the option; an option no adapter
+        takes is refused with a ValidationError naming it."""
+        if vector_urls is None:
+            pytest.skip("the test class declares no vector_urls")
+        for name, url in vector_urls.bool_options.items():
+            join = "&" if "?" in url else "?"
+            for text, value in [
+                ("true", True),
+                ("FALSE", False),
+                ("1", True),
+                ("0", False),
+                ("Yes", True),
+                ("off", False),
+            ]:
+                assert getattr(build_vector(f"{url}{join}{name}={text}"), name) is value, f"{name}={text}"
+            with pytest.raises(ValidationError) as refused:
+                build_vector(f"{url}{join}{name}=maybe")
+            assert name in refused.value.field
+        for url in vector_urls.accepted:
+            join = "&" if "?" in url else "?"
+            with pytest.raises(ValidationError) as refused:
+                build_vector(f"{url}{join}no_such_option=1")
+            assert "no_such_option" in refused.value.field, refused.value
 
     # ------------------------------------------------------------------ lexical index
 
@@ -724,7 +830,8 @@ class VectorStoreConformance:
         as the URL gives it and not the adapter's class (the command line
         shows the reason to a user who typed a URL), and creates nothing
         there; a persistent store's namespace holding vectors passes, read
-        by a store never opened."""
+        by a store never opened (with lexical documents there too), which a
+        writer's preflight also lets in once the first store is closed."""
         fresh = vector_store_factory()
         await fresh.preflight()
         with pytest.raises(ValidationError) as refused:
@@ -736,10 +843,16 @@ class VectorStoreConformance:
         async with vector_store_factory(namespace=fresh.namespace) as same:
             assert await same.dimensions() == []  # the refused preflight made no collection
             await same.upsert([point("m1", axis(0))])
+            if same.lexical_index:  # its collection is read too, and is no dimension's
+                await same.index_documents([LexicalDocument("m1", "t1", "r1", *document_terms("preflight words"))])
             if same.persistent:
                 await vector_store_factory(namespace=fresh.namespace).preflight(must_exist=True)
             await same.preflight(must_exist=True)  # open: its own listing answers
-            await same.destroy()
+        again = vector_store_factory(namespace=fresh.namespace)  # never opened; the writer above is closed
+        if again.persistent:  # what it holds there (vectors, lexical documents) lets a writer in, and is found
+            await again.preflight()
+            await again.preflight(must_exist=True)
+        await again.destroy()
 
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None

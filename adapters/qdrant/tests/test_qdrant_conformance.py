@@ -1,9 +1,12 @@
-"""The shared vector conformance suite (C15, C16, R-VEC, R-RECALL through
-``memory_core.Memory``) on the engine in memory and on the qdrant-client
-code path (qdrant-client's local mode, or the server at ``QDRANT_URL`` when
-set), with the reference storage. The engine on disk answers as in memory
-(test_vector_store and test_edge cover its files), so it is left out here to
-keep the suite lean."""
+"""The shared vector conformance suites on the engine in memory and on the
+qdrant-client code path (qdrant-client's local mode, or the server at
+``QDRANT_URL`` when set): C15, C16, R-VEC, R-RECALL through
+``memory_core.Memory`` with the reference storage (``VectorConformance``),
+and the store on its own (``VectorStoreConformance``: layout, counts,
+deletes, search, URLs and their options, life cycle), the latter on the
+engine on disk too (its preflight reads the folder, its erasures rebuild
+files). This module is what the mutation script runs for this adapter
+(docs: the shared suite alone)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,13 @@ from collections.abc import Callable
 import pytest
 from memory_core import InMemoryStorage
 from memory_core.clock import Clock
+from memory_core.testing import folder_bytes, free_port
 from memory_core.vector import BaseVectorStore, VectorStore
 from memory_core_conformance import StorageFactory
 from memory_core_conformance.vector import VectorConformance, VectorFactory
+from memory_core_conformance.vector_store import RawScan, VectorStoreConformance, VectorStoreFactory, VectorUrls
+
+from memory_core_qdrant import QdrantEdgeStore, from_url
 
 StoreFactory = Callable[..., BaseVectorStore]
 
@@ -40,3 +47,61 @@ class TestQdrantVectorConformance(VectorConformance):
             return store_factory()
 
         return factory
+
+
+class TestQdrantVectorStore(VectorStoreConformance):
+    """The store-level shared suite on each mode of the conftest."""
+
+    @pytest.fixture
+    def vector_store_factory(self, store_factory: VectorStoreFactory) -> VectorStoreFactory:
+        return store_factory
+
+    @pytest.fixture
+    def unreachable_vector_store(self, mode: str) -> BaseVectorStore | None:
+        """A server store making its own client for a port nobody listens on."""
+        if mode != "server":
+            return None
+        return from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2", namespace="unreachable")
+
+    @pytest.fixture
+    def raw_scan(self, mode: str) -> RawScan | None:
+        """The engine's folder, every file (its erasures rebuild the shards);
+        a server keeps deleted bytes until its optimizer runs (README)."""
+        if mode == "server":
+            return None
+
+        async def scan(store: BaseVectorStore) -> bytes:
+            assert isinstance(store, QdrantEdgeStore) and store._root is not None
+            return folder_bytes(store._root)
+
+        return scan
+
+    @pytest.fixture
+    def vector_urls(self, mode: str) -> VectorUrls | None:
+        """Every URL form (once, on the in-memory mode: building does no I/O)."""
+        if mode != "edge-memory":
+            return None
+        return VectorUrls(
+            accepted=(
+                "qdrant::memory:",
+                "qdrant+path:///never-made/vectors",
+                "qdrant+path:////never-made/vectors",
+                "qdrant+path:///:memory:",
+                "qdrant://localhost:6333",
+                "qdrant+https://localhost:6333/prefix",
+            ),
+            refused=(
+                "qdrant+path://host/vectors",
+                "qdrant+path:///",
+                "qdrant+path:vectors",
+                "qdrant://",
+                "qdrant://:6333",
+                "qdrant:localhost",
+                "qdrant://user@localhost:6333",
+                "qdrant://:secret@localhost:6333",
+                "qdrant://user:secret@localhost:6333",
+                "qdrant://localhost:port",
+                "qdrant+ftp://localhost",
+            ),
+            bool_options={"create_dirs": "qdrant+path:///never-made/vectors", "exact": "qdrant://localhost:6333"},
+        )

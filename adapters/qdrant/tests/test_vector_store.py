@@ -1,8 +1,6 @@
-"""R-VEC on the vector-store level, on every mode (see conftest): the shared
-store-level suite (:class:`~memory_core_conformance.vector_store.VectorStoreConformance`:
-point ids, re-upserts, counts, deletes, filtered search, best-chunk
-de-duplication, collection naming, namespaces, destroy, validation and life
-cycle), plus what only this adapter promises."""
+"""R-VEC on the vector-store level: what only this adapter promises (the
+shared store-level suite, :class:`~memory_core_conformance.vector_store.VectorStoreConformance`,
+runs in test_qdrant_conformance)."""
 
 from __future__ import annotations
 
@@ -10,44 +8,15 @@ import ast
 from pathlib import Path
 
 import pytest
-from memory_core.testing import folder_bytes, free_port
 from memory_core.vector import BaseVectorStore, point_id
-from memory_core_conformance.vector_store import RawScan, VectorStoreConformance, VectorStoreFactory, axis, point
+from memory_core_conformance.vector_store import axis, point
 
 import memory_core_qdrant
-from memory_core_qdrant import QdrantEdgeStore, from_url
+from memory_core_qdrant import from_url
 
 pytestmark = pytest.mark.anyio
 
 DIM = 8
-
-
-class TestQdrantVectorStore(VectorStoreConformance):
-    """The shared suite on each mode of the conftest."""
-
-    @pytest.fixture
-    def vector_store_factory(self, store_factory: VectorStoreFactory) -> VectorStoreFactory:
-        return store_factory
-
-    @pytest.fixture
-    def unreachable_vector_store(self, mode: str) -> BaseVectorStore | None:
-        """A server store making its own client for a port nobody listens on."""
-        if mode != "server":
-            return None
-        return from_url(f"qdrant://127.0.0.1:{free_port()}?timeout=2", namespace="unreachable")
-
-    @pytest.fixture
-    def raw_scan(self, mode: str) -> RawScan | None:
-        """The engine's folder, every file (its erasures rebuild the shards);
-        a server keeps deleted bytes until its optimizer runs (README)."""
-        if mode == "server":
-            return None
-
-        async def scan(store: BaseVectorStore) -> bytes:
-            assert isinstance(store, QdrantEdgeStore) and store._root is not None
-            return folder_bytes(store._root)
-
-        return scan
 
 
 async def test_collection_without_namespace_is_exactly_r_vec_name() -> None:
