@@ -21,6 +21,7 @@ from memory_core.validation import MAX_ID_LENGTH, MAX_MESSAGE_BYTES, MAX_PER_PAG
 
 __all__ = [
     "check_limit",
+    "check_names",
     "check_record",
     "composed_id",
     "context_resource",
@@ -38,6 +39,19 @@ __all__ = [
     "scoped_thread",
     "session_thread",
 ]
+
+
+def check_names(**names: Any) -> None:
+    """Check that each of ``names`` (a seam's id arguments by parameter name,
+    before they are composed into an id) is a str.
+
+    Raises:
+        ValidationError: the first that is not, named (R-ID), as
+            :func:`~memory_core.validation.check_id` says it.
+    """
+    for field, value in names.items():
+        if not isinstance(value, str):
+            raise ValidationError(field, f"must be a str, got {type(value).__name__}", "R-ID")
 
 
 def scoped_key(*parts: str) -> str:
@@ -105,9 +119,11 @@ def session_thread(app_name: str, user_id: str, session_id: str) -> str:
     (:func:`scoped_thread` in the namespace ``adk:<app>``).
 
     Raises:
-        ValidationError: field ``session_id``: the id is longer than 256
-            characters (:func:`composed_id`).
+        ValidationError: an argument that is not a str, named
+            (:func:`check_names`); field ``session_id``: the id is longer
+            than 256 characters (:func:`composed_id`).
     """
+    check_names(app_name=app_name, user_id=user_id, session_id=session_id)
     thread_id = scoped_thread("adk:" + scoped_key(app_name), user_id, session_id)
     return composed_id(thread_id, "session_id", "session_id with app_name and user_id")
 

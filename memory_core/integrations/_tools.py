@@ -5,6 +5,9 @@ out the turn being answered, under a relevance floor) and working memory."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +17,7 @@ from memory_core.memory import Memory, MemoryConfig, SemanticRecall
 from memory_core.models import Message
 from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_search_text, check_text
 from memory_core.vector import message_text
+from memory_core.workmem import Scope
 
 from ._threads import current_turn
 
@@ -25,25 +29,31 @@ __all__ = [
     "can_recall",
     "check_recall_options",
     "check_recallable",
+    "notes_are_template",
+    "notes_hold_nothing",
     "offered_tools",
     "read_working_memory",
     "recall_hits",
     "recall_json",
     "recall_texts",
+    "refused_by_schema",
     "tool_recall",
     "write_working_memory",
 ]
 
 REFUSED_BLANK = (
-    "Not saved: the notes were empty, and the stored notes were kept. To change them, "
-    "call get_working_memory and send the complete notes with your changes."
+    "Not saved: the notes were empty (blank, invisible characters, or an empty value such as null, None, {} "
+    'or ""), and the stored notes were kept. To change them, call get_working_memory and send the complete '
+    "notes with your changes."
 )
-"""What :func:`write_working_memory` answers to a blank value."""
+"""What :func:`write_working_memory` answers to notes that hold nothing
+(:func:`notes_hold_nothing`)."""
 REFUSED_TEMPLATE = (
-    "Not saved: that is the unfilled template, and the stored notes were kept. Call "
-    "get_working_memory and send the complete notes: what is stored plus what you learned."
+    "Not saved: that is the unfilled template (reformatting it does not fill it in), and the stored notes "
+    "were kept. Call get_working_memory and send the complete notes: what is stored plus what you learned."
 )
-"""What :func:`write_working_memory` answers to the configured template."""
+"""What :func:`write_working_memory` answers to the configured template,
+however formatted (:func:`notes_are_template`)."""
 
 
 def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
@@ -280,48 +290,163 @@ def offered_tools(memory: Memory) -> tuple[bool, bool]:
     return working, recall
 
 
-async def read_working_memory(memory: Memory, resource_id: str) -> str:
-    """The resource's working memory; while none is stored, the configured
-    template (``memory.config.working_memory.template``, the notes the model
-    is asked to fill in, as Mastra's tool shows it), else ``""``."""
-    resource = await memory.storage.get_resource(resource_id)
-    if resource is None or resource.working_memory is None:
-        return memory.config.working_memory.template or ""
-    return resource.working_memory
+async def read_working_memory(memory: Memory, resource_id: str, thread_id: str | None = None) -> str:
+    """What ``get_working_memory`` answers: the notes where the Memory's
+    config keeps them (:meth:`~memory_core.memory.Memory.read_working_memory`:
+    the resource's, or with scope ``"thread"`` the thread ``thread_id``'s);
+    while none are stored, the configured template
+    (``memory.config.working_memory.template``, the notes the model is asked
+    to fill in, as Mastra's tool shows it), else ``""``.
+
+    Raises:
+        ValidationError: scope ``"thread"`` and no ``thread_id``.
+        OwnershipError: ``thread_id`` belongs to another resource.
+    """
+    settings = memory.config.working_memory
+    try:
+        state = await memory.read_working_memory(_home(settings.scope, thread_id), resource_id)
+    except NotFoundError:  # thread scope, and the conversation is not stored yet
+        return settings.template or ""
+    return state.text or ""
 
 
-def _words(text: str) -> str:
-    return " ".join(text.split())
+def _home(scope: Scope, thread_id: str | None) -> str | None:
+    """The thread a working-memory call names: ``thread_id`` with thread
+    scope; None with resource scope (the resource is named, so the tools
+    work before the conversation's thread is stored)."""
+    return thread_id if scope == "thread" else None
 
 
-async def write_working_memory(memory: Memory, resource_id: str, text: str) -> str:
-    """Replace the resource's working memory atomically, unless ``text`` is
-    blank or the unfilled template (``memory.config.working_memory.template``,
-    compared with runs of whitespace as one space): a model that calls the
-    tool with either would erase the notes it was meant to keep (Mastra
-    issue #12253), so the tool writes nothing and says what to send instead.
+_INVISIBLE = "Cf"
+"""The Unicode category of format characters (zero-width space U+200B, BOM
+U+FEFF, word joiner U+2060, ...): they show as nothing, so notes made of
+them and whitespace hold nothing."""
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`\n]*$", re.MULTILINE)
+"""A Markdown code-fence line (an opening one may name a language)."""
+_MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+|[*_`~]", re.MULTILINE)
+"""Markdown that leaves the words alone: list bullets and numbers at a
+line's start, and emphasis, code and strike-through markers."""
+_NOTHING_WORDS = frozenset({"none", "null", "nil", "undefined", "n/a"})
+"""Words a model writes for "no value" (Python's, JSON's and others'),
+compared in lower case."""
+
+
+def _visible(text: str) -> str:
+    """``text`` without format characters (category Cf) and code-fence lines."""
+    kept = "".join(c for c in text if unicodedata.category(c) != _INVISIBLE)
+    return _FENCE.sub("", kept)
+
+
+def _empty_json(value: Any) -> bool:
+    """Whether a JSON value holds nothing: null, a blank or "no value" str,
+    or an array or object whose every item holds nothing (``{}``, ``[]``,
+    ``{"name": null}``). False, 0 and any other value are content."""
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return notes_hold_nothing(value)
+    if isinstance(value, list):
+        return all(_empty_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(_empty_json(item) for item in value.values())
+    return False
+
+
+def notes_hold_nothing(text: str) -> bool:
+    """Whether notes sent to ``update_working_memory`` hold nothing, so
+    storing them would erase the notes kept: once format characters
+    (category Cf: U+200B, U+FEFF, U+2060, ...) and code-fence lines are
+    removed, ``text`` is Unicode whitespace, a "no value" word (``None``,
+    ``null``, ``nil``, ``undefined``, ``N/A``, any case) or JSON that holds
+    nothing (``null``, ``{}``, ``[]``, ``""``, containers of those:
+    :func:`_empty_json`)."""
+    seen = _visible(text).strip()
+    if not seen or seen.lower() in _NOTHING_WORDS:
+        return True
+    if seen[0] not in '{["':
+        return False
+    try:
+        value = json.loads(seen)
+    except (ValueError, RecursionError):
+        return False
+    try:
+        return _empty_json(value)
+    except RecursionError:
+        return False
+
+
+def _shape(text: str) -> str:
+    """``text`` as :func:`notes_are_template` compares it: visible
+    (:func:`_visible`), Markdown markup removed (:data:`_MARKUP`), all
+    whitespace removed."""
+    return "".join(_MARKUP.sub("", _visible(text)).split())
+
+
+def notes_are_template(text: str, template: str) -> bool:
+    """Whether ``text`` is still the unfilled ``template``: equal once both
+    are reduced by :func:`_shape` (format characters, code fences, list
+    bullets, emphasis markers and every whitespace difference left out), so
+    the template sent back in a fence, without its bold markers, with CRLF
+    line ends or blank values is recognised."""
+    return _shape(text) == _shape(template)
+
+
+def refused_by_schema(reason: str, schema: Mapping[str, Any]) -> str:
+    """What ``update_working_memory`` answers to notes the Memory's JSON
+    Schema refuses: why, and the schema the notes must match."""
+    return (
+        f"Not saved (working memory {reason}), and the stored notes were kept. Call get_working_memory and send "
+        f"the complete notes as one JSON value that matches this JSON Schema: {json.dumps(schema, ensure_ascii=False)}"
+    )
+
+
+async def write_working_memory(memory: Memory, resource_id: str, text: str, thread_id: str | None = None) -> str:
+    """What ``update_working_memory`` does: replace the notes atomically
+    through :meth:`~memory_core.memory.Memory.update_working_memory` (where
+    the Memory's config keeps them: the resource's, or with scope
+    ``"thread"`` those of ``thread_id``, a thread created for
+    ``resource_id`` when not stored yet; checked against its JSON Schema when
+    one is set), unless the notes hold nothing
+    (:func:`notes_hold_nothing`) or are the unfilled template
+    (:func:`notes_are_template`): a model that calls the tool with either
+    would erase the notes it was meant to keep (Mastra issue #12253).
 
     Returns:
-        ``text`` when it was stored; otherwise the refusal, one sentence the
-        model reads as the tool's result (the stored notes unchanged).
+        ``text`` when it was stored; otherwise the refusal the model reads
+        as the tool's result, saying why and what to send (nothing written):
+        :data:`REFUSED_BLANK`, :data:`REFUSED_TEMPLATE`, or
+        :func:`refused_by_schema` with the schema's complaint.
 
     Raises:
         ValidationError: field ``notes`` (the tools' argument): ``text`` is
-            not a str, or the notes are over the 15 MiB a resource record
-            holds (R-SIZE); nothing is written.
+            not a str, or the notes are over the 15 MiB a record holds
+            (R-SIZE); scope ``"thread"`` and no ``thread_id``; nothing is
+            written.
+        OwnershipError: ``thread_id`` belongs to another resource.
     """
     check_text(text, "notes")
-    if not text.strip():
+    settings = memory.config.working_memory
+    if notes_hold_nothing(text):
         return REFUSED_BLANK
-    template = memory.config.working_memory.template
-    if template is not None and _words(text) == _words(template):
+    if settings.template is not None and notes_are_template(text, settings.template):
         return REFUSED_TEMPLATE
+    thread = _home(settings.scope, thread_id)
     try:
-        await memory.storage.update_resource(resource_id, working_memory=text)
-    except ValidationError as error:  # storage names its record ("resource update"), not the tool's argument
-        if error.rule != "R-SIZE":
-            raise
-        raise ValidationError(
-            "notes", f"{error.reason}: the notes are {len(text.encode())} bytes of UTF-8; keep them shorter", "R-SIZE"
-        ) from None
+        try:
+            await memory.update_working_memory(thread, text, resource_id)
+        except NotFoundError:  # thread scope, the conversation not stored yet (checked, nothing written)
+            if thread is None:
+                raise
+            await memory.get_or_create_thread(resource_id, thread)
+            await memory.update_working_memory(thread, text, resource_id)
+    except ValidationError as error:
+        if error.rule == "R-SIZE":  # storage names its record, not the tool's argument
+            raise ValidationError(
+                "notes",
+                f"{error.reason}: the notes are {len(text.encode())} bytes of UTF-8; keep them shorter",
+                "R-SIZE",
+            ) from None
+        if settings.schema is not None and error.field == "working_memory":
+            return refused_by_schema(error.reason, settings.schema)
+        raise
     return text

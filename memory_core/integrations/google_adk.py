@@ -64,6 +64,7 @@ from memory_core.validation import check_id, check_json_object, check_record_siz
 
 from ._threads import (
     check_limit,
+    check_names,
     check_record,
     composed_id,
     delete_conversation,
@@ -139,12 +140,22 @@ _PENDING = "pending"
 
 
 def user_resource(app_name: str, user_id: str) -> str:
-    """The resource id of an ADK user: ``adk:<app>:<user>``."""
+    """The resource id of an ADK user: ``adk:<app>:<user>``.
+
+    Raises:
+        ValidationError: ``app_name`` or ``user_id`` is not a str, named.
+    """
+    check_names(app_name=app_name, user_id=user_id)
     return "adk:" + scoped_key(app_name, user_id)
 
 
 def app_resource(app_name: str) -> str:
-    """The resource id holding an ADK app's ``app:`` state: ``adk-app:<app>``."""
+    """The resource id holding an ADK app's ``app:`` state: ``adk-app:<app>``.
+
+    Raises:
+        ValidationError: ``app_name`` is not a str.
+    """
+    check_names(app_name=app_name)
     return "adk-app:" + scoped_key(app_name)
 
 
@@ -745,24 +756,39 @@ def working_memory_tools(memory: Memory) -> list[FunctionTool]:
     seams' tools keep (one implementation,
     :mod:`memory_core.integrations._tools`): ``get_working_memory`` reads
     them (the Memory's template while none are stored) and
-    ``update_working_memory(notes)`` replaces them, refusing blank notes or
-    the unfilled template (nothing written; the model is told to send the
-    complete notes). The notes belong to the session's user: the resource
-    ``adk:<app>:<user>`` (:func:`user_resource`), whose ``metadata`` holds
-    the ``user:`` state; they are not part of any session's state.
+    ``update_working_memory(notes)`` replaces them as
+    :meth:`~memory_core.Memory.update_working_memory` does (checked against
+    the config's JSON Schema), refusing notes that hold nothing (blank,
+    invisible characters, ``null``, ``{}``), the unfilled template however
+    formatted, or notes the schema refuses (nothing written; the model is
+    told why and what to send). The notes belong to the session's user: the
+    resource ``adk:<app>:<user>`` (:func:`user_resource`), whose
+    ``metadata`` holds the ``user:`` state; they are not part of any
+    session's state.
 
     Args:
         memory: the Memory the session service writes to, with working
-            memory on (``MemoryConfig(working_memory={"enabled": True})``).
+            memory on (``MemoryConfig(working_memory={"enabled": True})``)
+            in resource scope (the default).
 
     Raises:
-        ValidationError: field ``memory``: not a Memory, or working memory
-            off in its config (naming how to turn it on).
+        ValidationError: field ``memory``: not a Memory, working memory off
+            in its config (naming how to turn it on), or in thread scope (a
+            session's thread keeps the session's revision in its
+            working-memory slot, :class:`MemoryCoreSessionService`).
     """
     checked = check_memory(memory)
-    if not checked.config.working_memory.enabled:
+    settings = checked.config.working_memory
+    if not settings.enabled:
         raise ValidationError(
             "memory", 'working memory is off: turn it on with MemoryConfig(working_memory={"enabled": True})'
+        )
+    if settings.scope == "thread":
+        raise ValidationError(
+            "memory",
+            "working memory has scope \"thread\", but an ADK session's thread keeps the session's revision in "
+            "its working-memory slot: keep the notes per user with the default scope "
+            '(MemoryConfig(working_memory={"enabled": True, "scope": "resource"}))',
         )
 
     def owner(tool_context: ToolContext) -> str:
@@ -774,8 +800,9 @@ def working_memory_tools(memory: Memory) -> list[FunctionTool]:
         return await read_working_memory(checked, owner(tool_context))
 
     async def update_working_memory(notes: str, tool_context: ToolContext) -> str:
-        """Replace the notes kept about this user (empty notes or the
-        unfilled template are refused: the stored notes stay).
+        """Replace the notes kept about this user (empty notes, the
+        unfilled template or notes the schema refuses are not saved: the
+        stored notes stay, and the answer says why).
 
         Args:
             notes: the complete new notes (Markdown).

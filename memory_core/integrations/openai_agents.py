@@ -422,10 +422,13 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
 
     With working memory on in ``session.memory``'s config (off by default:
     then these two are not offered), ``get_working_memory`` and
-    ``update_working_memory`` read and replace the
-    owner's working memory (``Resource.working_memory``); an update with
-    blank notes or the Memory's unfilled working-memory template writes
-    nothing and tells the model to send the complete notes
+    ``update_working_memory`` read and replace the owner's working memory
+    as :meth:`~memory_core.Memory.update_working_memory` does (the owner's
+    resource, or with scope ``"thread"`` the session's thread; checked
+    against the config's JSON Schema); an update whose notes hold nothing
+    (blank, invisible characters, ``null``, ``{}``), are the Memory's
+    unfilled working-memory template (however formatted) or fail the schema
+    writes nothing and tells the model why and what to send
     (:func:`~memory_core.integrations._tools.write_working_memory`). When
     ``session.memory`` can be searched (a vector store, or lexical semantic
     recall), ``recall_memory(query)`` also returns up to ``top_k`` (1-1000,
@@ -441,27 +444,38 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     :func:`~memory_core.integrations._tools.recall_hits`.
 
     Raises:
-        ValidationError: ``top_k`` out of range or a bad ``min_score``; no
+        ValidationError: ``session`` is not a :class:`MemoryCoreSession`
+            (field ``session``); ``top_k`` out of range or a bad ``min_score``; no
             tool to offer (working memory off and no recall, field
             ``memory``: :func:`~memory_core.integrations._tools.offered_tools`).
     """
+    if not isinstance(session, MemoryCoreSession):
+        got = f"the str {session!r}"[:100] if isinstance(session, str) else f"a {type(session).__name__}"
+        raise ValidationError(
+            "session",
+            f"must be a MemoryCoreSession, got {got}; give the tools the session the runner uses: "
+            "memory_tools(MemoryCoreSession(session_id, memory))",
+        )
     top_k, min_score = check_recall_options(top_k, min_score)
     working, recall = offered_tools(session.memory)
 
     @function_tool
     async def get_working_memory(ctx: RunContextWrapper[Any]) -> str:
         """Read the notes kept about this user (empty when none)."""
-        return await read_working_memory(session.memory, session.owner(ctx))
+        thread, owner = session._where(ctx)
+        return await read_working_memory(session.memory, owner, thread)
 
     @function_tool
     async def update_working_memory(ctx: RunContextWrapper[Any], notes: str) -> str:
-        """Replace the notes kept about this user with `notes` (empty notes or
-        the unfilled template are refused: the stored notes stay).
+        """Replace the notes kept about this user with `notes` (empty notes,
+        the unfilled template or notes the schema refuses are not saved: the
+        stored notes stay, and the answer says why).
 
         Args:
             notes: the complete new notes (Markdown).
         """
-        return await write_working_memory(session.memory, session.owner(ctx), notes)
+        thread, owner = session._where(ctx)
+        return await write_working_memory(session.memory, owner, notes, thread)
 
     tools = [get_working_memory, update_working_memory] if working else []
     if recall:

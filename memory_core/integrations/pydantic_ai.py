@@ -240,8 +240,14 @@ class MessageHistory:
         """Agent tools for this resource: with working memory on in the
         Memory's config (off by default: then these two are not offered)
         ``get_working_memory`` and
-        ``update_working_memory(notes)`` (blank notes or the Memory's
-        unfilled working-memory template are refused, nothing written: see
+        ``update_working_memory(notes)``, over the working memory as
+        :meth:`~memory_core.Memory.update_working_memory` keeps it (the
+        resource's, or with scope ``"thread"`` this conversation's thread,
+        created if not stored yet; checked against the config's JSON
+        Schema), refusing notes that hold nothing (blank, invisible
+        characters, ``null``, ``{}``), the unfilled template however
+        formatted, or notes the schema refuses, nothing written and the model
+        told why (see
         :func:`~memory_core.integrations._tools.write_working_memory`) and,
         when the Memory can be searched (a vector store, or lexical semantic
         recall), ``recall_memory(query)``: up to ``top_k`` best user and
@@ -279,16 +285,17 @@ class MessageHistory:
 
         async def get_working_memory(ctx: RunContext[Any]) -> str:
             """Read the notes kept about this user (empty when none)."""
-            return await read_working_memory(memory, owner(ctx.deps))
+            return await read_working_memory(memory, owner(ctx.deps), thread)
 
         async def update_working_memory(ctx: RunContext[Any], notes: str) -> str:
-            """Replace the notes kept about this user (empty notes or the
-            unfilled template are refused: the stored notes stay).
+            """Replace the notes kept about this user (empty notes, the
+            unfilled template or notes the schema refuses are not saved: the
+            stored notes stay, and the answer says why).
 
             Args:
                 notes: the complete new notes (Markdown).
             """
-            return await write_working_memory(memory, owner(ctx.deps), notes)
+            return await write_working_memory(memory, owner(ctx.deps), notes, thread)
 
         async def recall_memory(ctx: RunContext[Any], query: str) -> str:
             """Search this user's past conversations for messages about `query`;

@@ -55,6 +55,37 @@ def test_a_seam_refuses_what_is_not_a_memory(seam: str, wrong: str) -> None:
     assert caught.value.field == "memory" and fix in caught.value.reason, caught.value
 
 
+@pytest.mark.skipif(
+    not {"openai-session", "adk-sessions"} <= set(SEAMS), reason="openai-agents or google-adk is not installed"
+)
+def test_tool_factories_and_id_helpers_name_a_wrong_argument() -> None:
+    """Issue 26: ``memory_tools("chat")`` raised ``AttributeError: 'str' object
+    has no attribute 'memory'`` (a Memory or None in place of the session
+    too), and ADK's id helpers ``user_resource``, ``app_resource`` and
+    ``session_thread`` raised ``AttributeError`` for a non-str id; each is a
+    ValidationError naming the argument, as the seam constructors give."""
+    from memory_core import MemoryConfig, WorkingMemory
+    from memory_core.integrations.google_adk import app_resource, session_thread, user_resource
+    from memory_core.integrations.openai_agents import memory_tools
+
+    memory = Memory(InMemoryStorage(), config=MemoryConfig(working_memory=WorkingMemory(enabled=True)))
+    for wrong in ("chat", memory, None):
+        with pytest.raises(ValidationError) as caught:
+            memory_tools(wrong)  # type: ignore[arg-type]
+        assert caught.value.field == "session", caught.value
+        assert "memory_tools(MemoryCoreSession(session_id, memory))" in caught.value.reason, caught.value
+    cases: list[tuple[Callable[[], object], str]] = [
+        (lambda: user_resource(1, "u"), "app_name"),  # type: ignore[arg-type]
+        (lambda: user_resource("a", None), "user_id"),  # type: ignore[arg-type]
+        (lambda: app_resource(None), "app_name"),  # type: ignore[arg-type]
+        (lambda: session_thread("a", "u", 5), "session_id"),  # type: ignore[arg-type]
+    ]
+    for build, field in cases:
+        with pytest.raises(ValidationError) as caught:
+            build()
+        assert caught.value.field == field, caught.value
+
+
 @pytest.mark.skipif("adk-memory" not in SEAMS, reason="google-adk is not installed")
 def test_the_adk_memory_service_needs_vectors() -> None:
     with pytest.raises(ValidationError) as caught:

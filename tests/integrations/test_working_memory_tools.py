@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from agents import Agent as OpenAIAgent
-from agents import Model, ModelResponse, Runner, Usage, set_tracing_disabled
+from agents import Model, ModelResponse, RunContextWrapper, Runner, Usage, set_tracing_disabled
 from google.adk.agents import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -33,13 +33,46 @@ from memory_core.memory import WorkingMemory
 
 set_tracing_disabled(True)  # no exporter, no network
 
-TEMPLATE = "# User\n- Name:\n- Likes:\n"
-STORED = "# User\n- Name: Alice\n- Likes: dogs\n"
+TEMPLATE = "# User\n- **Name**:\n- **Likes**:\n"
+STORED = "# User\n- **Name**: Alice\n- **Likes**: dogs\n"
 REFUSED = [
     (TEMPLATE, REFUSED_TEMPLATE),
-    ("  # User\n\n- Name:   \n- Likes:", REFUSED_TEMPLATE),  # the template, spaced differently
+    ("  # User\n\n- **Name**:   \n- **Likes**:", REFUSED_TEMPLATE),  # the template, spaced differently
     ("", REFUSED_BLANK),
     (" \n\t ", REFUSED_BLANK),
+    # Issue 25: these overwrote the notes.
+    ("```markdown\n" + TEMPLATE + "```", REFUSED_TEMPLATE),  # the template in a code fence
+    ("# User\n- Name:\n- Likes:\n", REFUSED_TEMPLATE),  # without its bold markers
+    ("# User\r\n* __Name__:\u200b\r\n* Likes:\r\n", REFUSED_TEMPLATE),  # other bullets and emphasis, CRLF
+    ("\u200b", REFUSED_BLANK),  # zero-width space (format characters, Unicode category Cf)
+    ("\ufeff", REFUSED_BLANK),  # byte-order mark
+    ("\u2060\u00a0\u3000", REFUSED_BLANK),  # word joiner, no-break and ideographic spaces
+    ("null", REFUSED_BLANK),
+    ("{}", REFUSED_BLANK),
+    ("[]", REFUSED_BLANK),
+    ('""', REFUSED_BLANK),
+    ("None", REFUSED_BLANK),
+    ('{"name": null, "likes": [""]}', REFUSED_BLANK),  # JSON whose every value is empty
+    ("```json\n{}\n```", REFUSED_BLANK),
+]
+REFUSED_IDS = [
+    "template",
+    "template-spaced",
+    "empty",
+    "blank",
+    "template-fenced",
+    "template-unbold",
+    "template-restyled",
+    "zero-width-space",
+    "bom",
+    "word-joiner",
+    "null",
+    "empty-object",
+    "empty-array",
+    "empty-string",
+    "None",
+    "empty-values-json",
+    "fenced-empty-json",
 ]
 
 
@@ -92,7 +125,7 @@ def updating(messages: list[ModelMessage], info: AgentInfo) -> PydanticResponse:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=REFUSED_IDS)
 async def test_openai_agents_update_refuses_template_and_blank(notes: str, answer: str) -> None:
     async with alice_memory() as memory:
         session = MemoryCoreSession("another-thread", memory)
@@ -105,7 +138,7 @@ async def test_openai_agents_update_refuses_template_and_blank(notes: str, answe
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=REFUSED_IDS)
 async def test_pydantic_ai_update_refuses_template_and_blank(notes: str, answer: str) -> None:
     async with alice_memory() as memory:
         agent = PydanticAgent(FunctionModel(updating), tools=MessageHistory(memory, "alice").tools("another-thread"))
@@ -210,7 +243,7 @@ class UpdatingLlm(BaseLlm):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=["template", "template-spaced", "empty", "blank"])
+@pytest.mark.parametrize(("notes", "answer"), REFUSED, ids=REFUSED_IDS)
 async def test_adk_update_refuses_template_and_blank(notes: str, answer: str) -> None:
     """Issue 26: ADK had no working-memory tool while the other seams did;
     it gets the same one, with the same refusals, for the session's user."""
@@ -238,3 +271,94 @@ async def test_adk_update_refuses_template_and_blank(notes: str, answer: str) ->
     async with Memory(InMemoryStorage()) as memory:  # working memory off: no tool to offer
         with pytest.raises(ValidationError, match="working memory is off"):
             working_memory_tools(memory)
+
+
+SEAMS = ["openai-agents", "pydantic-ai", "google-adk"]
+OWNERS = {"openai-agents": "alice", "pydantic-ai": "alice", "google-adk": user_resource("app", "alice")}
+"""The resource each seam's tools act for when alice runs them."""
+
+
+async def tool_answer(seam: str, memory: Memory, notes: str, conversation: str = "chat") -> str:
+    """What ``update_working_memory`` answered ``notes``, called by the
+    seam's own runner (scripted model) in alice's ``conversation``."""
+    prompt = json.dumps(notes)
+    if seam == "openai-agents":
+        session = MemoryCoreSession(conversation, memory)
+        agent = OpenAIAgent(name="a", model=UpdatingModel(), tools=[*memory_tools(session)])
+        result = await Runner.run(agent, prompt, session=session, context={"resource_id": "alice"})
+        return str(result.final_output)
+    if seam == "pydantic-ai":
+        tools = MessageHistory(memory, "alice").tools(conversation)
+        return (await PydanticAgent(FunctionModel(updating), tools=tools).run(prompt)).output
+    sessions = MemoryCoreSessionService(memory)
+    if await sessions.get_session(app_name="app", user_id="alice", session_id=conversation) is None:
+        await sessions.create_session(app_name="app", user_id="alice", session_id=conversation)
+    adk_agent = LlmAgent(name="a", model=UpdatingLlm(model="scripted"), tools=[*working_memory_tools(memory)])
+    runner = AdkRunner(agent=adk_agent, app_name="app", session_service=sessions)
+    message = types.Content(role="user", parts=[types.Part(text=prompt)])
+    events = [e async for e in runner.run_async(user_id="alice", session_id=conversation, new_message=message)]
+    return [p.text for e in events if e.is_final_response() and e.content for p in e.content.parts or []][-1] or ""
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "food": {"type": "string"}},
+    "required": ["name"],
+}
+JSON_STORED = '{"name": "Ana", "food": "figs"}'
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seam", SEAMS)
+async def test_the_tools_check_notes_against_the_schema_as_memory_does(seam: str) -> None:
+    """Issue 25: with a schema the tools wrote through the storage, past
+    ``Memory.update_working_memory``'s check: non-JSON notes, notes missing a
+    required field, ``{}`` and ``null`` all replaced valid notes."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, schema=SCHEMA))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        owner = OWNERS[seam]
+        await memory.update_working_memory(None, JSON_STORED, owner)
+        for notes in ("{}", "null"):
+            assert await tool_answer(seam, memory, notes) == REFUSED_BLANK
+        for notes, why in (("Ana likes figs", "must be JSON"), ('{"food": "x"}', "'name' is a required property")):
+            answer = await tool_answer(seam, memory, notes)
+            assert answer.startswith("Not saved (working memory") and why in answer, answer
+            assert json.dumps(SCHEMA) in answer, answer  # what to send: the schema itself
+            with pytest.raises(ValidationError):  # the tools refuse what Memory refuses
+                await memory.update_working_memory(None, notes, owner)
+        assert await memory.get_working_memory(None, owner) == JSON_STORED
+        assert await tool_answer(seam, memory, '{"name": "Bo"}') == '{"name": "Bo"}'  # a valid update lands
+        assert await memory.get_working_memory(None, owner) == '{"name": "Bo"}'
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seam", ["openai-agents", "pydantic-ai"])
+async def test_the_tools_keep_thread_scoped_notes_in_the_conversation(seam: str) -> None:
+    """Issue 25: with scope "thread" the tools wrote the resource record, so
+    ``Memory.get_working_memory`` on the conversation still gave the
+    template. Pydantic AI stores the run after it: the tool creates the
+    conversation's thread to keep the notes in."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope="thread", template=TEMPLATE))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+
+        def thread_of(conversation: str) -> str:
+            if seam == "openai-agents":
+                return MemoryCoreSession(conversation, memory).thread_id(RunContextWrapper({"resource_id": "alice"}))
+            return MessageHistory(memory, "alice").thread_id(conversation)
+
+        assert await tool_answer(seam, memory, STORED) == STORED
+        assert await memory.get_working_memory(thread_of("chat"), "alice") == STORED
+        assert await read_working_memory(memory, "alice", thread_of("chat")) == STORED  # get_working_memory
+        assert await read_working_memory(memory, "alice", thread_of("other")) == TEMPLATE  # another conversation's
+        assert await notes_of(memory) is None  # the resource record is not written
+        assert await tool_answer(seam, memory, "```\n" + TEMPLATE + "```") == REFUSED_TEMPLATE
+        assert await memory.get_working_memory(thread_of("chat"), "alice") == STORED
+
+
+def test_adk_tools_refuse_thread_scope_naming_why() -> None:
+    """A session's thread keeps the ADK session's revision in its
+    working-memory slot: thread-scoped notes would break the session."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, scope="thread"))
+    with pytest.raises(ValidationError) as caught:
+        working_memory_tools(Memory(InMemoryStorage(), config=config))
+    assert caught.value.field == "memory" and '"scope": "resource"' in caught.value.reason, caught.value
