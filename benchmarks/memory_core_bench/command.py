@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memory_core.cli.host import os_error_line
 from memory_core.errors import ValidationError
 from memory_core.registry import VECTOR_GROUP, known_schemes, storage_class
 from rich.console import Console
@@ -258,7 +259,7 @@ def run_command(options: BenchOptions, console: Console, argv: Sequence[str] | N
     try:
         options.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        console.print(f"[red]cannot write results to {options.out}: {exc}[/]")
+        console.print(f"[red]error: cannot write results: {escape(os_error_line(exc))}[/]", soft_wrap=True)
         return 2
     work = Path(tempfile.mkdtemp(prefix="memory-core-bench-"))
     backends = [*(("valkey", "mongodb") if options.servers else ()), *(("valkey-cluster",) if options.cluster else ())]
@@ -408,7 +409,8 @@ def print_comparison(a_path: Path, b_path: Path, console: Console) -> int:
         a = BenchReport.read_json(a_path)
         b = BenchReport.read_json(b_path)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        console.print(f"[red]cannot compare: {exc}[/]")
+        said = os_error_line(exc) if isinstance(exc, OSError) else str(exc)
+        console.print(f"[red]cannot compare: {escape(said)}[/]", soft_wrap=True)
         return 2
     rows = compare_reports(a, b)
     table = Table(title=f"B / A  (A = {a_path}, B = {b_path}); p50 ratio < 1: B is faster", title_justify="left")

@@ -82,15 +82,18 @@ class SuiteProgress:
         if self._lines is not None:
             self._lines.done(self.done)
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Remove the bar."""
-        self.stop()
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Remove the bar; the last plain line says "done" only when every
+        test ran and the run was not interrupted."""
+        self.stop(complete=self.done >= self.total and exitstatus != pytest.ExitCode.INTERRUPTED)
 
-    def stop(self) -> None:
+    def stop(self, *, complete: bool = False) -> None:
         """Remove the bar, or print the last plain line (idempotent; nothing
-        to do before it started)."""
+        to do before it started): ``done in N s`` when ``complete``, else
+        ``stopped after N s`` (the default: a run that ends here without
+        :meth:`pytest_sessionfinish`, cut short)."""
         if self._progress.live.is_started:
             self._progress.stop()
         if self._lines is not None:
-            self._lines.finish()
+            self._lines.finish(complete=complete)
             self._lines = None

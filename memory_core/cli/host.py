@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import errno
 import functools
 import importlib
 import logging
@@ -61,6 +62,8 @@ __all__ = [
     "fail",
     "line_console",
     "main",
+    "naming_path",
+    "os_error_line",
     "plain_words",
     "run_interruptible",
     "run_quietly",
@@ -125,6 +128,41 @@ BACKEND_NEXT_STEP = "check that the URL names the store you mean and that it (it
 OS_NEXT_STEP = "check the path and its permissions"
 """What a line for an ``OSError`` (a file or folder the command could not use) says to do next."""
 
+_OS_NEXT_STEPS = {
+    errno.ENOSPC: "free space there or give a path on another disk",
+    errno.EDQUOT: "free space there or give a path on another disk",
+}
+"""The next step for the errors :data:`OS_NEXT_STEP` does not fit (a full
+disk: the path and its permissions are fine)."""
+
+
+def os_error_line(exc: OSError) -> str:
+    """The line for an ``OSError`` a command reports: the path (both, for a
+    rename or link), what happened in words and the next step
+    (``/dev/full: no space left on device; free space there or give a path
+    on another disk``), never the raw ``[Errno 28] ...``. The command names
+    the path when the operation did not (a write to an open file: see
+    :func:`naming_path`); without one the line starts with the words."""
+    words = os.strerror(exc.errno).lower() if exc.errno is not None else str(exc)
+    where = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
+    said = f"{' -> '.join(where)}: {words}" if where else words
+    return clauses(said, _OS_NEXT_STEPS.get(exc.errno or 0, OS_NEXT_STEP))
+
+
+@contextmanager
+def naming_path(path: object) -> Iterator[None]:
+    """An ``OSError`` raised in the block without a path (a write, flush or
+    close of an open file: ``[Errno 28] No space left on device``) gets
+    ``path`` as its ``filename``, so :func:`os_error_line` names it
+    (``path``: a file's path, or ``"stdout"``). A closed pipe
+    (``BrokenPipeError``) is left as it is: it ends quietly."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and not isinstance(exc, BrokenPipeError):
+            exc.filename = str(path)
+        raise
+
 
 def clauses(*parts: str) -> str:
     """``parts`` joined into one line with ``"; "``, each without the
@@ -179,8 +217,8 @@ def user_errors() -> Iterator[None]:
     :class:`~memory_core.errors.ValidationError` names its field as the
     command line does (:data:`OPTION_OF_FIELD`). Every line names the next
     step: memory-core's errors in their messages, a backend failure
-    (:data:`BACKEND_NEXT_STEP`) and an ``OSError`` (:data:`OS_NEXT_STEP`)
-    here."""
+    (:data:`BACKEND_NEXT_STEP`) and an ``OSError`` (its path and errno in
+    words: :func:`os_error_line`) here."""
     try:
         yield
     except BrokenPipeError:
@@ -188,7 +226,7 @@ def user_errors() -> Iterator[None]:
     except BackendError as exc:
         fail(backend_line(f"{exc.backend} {exc.operation} failed", exc))
     except OSError as exc:
-        fail(clauses(str(exc), OS_NEXT_STEP))
+        fail(os_error_line(exc))
     except ValidationError as exc:
         fail(f"{OPTION_OF_FIELD.get(exc.field, exc.field)}: {exc.reason}")
     except (MemoryCoreError, ImportError) as exc:
@@ -279,7 +317,10 @@ def fail(message: str) -> NoReturn:
 
 
 def run_interruptible(
-    work: Coroutine[Any, Any, T], interrupted: str, *, complete_if: Callable[[], T | None] | None = None
+    work: Coroutine[Any, Any, T],
+    interrupted: str | Callable[[], str],
+    *,
+    complete_if: Callable[[], T | None] | None = None,
 ) -> T:
     """Run ``work`` (``asyncio.run``); on Ctrl-C while it runs print
     ``interrupted: <interrupted>`` in yellow on stderr and exit with
@@ -292,7 +333,9 @@ def run_interruptible(
 
     Args:
         work: the command's coroutine.
-        interrupted: what the user should know and do (``"resume with --before ..."``).
+        interrupted: what the user should know and do (``"resume with --before ..."``),
+            or a function that says it when the Ctrl-C comes (a command
+            whose first step writes nothing: ``import`` checking its input).
         complete_if: asked after a Ctrl-C that cut ``work`` short: the
             command's result when its work was complete all the same (an
             export whose file was put in place just before), else None.
@@ -320,7 +363,8 @@ def run_interruptible(
         done = None if complete_if is None else complete_if()
         if done is not None:
             return done
-        errors.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
+        said = interrupted if isinstance(interrupted, str) else interrupted()
+        errors.print(f"[yellow]interrupted: {escape(said)}[/]", soft_wrap=True)
         raise typer.Exit(INTERRUPTED) from None
 
 

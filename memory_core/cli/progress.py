@@ -5,7 +5,9 @@ piping to a log, a service manager), plain lines, one every
 :data:`PLAIN_SECONDS` (``MEMORY_CORE_PROGRESS_SECONDS`` overrides it), so a
 log shows the command alive and how far it got, at a few lines a minute.
 A command that ends before the first line prints none (short runs stay
-quiet), else one last line with the total.
+quiet), else one last line with the total: ``..., done in 8 s`` when the
+work was complete, ``..., stopped after 8 s`` when it was not (Ctrl-C, an
+error): an interrupted run's last line never says "done".
 """
 
 from __future__ import annotations
@@ -57,18 +59,20 @@ class Tracker:
         now = time.monotonic()
         if now - self.last >= self.every:
             self.last = now
-            self._line(now, final=False)
+            self._line(now, final=None)
 
-    def finish(self) -> None:
-        """The last line (only after a first one)."""
+    def finish(self, *, complete: bool = True) -> None:
+        """The last line (only after a first one): ``done in N s``, or,
+        when not ``complete`` (the command stopped short: Ctrl-C, an
+        error), ``stopped after N s``."""
         if self.printed:
-            self._line(time.monotonic(), final=True)
+            self._line(time.monotonic(), final="done in" if complete else "stopped after")
 
-    def _line(self, now: float, *, final: bool) -> None:
+    def _line(self, now: float, *, final: str | None) -> None:
         seconds = max(now - self.started, 1e-9)
         counted = f"{self.count:,} of {self.of:,} {self.unit} ({100 * self.count // self.of}%)" if self.of else ""
         counted = counted or f"{self.count:,} {self.unit}"
-        tail = f"done in {seconds:.0f} s" if final else f"{self.count / seconds:,.0f}/s, {seconds:.0f} s"
+        tail = f"{final} {seconds:.0f} s" if final else f"{self.count / seconds:,.0f}/s, {seconds:.0f} s"
         self.console.print(f"{self.label}: {counted}, {tail}", markup=False, highlight=False, soft_wrap=True)
         self.printed = True
 
@@ -97,7 +101,7 @@ class _Bar(Tracker):
         speed = self.bar.tasks[0].speed
         self.bar.update(self.task, rate=f"{speed:,.0f}/s" if speed else "")
 
-    def finish(self) -> None:
+    def finish(self, *, complete: bool = True) -> None:
         self.bar.stop()
 
 
@@ -114,10 +118,13 @@ def plain_seconds() -> float:
 def tracked(label: str, console: Console, unit: str = "messages") -> Iterator[Tracker]:
     """A :class:`Tracker` for one command on ``console`` (stderr's): a bar on
     a terminal, plain lines otherwise; finished when the block ends, however
-    it ends."""
+    it ends: complete when it ends without an exception, else stopped
+    (:meth:`Tracker.finish`)."""
     kind = _Bar if console.is_terminal else Tracker
     tracker = kind(label, unit, console, plain_seconds())
     try:
         yield tracker
-    finally:
-        tracker.finish()
+    except BaseException:
+        tracker.finish(complete=False)
+        raise
+    tracker.finish()

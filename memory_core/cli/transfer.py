@@ -24,15 +24,23 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO, TextIO
+from typing import Annotated, BinaryIO, TextIO
 
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import errors, fail, run_interruptible, user_errors, work_complete
+from memory_core.cli.host import (
+    INTERRUPTED,
+    errors,
+    fail,
+    naming_path,
+    run_interruptible,
+    user_errors,
+    work_complete,
+)
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_embedder, command_storage, command_vector, copy_storages
@@ -177,22 +185,32 @@ def _input_named(given: str | None) -> Iterator[None]:
 
 
 @contextmanager
-def _readable_twice(path: Path | None) -> Iterator[BinaryIO]:
+def _readable_twice(path: Path | None, interrupted: str) -> Iterator[BinaryIO]:
     """``path`` opened for reading bytes, or, for None, stdin copied into a
     temporary file (under ``TMPDIR``, removed on exit): an import reads its
-    input twice, to verify it whole, then to write it."""
+    input twice, to verify it whole, then to write it. Call it outside the
+    event loop: a Ctrl-C while stdin is read (its writer slow or stalled)
+    stops the read at once, as ``interrupted: <interrupted>`` and exit
+    :data:`~memory_core.cli.host.INTERRUPTED` (within the loop the first
+    Ctrl-C only cancels the task, which a blocked read never sees).
+
+    Raises:
+        typer.Exit: Ctrl-C while stdin was read.
+    """
     if path is not None:
         with path.open("rb") as file:
             yield file
         return
     with tempfile.TemporaryFile() as spool:
-        shutil.copyfileobj(sys.stdin.buffer, spool)
+        try:
+            with naming_path("stdin"):
+                shutil.copyfileobj(sys.stdin.buffer, spool)
+        except KeyboardInterrupt:
+            work_complete()  # the outcome is decided: a second Ctrl-C does not cut the line
+            _err.print(f"[yellow]interrupted: {escape(interrupted)}[/]", soft_wrap=True)
+            raise typer.Exit(INTERRUPTED) from None
         spool.seek(0)
         yield spool
-
-
-def _run(work: Coroutine[Any, Any, None], resume_hint: str) -> None:
-    run_interruptible(work, f"what was written is complete record by record and batch by batch; {resume_hint}")
 
 
 def _reembedding(
@@ -253,7 +271,11 @@ def export(
                 fail(f"--output: folder {output.parent} does not exist; create it first (mkdir -p {output.parent})")
 
         # A FIFO's open waits for its reader: here, where Ctrl-C ends it as any wait of the command.
-        with output.open("w", encoding="utf-8") if output is not None and direct else nullcontext() as device:
+        # A write that fails (a full disk, /dev/full) names the file, or stdout.
+        with (
+            naming_path("stdout" if output is None else output),
+            output.open("w", encoding="utf-8") if output is not None and direct else nullcontext() as device,
+        ):
 
             async def work() -> None:
                 async with storage:
@@ -269,6 +291,8 @@ def export(
                             target.write(line)
                             target.write("\n")
                             progress.done(progress.count + 1)
+                        # A write that fails (a full disk) fails here, named, not unseen at exit.
+                        target.flush()
                     work_complete()  # the export is in place: a Ctrl-C from here must not call it unwritten
                     await _hint_if_absent(storage, resource, "nothing was exported")
 
@@ -302,14 +326,23 @@ def import_(
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file; give the path of an export (or pipe it to stdin without --input)")
         vectors, model, reindex, note = _reembedding(storage, vector, embedder)
+        again = (
+            "run the import again on the same file"
+            if input is not None
+            else "pipe the same export into the same import again"
+        )
+        # Until the destination is opened nothing was written (nor created).
+        unwritten = f"nothing was written (the input was being checked; the destination was not opened); {again}"
+        writing = False
 
-        async def work() -> None:
-            # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
-            with _input_named(given_input), _readable_twice(input) as source:
+        async def work(source: BinaryIO) -> None:
+            nonlocal writing
+            with _input_named(given_input):
                 # The whole file is checked before the destination is opened
                 # (which may create it): a failed import changes nothing.
                 await verify_lines(source)
                 source.seek(0)
+                writing = True
                 async with _opened(vectors, model), storage, _settled(reindex):
                     with tracked("import", _err) as progress:
                         report = await import_lines(
@@ -323,20 +356,34 @@ def import_(
                     # a vector store) finishes even after a Ctrl-C, and exit 0.
                     work_complete()
                     _err.print(f"imported: written {counted(report.written)}; already there {counted(report.skipped)}")
-                    if note:
-                        _err.print(note)
+                    if closing := note or _no_vectors_note(url, report.written["messages"]):
+                        _err.print(closing)
 
-        again = (
-            "run the import again on the same file to resume"
-            if input is not None
-            else ("pipe the same export into the same import again to resume (records already there are skipped)")
-        )
+        resume = f"{again} to resume" + ("" if input is not None else " (records already there are skipped)")
         if vector is not None:
-            again += (
+            resume += (
                 "; the --vector index may be behind what was written (check-index says so): "
                 "the rerun re-embeds every resource it reads and repairs it"
             )
-        _run(work(), again)
+        written = f"what was written is complete record by record and batch by batch; {resume}"
+        # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
+        with _readable_twice(input, unwritten) as source:
+            run_interruptible(work(source), lambda: written if writing else unwritten)
+
+
+def _no_vectors_note(url: str, messages: int) -> str:
+    """The closing line of an ``import`` or ``copy`` without ``--vector``
+    that wrote messages: recall's vector index was not filled, and the
+    command that builds it (``reindex --new``: without it, ``reindex``
+    refuses a ``--vector`` naming no index as a probable typo). Empty when
+    no message was written (a rerun: the index was dealt with before, or
+    not wanted)."""
+    if not messages:
+        return ""
+    return (
+        "no vector index was filled (no --vector): recall finds these messages by meaning only once one is built; "
+        f"build it with memory-core reindex {hide_password(url)} --new --vector VECTOR_URL"
+    )
 
 
 def copy(
@@ -377,11 +424,11 @@ def copy(
                 f"copied and verified: {counted(report.imported.trailer['counts'])}; "
                 f"written {counted(report.imported.written)}; already there {counted(report.imported.skipped)}"
             )
-            if note:
-                _err.print(note)
+            if closing := note or _no_vectors_note(destination, report.imported.written["messages"]):
+                _err.print(closing)
 
-        _run(
+        run_interruptible(
             work(),
-            "run the copy again to resume"
+            "what was written is complete record by record and batch by batch; run the copy again to resume"
             + ("" if vector is None else "; the --vector index may be behind: the rerun re-embeds and repairs it"),
         )
