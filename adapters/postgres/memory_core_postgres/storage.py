@@ -58,6 +58,9 @@ STALE = "MC409"
 """SQLSTATE the schema's functions raise when the core's reads are stale."""
 _STALE_STATES = frozenset({STALE, "23503"})  # 23503: a thread vanished under an insert (foreign key)
 _RETRYABLE_STATES = ("40001", "40P01", "53300", "57P01", "57P02", "57P03", "08")
+_ERROR_CONSUME = "another operation (2) is in progress"
+"""How asyncpg's ``InternalClientError`` says a statement met its protocol in
+``PROTOCOL_ERROR_CONSUME`` (see :func:`_ended_while_idle`)."""
 _MAX_AT = from_us(TIME_MAX_US)
 _ONCE = RetryPolicy(attempts=1)
 _ROLLED_BACK_STATES = frozenset({"40P01", "40001"})  # deadlock victim, serialization failure
@@ -87,12 +90,45 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     still rolls back a transaction left open before calling this."""
 
 
+def _ended_while_idle(exc: Exception) -> bool:
+    """Whether asyncpg refused to start a statement on a connection whose
+    session the server had ended while the connection sat idle in the pool.
+
+    Ending a session (``pg_terminate_backend``, a fast or immediate server
+    shutdown, a restart) makes the server send an ErrorResponse and then
+    close the socket (PostgreSQL manual, "Message Flow", "Termination").
+    asyncpg reads the two on separate passes of the event loop: an
+    ErrorResponse that arrives while no operation runs is one its protocol
+    cannot place, so it enters its error-consuming state (``ProtocolState``
+    2, ``PROTOCOL_ERROR_CONSUME`` in ``asyncpg/protocol/coreproto.pyx``,
+    ``_read_server_messages``), and only a later pass reads the end of the
+    stream and marks the connection closed. A pool that hands the
+    connection out in between gets ``InternalClientError: cannot switch to
+    state 11 (prepare) or 12 (bind and execute); another operation (2) is
+    in progress`` (MagicStack/asyncpg#1069, #784). Nothing else puts an
+    idle connection in that state: the only other messages a server sends
+    unprompted (notices, parameter status, notifications) asyncpg reads in
+    any state. The check runs before anything is written, so the statement never
+    reached the server, and asyncpg then aborts the connection, which its pool
+    terminates on release instead of reusing, so a retry runs on a new
+    connection (asyncpg >= 0.32; 0.31's pool never gave that slot back, and a
+    pool of one connection then waited forever: MagicStack/asyncpg#1307).
+    Other InternalClientErrors stay not retryable: they are asyncpg's own
+    faults, which a retry does not cure."""
+    return isinstance(exc, asyncpg.exceptions.InternalClientError) and _ERROR_CONSUME in str(exc)
+
+
 def is_transient(exc: Exception) -> bool:
     """Whether an asyncpg/socket error is worth retrying: serialization
     failures, deadlocks, too many connections, server shutdown, lost or
-    refused connections."""
+    refused connections, and a connection whose session the server ended
+    while it was idle in the pool (:func:`_ended_while_idle`)."""
     state = getattr(exc, "sqlstate", None) or ""
-    return state.startswith(_RETRYABLE_STATES) or isinstance(exc, asyncpg.exceptions.InterfaceError | OSError)
+    return (
+        state.startswith(_RETRYABLE_STATES)
+        or isinstance(exc, asyncpg.exceptions.InterfaceError | OSError)
+        or _ended_while_idle(exc)
+    )
 
 
 class ThreadRow(NamedTuple):

@@ -4,12 +4,15 @@ errors, and many processes writing one schema."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import anyio
+import asyncpg
 import pytest
 from memory_core import BackendError, Message, Thread
 from memory_core.errors import ValidationError
@@ -85,6 +88,62 @@ async def test_unreachable_server_is_a_retryable_backend_error() -> None:
         await store.open()
     assert caught.value.retryable and caught.value.backend == "postgresql"
     await store.close()
+
+
+def _end_session(url: str, pid: int) -> None:
+    """Terminate backend ``pid`` from another connection and return once the
+    backend has exited, without letting the caller's event loop run: the
+    server's last ErrorResponse and the end of the stream then wait, unread,
+    in the pooled connection's socket."""
+
+    async def terminate() -> None:
+        admin = await asyncpg.connect(url)
+        try:
+            # With a timeout, pg_terminate_backend waits for the backend to exit.
+            assert await admin.fetchval("SELECT pg_terminate_backend($1, 10000)", pid)
+        finally:
+            await admin.close()
+
+    with ThreadPoolExecutor(1) as worker:
+        worker.submit(asyncio.run, terminate()).result()
+
+
+@pytest.mark.anyio
+async def test_a_session_ended_while_pooled_is_retryable_and_its_connection_replaced(
+    make_store: Callable[..., PostgresStorage], pg_target: str
+) -> None:
+    """Issue 25: a session the server ends while its connection is idle in
+    the pool, when the next call starts after asyncpg read the server's
+    error but before it read the end of the stream, failed with
+    ``InternalClientError`` (see ``storage._ended_while_idle``) that was not
+    retryable. Each number of loop turns between the end and the call meets
+    one of the ways asyncpg reports it; every one is a retryable
+    BackendError, and the retry succeeds on a new connection (a pool of one:
+    the broken one was not kept)."""
+    store = make_store(min_size=1, max_size=1)
+    await store.open()
+    try:
+        await store.save_thread(Thread("t1", "r1"))
+        causes: list[str] = []
+        for turns in range(5):
+            pid = await store.pool.fetchval("SELECT pg_backend_pid()")
+            _end_session(pg_target, pid)
+            for _ in range(turns):
+                await asyncio.sleep(0)
+            batch = [Message(f"m{turns}", "t1", "user", "x")]
+            with anyio.fail_after(30):
+                try:
+                    await store.save_messages(batch)
+                    causes.append("none")
+                except BackendError as exc:
+                    causes.append(type(exc.original).__name__)
+                    assert exc.retryable, f"a session the server ended is transient: {exc!r}"
+                    await store.save_messages(batch)
+        assert "InternalClientError" in causes, f"the race was not met: {causes}"
+        saved = (await store.list_messages("t1")).items
+        assert [m.id for m in saved] == [f"m{turns}" for turns in range(5)]
+    finally:
+        await store.destroy()
 
 
 WRITER = textwrap.dedent(
