@@ -65,6 +65,7 @@ __all__ = [
     "SentenceTransformersEmbedder",
     "default_embedder",
     "NEW_INDEX_COMMAND",
+    "built_in_name",
     "embedder_of_index",
     "dimension_mismatch",
     "partial_rebuild",
@@ -753,10 +754,9 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command
     others = {dimension: n for dimension, n in counts.items() if dimension != embedder.dimension and n}
     if not others:
         return None
-    built_in = {MiniLMEmbedder.dimension: "minilm", LexicalHashEmbedder().dimension: "lexical"}
     builders = []
     for dimension, n in sorted(others.items()):
-        name = built_in.get(dimension)
+        name = built_in_name(dimension)
         known = "" if not name else f" (--embedder {name}?)" if command_line else f" (embedder={name!r}?)"
         builders.append(f"{n} vector(s) of a {dimension}-dimension{known} embedder")
     mixed = f" and {counts[embedder.dimension]} of its own" if counts.get(embedder.dimension) else ""
@@ -823,6 +823,13 @@ def relevance_floor(embedder: Embedder | None) -> float | None:
     embedder not measured, or None. Both MiniLM embedders share one name
     and one floor (their vectors agree to cosine 0.9999)."""
     return None if embedder is None else RELEVANCE_FLOORS.get(embedder.name)
+
+
+def built_in_name(dimension: int) -> str | None:
+    """The :func:`get_embedder` name of the built-in embedder whose vectors
+    have ``dimension`` (``"lexical"`` for 1024, ``"minilm"`` for 384), or
+    None: what an index of that dimension tells of the embedder that built it."""
+    return {MiniLMEmbedder.dimension: "minilm", LexicalHashEmbedder().dimension: "lexical"}.get(dimension)
 
 
 def embedder_of_index(counts: Mapping[int, int]) -> Embedder | None:

@@ -212,3 +212,32 @@ def test_erase_of_a_sqlite_store_leaves_no_copy_in_its_files(tmp_path: Path) -> 
     done = cli("erase", "--storage", f"sqlite:///{path}", "--resource", GONE, "--yes")
     assert done.returncode == 0, done.stderr
     assert _copies(path, needles) == {}
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_erase_without_vector_says_the_index_keeps_the_entries_and_a_rerun_with_vector_erases_them(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: ``erase`` without ``--vector`` printed ``erased resource
+    'u1': ...`` and no word that a vector index serving the store still
+    holds her entries. Now one note line on stderr names the rerun that
+    erases them; that rerun (storage no longer holds the resource) erases
+    them, counted first by ``--dry-run`` (before: "nothing to erase"),
+    and the index is then in step."""
+    url, vectors = _seed(tmp_path, vectors=True)
+    assert vectors is not None
+    done = cli("erase", url, "--resource", "u1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("erased resource 'u1': 2 threads"), done.stdout
+    [note] = done.stderr.splitlines()
+    again = f"memory-core erase {url} --vector VECTOR_URL --resource u1 --yes"
+    assert note.startswith("note: storage only; a vector index") and note.endswith(again), note
+    counted = cli("erase", url, "--vector", vectors, "--resource", "u1", "--dry-run")
+    assert counted.returncode == 0 and counted.stdout.startswith("would erase resource 'u1': 0 threads"), counted
+    assert " 0 vectors" not in counted.stdout and "vectors" in counted.stdout, counted.stdout
+    rerun = cli(*again.replace("VECTOR_URL", vectors).split()[1:])
+    assert rerun.returncode == 0 and rerun.stderr == "", rerun.stderr
+    assert "0 messages" in rerun.stdout and " 0 vectors" not in rerun.stdout, rerun.stdout
+    checked = cli("check-index", url, "--vector", vectors)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "u1" not in checked.stdout, checked.stdout

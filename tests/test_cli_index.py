@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import shlex
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from memory_core import Memory, Thread, connect, connect_vector
-from memory_core.embedders import LexicalHashEmbedder
+from memory_core.embedders import LexicalHashEmbedder, minilm_available
 from tests.cli_run import cli
 
 pytest.importorskip("memory_core_sqlite")
@@ -55,9 +58,9 @@ def test_check_index_reports_and_reindex_repairs(tmp_path: Path) -> None:
     checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert checked.returncode == 1, checked.stderr
     lines = checked.stdout.splitlines()
-    assert lines[0].startswith("resource 'r1': 5 messages stored (5 with text), 3 indexed"), lines
+    assert lines[0].startswith("resource 'r1': 5 messages stored, 5 of them with text; index: vectors for 3 "), lines
     assert lines[0].endswith(": behind") and lines[1].endswith(": 1 orphaned"), lines
-    assert lines[1].startswith("resource 'r2': 2 messages stored (2 with text), 3 indexed"), lines
+    assert lines[1].startswith("resource 'r2': 2 messages stored, 2 of them with text; index: vectors for 3 "), lines
     repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
     assert checked.stderr.strip() == f"2 of 2 not in step; {repair}", checked.stderr
 
@@ -76,6 +79,35 @@ def test_check_index_reports_and_reindex_repairs(tmp_path: Path) -> None:
     assert plain.returncode == 0, plain.stderr
     thread = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--thread", "t1")
     assert thread.returncode == 0 and thread.stdout.startswith("thread 't1': 5 messages stored"), thread.stdout
+
+
+def test_the_counts_say_why_lexical_documents_outnumber_vectors(tmp_path: Path) -> None:
+    """Issue 26: ``12 messages stored (10 with text), 10 indexed, 12 lexical
+    documents: in step`` left a user wondering why there were more
+    documents than messages with text. Every message has a lexical
+    document (it counts in BM25's statistics), only text gets vectors: the
+    line says which count counts what."""
+    url, vectors = _store(tmp_path)
+    asyncio.run(_save_silent(url, vectors))
+    checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2")
+    assert checked.stdout.strip() == (  # t2-m0, deleted through storage alone, keeps its entries
+        "resource 'r2': 3 messages stored, 2 of them with text; index: vectors for 3 (messages with text), "
+        "lexical documents for 4 (every message): 1 orphaned"
+    ), checked.stdout
+    assert cli("reindex", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2").returncode == 0
+    again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.strip() == (
+        "resource 'r2': 3 messages stored, 2 of them with text; index: vectors for 2 (messages with text), "
+        "lexical documents for 3 (every message): in step"
+    ), again.stdout
+
+
+async def _save_silent(url: str, vectors: str) -> None:
+    """A message without text (a tool call's turn) saved into t2 through Memory."""
+    storage = await connect(url)
+    async with Memory(storage, await connect_vector(vectors), LexicalHashEmbedder()) as memory:
+        await memory.save_messages([{**_message("t2-silent", "t2"), "content": ""}])
 
 
 def test_index_command_mistakes_are_one_red_line(tmp_path: Path) -> None:
@@ -116,22 +148,43 @@ def test_a_whole_store_check_finds_the_entries_of_an_erased_resource_and_reindex
     assert checked.returncode == 1, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
     assert lines[0].endswith(": in step") and len(lines) == 2, lines
-    assert lines[1].startswith("resources storage no longer holds: 0 messages stored (0 with text), 3 indexed"), lines
-    assert lines[1].endswith(": 3 orphaned"), lines
+    assert lines[1].startswith("resources storage no longer holds (erased or pruned without --vector): "), lines
+    assert lines[1].endswith("index: vectors for 3 messages, lexical documents for 3: 3 orphaned"), lines
+    erase = f"memory-core erase {url} --vector {vectors} --resource ID --yes"
+    assert checked.stderr.strip().startswith("1 of 2 not in step; the orphans of resources"), checked.stderr
+    assert checked.stderr.strip().endswith(f"go with {erase}, ID each such resource's id"), checked.stderr
     repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
-    assert checked.stderr.strip() == f"1 of 2 not in step; {repair}", checked.stderr
 
     erased = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2")
     assert erased.returncode == 1 and erased.stderr.startswith("hint: the store holds no resource 'r2'"), erased.stderr
-    assert erased.stdout.startswith("resource 'r2': 0 messages stored (0 with text), 3 indexed"), erased.stdout
+    assert erased.stdout.startswith("resource 'r2': 0 messages stored, 0 of them with text; index: vectors for 3 ")
     assert erased.stdout.strip().endswith(": 3 orphaned"), erased.stdout
 
-    rebuilt = cli("reindex", url, *repair.split()[4:])
+    rebuilt = cli("reindex", url, *repair.split()[4:])  # drops their vectors and documents too
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "dropped the index entries of 3 messages storage no longer holds" in rebuilt.stderr, rebuilt.stderr
     again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert again.returncode == 0, again.stdout + again.stderr
     assert again.stdout.splitlines() == [lines[0]], again.stdout
+
+
+def test_the_orphans_of_a_resource_erased_without_vector_go_with_the_erase_check_index_names(tmp_path: Path) -> None:
+    """Issue 26: after ``erase`` without ``--vector``, check-index's advice
+    for the entries of resources storage no longer holds (``erase --vector
+    --resource ID``, ID the erased resource) is a command that works: the
+    index is then in step."""
+    url, vectors = _store(tmp_path)
+    assert cli("reindex", url, "--vector", vectors, "--embedder", "lexical").returncode == 0
+    assert cli("erase", url, "--resource", "r2", "--yes").returncode == 0  # storage alone
+    checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert checked.returncode == 1 and "probably another store" not in checked.stderr, checked.stderr
+    assert "(erased or pruned without --vector)" in checked.stdout.splitlines()[-1], checked.stdout
+    advice = checked.stderr.strip().split("go with ", 1)[1].split(", ID each", 1)[0]
+    followed = cli(*shlex.split(advice.replace("--resource ID", "--resource r2"))[1:])
+    assert followed.returncode == 0, followed.stderr
+    again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(again.stdout.splitlines()) == 1 and again.stdout.startswith("resource 'r1'"), again.stdout
 
 
 def test_an_index_of_another_store_is_flagged_and_refused_unless_forced(tmp_path: Path) -> None:
@@ -225,9 +278,75 @@ def test_reindex_of_part_of_an_index_with_another_embedder_is_refused_before_any
         assert refused.returncode == 2 and refused.stdout == "", refused.stderr
         lines = refused.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: --embedder: the vector index holds"), lines
-        assert "memory-core reindex URL --new --vector NEW_URL --embedder NAME" in lines[0], lines
+        assert "--new --vector NEW_URL --embedder" in lines[0], lines  # the whole store: its URL and minilm
     after = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert (after.returncode, after.stdout) == (before.returncode, before.stdout), after.stderr  # nothing written
     fresh = f"qdrant+path:///{tmp_path / 'fresh'}"
     built = cli("reindex", url, "--vector", fresh, "--embedder", "lexical", "--new")
     assert built.returncode == 0, built.stderr
+
+
+@pytest.mark.skipif(not minilm_available(), reason="MiniLM is not installed")
+def test_check_index_advice_for_another_embedder_is_a_reindex_that_works(tmp_path: Path) -> None:
+    """Issue 26: check-index over a lexical index with ``--embedder minilm``
+    advised ``reindex URL --vector URL --embedder NAME``, which the
+    whole-store reindex then refused naming ``resource 'r1'``, a resource
+    the user never passed. Now the refusal speaks of the whole index, and
+    both name ``reindex URL --new --vector NEW_URL --embedder minilm``:
+    followed (NEW_URL a new folder), it succeeds and the new index is in step."""
+    url, vectors = _store(tmp_path)
+    checked = cli("check-index", url, "--vector", vectors, "--embedder", "minilm")
+    assert checked.returncode == 2 and checked.stderr.count("\n") == 1, checked.stderr
+    advice = f"memory-core reindex {url} --new --vector NEW_URL --embedder minilm"
+    assert advice in checked.stderr and "made by --embedder lexical" in checked.stderr, checked.stderr
+    refused = cli("reindex", url, "--vector", vectors, "--embedder", "minilm")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "resource 'r" not in refused.stderr and advice in refused.stderr, refused.stderr
+    assert "nothing was written" in refused.stderr, refused.stderr
+    fresh = f"qdrant+path:///{tmp_path / 'minilm'}"
+    followed = cli(*shlex.split(advice.replace("NEW_URL", fresh))[1:])
+    assert followed.returncode == 0, followed.stderr
+    again = cli("check-index", url, "--vector", fresh, "--embedder", "minilm")
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_a_vectors_folder_another_process_holds_is_the_same_clear_line_for_every_command(tmp_path: Path) -> None:
+    """Issue 26: with ``Memory.open(..., vector="qdrant+path:///...")`` open
+    in another process, check-index, reindex, ``prune --vector`` (after
+    printing its cutoff) and ``erase --vector --dry-run`` said the engine's
+    ``failed to open WAL ...: Kind(WouldBlock)``, while import said which
+    folder is held and the ways out. Now every one says the latter, before
+    anything is printed or opened."""
+    url, vectors = _store(tmp_path)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys\n"
+            "from memory_core import Memory\n"
+            "async def main():\n"
+            f"    async with await Memory.open({url!r}, vector={vectors!r}, embedder='lexical'):\n"
+            "        print('ready', flush=True)\n"
+            "        sys.stdin.readline()\n"
+            "asyncio.run(main())\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        for args in (
+            ["check-index", url, "--vector", vectors],
+            ["reindex", url, "--vector", vectors],
+            ["reindex", url, "--vector", vectors, "--new"],
+            ["prune", url, "--older-than", "30d", "--vector", vectors],
+            ["erase", url, "--resource", "r1", "--vector", vectors, "--dry-run"],
+        ):
+            done = cli(*args)
+            assert done.returncode == 2 and done.stdout == "", (args, done.stderr)
+            assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, (args, done.stderr)
+            assert "is open in another process or store" in done.stderr, (args, done.stderr)
+            assert "WouldBlock" not in done.stderr, (args, done.stderr)
+    finally:
+        holder.communicate("\n", timeout=60)

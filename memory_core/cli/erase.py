@@ -16,6 +16,7 @@ deprecated, with a warning line on stderr. What the erasure leaves behind on eac
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from memory_core.storage import Storage
     from memory_core.vector import VectorStore
 
-__all__ = ["DECLINED", "Erased", "erase", "erased_line"]
+__all__ = ["DECLINED", "Erased", "erase", "erased_line", "index_note"]
 
 DECLINED = 1
 """Exit code when the user answers no to the confirmation: nothing erased."""
@@ -94,8 +95,11 @@ def erase(
     Prints what went (``erased resource 'u1': 2 threads, 40 messages, 40
     vectors``) on stdout. Without --yes it shows what would go and asks,
     on a terminal; when stdin is not one it refuses (exit 2). Answering no
-    erases nothing (exit 1). A resource the store does not hold is a hint,
-    exit 0. Ctrl-C (exit 130) may leave the erasure partial, and a failure
+    erases nothing (exit 1). A resource neither store holds is a hint,
+    exit 0; one erased from storage alone before still has its vectors
+    erased with --vector. Without --vector, a note on stderr says that a
+    vector index serving the store keeps the resource's entries until the
+    same erasure is run with --vector. Ctrl-C (exit 130) may leave the erasure partial, and a failure
     worth retrying (a SQLite file's rebuild that another connection held
     off past the busy timeout: exit 2) unfinished: run the same command
     again to finish it, even once the resource is gone. Backups, snapshots and logs of the backend
@@ -128,6 +132,21 @@ def erase(
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
             return
     console.print(escape(erased_line(done, dry_run=False)), soft_wrap=True)
+    if vector is None:
+        errors.print(escape(index_note(url, resource)), soft_wrap=True)
+
+
+def index_note(url: str, resource: str) -> str:
+    """The note an erasure without ``--vector`` adds on stderr: a vector
+    index kept beside the store (which the command was not given) still
+    holds the resource's vectors and lexical documents, until the same
+    erasure with ``--vector`` (which removes them though storage no longer
+    holds the resource)."""
+    again = shlex.join(["memory-core", "erase", url, "--vector", "VECTOR_URL", "--resource", resource, "--yes"])
+    return (
+        "note: storage only; a vector index serving this store still holds the entries (vectors, lexical "
+        f"documents) of resource {resource!r} until you run {again}"
+    )
 
 
 def _storage_url(url: str | None, storage: str | None) -> tuple[str, str]:
@@ -171,12 +190,15 @@ async def _counts(storage: Storage, vectors: VectorStore | None, resource: str) 
 
 
 async def _count(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:
-    """The counts, and the hint when the store holds no such resource."""
+    """The counts, and the hint when neither store holds the resource
+    (storage no record or thread, ``--vector`` no point of it)."""
     from memory_core.memory import Memory
 
     async with Memory(storage, vectors, _embedder(vectors)) as memory:
         hint = await absent_resource_hint(memory.storage, resource, "nothing to erase")
-        return await _counts(memory.storage, vectors, resource), hint
+        counted = await _counts(memory.storage, vectors, resource)
+        # Erased from storage alone before: its vectors are still there to erase.
+        return counted, None if counted.vectors else hint
 
 
 async def _erase(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:

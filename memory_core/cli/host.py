@@ -251,9 +251,13 @@ def what_happened(exc: BackendError) -> str:
     (/data/x.db)`` with its file), another driver error its
     message, one without a message its class name in words
     (``TimeoutError()`` -> ``timeout error``); the line names the address
-    (the URL) itself."""
+    (the URL) itself. A message the adapter wrote in its own words (one
+    that does not repeat the driver's: a ``qdrant+path`` folder another
+    process holds, a SQLite rebuild held off) is said as written: it names
+    the cause and the way out, the driver's words (``Can't init WAL:
+    Kind(WouldBlock)``) neither."""
     original = exc.original
-    if original is None:
+    if original is None or str(original).strip() not in exc.detail:
         return exc.detail
     if isinstance(original, OSError) and original.errno is not None:
         words = os.strerror(original.errno).lower()

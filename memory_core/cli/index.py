@@ -59,25 +59,36 @@ _EMBEDDER_HELP = (
 
 
 def status_line(status: IndexStatus) -> str:
-    """One scope's line: ``resource 'r1': 12 messages stored (11 with text),
-    11 indexed, 12 lexical documents: in step`` (or ``behind``, ``N
-    orphaned``, both)."""
-    if status.thread_id is not None:
-        scope = f"thread {status.thread_id!r}"
-    elif status.resource_id is not None:
-        scope = f"resource {status.resource_id!r}"
-    else:
-        scope = "resources storage no longer holds"
-    documents = "" if status.documents is None else f", {status.documents} lexical documents"
+    """One scope's line: ``resource 'r1': 12 messages stored, 11 of them with
+    text; index: vectors for 11 (messages with text), lexical documents for
+    12 (every message): in step`` (or ``behind``, ``N orphaned``, both).
+
+    Vectors are made of a message's text, so a message without text (a
+    tool call, an empty reply) has none; its lexical document is kept all
+    the same (it counts in its scope's BM25 statistics), so a store in
+    step holds more documents than vectors: the line says which counts
+    which. The entries no resource of storage owns (:meth:`VectorIndex.unowned`)
+    are called what they are: orphans of data erased or pruned without
+    ``--vector``."""
+    vectors = f"vectors for {status.indexed}"
+    documents = "" if status.documents is None else f", lexical documents for {status.documents}"
     found = []
     if status.behind:
         found.append("behind")
     if status.orphaned:
         found.append(f"{status.orphaned} orphaned")
     verdict = " and ".join(found) or "in step"
+    if status.thread_id is None and status.resource_id is None:
+        return (
+            f"resources storage no longer holds (erased or pruned without --vector): "
+            f"index: {vectors} messages{documents}: {verdict}"
+        )
+    scope = f"thread {status.thread_id!r}" if status.thread_id is not None else f"resource {status.resource_id!r}"
+    if documents:
+        documents += " (every message)"
     return (
-        f"{scope}: {status.stored} messages stored ({status.embeddable} with text), "
-        f"{status.indexed} indexed{documents}: {verdict}"
+        f"{scope}: {status.stored} messages stored, {status.embeddable} of them with text; "
+        f"index: {vectors} (messages with text){documents}: {verdict}"
     )
 
 
@@ -101,7 +112,7 @@ def check_index(
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=False, new=False)
         (statuses, foreign), hint = run_interruptible(
-            _check(storage, vectors, model, embedder, resource, thread), "nothing was changed; run the check again"
+            _check(storage, vectors, model, embedder, url, resource, thread), "nothing was changed; run the check again"
         )
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
@@ -116,14 +127,35 @@ def check_index(
         raise typer.Exit(NOT_IN_STEP)
     stale = [s for s in statuses if not s.in_step]
     if stale:
-        scope = _scope_option(stale[0].resource_id, stale[0].thread_id) if len(stale) == 1 else ""
+        errors.print(
+            f"[yellow]{len(stale)} of {len(statuses)} not in step; {escape(_repair(stale, url, vector, embedder))}[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(NOT_IN_STEP)
+
+
+def _repair(stale: list[IndexStatus], url: str, vector: str, embedder: str | None) -> str:
+    """What removes what ``stale`` found, as commands to run: the
+    ``reindex`` of the scopes storage holds (one scope's ``--resource`` or
+    ``--thread`` when one), and, for the orphans of resources storage no
+    longer holds (erased or pruned without ``--vector``), the ``erase
+    --vector`` of each such resource, which removes its vectors and lexical
+    documents whole though storage no longer holds it."""
+    held = [s for s in stale if s.resource_id is not None or s.thread_id is not None]
+    steps = []
+    if held:
+        scope = _scope_option(held[0].resource_id, held[0].thread_id) if len(held) == 1 else []
         again = ["memory-core", "reindex", url, "--vector", vector, *scope]
         if embedder is not None:
             again += ["--embedder", embedder]
-        errors.print(
-            f"[yellow]{len(stale)} of {len(statuses)} not in step; run {escape(shlex.join(again))}[/]", soft_wrap=True
+        steps.append(f"run {shlex.join(again)}")
+    if len(held) < len(stale):
+        erase = shlex.join(["memory-core", "erase", url, "--vector", vector, "--resource", "ID", "--yes"])
+        steps.append(
+            "the orphans of resources storage no longer holds (erased or pruned without --vector) go with "
+            f"{erase}, ID each such resource's id"
         )
-        raise typer.Exit(NOT_IN_STEP)
+    return "; ".join(steps)
 
 
 def reindex(
@@ -158,7 +190,7 @@ def reindex(
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=True, new=new)
         done, hint = run_interruptible(
-            _reindex(storage, vectors, model, resource, thread, force),
+            _reindex(storage, vectors, model, resource, thread, force, (url, embedder)),
             "the resources reported were rebuilt, the one under way may be partly; run the reindex again",
         )
         if hint is not None:
@@ -241,15 +273,38 @@ def _foreign(count: int, then: str) -> str:
     )
 
 
-def _mismatch(exc: EmbedderMismatchError, given: str | None) -> NoReturn:
+def _built(exc: EmbedderMismatchError) -> str:
+    """The index's vectors another embedder made: ``44 of dimension 1024,
+    made by --embedder lexical``, a built-in embedder named where the dimension tells it."""
+    from memory_core.embedders import built_in_name
+
+    parts = []
+    for dimension, n in sorted(exc.counts.items()):
+        if dimension != exc.dimension and n:
+            name = built_in_name(dimension)
+            parts.append(f"{n} of dimension {dimension}" + (f", made by --embedder {name}" if name else ""))
+    return ", ".join(parts)
+
+
+def _new_index(url: str, given: str | None) -> str:
+    """The command that builds a new index whole with the embedder ``given``
+    (as spelt; NAME without ``--embedder``): the way out of an index another
+    embedder built, which a reindex in place refuses to mix with (the one
+    piece of advice both commands give, so it is the one that works)."""
+    command = shlex.join(["memory-core", "reindex", url, "--new", "--vector", "NEW_URL", "--embedder", given or "NAME"])
+    return f"{command} (NEW_URL: a new or empty vector store; then use it as --vector)"
+
+
+def _mismatch(exc: EmbedderMismatchError, given: str | None, url: str) -> NoReturn:
     """A mismatch between ``--embedder`` (``given`` as the user spelt it, None
-    without the option) and the index, as one red line naming the fix."""
-    built = ", ".join(f"{n} of dimension {d}" for d, n in sorted(exc.counts.items()) if d != exc.dimension)
+    without the option) and the index of storage ``url``, as one red line
+    naming the fix: the ``--embedder`` that built it, or a new index
+    (:func:`_new_index`; a reindex in place with ``given`` is refused)."""
     name = "the default embedder" if given is None else f"--embedder {given}"
     fail(
-        f"--vector holds vectors ({built}) that {name} ({exc.dimension} dimensions) "
-        "did not make; give the --embedder that built the index (lexical or minilm), "
-        "or rebuild it with memory-core reindex URL --vector URL --embedder NAME"
+        f"--vector holds vectors ({_built(exc)}) that {name} ({exc.dimension} dimensions) "
+        f"did not make; give the --embedder that built the index, or build a new index with this one: "
+        f"{_new_index(url, given)}"
     )
 
 
@@ -258,11 +313,12 @@ async def _check(
     vectors: VectorStore,
     model: Embedder | None,
     given: str | None,
+    url: str,
     resource: str | None,
     thread: str | None,
 ) -> tuple[tuple[list[IndexStatus], int], str | None]:
     """The statuses and :meth:`~memory_core.indexing.VectorIndex.foreign_entries`
-    (``given``: ``--embedder`` as spelt, for a mismatch's line)."""
+    (``given``: ``--embedder`` as spelt, and ``url`` the storage URL, for a mismatch's line)."""
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
         foreign = await _index(memory).foreign_entries()
@@ -276,7 +332,7 @@ async def _check(
                     statuses.append(unowned)
             return (statuses, foreign), hint
         except EmbedderMismatchError as exc:
-            _mismatch(exc, given)
+            _mismatch(exc, given, url)
 
 
 async def _reindex(
@@ -286,7 +342,10 @@ async def _reindex(
     resource: str | None,
     thread: str | None,
     force: bool,
+    given: tuple[str, str | None],
 ) -> tuple[list[tuple[str, int]], str | None]:
+    """Rebuild the scope; ``given``: the storage URL and ``--embedder`` as
+    spelt, for a refusal's next step."""
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread, "nothing was reindexed")
         if hint is not None and (await memory.check_index(resource_id=resource)).in_step:
@@ -295,10 +354,10 @@ async def _reindex(
         if foreign:
             fail(_foreign(foreign, "or pass --force to rebuild it from this store, dropping those entries"))
         if thread is not None:
-            return [(thread, await _rebuilt(memory, thread_id=thread))], hint
+            return [(thread, await _rebuilt(memory, given, thread_id=thread))], hint
         done = []
         for one in resources:
-            done.append((one, await _rebuilt(memory, resource_id=one)))
+            done.append((one, await _rebuilt(memory, given, resource_id=one, whole=resource is None)))
             errors.print(f"reindexed resource {escape(repr(one))}: {done[-1][1]} messages", soft_wrap=True)
         if resource is None:  # the whole store: what no resource of storage owns goes too
             dropped = await _index(memory).drop_unowned()
@@ -307,14 +366,33 @@ async def _reindex(
         return done, hint
 
 
-async def _rebuilt(memory: Memory, *, thread_id: str | None = None, resource_id: str | None = None) -> int:
+async def _rebuilt(
+    memory: Memory,
+    given: tuple[str, str | None],
+    *,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+    whole: bool = False,
+) -> int:
     """:meth:`Memory.reindex` of one scope; its refusal to leave an index
     mixing two embedders (:class:`EmbedderMismatchError`) one red line in the
-    command line's words (``--embedder``, ``reindex --new``)."""
+    command line's words (``--embedder``, ``reindex --new`` with the storage
+    URL and ``--embedder`` of ``given``). ``whole``: the scope is one
+    resource of a whole-store reindex, whose refusal speaks of the index,
+    not of a resource the user never named."""
     from memory_core.embedders import Embedder, partial_rebuild
 
     try:
         return await memory.reindex(thread_id=thread_id, resource_id=resource_id)
     except EmbedderMismatchError as exc:  # raised only by a Memory with an embedder
+        url, name = given
+        if whole:
+            fail(
+                f"--embedder: the vector index holds vectors ({_built(exc)}) that "
+                f"{'the default embedder' if name is None else f'--embedder {name}'} ({exc.dimension} dimensions) "
+                "did not make; a reindex in place replaces them resource by resource and would leave an index "
+                "mixing two embedders, whose searches miss one or the other; nothing was written: give the "
+                f"--embedder that built the index, or build a new index whole with this one: {_new_index(url, name)}"
+            )
         scope = f"thread {thread_id!r}" if thread_id is not None else f"resource {resource_id!r}"
         fail(f"--embedder: {partial_rebuild(cast(Embedder, memory.embedder), exc.counts, scope, command_line=True)}")

@@ -450,20 +450,14 @@ class QdrantEdgeStore(BaseVectorStore):
         """What ``_connect`` would refuse, refused here (reads only), so
         ``Memory.open`` refuses it before the storage is created: a missing
         parent folder (without ``create_dirs``), and a shard of this store
-        that another process or store holds open (:func:`_held_shard`).
+        that another process or store holds open (:meth:`_existing_collections`).
         In memory, or opened by this instance (it holds the locks itself):
         nothing to check."""
         if self.path is None or self._root is not None:
             return
         if not self.create_dirs:
             await _run(ensure_folder, os.path.dirname(self.path), create_dirs=False, url_example=self._url_example())
-        ours = [
-            name
-            for name in await _run(_shards_in, self.path)
-            if self.dimension_of(name) is not None or name == self._prefix + DOCUMENTS
-        ]
-        if await _run(_held_shard, self.path, ours) is not None:
-            raise _held_elsewhere("preflight", self.path)
+        await self._existing_collections()
 
     def _url_example(self) -> str:
         return f"qdrant+path:///{self.path}?create_dirs=true"
@@ -523,10 +517,25 @@ class QdrantEdgeStore(BaseVectorStore):
                 await _run(os.rmdir, folder)
 
     async def _existing_collections(self) -> Iterable[str]:
-        # _connect would create the folder (and, in memory, a temporary one).
+        """The shards in the folder, read without ``_connect`` (which would
+        create the folder, and in memory a temporary one); like the default,
+        it refuses what opening them would: a shard of this store that
+        another process or store holds open (:func:`_held_shard`), so every
+        command's ``preflight`` (``must_exist`` or not: ``check-index``,
+        ``prune --vector`` before its cutoff line, ``import``) says so in
+        the same words, before anything is opened or printed. Not checked
+        once this instance opened the folder (it holds the locks itself).
+
+        Raises:
+            BackendError: a shard of this store is held elsewhere.
+        """
         if self.path is None:
             return []
-        return await _run(_shards_in, self.path)
+        names = await _run(_shards_in, self.path)
+        ours = [name for name in names if self.dimension_of(name) is not None or name == self._prefix + DOCUMENTS]
+        if self._root is None and await _run(_held_shard, self.path, ours) is not None:
+            raise _held_elsewhere("preflight", self.path)
+        return names
 
     async def _disconnect(self) -> None:
         shards, self._shards = self._shards, {}
