@@ -286,15 +286,29 @@ class _Locations:
 class _CallGate:
     """The gate of one loop's concurrent calls: at most ``limit`` at once
     (an ``asyncio.Semaphore``), and a call that the task's cancellation
-    reached is a cancelled call.
+    reached is a cancelled call. Every redis-py call the store makes goes
+    through a gate (:meth:`RedisStorage._run` for the scripts, plain and
+    :func:`~memory_core_redis._patient.call_patiently` alike, and each
+    direct command; :meth:`RedisStorage.preflight` through one of its own).
 
     On Python 3.11 redis-py's ``socket_timeout`` (default 5 s) runs each
     send under ``asyncio.wait_for``, which returns the send's result when the
     cancellation arrives as the send completes: the cancellation is lost and
-    the task runs on (issue 25). Leaving the gate, a task whose
-    ``cancelling()`` count grew during the call raises ``CancelledError``
-    there (the call itself has happened, as with any write cancelled after
-    it was sent)."""
+    the task runs on (issue 25). Two moments bring it there:
+
+    - it arrives during the call: leaving the gate, a task whose
+      ``cancelling()`` count grew since it came to the gate raises
+      ``CancelledError`` (the call itself has happened, as with any write
+      cancelled after it was sent);
+    - it was requested before the call and is still pending: a Ctrl-C's
+      ``asyncio.Runner`` handler cancels the main task while that task runs
+      (between two of its bytecodes), so the cancellation is delivered only
+      at the task's next suspension, which can be that ``wait_for``. A task
+      that comes to the gate with a nonzero ``cancelling()`` count first
+      yields once to the loop, which delivers a pending cancellation there,
+      before anything is sent (nothing is written). A count left by a
+      cancellation the task already handled (a clean-up after it) costs
+      that one loop turn and nothing else."""
 
     __slots__ = ("_entered", "_slots")
 
@@ -303,9 +317,12 @@ class _CallGate:
         self._entered: dict[asyncio.Task[Any] | None, list[int]] = {}
 
     async def __aenter__(self) -> None:
-        await self._slots.acquire()
         task = asyncio.current_task()
-        self._entered.setdefault(task, []).append(0 if task is None else task.cancelling())
+        before = 0 if task is None else task.cancelling()  # read first: a later request counts as during the call
+        if before:
+            await asyncio.sleep(0)  # a pending cancellation raises here
+        await self._slots.acquire()
+        self._entered.setdefault(task, []).append(before)
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         self._slots.release()
@@ -505,7 +522,8 @@ class RedisStorage(BaseStorage):
             if temporary:
                 client = self._new_client()
             try:
-                found = await client.exists(*(store + key for key in ("rsv", "seq", "tc", "msg", "stamp")))
+                async with _CallGate(1) if link is None else link.calls:
+                    found = await client.exists(*(store + key for key in ("rsv", "seq", "tc", "msg", "stamp")))
             finally:
                 if temporary:
                     await client.aclose()
