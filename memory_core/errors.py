@@ -282,10 +282,17 @@ async def guarded(
             chained); memory-core errors and non-``Exception`` exceptions
             (cancellation) pass through unchanged.
         CancelledError: the task's cancellation reached the call (see
-            :class:`BackendGuard`).
+            :class:`BackendGuard`), or was requested before it and is still
+            pending: a Ctrl-C's ``asyncio.Runner`` handler cancels the main
+            task while it runs, and the request waits for its next
+            suspension, which a driver's ``wait_for`` can swallow (redis-py
+            on 3.11); a task whose ``cancelling()`` count is nonzero yields
+            once first, so the request raises there, before the call.
     """
     task = asyncio.current_task()
     before = 0 if task is None else task.cancelling()
+    if before:
+        await asyncio.sleep(0)  # a pending cancellation raises here; a handled one costs this one loop turn
     try:
         result = await primitive(*args, **kwargs)
     except Exception as exc:
