@@ -126,8 +126,9 @@ class Recaller:
         threads = (thread_id,)
         if semantic is None or not text.strip():
             parts = await self.storage.read_message_parts(history, wide, threads)
-            _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
-            return compose(parts, includes, parts.windows, [], [], (0, 0), max_tokens, [], self.token_counter)
+            owner = _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
+            missing = _missing_thread(parts.threads.get(thread_id), thread_id, owner)
+            return compose(parts, includes, parts.windows, [], [], (0, 0), max_tokens, missing, self.token_counter)
         warnings: list[str] = []
         if semantic.exclude_recent:
             # The hits must lie outside the page: read the page, rank, read the hits' windows.
@@ -152,6 +153,7 @@ class Recaller:
             parts = await self.storage.read_message_parts(history, wide + hit_includes, threads)
             owner = _owner(parts.threads.get(thread_id), thread_id, resource_id, semantic)
             include_windows, hit_windows = parts.windows[: len(wide)], parts.windows[len(wide) :]
+        warnings += _missing_thread(parts.threads.get(thread_id), thread_id, owner)
         if not searched:  # nothing in the index at all (not: everything under the floor)
             warnings += await self._index_warnings(semantic, thread_id, owner)
         return compose(
@@ -322,6 +324,20 @@ def _owner(
     elif resource_id is not None and thread.resource_id != resource_id:
         raise OwnershipError(f"thread {thread_id!r} does not belong to resource {resource_id!r}")
     return resource_id if resource_id is not None else (thread.resource_id if thread else None)
+
+
+def _missing_thread(thread: Thread | None, thread_id: str, owner: str | None) -> list[str]:
+    """A warning naming ``thread_id`` when it names no thread (R-RECALL step
+    1 lets a resource-scoped recall run without it: the page is empty, the
+    search covers the resource), so a mistyped or not yet created thread is
+    told apart from one that holds nothing; else ``[]``."""
+    if thread is not None:
+        return []
+    return [
+        f"thread {thread_id!r} does not exist: recall read no history page for it (semantic recall has resource "
+        f"scope, so any hits come from the threads of resource {owner!r}); check the thread id, or create the "
+        "thread first"
+    ]
 
 
 def _wider(side: int) -> int:

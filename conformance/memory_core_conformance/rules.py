@@ -217,7 +217,7 @@ _RULE_LIST = [
         "semantic hits become include windows of message_range. A search string while semantic recall is off, or "
         "semantic recall without a vector store, is a ValidationError before any I/O; with exclude_recent the hits "
         "lie outside the history page; a search that finds nothing while storage holds messages warns and names "
-        "reindex.",
+        "reindex; a missing thread under resource scope warns, naming it.",
     ),
     Rule(
         "R-SOURCE",

@@ -231,6 +231,22 @@ class VectorConformance(HybridRecallCases):
         resource_scope = await memory.recall("ghost", "r1", "anything", thread_config=_semantic(2, "resource"))
         assert resource_scope.messages == [] and resource_scope.semantic_hits == []
 
+    async def test_r_recall_warns_of_a_missing_thread_under_resource_scope(self, memory: Memory) -> None:
+        """A missing thread is no error under resource scope (R-RECALL step 1),
+        and recall still returns the resource's hits; the warning tells a
+        mistyped thread id from an empty thread (it returned 8 hits and no
+        warning, issue 26)."""
+        await memory.storage.save_thread(thread("t1", "r1"))
+        texts = ["my passport expires in May", "renew the passport soon", "dinner at eight"]
+        await memory.save_messages([message(f"m{n}", content=t, created_at=at(n)) for n, t in enumerate(texts)])
+        resource = _semantic(2, "resource")
+        ghost = await memory.recall("ghost", "r1", "passport", thread_config=resource)
+        assert len(ghost.semantic_hits) == 2  # what is returned is unchanged
+        assert len(ghost.warnings) == 1 and "thread 'ghost' does not exist" in ghost.warnings[0], ghost.warnings
+        assert "thread 'ghost'" in (await memory.recall("ghost", "r1", thread_config=resource)).warnings[0]
+        assert (await memory.recall("t1", "r1", "passport", thread_config=resource)).warnings == []
+        assert (await memory.recall("t1", "r1", thread_config=resource)).warnings == []
+
     async def test_r_recall_hits_become_include_windows(self, memory: Memory) -> None:
         await memory.storage.save_thread(thread("t1"))
         texts = ["hello there", "I love sailing boats", "what about dinner", "pasta tonight", "sounds good", "bye"]

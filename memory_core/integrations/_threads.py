@@ -132,7 +132,10 @@ def check_limit(value: Any, field: str = "limit", *, negative_reads_all: bool = 
     """The one meaning of a history limit in every seam (``get_items(limit)``,
     ``session_settings={"limit": ...}``, ``load(limit=)``, ADK's
     ``num_recent_events``), the SDK's ``SQLiteSession`` rule: None -> every
-    message; an int n >= 0 -> the newest n (0: none); a negative int ->
+    message; an int n >= 0 -> the newest n (0: none; an n over
+    :data:`~memory_core.validation.MAX_PER_PAGE`, the largest page a read
+    takes, -> every message, as ``SQLiteSession`` and ADK's own services
+    read it: more than a thread can hold is all of it); a negative int ->
     every message, or refused where the seam's framework refuses it
     (``negative_reads_all=False``: ADK's ``GetSessionConfig``).
 
@@ -150,26 +153,21 @@ def check_limit(value: Any, field: str = "limit", *, negative_reads_all: bool = 
         ValidationError: ``field``: anything but an int or None (a bool, a
             float such as ``2.0`` and a numeric string included: the SDK
             reads ``True`` as 1 and ``"2"`` as 2; here a flag or a text
-            passed as a count is an error), an int above
-            :data:`~memory_core.validation.MAX_PER_PAGE` (the largest page a
-            read takes), or a negative int with ``negative_reads_all=False``;
-            each hint says what the seam reads.
+            passed as a count is an error), or a negative int with
+            ``negative_reads_all=False``; each hint says what the seam reads.
     """
     counts = (
         "an int (the newest n; negative: all) or None (all)"
         if negative_reads_all
         else ("an int >= 0 (the newest n) or None (all)")
     )
-    everything = "None or a negative int for all" if negative_reads_all else "None for all"
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError(field, f"must be {counts}, got {type(value).__name__} {value!r}")
-    if value > MAX_PER_PAGE:
-        raise ValidationError(field, f"must be at most {MAX_PER_PAGE} (the newest n), got {value}; {everything}")
     if value < 0 and not negative_reads_all:
         raise ValidationError(field, f"must be {counts}, got {value}")
-    return None if value < 0 else int(value)
+    return None if value < 0 or value > MAX_PER_PAGE else int(value)
 
 
 TEXT_LIMIT = MAX_MESSAGE_BYTES // 2

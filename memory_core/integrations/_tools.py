@@ -28,6 +28,7 @@ __all__ = [
     "MinScore",
     "can_recall",
     "check_recall_options",
+    "distinct_hits",
     "check_recallable",
     "notes_are_template",
     "notes_hold_nothing",
@@ -77,6 +78,33 @@ and so are system instructions."""
 _GROWTH = 4
 """How much deeper a recall tool searches again when tool results took
 slots (:func:`recall_hits`)."""
+
+
+def _text_key(message: Message) -> str:
+    """What makes two hits the same for :func:`distinct_hits`: the searched
+    text (:func:`~memory_core.vector.message_text`) under NFKC, case folding
+    and runs of whitespace as one space; a message without text is its own
+    (keyed by its id: an image or a call is not another one's copy)."""
+    text = " ".join(unicodedata.normalize("NFKC", message_text(message)).casefold().split())
+    return text if text else "\0" + message.id
+
+
+def distinct_hits(hits: list[Message]) -> list[Message]:
+    """``hits`` (best first) with one message per distinct normalised text
+    (:func:`_text_key`): the best-ranked copy is kept, later copies dropped.
+    The same question asked in several sessions, or an assistant reply
+    repeated word for word, is stored once per time it was said; without
+    this, the copies outrank the statement that answers them and fill
+    every slot (issue 26: ``recall_memory`` returned four copies of "what is
+    my pet called?" and lost "My cat is called Miso.")."""
+    seen: set[str] = set()
+    kept = []
+    for message in hits:
+        key = _text_key(message)
+        if key not in seen:
+            seen.add(key)
+            kept.append(message)
+    return kept
 
 
 def tool_recall(memory: Memory, top_k: int, min_score: MinScore) -> SemanticRecall:
@@ -137,7 +165,9 @@ async def recall_hits(
     (:data:`RECALLED_ROLES`), best first, searched under the Memory's
     semantic-recall settings (:func:`tool_recall`: its mode, weights and
     scope, resource or thread), leaving out the turn being answered and
-    those under the floor.
+    those under the floor, one per distinct text (:func:`distinct_hits`:
+    the best-ranked copy of a text said several times; further candidates
+    fill the slots its copies took).
 
     The turn being answered is the newest ``user`` message (of ``thread_id``,
     or of any thread of the resource when None) and what follows it in its
@@ -147,7 +177,7 @@ async def recall_hits(
     hits than that turn holds, so all ``top_k`` slots go to memory; when
     tool results or system messages took slots, it searches again
     :data:`_GROWTH` times deeper (up to 1000 hits) until ``top_k`` remain or
-    the scope holds no more.
+    the scope holds no more; so it does when copies of one text took them.
 
     With scope ``"thread"`` only the thread is searched: ``thread_id``, or
     (None) the thread of the turn being answered; a thread not stored yet
@@ -204,7 +234,7 @@ async def recall_hits(
             return []
         found = {m.id: m for m in result.messages}
         hits = [found[hit] for hit in result.semantic_hits if hit in found]
-        kept = [m for m in hits if m.role in RECALLED_ROLES]
+        kept = distinct_hits([m for m in hits if m.role in RECALLED_ROLES])
         if len(kept) >= top_k or len(hits) < want or want >= MAX_TOP_K:
             return kept[:top_k]
         want = min(want * _GROWTH, MAX_TOP_K)

@@ -233,7 +233,8 @@ def _check_names(app_name: Any, user_id: Any) -> None:
 
 def _recent_events(config: GetSessionConfig | None) -> int | None:
     """``config.num_recent_events`` as ADK reads it: None (or no config):
-    every event; n >= 0: the newest n.
+    every event; n >= 0: the newest n (over 2**31-1: every event, as ADK's
+    own services read it).
 
     Raises:
         ValidationError: field ``num_recent_events``: not an int or None

@@ -355,7 +355,8 @@ class MemoryCoreSession:
     ) -> list[TResponseInputItem]:
         """The newest ``limit`` items, oldest first (``session_settings.limit``
         when None; every item when that is None too). As the SDK's
-        ``SQLiteSession``: 0 gives ``[]``, a negative limit every item
+        ``SQLiteSession``: 0 gives ``[]``, a negative limit or one over
+        2**31-1 (``2**31``, ``2**63-1``: more than a session holds) every item
         (:func:`~memory_core.integrations._threads.check_limit`, the limit of
         every seam).
 

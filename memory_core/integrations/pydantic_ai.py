@@ -175,7 +175,8 @@ class MessageHistory:
 
     async def load(self, conversation_id: str, *, limit: int | None = None) -> list[ModelMessage]:
         """The conversation's messages, oldest first: every one (``limit``
-        None or negative), or the newest ``limit`` (0: none); ``[]`` for a
+        None, negative, or over 2**31-1: more than a conversation holds), or
+        the newest ``limit`` (0: none); ``[]`` for a
         new conversation. ``limit`` means what it means in every seam, the
         Agents SDK's ``SQLiteSession`` rule
         (:func:`~memory_core.integrations._threads.check_limit`).

@@ -219,3 +219,79 @@ async def test_adk_search_memory_leaves_out_function_responses() -> None:
         assert texts == ["My cat is called Miso.", "hi"]  # outside a run: no turn left out (issue 26)
         assert [m.author for m in found.memories] == ["user", "user"]
         assert all(p.function_response is None for m in found.memories for p in m.content.parts or [])
+
+
+QUESTION = "recall: what is my pet called?"
+
+
+def recalling_briefly(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``recall_memory`` with the prompt, then answers in a word (a
+    reply quoting the hits would be a new text each time, not a copy)."""
+    last: Any = messages[-1].parts[-1]
+    if last.part_kind == "tool-return":
+        return _answer("Done.")
+    return ModelResponse(parts=[ToolCallPart("recall_memory", {"query": last.content}, tool_call_id="r1")])
+
+
+async def test_a_question_asked_in_every_restart_does_not_crowd_out_the_fact() -> None:
+    """Issue 26: the same question asked again after each restart was stored
+    each time, and its copies (scoring alike, above the fact) filled every
+    slot: ``recall_memory`` returned four copies of the question and lost
+    "My cat is called Miso.". Now one hit per distinct text, the slots
+    filled from further candidates; the same in the three seams."""
+    async with vector_memory() as memory:
+        earlier = MemoryCoreSession("first", memory)
+        fact: Any = [{"role": "user", "content": "My cat is called Miso."}]
+        await earlier.add_items(fact, wrapper=RunContextWrapper(ALICE))
+        openai_texts: list[list[str]] = []
+        for _ in range(5):  # a restart each: a new session object on the store, the same question
+            session = MemoryCoreSession("chat", memory)
+            agent = Agent(name="a", model=RecallingModel(), tools=[*memory_tools(session, top_k=4, min_score=None)])
+            answer = await Runner.run(agent, QUESTION, session=session, context=ALICE)
+            openai_texts.append([hit["text"] for hit in json.loads(answer.final_output)])
+        for texts in openai_texts:
+            assert "My cat is called Miso." in texts, texts
+            assert len(texts) == len({" ".join(t.casefold().split()) for t in texts}), texts
+        assert len(openai_texts[-1]) == 4  # the copies' slots filled by further candidates
+
+        history = MessageHistory(memory, "bob")
+        noted = PydanticAgent(FunctionModel(lambda m, i: _answer("Noted.")))
+        await history.append("first", (await noted.run("My dog is called Rex.")).new_messages())
+        for _ in range(4):
+            tools = history.tools("chat", top_k=3, min_score=None)
+            recaller = PydanticAgent(FunctionModel(recalling_briefly), tools=tools)
+            result = await recaller.run(QUESTION, message_history=await history.load("chat"))
+            await history.append("chat", result.new_messages())
+        returned = [str(p.content) for m in result.new_messages() for p in m.parts if p.part_kind == "tool-return"]
+        texts = [hit["text"] for hit in json.loads(returned[0])]
+        assert "My dog is called Rex." in texts and len(texts) == len(set(texts)), texts
+
+        sessions, search = MemoryCoreSessionService(memory), MemoryCoreMemoryService(memory, top_k=2, min_score=None)
+        trip = types.Content(role="user", parts=[types.Part(text="I fly to Lisbon in April.")])
+        adk = await sessions.create_session(app_name="a", user_id="carol", session_id="s0")
+        await sessions.append_event(adk, Event(author="user", content=trip))
+        for n in range(1, 4):
+            adk = await sessions.create_session(app_name="a", user_id="carol", session_id=f"s{n}")
+            asked = types.Content(role="user", parts=[types.Part(text=f"recall:  Lisbon trip{' ' * n}")])
+            await sessions.append_event(adk, Event(author="user", content=asked))
+        found = await search.search_memory(app_name="a", user_id="carol", query="Lisbon")
+        texts = [p.text or "" for m in found.memories for p in m.content.parts or []]
+        assert len(texts) == 2 and "I fly to Lisbon in April." in texts, texts  # was the question twice
+
+
+def test_distinct_hits_keeps_the_best_ranked_copy_of_each_text() -> None:
+    from memory_core import Message
+    from memory_core.integrations._tools import distinct_hits
+
+    def said(id: str, content: Any) -> Message:
+        return Message(id=id, thread_id="t", resource_id="u", role="user", content=content)
+
+    hits = [
+        said("a", "What is my  pet called?"),
+        said("b", "what is my pet called?\n"),  # case and whitespace alone differ: a copy
+        said("c", "My cat is called Miso."),
+        said("d", {"format": 2, "parts": []}),  # no text: its own, never another's copy
+        said("e", {"format": 2, "parts": []}),
+        said("f", "\uff57\uff48\uff41\uff54 is my pet called?"),  # NFKC: full-width letters are the same words
+    ]
+    assert [m.id for m in distinct_hits(hits)] == ["a", "c", "d", "e"]

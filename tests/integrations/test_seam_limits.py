@@ -1,9 +1,10 @@
 """One meaning of a history limit in every seam
 (:func:`memory_core.integrations._threads.check_limit`, the Agents SDK's
-``SQLiteSession`` rule): None and a negative int read everything, 0 nothing,
-n the newest n; anything else (a bool, a float, a str) is a ValidationError
-naming the caller's own parameter (``limit``, ``session_settings.limit``,
-``num_recent_events``). ADK's ``num_recent_events`` is the one exception:
+``SQLiteSession`` rule): None, a negative int and an int larger than any
+thread (over 2**31-1) read everything, 0 nothing, n the newest n; anything
+else (a bool, a float, a str) is a ValidationError naming the caller's own
+parameter (``limit``, ``session_settings.limit``, ``num_recent_events``).
+ADK's ``num_recent_events`` is the one exception:
 ADK's own ``GetSessionConfig`` refuses a negative count, and so does the
 seam, whose hints then never offer a negative count."""
 
@@ -102,17 +103,35 @@ async def test_every_seam_reads_a_limit_the_same_way(seam: str) -> None:
     assert await read(0) == []
     assert await read(2) == TEXTS[1:]
     assert await read(10) == TEXTS
-    for wrong in (True, False, 2.0, "2", 10**12):
+    for wrong in (True, False, 2.0, "2", 10.0**12):
         with pytest.raises(ValidationError) as caught:
             await read(wrong)
         assert caught.value.field == field, caught.value  # the caller's own word, never "per_page"
         # Each seam's hint says what that seam reads: ADK refuses negatives (was "(negative: all)" there too).
         assert ("negative" in str(caught.value)) is (seam != "adk"), caught.value
-    everything = "None for all" if seam == "adk" else "None or a negative int for all"
-    with pytest.raises(
-        ValidationError, match=rf"at most 2147483647 \(the newest n\), got 10000000000000; {everything}$"
-    ):
-        await read(10**13)  # was "[R-PAGE] per_page: ...; use False for all"
+    for large in (2**31 - 1, 2**31, 10**12, 2**63 - 1, 10**30):  # issue 26: more than a thread holds is all
+        assert await read(large) == TEXTS  # was "limit: must be at most 2147483647" past 2**31-1
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif("openai" not in SEAMS, reason="openai-agents is not installed")
+@pytest.mark.parametrize("limit", [None, -1, 0, 1, 2, 3, 4, 2**31 - 1, 2**31, 10**12, 2**63 - 1])
+async def test_get_items_reads_a_limit_as_the_sdks_sqlite_session(limit: int | None) -> None:
+    """The oracle is the SDK's own ``SQLiteSession``: before, ``2**31`` and
+    ``2**63-1`` were a ValidationError here while it returned every item."""
+    from agents import SQLiteSession
+
+    from memory_core.integrations.openai_agents import MemoryCoreSession
+
+    items: Any = [{"role": "user", "content": text} for text in TEXTS]
+    reference = SQLiteSession("s")
+    ours = MemoryCoreSession("s", Memory(InMemoryStorage()), resource_id="u")
+    try:
+        await reference.add_items(items)
+        await ours.add_items(items)
+        assert await ours.get_items(limit) == await reference.get_items(limit)
+    finally:
+        reference.close()
 
 
 @pytest.mark.anyio
