@@ -12,6 +12,7 @@ third parties without packaging).
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from importlib.metadata import entry_points
@@ -104,12 +105,16 @@ def _load(group: str, url: str) -> Any:
     if any(name in _runtime[other] or name in known_schemes(other) for name in candidates):
         raise URLKindError("url", scheme, "vector store" if group == STORAGE_GROUP else "storage")
     folder = _INSTALL_HINTS.get(scheme)
-    advice = (
-        f"install memory-core-{folder} from a clone of memory-core: pip install -e ./adapters/{folder}"
-        if folder
-        else "no installed adapter registers it"
-    )
-    raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {listed(sorted(eps))})")
+    known = sorted(known_schemes(group))
+    if folder:
+        advice = f"install memory-core-{folder} from a clone of memory-core: pip install -e ./adapters/{folder}"
+    else:
+        # A misspelt scheme gets the one meant, as a misspelt option does
+        # (options.unknown_option): ``sqlit`` -> "did you mean 'sqlite'?".
+        close = difflib.get_close_matches(scheme, known, n=1)
+        advice = f"did you mean {close[0]!r}? " if close else ""
+        advice += "no installed adapter registers it"
+    raise ValidationError("url", f"unknown {kind} scheme {scheme!r}: {advice} (known: {listed(known)})")
 
 
 def _build(group: str, url: str, options: dict[str, Any]) -> Any:
@@ -139,7 +144,7 @@ def storage_class(url: str) -> Any:
 
     Raises:
         ValidationError: unknown scheme (the message names the package to
-            install) or a malformed URL.
+            install, or the scheme meant for a misspelling) or a malformed URL.
     """
     return _load(STORAGE_GROUP, url)
 
@@ -183,8 +188,9 @@ async def connect(url: str, **options: Any) -> Storage:
 
     Raises:
         ValidationError: unknown scheme (the message names the package to
-            install), a malformed URL, or an option the adapter does not
-            accept or a bad value (the field names the option).
+            install, or the scheme meant for a misspelling), a malformed URL,
+            or an option the adapter does not accept or a bad value (the
+            field names the option).
         BackendError: the backend could not be reached.
     """
     storage: Storage = _build(STORAGE_GROUP, url, options)

@@ -6,6 +6,7 @@ is a ``ValidationError`` that names the option meant, never a driver's
 from __future__ import annotations
 
 import importlib.util
+import re
 from collections.abc import Callable
 
 import pytest
@@ -103,3 +104,38 @@ def test_the_redis_typo_on_the_command_line_is_one_red_line() -> None:
     assert done.stdout == ""
     assert done.stderr.startswith("error: ") and "did you mean 'prefix'?" in done.stderr, done.stderr
     assert "TypeError" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "build", "url", "meant"),
+    [
+        ("memory_core_sqlite", build_storage, "sqlit:///app1.db", "sqlite"),
+        ("memory_core_postgres", build_storage, "postgress://u@127.0.0.1:1/db", "postgres"),
+        ("memory_core_qdrant", build_vector, "qdrnt+path:///vectors", "qdrant+path"),
+        ("memory_core", build_vector, "memroy://", "memory"),
+    ],
+)
+def test_a_url_scheme_typo_names_the_scheme_meant(
+    module: str, build: Callable[[str], object], url: str, meant: str
+) -> None:
+    """Issue 26: before, ``sqlit:///app1.db`` said only ``unknown storage
+    scheme 'sqlit'`` while an option typo names the option meant."""
+    _needs(module)
+    said = f"scheme {url.split(':')[0]!r}: did you mean {meant!r}? "
+    with pytest.raises(ValidationError, match=re.escape(said)):
+        build(url)
+
+
+def test_a_scheme_nothing_resembles_offers_no_guess() -> None:
+    with pytest.raises(ValidationError) as caught:
+        build_storage("bogus://x")
+    assert "did you mean" not in str(caught.value) and "known: memory, " in str(caught.value)
+
+
+def test_the_scheme_typo_on_the_command_line_is_one_red_line() -> None:
+    _needs("memory_core_sqlite")
+    done = cli("export", "sqlit:///app1.db")
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith("error: URL: unknown storage scheme 'sqlit': did you mean 'sqlite'? "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
