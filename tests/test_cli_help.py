@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from importlib.metadata import entry_points, version
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,22 @@ def test_a_command_help_names_values_and_shows_flags_bare(name: str) -> None:
         assert row is not None, (names, done.stdout)
         shown = (row.group(1) or "").strip()
         assert (shown == "") == param.is_flag, (names, shown, done.stdout)
+
+
+def test_version_names_memory_core_and_each_installed_adapter() -> None:
+    """Issue 26: before, ``memory-core --version`` said ``No such option:
+    --version`` (exit 2). Now one line per distribution, memory-core first:
+    what a bug report needs."""
+    adapters = {
+        entry.dist.name: entry.dist.version
+        for group in ("memory_core.storage", "memory_core.vector")
+        for entry in entry_points(group=group)
+        if entry.dist is not None and entry.dist.name != "memory-core"
+    }
+    for args in (["--version"], ["--version", "demo"]):  # eager: before any command runs
+        done = cli(*args)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        lines = done.stdout.splitlines()
+        assert lines[0] == f"memory-core {version('memory-core')}", done.stdout
+        assert lines[1:] == [f"{name} {adapters[name]}" for name in sorted(adapters)], done.stdout
+    assert "--version" in cli("--help").stdout

@@ -29,10 +29,10 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
 from pathlib import PurePath
 from types import FrameType
-from typing import IO, Any, NoReturn, TypeVar, get_args, get_origin
+from typing import IO, Annotated, Any, NoReturn, TypeVar, get_args, get_origin
 
 import typer
 from rich.console import Console
@@ -416,6 +416,51 @@ def _load(entry: EntryPoint) -> tuple[Callable[..., Any], bool]:
     return loaded, False
 
 
+def _versions() -> list[str]:
+    """What ``memory-core --version`` prints: ``memory-core <version>``, then
+    ``<distribution> <version>`` for each installed distribution other than
+    memory-core that registers a storage or vector adapter (an entry point
+    of :data:`~memory_core.registry.STORAGE_GROUP` or
+    :data:`~memory_core.registry.VECTOR_GROUP`), sorted by name: one line
+    each, for a bug report. A memory-core that is importable but not installed (a checkout
+    on ``PYTHONPATH``) shows ``memory-core (not installed)``."""
+    from memory_core.registry import STORAGE_GROUP, VECTOR_GROUP  # only when asked: startup stays light
+
+    try:
+        lines = [f"memory-core {version('memory-core')}"]
+    except PackageNotFoundError:
+        lines = ["memory-core (not installed)"]
+    adapters = {
+        entry.dist.name: entry.dist.version
+        for group in (STORAGE_GROUP, VECTOR_GROUP)
+        for entry in entry_points(group=group)
+        if entry.dist is not None and entry.dist.name != "memory-core"
+    }
+    return lines + [f"{name} {adapters[name]}" for name in sorted(adapters)]
+
+
+def _print_versions(wanted: bool) -> None:
+    """``--version``'s callback (eager: it runs before any command or other
+    option is looked at): print :func:`_versions` on stdout and end with exit 0."""
+    if wanted:
+        typer.echo("\n".join(_versions()))
+        raise typer.Exit()
+
+
+def _group_options(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Show memory-core's version and each installed adapter's, then exit.",
+            callback=_print_versions,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """The options of ``memory-core`` itself (before a command): only ``--version``."""
+
+
 def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = False) -> typer.Typer:
     """A ``memory-core`` app holding ``commands`` (default: every entry point
     of :data:`COMMAND_GROUP`) plus, for each :data:`PROVIDERS` command not
@@ -442,8 +487,9 @@ def build_app(commands: Iterable[EntryPoint] | None = None, *, process: bool = F
     app = typer.Typer(
         help="memory-core: async storage for agent conversation memory.", no_args_is_help=True, rich_markup_mode=None
     )
-    # A callback keeps typer in group mode even with a single command.
-    app.callback()(lambda: None)
+    # A callback keeps typer in group mode even with a single command; it
+    # also takes the group's own option, --version.
+    app.callback()(_group_options)
     found = {entry.name: entry for entry in (entry_points(group=COMMAND_GROUP) if commands is None else commands)}
     extra = {"allow_extra_args": True, "ignore_unknown_options": True}
     for name in sorted(found.keys() | PROVIDERS.keys()):
