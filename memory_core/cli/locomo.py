@@ -1,10 +1,15 @@
 """Load LoCoMo-format conversations into memory-core records.
 
 The LoCoMo benchmark ("Evaluating Very Long-Term Conversational Memory of LLM
-Agents", ACL 2024) stores one two-person conversation per JSON file; its
-data set's README gives the mapping used here:
+Agents", ACL 2024) releases its ten two-person conversations as one file,
+``data/locomo10.json``: a JSON list of samples ``{sample_id, conversation:
+{speaker_a, speaker_b, session_<N>, session_<N>_date_time}, qa, ...}``. A
+file may also hold one conversation as a flat object (``{speaker_a, ...,
+session_<N>, qa}``, the form the data set's split folders use), or a list of
+those. The mapping used here:
 
-- one conversation = one resource (``locomo-<file stem>``);
+- one conversation = one resource (``locomo-<sample_id>`` for a sample of the
+  list, ``locomo-<file stem>`` for a file holding one conversation);
 - one session K = one thread (``<resource>:s<K>``), created at the session's
   date-time (read as UTC);
 - turn n of a session = one message (id ``<resource>:<dia_id>``), created at
@@ -89,10 +94,13 @@ def _get(container: dict[str, Any], key: str, kind: type, where: str) -> Any:
 
 
 def load_conversation(data: Any, name: str, source: str | None = None) -> Conversation:
-    """Map one parsed LoCoMo JSON object (named ``name``) onto records.
+    """Map one parsed LoCoMo conversation (named ``name``) onto records: a
+    flat object ``{speaker_a, speaker_b, session_<N>, session_<N>_date_time,
+    qa}`` or a sample of the data set's ``locomo10.json``, whose turns are
+    under ``conversation`` and whose ``qa`` is beside it.
 
     Args:
-        data: the parsed JSON of one conversation file.
+        data: the parsed JSON of one conversation.
         name: the conversation's name (the resource id is ``locomo-<name>``).
         source: where ``data`` came from, for error fields (default ``name``).
 
@@ -101,31 +109,35 @@ def load_conversation(data: Any, name: str, source: str | None = None) -> Conver
             a missing or mistyped key (``speaker_a``, ``session_<N>``, a turn's
             ``speaker``/``dia_id``/``text``, a question), an unparseable
             ``session_<N>_date_time``, or no session with a message. The field
-            names the source and the key, e.g. ``"26.json: session_3[4].text"``.
+            names the source and the key, e.g. ``"26.json: session_3[4].text"``
+            or ``"locomo10.json[0]: conversation.session_3[4].text"``.
     """
     source = source or name
     if not isinstance(data, dict):
         raise ValidationError(source, f"must be a JSON object (one LoCoMo conversation), got {type(data).__name__}")
+    body, at = (data["conversation"], f"{source}: conversation.") if "conversation" in data else (data, f"{source}: ")
+    if not isinstance(body, dict):
+        raise ValidationError(at.removesuffix("."), f"must be a JSON object, got {type(body).__name__}")
     resource_id = f"locomo-{name}"
-    speaker_a = _get(data, "speaker_a", str, f"{source}: speaker_a")
-    speaker_b = _get(data, "speaker_b", str, f"{source}: speaker_b")
-    sessions = sorted(int(m.group(1)) for key in data if (m := _SESSION.fullmatch(key)))
+    speaker_a = _get(body, "speaker_a", str, f"{at}speaker_a")
+    speaker_b = _get(body, "speaker_b", str, f"{at}speaker_b")
+    sessions = sorted(int(m.group(1)) for key in body if (m := _SESSION.fullmatch(key)))
     threads: list[Thread] = []
     messages: list[Message] = []
     for number in sessions:
         key = f"session_{number}"
-        turns = _get(data, key, list, f"{source}: {key}")
-        when = _get(data, f"{key}_date_time", str, f"{source}: {key}_date_time")
+        turns = _get(body, key, list, f"{at}{key}")
+        when = _get(body, f"{key}_date_time", str, f"{at}{key}_date_time")
         try:
             started = parse_session_time(when)
         except ValueError:
             raise ValidationError(
-                f"{source}: {key}_date_time", f"must look like '1:56 pm on 8 May, 2023', got {when!r}"
+                f"{at}{key}_date_time", f"must look like '1:56 pm on 8 May, 2023', got {when!r}"
             ) from None
         thread_id = f"{resource_id}:s{number}"
         threads.append(Thread(thread_id, resource_id, f"Session {number}", {"session": number}, started, started))
         for index, turn in enumerate(turns):
-            where = f"{source}: {key}[{index}]"
+            where = f"{at}{key}[{index}]"
             if not isinstance(turn, dict):
                 raise ValidationError(where, f"must be a JSON object, got {type(turn).__name__}")
             speaker = _get(turn, "speaker", str, f"{where}.speaker")
@@ -162,46 +174,86 @@ def _question(q: Any, where: str, resource_id: str) -> Question:
 
 
 LOCOMO_DIR_HELP = (
-    "a folder of LoCoMo conversations, one JSON file each (keys speaker_a, speaker_b, session_<N>, "
-    "session_<N>_date_time, qa), made from the LoCoMo data set (github.com/snap-research/locomo, "
-    "data/locomo10.json); a clone of memory-core does not include it"
+    "LoCoMo conversations: the LoCoMo data set's data/locomo10.json (github.com/snap-research/locomo), "
+    "or a folder of *.json files, each that file's list of conversations or one conversation "
+    "(keys speaker_a, speaker_b, session_<N>, session_<N>_date_time, qa); a clone of memory-core does not include it"
 )
-"""What a LoCoMo folder argument is: for help texts and error messages."""
+"""What a LoCoMo file or folder argument is: for help texts and error messages."""
 
 
 def load_dir(path: str | Path) -> list[Conversation]:
-    """Every ``*.json`` conversation in ``path``, by file name.
+    """The conversations of ``path``: a LoCoMo JSON file, or a folder whose
+    ``*.json`` files are read by file name. A file holds a list of
+    conversations (the data set's ``locomo10.json``; each is named by its
+    ``sample_id``, else ``<file stem>-<position from 1>``) or one
+    conversation (named by the file stem); see :func:`load_conversation`.
 
     Raises:
-        FileNotFoundError: ``path`` is not a folder or holds no JSON file
-            (the message says what the folder should be: :data:`LOCOMO_DIR_HELP`).
-        ValidationError: a file is not UTF-8 JSON or not a LoCoMo
-            conversation (see :func:`load_conversation`); the field names it.
+        FileNotFoundError: ``path`` is neither a file nor a folder holding a
+            JSON file (the message says what it should be:
+            :data:`LOCOMO_DIR_HELP`).
+        ValidationError: a file is not UTF-8 JSON, neither a conversation
+            nor a list of them, a conversation is malformed (see
+            :func:`load_conversation`), or two are named alike; the field
+            names the file, its position and the key.
     """
-    folder = Path(path)
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    given = Path(path)
+    files = [given] if given.is_file() else sorted(given.glob("*.json")) if given.is_dir() else []
     if not files:
-        raise FileNotFoundError(_no_files(folder))
-    return [load_conversation(_read_json(f), f.stem, str(f)) for f in files]
+        raise FileNotFoundError(_no_files(given))
+    conversations: list[Conversation] = []
+    seen: dict[str, str] = {}
+    for file in files:
+        for where, conversation in _file_conversations(file):
+            if conversation.resource_id in seen:
+                raise ValidationError(
+                    where, f"is named {conversation.resource_id!r} as {seen[conversation.resource_id]} is"
+                )
+            seen[conversation.resource_id] = where
+            conversations.append(conversation)
+    return conversations
+
+
+def _file_conversations(file: Path) -> list[tuple[str, Conversation]]:
+    """The conversations in ``file``, each with where it is (the file, and
+    its position in a list): a list of them or one."""
+    data = _read_json(file)
+    if isinstance(data, dict):
+        return [(str(file), load_conversation(data, file.stem, str(file)))]
+    if not isinstance(data, list):
+        raise ValidationError(
+            str(file),
+            f"must be a JSON object (one LoCoMo conversation) or a list of them (locomo10.json), "
+            f"got {type(data).__name__}",
+        )
+    if not data:
+        raise ValidationError(str(file), "holds an empty list, no LoCoMo conversation")
+    found = []
+    for index, item in enumerate(data):
+        where = f"{file}[{index}]"
+        sample = item.get("sample_id") if isinstance(item, dict) else None
+        name = str(sample) if isinstance(sample, str | int) and str(sample) else f"{file.stem}-{index + 1}"
+        found.append((where, load_conversation(item, name, where)))
+    return found
 
 
 def require_locomo_dir(path: str | Path) -> Path:
     """For a script's command line (an argparse ``type=``): ``path`` when it
-    is a folder holding ``*.json`` files; otherwise one line ``error: ...`` on
-    stderr (what the folder should be) and exit 2, with no traceback.
+    is a file or a folder holding ``*.json`` files; otherwise one line
+    ``error: ...`` on stderr (what it should be) and exit 2, with no traceback.
 
     Raises:
-        SystemExit: (code 2) ``path`` is missing, not a folder, or empty.
+        SystemExit: (code 2) ``path`` is missing, or a folder without ``*.json`` files.
     """
-    folder = Path(path)
-    if not folder.is_dir() or not any(folder.glob("*.json")):
-        sys.stderr.write(f"error: {_no_files(folder)}\n")
+    given = Path(path)
+    if not given.is_file() and not (given.is_dir() and any(given.glob("*.json"))):
+        sys.stderr.write(f"error: {_no_files(given)}\n")
         raise SystemExit(2)
-    return folder
+    return given
 
 
-def _no_files(folder: Path) -> str:
-    return f"no LoCoMo *.json files in {folder}; give {LOCOMO_DIR_HELP}"
+def _no_files(given: Path) -> str:
+    return f"no LoCoMo *.json files in {given}; give {LOCOMO_DIR_HELP}"
 
 
 def _read_json(path: Path) -> Any:

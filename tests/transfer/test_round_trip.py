@@ -3,8 +3,6 @@ verified equal at every hop: generated stores, and the LoCoMo data when present.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,13 +10,13 @@ import pytest
 from memory_core import Storage, lineage
 from memory_core.models import Message, Thread
 from memory_core.transfer import copy_store, summarize
+from tests.locomo_data import LOCOMO, needs_locomo
 from tests.transfer.conftest import NewStore
 from tests.transfer.stores import fill, snapshot
 
 pytestmark = pytest.mark.anyio
 
 HOPS = ["sqlite", "valkey", "secantus", "sqlite"]
-LOCOMO = Path(os.environ.get("MEMORY_CORE_LOCOMO", Path(__file__).resolve().parents[3] / "shared/data/locomo10"))
 
 
 async def _hops(first: Storage, new_store: NewStore, page_size: int = 37, batch_size: int = 29) -> None:
@@ -43,7 +41,7 @@ async def test_generated_store_round_trip(seed: int, new_store: NewStore) -> Non
 
 
 @pytest.mark.heavy  # 5,882 messages through secantusdb: run first (root conftest.py)
-@pytest.mark.skipif(not LOCOMO.is_dir(), reason=f"LoCoMo data not found at {LOCOMO} (set MEMORY_CORE_LOCOMO)")
+@needs_locomo
 async def test_locomo_round_trip(new_store: NewStore) -> None:
     from memory_core.cli.locomo import load_dir
 
