@@ -108,3 +108,23 @@ def test_a_rerun_after_a_killed_run_leaves_no_hidden_earlier_copy(tmp_path: Path
     assert rerun.returncode == 0, rerun.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["x.db", "x.vectors"]
     assert db.stat().st_ino != earlier and _messages(db) == 36
+
+
+@pytest.mark.skipif(importlib.util.find_spec("memory_core_qdrant") is None, reason="needs memory-core-qdrant")
+def test_the_banner_urls_are_alike_and_work_in_later_commands(tmp_path: Path) -> None:
+    """Issue 26: the banner showed storage relative (``sqlite:///memory-core-demo.db``)
+    and vectors absolute (``qdrant+path:////tmp/...``). Both are absolute now,
+    and pasted into a later command they name the demo's files."""
+    done = cli("demo", "--embedder", "lexical", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = dict(
+        line.split(": ", 1) for line in done.stdout.splitlines() if line.startswith(("storage: ", "vectors: "))
+    )
+    assert lines["storage"] == f"sqlite:///{(tmp_path / 'memory-core-demo.db').resolve()}", done.stdout
+    assert lines["vectors"] == f"qdrant+path:///{(tmp_path / 'memory-core-demo.vectors').resolve()}", done.stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    exported = cli("export", lines["storage"], "-o", str(elsewhere / "e.jsonl"), cwd=elsewhere)
+    assert exported.returncode == 0, exported.stderr
+    checked = cli("check-index", lines["storage"], "--vector", lines["vectors"], "--embedder", "lexical", cwd=elsewhere)
+    assert checked.returncode == 0, checked.stderr

@@ -538,7 +538,9 @@ def demo(
                 # Never replaces a file the demo did not make (see prepare_demo_files).
                 files = prepare_demo_files(db, database=storage is None, vectors=vector is None, keep=keep)
             work = _demo(
-                storage or f"sqlite:///{db}",
+                # Both URLs absolute, as the banner shows them: pasted into a
+                # later command from any folder they name these files.
+                storage or f"sqlite:///{db.resolve()}",
                 storage is not None,
                 None if vector == "none" else vector or f"qdrant+path:///{vectors_folder(db).resolve()}",
                 vector not in (None, "none"),
