@@ -235,9 +235,9 @@ def test_locomo_loader_reads_the_official_file_given_as_a_file_or_in_a_folder(tm
     data.write_text(json.dumps(_official("conv-26", "conv-30")), encoding="utf-8")
     for given in (data, data.parent):
         first, second = load_dir(given)
-        assert [first.resource_id, second.resource_id] == ["locomo-conv-26", "locomo-conv-30"]
-        assert [m.id for m in first.messages] == ["locomo-conv-26:D1:1", "locomo-conv-26:D1:2"]
-        assert [(q.evidence, q.answer, q.category) for q in first.questions] == [(("locomo-conv-26:D1:2",), "a", 5)]
+        assert [first.resource_id, second.resource_id] == ["locomo-26", "locomo-30"]
+        assert [m.id for m in first.messages] == ["locomo-26:D1:1", "locomo-26:D1:2"]
+        assert [(q.evidence, q.answer, q.category) for q in first.questions] == [(("locomo-26:D1:2",), "a", 5)]
 
 
 def test_locomo_loader_names_a_listed_conversation_without_sample_id_by_position(tmp_path: Path) -> None:
@@ -250,7 +250,7 @@ def test_locomo_loader_refuses_two_conversations_named_alike(tmp_path: Path) -> 
     with pytest.raises(ValidationError) as caught:
         load_dir(tmp_path)
     assert caught.value.field == f"{tmp_path / 'locomo10.json'}[1]"
-    assert caught.value.reason == f"is named 'locomo-conv-26' as {tmp_path / 'locomo10.json'}[0] is"
+    assert caught.value.reason == f"is named 'locomo-26' as {tmp_path / 'locomo10.json'}[0] is"
 
 
 def test_demo_runs_on_the_official_file(tmp_path: Path) -> None:
@@ -259,7 +259,7 @@ def test_demo_runs_on_the_official_file(tmp_path: Path) -> None:
     args = ["--locomo", str(data), "--db", str(tmp_path / "d.db"), "--vector", "none", "--embedder", "lexical"]
     result = CliRunner().invoke(app, ["demo", *args])
     assert result.exit_code == 0, result.output
-    assert "locomo-conv-26" in result.output
+    assert "locomo-26" in result.output
 
 
 # ---------------------------------------------------------------- check URL

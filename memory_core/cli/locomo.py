@@ -9,7 +9,8 @@ session_<N>, qa}``, the form the data set's split folders use), or a list of
 those. The mapping used here:
 
 - one conversation = one resource (``locomo-<sample_id>`` for a sample of the
-  list, ``locomo-<file stem>`` for a file holding one conversation);
+  list, without its ``conv-`` prefix as the split files ``26.json`` ... name
+  it; ``locomo-<file stem>`` for a file holding one conversation);
 - one session K = one thread (``<resource>:s<K>``), created at the session's
   date-time (read as UTC);
 - turn n of a session = one message (id ``<resource>:<dia_id>``), created at
@@ -232,7 +233,9 @@ def _file_conversations(file: Path) -> list[tuple[str, Conversation]]:
     for index, item in enumerate(data):
         where = f"{file}[{index}]"
         sample = item.get("sample_id") if isinstance(item, dict) else None
-        name = str(sample) if isinstance(sample, str | int) and str(sample) else f"{file.stem}-{index + 1}"
+        # The release names its samples conv-26 ...; its split files 26.json ...: one id either way.
+        name = str(sample).removeprefix("conv-") if isinstance(sample, str | int) and str(sample) else ""
+        name = name or f"{file.stem}-{index + 1}"
         found.append((where, load_conversation(item, name, where)))
     return found
 
