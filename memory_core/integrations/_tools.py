@@ -347,10 +347,16 @@ def _home(scope: Scope, thread_id: str | None) -> str | None:
     return thread_id if scope == "thread" else None
 
 
-_INVISIBLE = "Cf"
-"""The Unicode category of format characters (zero-width space U+200B, BOM
-U+FEFF, word joiner U+2060, ...): they show as nothing, so notes made of
-them and whitespace hold nothing."""
+_INVISIBLE = frozenset({"Cf", "Cc", "Mn", "Me"})
+"""Unicode categories that show as nothing on their own: format characters
+(zero-width space U+200B, BOM U+FEFF, word joiner U+2060), controls (line
+breaks and tabs are kept: they are whitespace), and
+combining marks with no letter to sit on (combining grapheme joiner U+034F,
+variation selectors U+FE00-U+FE0F)."""
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and symbols drawn as blank space: the Hangul fillers (Unicode's
+Default_Ignorable_Code_Point property lists them, DerivedCoreProperties.txt)
+and the Braille blank U+2800."""
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`\n]*$", re.MULTILINE)
 """A Markdown code-fence line (an opening one may name a language)."""
 _MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+|[*_`~]", re.MULTILINE)
@@ -362,8 +368,11 @@ compared in lower case."""
 
 
 def _visible(text: str) -> str:
-    """``text`` without format characters (category Cf) and code-fence lines."""
-    kept = "".join(c for c in text if unicodedata.category(c) != _INVISIBLE)
+    """``text`` without what shows as nothing (:data:`_INVISIBLE`,
+    :data:`_BLANK_LETTERS`) and without code-fence lines."""
+    kept = "".join(
+        c for c in text if c.isspace() or (unicodedata.category(c) not in _INVISIBLE and c not in _BLANK_LETTERS)
+    )
     return _FENCE.sub("", kept)
 
 
@@ -384,9 +393,10 @@ def _empty_json(value: Any) -> bool:
 
 def notes_hold_nothing(text: str) -> bool:
     """Whether notes sent to ``update_working_memory`` hold nothing, so
-    storing them would erase the notes kept: once format characters
-    (category Cf: U+200B, U+FEFF, U+2060, ...) and code-fence lines are
-    removed, ``text`` is Unicode whitespace, a "no value" word (``None``,
+    storing them would erase the notes kept: once what shows as nothing
+    (format characters such as U+200B, U+FEFF, U+2060; controls; combining
+    marks alone; the Hangul fillers; the Braille blank) and code-fence lines
+    are removed, ``text`` is Unicode whitespace, a "no value" word (``None``,
     ``null``, ``nil``, ``undefined``, ``N/A``, any case) or JSON that holds
     nothing (``null``, ``{}``, ``[]``, ``""``, containers of those:
     :func:`_empty_json`)."""

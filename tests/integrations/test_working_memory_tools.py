@@ -45,6 +45,9 @@ REFUSED = [
     ("# User\n- Name:\n- Likes:\n", REFUSED_TEMPLATE),  # without its bold markers
     ("# User\r\n* __Name__:\u200b\r\n* Likes:\r\n", REFUSED_TEMPLATE),  # other bullets and emphasis, CRLF
     ("\u200b", REFUSED_BLANK),  # zero-width space (format characters, Unicode category Cf)
+    ("\u3164\u115f\uffa0", REFUSED_BLANK),  # Hangul fillers: letters drawn as blank space
+    ("\u034f\ufe0f", REFUSED_BLANK),  # combining grapheme joiner, variation selector: marks with no letter
+    ("\u2800", REFUSED_BLANK),  # Braille blank
     ("\ufeff", REFUSED_BLANK),  # byte-order mark
     ("\u2060\u00a0\u3000", REFUSED_BLANK),  # word joiner, no-break and ideographic spaces
     ("null", REFUSED_BLANK),
@@ -64,6 +67,9 @@ REFUSED_IDS = [
     "template-unbold",
     "template-restyled",
     "zero-width-space",
+    "hangul-fillers",
+    "marks-alone",
+    "braille-blank",
     "bom",
     "word-joiner",
     "null",
