@@ -154,11 +154,9 @@ def prepare_demo_files(db: Path, *, database: bool, vectors: bool, keep: bool) -
         if database and not db.exists():
             created.append(db)
             _create_database(db)
-        if folder is not None:
-            if not folder.exists():
-                created.append(folder)
-                folder.mkdir()
-            (folder / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+        if folder is not None and not folder.exists():  # one that exists is the demo's (marked), kept
+            created.append(folder)
+            _create_vectors_folder(folder)
     except BaseException:
         # Made by this call (a vectors folder that cannot be made or marked): not left behind.
         remove_demo_files(DemoFiles(created, set_aside))
@@ -219,21 +217,23 @@ def remove_demo_files(files: DemoFiles) -> None:
             hidden.rename(path)
 
 
-_EARLIER = re.compile(r"\.earlier-[0-9a-f]{8}")
-"""The tail of a hidden name :func:`_set_aside` gives (``.demo.db.earlier-1a2b3c4d``)."""
+_HIDDEN = re.compile(r"\.(?:earlier|new)-[0-9a-f]{8}(?:-journal)?")
+"""The tail of a hidden name :func:`_set_aside` (``.demo.db.earlier-1a2b3c4d``)
+or :func:`_create_database` (``.demo.db.new-1a2b3c4d``, and its journal) gives."""
 
 
 def drop_earlier_demo(files: DemoFiles) -> None:
     """After a demo that ended well: remove the earlier demo's files it
-    replaced, and any hidden earlier copy of the demo's paths a killed run
-    left (a run killed between setting them aside and its end cannot put
-    them back; the run that replaces it removes them)."""
+    replaced, and any hidden earlier copy of the demo's paths, or database
+    half made, that a killed run left (a run killed between setting them
+    aside and its end cannot put them back; the run that replaces it
+    removes them)."""
     stale = [
         hidden
         for path in files.own
         if path.parent.is_dir()
-        for hidden in path.parent.glob(f".{glob.escape(path.name)}.earlier-*")
-        if _EARLIER.fullmatch(hidden.name, len(path.name) + 1)
+        for hidden in path.parent.glob(f".{glob.escape(path.name)}.*")
+        if _HIDDEN.fullmatch(hidden.name, len(path.name) + 1)
     ]
     for hidden in {*(hidden for hidden, _ in files.set_aside), *stale}:
         if hidden.is_dir() and not hidden.is_symlink():
@@ -247,17 +247,38 @@ def _database_files(db: Path) -> list[Path]:
 
 
 def _create_database(db: Path) -> None:
-    """An empty SQLite file with the demo's mark (the adapter adds its schema)."""
+    """An empty SQLite file with the demo's mark (the adapter adds its
+    schema), made under a hidden name beside ``db`` and renamed into place:
+    ``db`` never exists without its mark, so a run killed meanwhile
+    (SIGKILL) leaves no file a later run must refuse as not the demo's
+    (the hidden one is removed by the next run that ends well,
+    :func:`drop_earlier_demo`)."""
+    made = db.with_name(f".{db.name}.new-{uuid.uuid4().hex[:8]}")
     try:
-        connection = sqlite3.connect(db)
+        connection = sqlite3.connect(made)
         try:
             connection.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")
             connection.commit()
         finally:
             connection.close()
-    except sqlite3.Error as exc:
-        db.unlink(missing_ok=True)  # made just now, by this call
+        made.rename(db)
+    except (sqlite3.Error, OSError) as exc:
+        made.unlink(missing_ok=True)  # made just now, by this call
         raise ValidationError("--db", clauses(f"cannot create {db}: {exc}", "give another --db path")) from None
+
+
+def _create_vectors_folder(folder: Path) -> None:
+    """The vectors folder with the demo's mark, made under a hidden name
+    beside it and renamed into place, as :func:`_create_database` makes the
+    database: it never exists without its mark."""
+    made = folder.with_name(f".{folder.name}.new-{uuid.uuid4().hex[:8]}")
+    try:
+        made.mkdir()
+        (made / VECTORS_MARKER).write_text("made by memory-core demo; the next demo run replaces this folder\n")
+        made.rename(folder)
+    except BaseException:
+        shutil.rmtree(made, ignore_errors=True)
+        raise
 
 
 @dataclass(frozen=True, slots=True)
