@@ -262,9 +262,12 @@ def _create_database(db: Path) -> None:
         finally:
             connection.close()
         made.rename(db)
-    except (sqlite3.Error, OSError) as exc:
-        made.unlink(missing_ok=True)  # made just now, by this call
-        raise ValidationError("--db", clauses(f"cannot create {db}: {exc}", "give another --db path")) from None
+    except BaseException as exc:  # a Ctrl-C too: the hidden half goes with the run
+        for file in _database_files(made):
+            file.unlink(missing_ok=True)
+        if isinstance(exc, sqlite3.Error | OSError):
+            raise ValidationError("--db", clauses(f"cannot create {db}: {exc}", "give another --db path")) from None
+        raise
 
 
 def _create_vectors_folder(folder: Path) -> None:
