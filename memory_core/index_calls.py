@@ -98,6 +98,7 @@ class IndexCalls:
                 vectors of another embedder outside the scope; nothing is
                 written.
         """
+        await self._settle_embedder()  # with none given: the index's own, as every write
         return await self._vectors.reindex(thread_id, resource_id)
 
     async def check_index(self, *, thread_id: str | None = None, resource_id: str | None = None) -> IndexStatus:

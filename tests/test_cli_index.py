@@ -350,3 +350,23 @@ def test_a_vectors_folder_another_process_holds_is_the_same_clear_line_for_every
             assert "WouldBlock" not in done.stderr, (args, done.stderr)
     finally:
         holder.communicate("\n", timeout=60)
+
+
+@pytest.mark.skipif(not minilm_available(), reason="MiniLM is not installed (the default would be the index's own)")
+def test_import_and_copy_without_embedder_follow_the_index_they_add_to(tmp_path: Path) -> None:
+    """With MiniLM installed, an index the lexical embedder built is added
+    to with the lexical embedder, as ``Memory`` and ``check-index`` read it
+    (the default changes when MiniLM is installed, the index does not).
+    Before: import and copy took MiniLM and refused the index, so an
+    interrupted import could not be resumed as its own message said."""
+    url, vectors = _store(tmp_path)
+    exported = cli("export", url, "-o", str(tmp_path / "all.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    imported = cli(
+        "import", f"sqlite:///{tmp_path / 'more.db'}", "-i", str(tmp_path / "all.jsonl"), "--vector", vectors
+    )
+    assert imported.returncode == 0, imported.stderr
+    assert "re-embedded with lexical-hash-1024" in imported.stderr, imported.stderr
+    copied = cli("copy", url, f"sqlite:///{tmp_path / 'copy.db'}", "--vector", vectors)
+    assert copied.returncode == 0, copied.stderr
+    assert "re-embedded with lexical-hash-1024" in copied.stderr, copied.stderr

@@ -44,7 +44,7 @@ from memory_core.cli.host import (
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_embedder, command_storage, command_vector, copy_storages
-from memory_core.embedders import Embedder, default_embedder
+from memory_core.embedders import Embedder
 from memory_core.errors import ValidationError
 from memory_core.options import hide_password
 from memory_core.storage import Storage
@@ -104,12 +104,14 @@ async def _hint_if_absent(storage: Storage, resource: str | None, outcome: str) 
 @asynccontextmanager
 async def _opened(store: VectorStore | None, embedder: Embedder | None) -> AsyncIterator[None]:
     """``store`` opened (nothing for None), refused when it holds vectors of
-    another dimension than ``embedder`` makes (:func:`check_fits`)."""
-    if store is None or embedder is None:
+    another dimension than ``embedder`` makes (:func:`check_fits`; None:
+    the embedder follows the index, nothing to refuse)."""
+    if store is None:
         yield
         return
     async with store:
-        await check_fits(store, embedder)
+        if embedder is not None:
+            await check_fits(store, embedder)
         yield
 
 
@@ -213,12 +215,18 @@ def _readable_twice(path: Path | None, interrupted: str) -> Iterator[BinaryIO]:
         yield spool
 
 
+_EMBEDDER_HELP = (
+    "With --vector: lexical | minilm | minilm-torch (default: the built-in one the index was built with, "
+    "else minilm if installed)."
+)
+
+
 def _reembedding(
     storage: Storage, vector: str | None, embedder: str | None
-) -> tuple[VectorStore | None, Embedder | None, Reembedder | None, str]:
-    """The vector store of ``--vector`` (built, not opened), the embedder,
-    its re-embed hook and the line that names the embedder; checked before
-    any I/O.
+) -> tuple[VectorStore | None, Embedder | None, Reembedder | None]:
+    """The vector store of ``--vector`` (built, not opened), the embedder
+    ``--embedder`` names (None: the one the index shows, else the default,
+    settled by the re-embed hook) and that hook; checked before any I/O.
 
     Raises:
         ValidationError: ``--embedder`` without ``--vector``, an unknown
@@ -231,11 +239,17 @@ def _reembedding(
                 "--embedder",
                 "goes with --vector (the store to re-embed into); add --vector URL or leave out --embedder",
             )
-        return None, None, None, ""
-    model = default_embedder() if embedder is None else command_embedder(embedder)
+        return None, None, None
+    # None: the built-in embedder the index shows, else the default, as Memory settles it.
+    model = None if embedder is None else command_embedder(embedder)
     vectors = command_vector(vector, "--vector", must_exist=False)
-    note = f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
-    return vectors, model, reembedder(storage, vectors, "--vector", model), note
+    return vectors, model, reembedder(storage, vectors, "--vector", model)
+
+
+def _reembedded_note(reindex: Reembedder) -> str:
+    """The closing line of a transfer with ``--vector``: the embedder used."""
+    model = reindex.embedder
+    return f"re-embedded with {model.name} ({model.dimension} dimensions): recall must use the same embedder"
 
 
 def export(
@@ -312,7 +326,8 @@ def import_(
     ] = None,
     vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each imported resource into it.")] = None,
     embedder: Annotated[
-        str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
+        str | None,
+        typer.Option(help=_EMBEDDER_HELP),
     ] = None,
 ) -> None:
     """Import memory-core/jsonl from stdin; records already there are skipped.
@@ -325,7 +340,7 @@ def import_(
         storage = command_storage(url, "URL", must_exist=False)
         if input is not None and not input.is_file():
             fail(f"--input {input} is not a file; give the path of an export (or pipe it to stdin without --input)")
-        vectors, model, reindex, note = _reembedding(storage, vector, embedder)
+        vectors, model, reindex = _reembedding(storage, vector, embedder)
         again = (
             "run the import again on the same file"
             if input is not None
@@ -356,7 +371,10 @@ def import_(
                     # a vector store) finishes even after a Ctrl-C, and exit 0.
                     work_complete()
                     _err.print(f"imported: written {counted(report.written)}; already there {counted(report.skipped)}")
-                    if closing := note or _no_vectors_note(url, report.written["messages"]):
+                    closing = (
+                        _reembedded_note(reindex) if reindex else _no_vectors_note(url, report.written["messages"])
+                    )
+                    if closing:
                         _err.print(closing)
 
         resume = f"{again} to resume" + ("" if input is not None else " (records already there are skipped)")
@@ -392,14 +410,15 @@ def copy(
     resource: Annotated[str | None, typer.Option(help="Copy only this resource.")] = None,
     vector: Annotated[str | None, typer.Option(help="Vector URL: re-embed each copied resource into it.")] = None,
     embedder: Annotated[
-        str | None, typer.Option(help="With --vector: lexical | minilm | minilm-torch (default: minilm if installed).")
+        str | None,
+        typer.Option(help=_EMBEDDER_HELP),
     ] = None,
 ) -> None:
     """Copy a store into another, then verify counts and per-thread digests."""
     with user_errors():
         src, dst = copy_storages(source, destination)
         _check_resource(resource)
-        vectors, model, reindex, note = _reembedding(dst, vector, embedder)
+        vectors, model, reindex = _reembedding(dst, vector, embedder)
 
         async def work() -> None:
             # The index's fit first: a refused embedder creates no destination.
@@ -424,7 +443,9 @@ def copy(
                 f"copied and verified: {counted(report.imported.trailer['counts'])}; "
                 f"written {counted(report.imported.written)}; already there {counted(report.imported.skipped)}"
             )
-            if closing := note or _no_vectors_note(destination, report.imported.written["messages"]):
+            written = report.imported.written["messages"]
+            closing = _reembedded_note(reindex) if reindex else _no_vectors_note(destination, written)
+            if closing:
                 _err.print(closing)
 
         run_interruptible(

@@ -41,6 +41,16 @@ class Reembedder:
     async def __call__(self, resource: str) -> None:
         await self._memory.reindex(resource_id=resource)
 
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder it re-embeds with: the one given, else (once a
+        resource was re-embedded) the built-in one the index shows, else
+        the default (:meth:`memory_core.Memory.reindex` settles it)."""
+        model = self._memory.embedder
+        if model is None:  # Memory always has one when it has a vector store, as here
+            raise ValidationError("embedder", "a re-embedding Memory has no embedder")
+        return model
+
     async def settle(self) -> None:
         """Wait for the re-embedding in flight (:meth:`Memory.wait_for_writes`):
         a command interrupted mid-resource lets it finish, so closing the
@@ -59,9 +69,10 @@ def reembedder(
         storage: the store the transfer writes into.
         vectors: a persistent vector store (see the module docstring).
         field: the name given in the error.
-        embedder: the embedder; None: Memory's default
-            (:func:`memory_core.embedders.default_embedder`: MiniLM when
-            installed, else lexical). It must be the one the application
+        embedder: the embedder; None: as Memory settles it, the built-in
+            one the index shows (:func:`memory_core.embedders.embedder_of_index`),
+            else the default (:func:`memory_core.embedders.default_embedder`:
+            MiniLM when installed, else lexical). It must be the one the application
             recalls with: vectors of another model (or dimension) are never
             found by its queries.
 
