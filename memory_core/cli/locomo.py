@@ -256,6 +256,8 @@ def require_locomo_dir(path: str | Path) -> Path:
 
 
 def _no_files(given: Path) -> str:
+    if not given.exists():
+        return f"{given} does not exist (a typo in the path?); give {LOCOMO_DIR_HELP}"
     return f"no LoCoMo *.json files in {given}; give {LOCOMO_DIR_HELP}"
 
 

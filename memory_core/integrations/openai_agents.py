@@ -451,7 +451,7 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
             ``memory``: :func:`~memory_core.integrations._tools.offered_tools`).
     """
     if not isinstance(session, MemoryCoreSession):
-        got = f"the str {session!r}"[:100] if isinstance(session, str) else f"a {type(session).__name__}"
+        got = f"the str {session!r}"[:100] if isinstance(session, str) else f"a value of type {type(session).__name__}"
         raise ValidationError(
             "session",
             f"must be a MemoryCoreSession, got {got}; give the tools the session the runner uses: "
