@@ -155,3 +155,38 @@ def test_a_ctrl_c_before_the_loop_runs_leaves_one_line_and_no_warning(
     assert ended.value.exit_code == host.INTERRUPTED
     assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
     assert "interrupted: run it again" in capsys.readouterr().err
+
+
+def test_a_ctrl_c_while_the_event_loop_is_built_waits_for_the_loop() -> None:
+    """A Ctrl-C that lands while a command's runner builds its event loop is
+    held until the loop exists, then raised: the runner closes a whole loop.
+    Before, it could cut the loop's construction and leave a half-made loop
+    whose collection printed a traceback after the one ``interrupted:``
+    line (seen in a full run under load)."""
+    import asyncio
+    import signal
+
+    from memory_core.cli import host
+
+    built: list[asyncio.AbstractEventLoop] = []
+
+    def interrupted_factory() -> asyncio.AbstractEventLoop:
+        signal.raise_signal(signal.SIGINT)  # the Ctrl-C lands while the loop is being built
+        loop = asyncio.new_event_loop()
+        built.append(loop)
+        return loop
+
+    async def work() -> None:
+        raise AssertionError("the command's work must not start")
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt), host._QuietRunner(loop_factory=interrupted_factory) as runner:
+            coroutine = work()
+            try:
+                runner.run(coroutine)
+            finally:
+                coroutine.close()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(built) == 1 and built[0].is_closed()

@@ -640,6 +640,24 @@ class _QuietRunner(asyncio.Runner):  # type: ignore[misc]  # final in typeshed; 
         logging.disable(logging.CRITICAL)
         super()._on_sigint(signum, frame, main_task)  # type: ignore[misc]
 
+    def _lazy_init(self) -> None:
+        # A Ctrl-C while the event loop was being built left a half-made loop
+        # whose collection printed a traceback ("Exception ignored in
+        # BaseEventLoop.__del__"): SIGINT is held until the loop exists, then
+        # delivered (a KeyboardInterrupt the runner's close ends whole).
+        if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - Windows
+            super()._lazy_init()  # type: ignore[misc]
+            return
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            super()._lazy_init()  # type: ignore[misc]
+        finally:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held Ctrl-C raises here
+            except KeyboardInterrupt:
+                self.close()  # raised in __enter__: no __exit__ would close the loop
+                raise
+
 
 def run_quietly(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` for a command: a Ctrl-C cancels ``main`` and
