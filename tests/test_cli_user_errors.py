@@ -37,7 +37,7 @@ HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
     [
         (["demo", "--storage", "bogus://x", "--vector", "none"], "unknown storage scheme 'bogus'"),
         (["demo", "--storage", "memory://", "--vector", "nope://x"], "unknown vector store scheme 'nope'"),
-        (["demo", "--locomo", "/nonexistent/locomo"], "no LoCoMo *.json files"),
+        (["demo", "--locomo", "/nonexistent/locomo"], "/nonexistent/locomo does not exist"),
         (["demo", "--embedder", "bogus"], "unknown embedder 'bogus'"),
         (["demo", "--storage", "sqlite:///x.db?timeout=soon", "--vector", "none"], "must be a number of seconds"),
         (["demo", "--db", "{tmp}/file.txt/x.db", "--vector", "none"], "file.txt' is not a folder"),
