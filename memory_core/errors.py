@@ -28,6 +28,7 @@ __all__ = [
     "StaleStateError",
     "URLKindError",
     "ValidationError",
+    "cancelling_after_pending",
     "guarded",
     "url_named",
 ]
@@ -286,13 +287,11 @@ async def guarded(
             pending: a Ctrl-C's ``asyncio.Runner`` handler cancels the main
             task while it runs, and the request waits for its next
             suspension, which a driver's ``wait_for`` can swallow (redis-py
-            on 3.11); a task whose ``cancelling()`` count is nonzero yields
-            once first, so the request raises there, before the call.
+            on 3.11); :func:`cancelling_after_pending` delivers it before
+            the call.
     """
     task = asyncio.current_task()
-    before = 0 if task is None else task.cancelling()
-    if before:
-        await asyncio.sleep(0)  # a pending cancellation raises here; a handled one costs this one loop turn
+    before = await cancelling_after_pending(task)
     try:
         result = await primitive(*args, **kwargs)
     except Exception as exc:
@@ -304,6 +303,28 @@ async def guarded(
     if task is not None and task.cancelling() > before:
         raise asyncio.CancelledError
     return result
+
+
+async def cancelling_after_pending(task: asyncio.Task[Any] | None) -> int:
+    """``task.cancelling()`` (0 for no task), read before a backend call so
+    that a count that grows during the call marks a cancellation that
+    reached it; a nonzero count first yields once to the loop, so a
+    cancellation requested before the call and still pending raises here,
+    before anything is sent.
+
+    A Ctrl-C's ``asyncio.Runner`` handler cancels the main task while that
+    task runs, and the request is delivered at the task's next suspension,
+    which can be a driver's ``wait_for`` that swallows it (redis-py on 3.11,
+    issue 25). A count left by a cancellation the task already handled (a
+    clean-up after it) costs that one loop turn and nothing else.
+
+    Raises:
+        CancelledError: a cancellation of ``task`` was pending.
+    """
+    before = 0 if task is None else task.cancelling()
+    if before:
+        await asyncio.sleep(0)
+    return before
 
 
 def _wrapped(owner: _GuardedBackend, operation: str, exc: Exception) -> BackendError:

@@ -30,6 +30,7 @@ from memory_core.errors import (
     OwnershipError,
     StaleStateError,
     ValidationError,
+    cancelling_after_pending,
 )
 from memory_core.lineage import CopyPlan
 from memory_core.loops import GivenClientLoop, LoopConnections, connect_through_cancel
@@ -303,12 +304,10 @@ class _CallGate:
     - it was requested before the call and is still pending: a Ctrl-C's
       ``asyncio.Runner`` handler cancels the main task while that task runs
       (between two of its bytecodes), so the cancellation is delivered only
-      at the task's next suspension, which can be that ``wait_for``. A task
-      that comes to the gate with a nonzero ``cancelling()`` count first
-      yields once to the loop, which delivers a pending cancellation there,
-      before anything is sent (nothing is written). A count left by a
-      cancellation the task already handled (a clean-up after it) costs
-      that one loop turn and nothing else."""
+      at the task's next suspension, which can be that ``wait_for``. The
+      gate delivers it first, before anything is sent (nothing is written):
+      :func:`memory_core.errors.cancelling_after_pending`, the rule every
+      adapter's read path follows through :func:`memory_core.errors.guarded`."""
 
     __slots__ = ("_entered", "_slots")
 
@@ -318,9 +317,7 @@ class _CallGate:
 
     async def __aenter__(self) -> None:
         task = asyncio.current_task()
-        before = 0 if task is None else task.cancelling()  # read first: a later request counts as during the call
-        if before:
-            await asyncio.sleep(0)  # a pending cancellation raises here
+        before = await cancelling_after_pending(task)  # read first: a later request counts as during the call
         await self._slots.acquire()
         self._entered.setdefault(task, []).append(before)
 
