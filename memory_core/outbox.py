@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
@@ -88,12 +89,16 @@ async def _tracked(work: Coroutine[Any, Any, T], progress: _Progress) -> T:
 
 class Outbox:
     """The paired writes of one :class:`~memory_core.Memory` in flight
-    (see the module docstring). Used from any number of event loops: each
-    job belongs to the loop that started it."""
+    (see the module docstring). Used from any number of event loops, in
+    any number of threads: each job belongs to the loop that started it,
+    and the book of jobs is read and changed under one lock (three threads
+    each running a loop made one's listing fail with "Set changed size
+    during iteration" while another added a job)."""
 
-    __slots__ = ("_abandoned", "_jobs", "_progress")
+    __slots__ = ("_abandoned", "_book", "_jobs", "_progress")
 
     def __init__(self) -> None:
+        self._book = threading.Lock()
         self._jobs: set[asyncio.Task[Any]] = set()
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._progress: dict[asyncio.Task[Any], _Progress] = {}
@@ -121,14 +126,16 @@ class Outbox:
             raise
         progress = _Progress()
         job = asyncio.get_running_loop().create_task(_tracked(work, progress))
-        self._jobs.add(job)
-        self._progress[job] = progress
+        with self._book:
+            self._jobs.add(job)
+            self._progress[job] = progress
         job.add_done_callback(self._finished)
         try:
             return await asyncio.shield(job)
         except asyncio.CancelledError:
             if not job.done():
-                self._abandoned.add(job)
+                with self._book:
+                    self._abandoned.add(job)
             raise
 
     async def settle(self) -> None:
@@ -140,17 +147,19 @@ class Outbox:
 
     def _current(self) -> set[asyncio.Task[Any]]:
         loop = asyncio.get_running_loop()
-        for job in [j for j in self._jobs if j.get_loop().is_closed()]:
-            self._jobs.discard(job)
-            self._abandoned.discard(job)
-            self._progress.pop(job, None)
-        return {j for j in self._jobs if j.get_loop() is loop and not j.done()}
+        with self._book:
+            for job in [j for j in self._jobs if j.get_loop().is_closed()]:
+                self._jobs.discard(job)
+                self._abandoned.discard(job)
+                self._progress.pop(job, None)
+            return {j for j in self._jobs if j.get_loop() is loop and not j.done()}
 
     def _finished(self, job: asyncio.Task[Any]) -> None:
-        self._jobs.discard(job)
-        abandoned = job in self._abandoned
-        self._abandoned.discard(job)
-        progress = self._progress.pop(job, None)
+        with self._book:
+            self._jobs.discard(job)
+            abandoned = job in self._abandoned
+            self._abandoned.discard(job)
+            progress = self._progress.pop(job, None)
         if job.cancelled():
             # Only the job's loop cancels a job (its shutdown: asyncio.run ends
             # with the write unfinished), so what it stored may lack vectors.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -187,3 +188,41 @@ def test_a_job_cut_off_by_its_loops_shutdown_is_logged_and_never_awaited_again(
         return outbox.pending
 
     assert asyncio.run(later()) == 0
+
+
+def test_one_outbox_serves_loops_in_several_threads_at_once() -> None:
+    """Threads each running their own event loop share one Memory's outbox
+    (the README: a Memory may be used from several threads at once). Its
+    book of jobs was read while another thread changed it: a fresh user's
+    trial saw ``RuntimeError: Set changed size during iteration`` from
+    ``append_messages`` in 3 of 21 runs."""
+    outbox = Outbox()
+    errors: list[BaseException] = []
+
+    async def job() -> int:
+        await asyncio.sleep(0)
+        return 1
+
+    async def rounds() -> int:
+        done = 0
+        for _ in range(150):
+            done += sum(await asyncio.gather(*(outbox.run(job()) for _ in range(30))))
+        return done
+
+    def thread_main() -> None:
+        try:
+            assert asyncio.run(rounds()) == 150 * 30
+        except BaseException as exc:  # handed to the test's thread
+            errors.append(exc)
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a loaded machine does
+    try:
+        threads = [threading.Thread(target=thread_main) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert errors == []
