@@ -23,7 +23,8 @@ Where each part lives (one responsibility per module):
   ``BaseStorage``, which adapters subclass), :mod:`~memory_core.plan` (read
   plans), :mod:`~memory_core.reference` (the reference store,
   ``memory://``), :mod:`~memory_core.registry` (URL scheme to adapter,
-  :func:`connect`), :mod:`~memory_core.identity` (whether two stores are
+  :func:`connect`), :mod:`~memory_core.opening` (the awaitable
+  ``connect`` and ``Memory.open`` return, refusing ``async with``), :mod:`~memory_core.identity` (whether two stores are
   one), :mod:`~memory_core.loops` (a connection per event loop, so a store
   works from any thread and loop);
 - vectors: :mod:`~memory_core.vector` (contract and ``BaseVectorStore``),
@@ -97,11 +98,14 @@ del _held, _signal, TYPE_CHECKING
 from memory_core.clock import Clock, ManualClock, SystemClock, system_clock
 from memory_core.errors import (
     AdapterClosedError,
+    AwaitError,
     BackendError,
+    BarePathError,
     ConflictError,
     EmbedderMismatchError,
     MemoryCoreError,
     MissingFolderError,
+    NotAListError,
     NotFoundError,
     OwnershipError,
     URLKindError,
@@ -138,7 +142,9 @@ from memory_core.vector import BaseVectorStore, VectorStore
 __all__ = [
     "NOT_GIVEN",
     "AdapterClosedError",
+    "AwaitError",
     "BackendError",
+    "BarePathError",
     "BaseStorage",
     "BaseVectorStore",
     "Clock",
@@ -146,6 +152,7 @@ __all__ = [
     "DateRange",
     "EmbedderMismatchError",
     "MissingFolderError",
+    "NotAListError",
     "IdPage",
     "EstimateTokenCounter",
     "InMemoryStorage",

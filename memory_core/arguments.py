@@ -23,20 +23,22 @@ caller says otherwise (:func:`check_pairing`).
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from memory_core.capabilities import Capability, declared_capabilities
 from memory_core.config import MemoryConfig
 from memory_core.embedders import Embedder
-from memory_core.errors import ValidationError
-from memory_core.models import Message
+from memory_core.errors import NotAListError, ValidationError
+from memory_core.models import Message, Role
 from memory_core.options import hide_password
 from memory_core.storage import Storage
 from memory_core.validation import (
     check_id,
     check_json_object,
+    check_list,
     coerce_model,
 )
 from memory_core.vector import VectorStore
@@ -342,12 +344,11 @@ def check_message_list(value: Any) -> Sequence[Message | Mapping[str, Any]]:
     message is checked when it is saved.
 
     Raises:
-        ValidationError: a str, a mapping or anything not a sequence
-            (field ``messages``).
+        NotAListError: one message, a str, a mapping or anything not a
+            sequence (field ``messages``; the message says "pass a list").
     """
-    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-        raise ValidationError("messages", "must be a list of Message or mappings")
-    return cast(Sequence[Message | Mapping[str, Any]], value)
+    shape = '[message, ...] (Message or {"thread_id": ..., "role": ..., "content": ...})'
+    return cast(Sequence[Message | Mapping[str, Any]], check_list(value, "messages", "Message or mappings", shape))
 
 
 def check_one_scope(thread_id: Any, resource_id: Any, field: str) -> None:
@@ -371,6 +372,15 @@ def check_metadata_arg(value: Any, field: str) -> dict[str, Any]:
     return check_json_object(dict(value), field)
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother = 40, 60
+
+
+def _short(value: Any) -> str:
+    """``repr(value)`` with long strings cut (for a message)."""
+    return _SHORT.repr(value)
+
+
 _TURN_KEYS = frozenset({"role", "content", "metadata", "type", "id", "created_at", "createdAt"})
 
 
@@ -381,11 +391,17 @@ def check_turns(turns: Any, thread_id: str, resource_id: str | None) -> list[dic
     it is saved.
 
     Raises:
-        ValidationError: ``turns`` is not a list; a turn is neither a pair nor
-            a mapping, or has an unknown key (field ``turns[<index>]``).
+        NotAListError: ``turns`` is one turn (a ``(role, content)`` pair or
+            a mapping), a str or anything not a list (field ``turns``).
+        ValidationError: a turn is neither a pair nor a mapping, or has an
+            unknown key (field ``turns[<index>]``).
     """
-    if isinstance(turns, str | bytes | Mapping) or not isinstance(turns, Sequence):
-        raise ValidationError("turns", "must be a list of (role, content) pairs or mappings")
+    items, shape = "(role, content) pairs or mappings", '[("user", "hello"), ("assistant", "hi!")]'
+    if isinstance(turns, tuple | list) and len(turns) == 2 and turns[0] in get_args(Role):  # ("user", "hi")
+        raise NotAListError("turns", items, "one (role, content) pair", f"[{_short(tuple(turns))}]")
+    if isinstance(turns, Mapping) and "role" in turns:
+        raise NotAListError("turns", items, "one turn (a mapping)", f"[{_short(dict(turns))}]")
+    turns = check_list(turns, "turns", items, shape)
     batch: list[dict[str, Any]] = []
     for index, turn in enumerate(turns):
         field = f"turns[{index}]"
@@ -397,7 +413,10 @@ def check_turns(turns: Any, thread_id: str, resource_id: str | None) -> list[dic
         elif isinstance(turn, tuple | list) and len(turn) == 2:
             item = {"role": turn[0], "content": turn[1]}
         else:
-            raise ValidationError(field, "must be a (role, content) pair or a mapping")
+            example = f'("user", {_short(turn)})' if isinstance(turn, str) else '("user", "hello")'
+            raise ValidationError(
+                field, f"must be a (role, content) pair or a mapping, got {type(turn).__name__}; e.g. {example}"
+            )
         item["thread_id"] = thread_id
         if resource_id is not None:
             item["resource_id"] = resource_id

@@ -42,7 +42,7 @@ from typing import Any
 from memory_core.errors import ValidationError
 from memory_core.ids import new_message_id
 from memory_core.models import Message, Role
-from memory_core.validation import check_id, check_json_object
+from memory_core.validation import check_id, check_json_object, check_list
 from memory_core.vector import message_text
 
 __all__ = [
@@ -96,8 +96,7 @@ def _messages(
     check_id(thread_id, "thread_id")
     if resource_id is not None:
         check_id(resource_id, "resource_id")
-    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
-        raise ValidationError(field, "must be a list of dicts")
+    items = check_list(items, field, "dicts", '[{"role": "user", "content": "hello"}, ...]')
     out = []
     for index, item in enumerate(items):
         where = f"{field}[{index}]"

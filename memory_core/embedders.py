@@ -48,7 +48,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from memory_core.errors import ValidationError
+from memory_core.errors import NotAListError, ValidationError
 from memory_core.wording import listed
 
 __all__ = [
@@ -160,7 +160,7 @@ def normalize_rows(vectors: Any, count: int, dimension: int, source: str = "embe
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
-        raise ValidationError("texts", "must be a sequence of str, not one str")
+        raise NotAListError("texts", "str", NotAListError.given(texts), '["<text>", ...]')
     out = list(texts)
     for index, text in enumerate(out):
         if type(text) is not str:

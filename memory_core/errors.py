@@ -10,19 +10,22 @@ zarr uses). Raw driver exceptions never escape: adapters wrap them in
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 __all__ = [
     "AdapterClosedError",
+    "AwaitError",
     "BackendGuard",
     "BackendError",
+    "BarePathError",
     "ConflictError",
     "EmbedderMismatchError",
     "MemoryCoreError",
     "MissingFolderError",
+    "NotAListError",
     "NotFoundError",
     "OwnershipError",
     "StaleStateError",
@@ -58,6 +61,13 @@ class ValidationError(MemoryCoreError, ValueError):
         prefix = f"[{rule}] " if rule else ""
         super().__init__(f"{prefix}{field}: {reason}")
 
+    def renamed(self, field: str) -> ValidationError:
+        """The same refusal (reason, rule) about ``field``: what a caller
+        raises when the argument it was given is named otherwise than the
+        function it passed it to names it (``url`` -> ``vector``). Subclasses
+        that carry more override it to keep their class and attributes."""
+        return ValidationError(field, self.reason, self.rule)
+
 
 class MissingFolderError(ValidationError):
     """The folder a file-backed store goes in does not exist, and the store
@@ -85,6 +95,10 @@ class MissingFolderError(ValidationError):
             f"or let the store make it: {fix}",
         )
 
+    def renamed(self, field: str) -> MissingFolderError:
+        """This error about ``field`` (see :meth:`ValidationError.renamed`)."""
+        return MissingFolderError(field, self.folder, self.url_example)
+
 
 @contextmanager
 def url_named(name: str) -> Iterator[None]:
@@ -102,11 +116,7 @@ def url_named(name: str) -> Iterator[None]:
     except ValidationError as exc:
         if exc.field != "url":
             raise
-        if isinstance(exc, MissingFolderError):  # kept a MissingFolderError
-            raise MissingFolderError(name, exc.folder, exc.url_example) from None
-        if isinstance(exc, URLKindError):
-            raise URLKindError(name, exc.scheme, exc.kind) from None
-        raise ValidationError(name, exc.reason, exc.rule) from None
+        raise exc.renamed(name) from None  # the same class: MissingFolderError, URLKindError, BarePathError
 
 
 class URLKindError(ValidationError):
@@ -138,6 +148,83 @@ class URLKindError(ValidationError):
             fix = "it goes with --vector; the URL argument takes a storage URL (sqlite:///FILE)"
         article = "an" if wanted[0] in "aeiou" else "a"
         super().__init__(field, f"{scheme!r} is a {kind} URL, not {article} {wanted} URL; {fix}")
+
+    def renamed(self, field: str) -> URLKindError:
+        """This error about ``field`` (see :meth:`ValidationError.renamed`)."""
+        return URLKindError(field, self.scheme, self.kind)
+
+
+class BarePathError(ValidationError):
+    """A filesystem path where a URL goes (``connect("memory.db")``,
+    ``--storage memory.db``): the message names the URL of that path,
+    ``sqlite:///memory.db`` for a storage (``sqlite:////srv/memory.db`` for
+    an absolute path: the URL's three slashes and the path's own) and
+    ``qdrant+path:///memory.vectors`` for a vector store.
+
+    Attributes:
+        path: the path as given.
+        url_example: the URL that names it.
+    """
+
+    def __init__(self, field: str, path: str, url_example: str) -> None:
+        self.path = path
+        self.url_example = url_example
+        super().__init__(field, f"{path!r} is a file path, not a URL; the URL of that path is {url_example}")
+
+    def renamed(self, field: str) -> BarePathError:
+        """This error about ``field`` (see :meth:`ValidationError.renamed`)."""
+        return BarePathError(field, self.path, self.url_example)
+
+
+class NotAListError(ValidationError):
+    """One item, a str or a mapping where a list of items goes
+    (``append_messages(thread_id, ("user", "hi"))``, ``save_messages(message)``,
+    ``delete_messages("id")``): refused before anything is read or written
+    (a str would otherwise be taken as a list of its characters, a mapping
+    as a list of its keys). The message says what was given and the list
+    to pass instead.
+
+    Attributes:
+        shape: the list to pass, e.g. ``[("user", "hello"), ...]``.
+    """
+
+    def __init__(self, field: str, items: str, got: str, shape: str, rule: str = "") -> None:
+        """``items``: what the list holds (``"(role, content) pairs"``);
+        ``got``: what was given instead (:meth:`given`)."""
+        self.items = items
+        self.got = got
+        self.shape = shape
+        super().__init__(field, f"must be a list of {items}, got {got}; pass a list: {shape}", rule)
+
+    def renamed(self, field: str) -> NotAListError:
+        """This error about ``field`` (see :meth:`ValidationError.renamed`)."""
+        return NotAListError(field, self.items, self.got, self.shape, self.rule)
+
+    @staticmethod
+    def given(value: Any) -> str:
+        """How the message names ``value``: ``a str (taken as a list, it
+        would be its characters)``, ``one mapping``, ``one Message``, ``int``."""
+        if isinstance(value, str):
+            return "a str (taken as a list, it would be its characters)"
+        if isinstance(value, bytes | bytearray):
+            return type(value).__name__
+        if isinstance(value, Mapping):
+            return "one mapping (taken as a list, it would be its keys)"
+        if value is None or isinstance(value, int | float):
+            return repr(value) if value is None else type(value).__name__
+        return f"one {type(value).__name__}"
+
+
+class AwaitError(MemoryCoreError, TypeError, AttributeError):
+    """An awaitable call of memory-core used without ``await``: entered
+    with ``async with`` (``async with Memory.open(url) as memory``) or
+    read as the object it opens (``storage = connect(url)`` then
+    ``storage.save_thread(...)``). The message gives the right form
+    (``async with await Memory.open(url) as memory:``). A ``TypeError``,
+    as Python's own refusal of these is, and an ``AttributeError`` for the
+    attribute case, so ``getattr(x, name, default)`` and ``hasattr`` keep
+    their meaning.
+    """
 
 
 class EmbedderMismatchError(ValidationError):

@@ -49,6 +49,7 @@ from memory_core.models import (
     ThreadFilter,
     WorkingMemoryState,
 )
+from memory_core.opening import Opening
 from memory_core.outbox import Outbox, paired, wrote
 from memory_core.query import NOT_GIVEN
 from memory_core.recall import Recaller
@@ -177,7 +178,7 @@ class Memory(CloneCalls, IndexCalls):
         self._outbox = Outbox()
 
     @classmethod
-    async def open(
+    def open(
         cls,
         storage: str,
         vector: str | None = None,
@@ -188,7 +189,7 @@ class Memory(CloneCalls, IndexCalls):
         allow_volatile_vectors: bool = False,
         storage_options: Mapping[str, Any] | None = None,
         vector_options: Mapping[str, Any] | None = None,
-    ) -> Memory:
+    ) -> Opening[Self]:
         """A ready Memory from URLs and an embedder name, owning (and closing
         on :meth:`close` or ``async with``) the stores it opened::
 
@@ -228,7 +229,12 @@ class Memory(CloneCalls, IndexCalls):
                 :func:`memory_core.connect` takes them.
 
         Returns:
-            An opened Memory that owns both stores.
+            Awaited, an opened Memory that owns both stores. The call itself
+            is no context manager (the Memory it returns is): ``async with
+            Memory.open(...)``, or an attribute read without ``await``,
+            raises :class:`~memory_core.errors.AwaitError` naming the form
+            ``memory = await Memory.open(...)``, then ``async with memory:``
+            (:class:`~memory_core.opening.Opening`).
 
         Raises:
             ValidationError: a store object or anything but a str where a URL
@@ -243,7 +249,34 @@ class Memory(CloneCalls, IndexCalls):
             ImportError: the embedder named is not installed
                 (``"minilm"`` without ``memory-core[minilm]``).
             BackendError: a store could not be opened.
+            AwaitError: the call used without ``await`` (see Returns).
         """
+        opening = cls._open(
+            storage,
+            vector,
+            embedder=embedder,
+            config=config,
+            token_counter=token_counter,
+            allow_volatile_vectors=allow_volatile_vectors,
+            storage_options=storage_options,
+            vector_options=vector_options,
+        )
+        return Opening(opening, "Memory.open(url, ...)", "memory", cls)
+
+    @classmethod
+    async def _open(
+        cls,
+        storage: str,
+        vector: str | None,
+        *,
+        embedder: str | Embedder | None,
+        config: MemoryConfig | Mapping[str, Any] | None,
+        token_counter: TokenCounter | None,
+        allow_volatile_vectors: bool,
+        storage_options: Mapping[str, Any] | None,
+        vector_options: Mapping[str, Any] | None,
+    ) -> Self:
+        """:meth:`open`'s work, as it describes."""
         from memory_core.embedders import get_embedder
         from memory_core.registry import build_storage, build_vector
 
@@ -813,5 +846,4 @@ def _built(build: Callable[..., _Built], name: str, url: str, options: Mapping[s
     try:
         return build(url, **dict(options or {}))
     except ValidationError as exc:
-        field = name if exc.field == "url" else f"{name} {exc.field}"
-        raise ValidationError(field, exc.reason, exc.rule) from None
+        raise exc.renamed(name if exc.field == "url" else f"{name} {exc.field}") from None

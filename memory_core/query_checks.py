@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, cast
 
 from memory_core.clock import to_us
@@ -26,6 +26,7 @@ from memory_core.value_checks import (
     check_datetime,
     check_id,
     check_id_list,
+    check_list,
     check_non_negative_int,
     check_text,
     check_unicode,
@@ -263,9 +264,7 @@ def check_includes(value: Any) -> list[Include]:
     ``withPreviousMessages``/``withNextMessages`` accepted)."""
     if value is None:
         return []
-    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
-    if not usual and (isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence)):
-        raise ValidationError("include", "must be a list of Include")
+    value = check_list(value, "include", "Include", '[Include(id="<message id>", before=2, after=2), ...]')
     result = []
     for index, item in enumerate(value):
         inc = coerce_model(item, Include, f"include[{index}]")

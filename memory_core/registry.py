@@ -13,6 +13,7 @@ third parties without packaging).
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Mapping
 from importlib.metadata import entry_points
@@ -20,7 +21,8 @@ from types import MappingProxyType
 from typing import Any
 
 from memory_core.clock import Clock
-from memory_core.errors import URLKindError, ValidationError
+from memory_core.errors import BarePathError, URLKindError, ValidationError
+from memory_core.opening import Opening
 from memory_core.options import url_namespace
 from memory_core.storage import Storage
 from memory_core.vector import VectorStore
@@ -62,6 +64,13 @@ _INSTALL_HINTS = {
     "postgres": "postgres",
 }
 
+_PATH_URLS = {STORAGE_GROUP: "sqlite:///", VECTOR_GROUP: "qdrant+path:///"}
+"""The URL a bare filesystem path was meant as: a SQLite file, a Qdrant
+folder (the embedded stores, whose URLs are a path after three slashes)."""
+
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+"""A Windows drive path (``C:\\data\\memory.db``), whose ``C`` is no scheme."""
+
 _runtime: dict[str, dict[str, Any]] = {STORAGE_GROUP: {}, VECTOR_GROUP: {}}
 _UNEXPECTED_OPTION = re.compile(r"unexpected keyword argument '([^']+)'")
 
@@ -90,7 +99,21 @@ def known_schemes(group: str = STORAGE_GROUP) -> Mapping[str, str]:
     return MappingProxyType(found)
 
 
+def _check_not_a_path(group: str, url: Any) -> None:
+    """Refuse a filesystem path given as a URL (``memory.db``,
+    ``/srv/memory.db``, ``C:\\data\\memory.db``), naming its URL.
+
+    Raises:
+        BarePathError: field ``url``; ``sqlite:///<path>`` for a storage,
+            ``qdrant+path:///<path>`` for a vector store (``~`` expanded).
+    """
+    if isinstance(url, str) and url.strip() and (":" not in url or _DRIVE.match(url)):
+        path = os.path.expanduser(url) if url.startswith("~") else url
+        raise BarePathError("url", url, _PATH_URLS[group] + path)
+
+
 def _load(group: str, url: str) -> Any:
+    _check_not_a_path(group, url)
     scheme = url_scheme(url)
     candidates = [scheme, scheme.split("+", 1)[0]]
     for name in candidates:
@@ -172,12 +195,16 @@ def build_vector(url: str, **options: Any) -> VectorStore:
     return store
 
 
-async def connect(url: str, **options: Any) -> Storage:
+def connect(url: str, **options: Any) -> Opening[Storage]:
     """Open the storage for ``url`` (``memory://``, ``sqlite:///path``,
-    ``mongodb://``, ``redis://`` ...). Returns an opened
+    ``mongodb://``, ``redis://`` ...). Awaited, returns an opened
     :class:`~memory_core.storage.Storage` (in practice a
     :class:`~memory_core.storage.BaseStorage` subclass); close it with
-    ``close()`` or use it as an async context manager.
+    ``close()`` or use it as an async context manager:
+    ``async with await connect(url) as storage:``. The call itself is no
+    context manager: ``async with connect(url)``, or an attribute read
+    without ``await``, raises :class:`~memory_core.errors.AwaitError`
+    giving that form (:class:`~memory_core.opening.Opening`).
 
     Args:
         url: the storage URL; its scheme picks the adapter.
@@ -190,23 +217,33 @@ async def connect(url: str, **options: Any) -> Storage:
         ValidationError: unknown scheme (the message names the package to
             install, or the scheme meant for a misspelling), a malformed URL,
             or an option the adapter does not accept or a bad value (the
-            field names the option).
+            field names the option); :class:`~memory_core.errors.BarePathError`
+            for a file path (``"memory.db"``: the message names its URL,
+            ``sqlite:///memory.db``; ``qdrant+path:///...`` for
+            :func:`connect_vector`).
         BackendError: the backend could not be reached.
+        AwaitError: the call used without ``await`` (see above).
     """
-    storage: Storage = _build(STORAGE_GROUP, url, options)
-    await storage.open()
-    return storage
+    return Opening(_open(STORAGE_GROUP, url, options), "memory_core.connect(url)", "storage", Storage)
 
 
-async def connect_vector(url: str, **options: Any) -> VectorStore:
+async def _open(group: str, url: str, options: dict[str, Any]) -> Any:
+    """The store for ``url`` of ``group``, built (:func:`_build`) and opened."""
+    store = _build(group, url, options)
+    await store.open()
+    return store
+
+
+def connect_vector(url: str, **options: Any) -> Opening[VectorStore]:
     """Open the vector store for ``url`` (``memory://``, ``qdrant::memory:``,
-    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...). Returns an opened
-    :class:`~memory_core.vector.BaseVectorStore`.
+    ``qdrant+path:///dir``, ``qdrant://host:6333`` ...). Awaited, returns an
+    opened :class:`~memory_core.vector.BaseVectorStore`, an async context
+    manager (``async with await connect_vector(url) as vectors:``); the
+    call itself is none, as for :func:`connect`.
 
     Raises:
         ValidationError: as for :func:`connect`.
         BackendError: the backend could not be reached.
+        AwaitError: the call used without ``await`` (as for :func:`connect`).
     """
-    store: VectorStore = _build(VECTOR_GROUP, url, options)
-    await store.open()
-    return store
+    return Opening(_open(VECTOR_GROUP, url, options), "memory_core.connect_vector(url)", "vectors", VectorStore)

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
 from memory_core.clock import TIME_MAX, TIME_MIN
-from memory_core.errors import ValidationError
+from memory_core.errors import NotAListError, ValidationError
 from memory_core.models import Message
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "check_datetime",
     "check_id",
     "check_id_list",
+    "check_list",
     "check_non_negative_int",
     "check_text",
     "check_unicode",
@@ -240,11 +241,37 @@ def check_datetime(value: Any, field: str) -> datetime:
     return cast(datetime, value)
 
 
+def check_list(value: Any, field: str, items: str, shape: str, rule: str = "") -> Sequence[Any]:
+    """``value`` when it is a list: any sequence but a str, bytes or a
+    mapping (a str iterated is its characters, a mapping its keys), checked
+    before anything is read or written; its items are the caller's to check.
+
+    Args:
+        value: what the caller gave.
+        field: the argument's name (``turns``, ``ids``).
+        items: what the list holds, for the message (``"ids"``).
+        shape: the list to pass instead, for the message (``["<id>", ...]``).
+        rule: the rule id the message names, or ``""``.
+
+    Raises:
+        NotAListError: ``value`` is one item, a str, a mapping or no sequence.
+    """
+    if type(value) is list or type(value) is tuple:  # skips the ABC checks below
+        return cast(Sequence[Any], value)
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+        raise NotAListError(field, items, NotAListError.given(value), shape, rule)
+    return value
+
+
 def check_id_list(value: Any, field: str) -> list[str]:
-    """A list (or tuple) of ids (R-ID); a bare str is refused."""
-    usual = type(value) is list or type(value) is tuple  # skips the ABC checks below
-    if not usual and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
-        raise ValidationError(field, f"must be a list of ids, got {type(value).__name__}", "R-ID")
+    """A list (or tuple) of ids (R-ID).
+
+    Raises:
+        NotAListError: one id (a str) or anything not a list: ``pass a
+            list: ["<id>", ...]`` (rule R-ID).
+        ValidationError: a bad id, named ``<field>[<index>]``.
+    """
+    value = check_list(value, field, "ids", '["<id>", ...]', "R-ID")
     return [check_id(item, f"{field}[{index}]") for index, item in enumerate(value)]
 
 

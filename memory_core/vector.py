@@ -42,7 +42,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from memory_core.errors import ValidationError, guarded
+from memory_core.errors import NotAListError, ValidationError, guarded
 from memory_core.lexical import tokenize
 from memory_core.lexical_index import LexicalDocument
 from memory_core.telemetry import traced
@@ -246,7 +246,7 @@ class BaseVectorStore(VectorLifecycle):
             BackendError: the backend failed.
         """
         if isinstance(message_ids, str):
-            raise ValidationError("message_ids", "must be a sequence of ids, not a str")
+            raise NotAListError("message_ids", "ids", NotAListError.given(message_ids), '["<id>", ...]')
         ids = list(dict.fromkeys(check_id(m, f"message_ids[{i}]") for i, m in enumerate(message_ids)))
         await self._ready()
         if not ids:

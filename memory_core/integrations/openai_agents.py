@@ -34,7 +34,7 @@ from memory_core.arguments import check_memory
 from memory_core.errors import ConflictError, ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_bool, check_id, check_json_object
+from memory_core.validation import check_bool, check_id, check_json_object, check_list
 
 from ._threads import (
     check_limit,
@@ -388,8 +388,7 @@ class MemoryCoreSession:
             AdapterClosedError: the store is closed (an empty list too, as
                 the SDK's sessions).
         """
-        if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
-            raise ValidationError("items", "must be a list of input items (dicts)")
+        items = check_list(items, "items", "input items (dicts)", '[{"role": "user", "content": "hello"}, ...]')
         if not items:
             await self.memory.storage.open()  # no I/O when open; a closed store raises
             return

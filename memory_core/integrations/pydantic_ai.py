@@ -39,7 +39,7 @@ from memory_core.arguments import check_memory
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.models import Message, Role
-from memory_core.validation import check_bool, check_id
+from memory_core.validation import check_bool, check_id, check_list
 
 from ._threads import (
     check_limit,
@@ -210,8 +210,7 @@ class MessageHistory:
                 fits), named ``messages[i]``, before any write.
         """
         thread = self.thread_id(conversation_id)
-        if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
-            raise ValidationError("messages", "must be a list of ModelMessage (result.new_messages())")
+        messages = check_list(messages, "messages", "ModelMessage", "result.new_messages()")
         for index, message in enumerate(messages):
             if not isinstance(message, ModelRequest | ModelResponse):
                 raise ValidationError(f"messages[{index}]", f"must be a ModelMessage, got {type(message).__name__}")

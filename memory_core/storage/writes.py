@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from memory_core.clock import to_us
-from memory_core.errors import ConflictError, NotFoundError, StaleStateError, ValidationError
+from memory_core.errors import ConflictError, NotFoundError, StaleStateError
 from memory_core.lineage import check_hand_set_lineage
 from memory_core.models import Message, Resource, Thread
 from memory_core.query import NOT_GIVEN, MessagePatch
@@ -28,6 +28,7 @@ from memory_core.validation import (
     check_id,
     check_id_list,
     check_json_object,
+    check_list,
     check_message,
     check_record_size,
     check_resource,
@@ -153,8 +154,7 @@ class Writes(Lifecycle):
         if type(messages) is CheckedMessages:  # each one checked by the caller (Memory) a moment ago
             batch = {message.id: message for message in messages}
         else:
-            if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-                raise ValidationError("messages", "must be a list of Message")
+            messages = check_list(messages, "messages", "Message", "[message, ...]")
             batch = {}
             for index, raw in enumerate(messages):
                 message = check_message(raw, f"messages[{index}]")
@@ -201,8 +201,7 @@ class Writes(Lifecycle):
                 what it read and retries; under bursts it ends holding row
                 locks, so this is rare).
         """
-        if isinstance(updates, str | bytes | Mapping) or not isinstance(updates, Sequence):
-            raise ValidationError("updates", "must be a list of mappings")
+        updates = check_list(updates, "updates", "mappings", '[{"id": "<id>", "content": ...}, ...]')
         patches: dict[str, MessagePatch] = {}
         for index, update in enumerate(updates):
             patch = check_patch(update, f"updates[{index}]")

@@ -76,6 +76,28 @@ _TABLES = "SELECT tablename FROM pg_tables WHERE schemaname = $1"
 searched exactly)."""
 
 
+_CAPABILITIES = """
+SELECT current_user AS role, current_database() AS database,
+       EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available,
+       EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') AS installed,
+       (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+         OR COALESCE((SELECT NOT v.superuser OR v.trusted
+                        FROM pg_available_extensions a
+                        JOIN pg_available_extension_versions v ON v.name = a.name AND v.version = a.default_version
+                       WHERE a.name = 'vector'), false)
+            AND has_database_privilege(current_database(), 'CREATE') AS may_create_extension,
+       has_database_privilege(current_database(), 'CREATE') AS may_create_schema,
+       COALESCE((SELECT has_schema_privilege(oid, 'CREATE') FROM pg_namespace WHERE nspname = $1), true)
+         AS may_create_tables
+"""
+"""What :meth:`PgVectorStore._require_pgvector` reads (one statement, no
+write): whether the extension is there or may be made by this role (a
+superuser; else a trusted or non-superuser extension and ``CREATE`` on the
+database), and whether the role may run ``open``'s ``CREATE SCHEMA IF NOT
+EXISTS`` (``CREATE`` on the database, checked even when the schema exists)
+and its ``CREATE TABLE IF NOT EXISTS`` (``CREATE`` on an existing schema)."""
+
+
 _CUT_MARGIN = 1e-9
 """Relative margin below the ``top_k``-th best score, as PostgreSQL sums it,
 of the documents a lexical search rescores: its sum's order, and so its last
@@ -252,17 +274,47 @@ class PgVectorStore(BaseVectorStore):
             await conn.close()
 
     async def _require_pgvector(self, conn: asyncpg.Connection) -> None:
-        """Refuse a server without the pgvector extension: one message for
-        ``open`` (``import --vector``) and :meth:`preflight` (``prune
-        --vector``, ``check-index``), which would otherwise report a schema
+        """Refuse, reading only, what ``open`` would refuse after its first
+        DDL: a server without the pgvector extension, a role that may not
+        create the extension (not installed, not trusted, no superuser), or
+        may not make the store's schema and tables (``CREATE`` on the
+        database, which ``CREATE SCHEMA IF NOT EXISTS`` checks even for an
+        existing schema, and on an existing schema). One message for ``open``
+        (``import --vector``) and :meth:`preflight` (``Memory.open``, ``prune
+        --vector``, ``check-index``), so ``Memory.open`` refuses before the
+        storage's schema is made and a command does not report a schema
         without vectors.
 
         Raises:
-            BackendError: operation ``"open"``, naming the missing extension.
+            BackendError: operation ``"open"``, naming what is missing and
+                who can add it.
         """
-        if await conn.fetchval("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'") is None:
+        row = await conn.fetchrow(_CAPABILITIES, self.schema)
+        if row is None or not row["available"]:
             raise BackendError(
                 self.backend_name, "open", "the server has no pgvector extension (CREATE EXTENSION vector)"
+            )
+        where = f"role {row['role']!r} in database {row['database']!r}"
+        if not row["installed"] and not row["may_create_extension"]:
+            raise BackendError(
+                self.backend_name,
+                "open",
+                f"the pgvector extension is not installed and {where} may not create it: "
+                "have a superuser run CREATE EXTENSION vector in that database once",
+            )
+        if not row["may_create_schema"]:
+            raise BackendError(
+                self.backend_name,
+                "open",
+                f"{where} may not create the schema {self.schema!r} (GRANT CREATE ON DATABASE {row['database']} "
+                f"TO {row['role']})",
+            )
+        if not row["may_create_tables"]:
+            raise BackendError(
+                self.backend_name,
+                "open",
+                f"{where} may not create tables in the schema {self.schema!r} (GRANT CREATE ON SCHEMA "
+                f"{quote_ident(self.schema)} TO {row['role']})",
             )
 
     def _lexical_tables(self) -> str:

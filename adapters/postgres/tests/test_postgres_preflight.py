@@ -139,3 +139,65 @@ async def test_memory_open_without_pgvector_writes_nothing() -> None:
     with pytest.raises(BackendError, match="no pgvector extension"):
         await Memory.open(url, vector=url, embedder="lexical")
     assert not await _schema_exists(url, schema)
+
+
+@pytest.mark.parametrize(
+    ("grants", "refusal"),
+    [
+        ("GRANT CREATE ON DATABASE {db} TO {role}", "may not create it: have a superuser run CREATE EXTENSION vector"),
+        ("", "may not create it"),
+    ],
+    ids=["may-make-schemas", "may-make-nothing"],
+)
+async def test_memory_open_as_a_role_that_may_not_make_pgvector_writes_nothing(
+    pg_url: str, grants: str, refusal: str
+) -> None:
+    """``Memory.open`` as a role that may not create the pgvector extension
+    (in a database where it is not installed; pgserver has it available)
+    is refused before either store writes, naming the fix. Before: the
+    preflight only asked whether the extension was available, so the
+    storage's schema was made, then ``CREATE EXTENSION`` was refused."""
+    name = f"t{uuid.uuid4().hex[:16]}"  # the role, its database and the schema
+    admin = await asyncpg.connect(pg_url)
+    try:
+        await admin.execute(f"CREATE ROLE {name} LOGIN")
+        await admin.execute(f"CREATE DATABASE {name}")
+        if grants:
+            await admin.execute(grants.format(db=name, role=name))
+        base = pg_url.rsplit("/", 1)[0]  # postgresql://postgres@127.0.0.1:<port>
+        url = f"{base.replace('//postgres@', f'//{name}@')}/{name}?schema={name}"
+        with pytest.raises(BackendError, match=refusal):
+            await Memory.open(url, vector=url, embedder="lexical")
+        assert not await _schema_exists(f"{base}/{name}", name)
+    finally:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.execute(f"DROP ROLE IF EXISTS {name}")
+        await admin.close()
+
+
+async def test_memory_open_as_a_role_without_create_on_the_schema_writes_nothing(pg_url: str) -> None:
+    """pgvector installed and the schema made by another role: a role that
+    may not create tables in it is refused by the vectors' preflight,
+    naming the GRANT, before the storage opens (the vectors' ``open``
+    would make the lexical index's tables there, after the storage)."""
+    name = f"t{uuid.uuid4().hex[:16]}"
+    admin = await asyncpg.connect(pg_url)
+    try:
+        await admin.execute(f"CREATE ROLE {name} LOGIN")
+        await admin.execute(f"CREATE DATABASE {name}")
+        await admin.execute(f"GRANT CREATE ON DATABASE {name} TO {name}")
+        base = pg_url.rsplit("/", 1)[0]
+        owner = await asyncpg.connect(f"{base}/{name}")
+        try:
+            await owner.execute(
+                f"CREATE EXTENSION vector; CREATE SCHEMA {name}; GRANT USAGE ON SCHEMA {name} TO {name}"
+            )
+        finally:
+            await owner.close()
+        url = f"{base.replace('//postgres@', f'//{name}@')}/{name}?schema={name}"
+        with pytest.raises(BackendError, match="GRANT CREATE ON SCHEMA"):
+            await Memory.open(url, vector=url, embedder="lexical")
+    finally:
+        await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        await admin.execute(f"DROP ROLE IF EXISTS {name}")
+        await admin.close()
