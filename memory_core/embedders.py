@@ -348,6 +348,18 @@ class LexicalHashEmbedder:
                 counts[pair] = counts.get(pair, 0.0) + self.bigram_weight
         return counts
 
+    def shares_feature(self, query: str, text: str) -> bool:
+        """Whether ``query`` and ``text`` share a feature (:meth:`features`:
+        a word, a word pair, or with ``ngram_range`` a character n-gram).
+        Two texts that share none can still score above zero, even well
+        above a relevance floor (``"lisbon3929"`` and ``"I work in Oslo."``:
+        0.65), when their features land in the same hash slots; a search
+        with a floor keeps only the hits that share one
+        (:func:`~memory_core.hybrid.search_ids`), so the floor means "related
+        by words", not "collided"."""
+        mine = self.features(query)
+        return any(feature in mine for feature in self.features(text))
+
     def embed_one(self, text: str) -> Matrix:
         """The unit vector of one text, shape ``(dimension,)`` (synchronous)."""
         vector = np.zeros(self.dimension, dtype=np.float64)
@@ -813,7 +825,9 @@ recall@k (k = 4, 5, 10) at most about 2 points. MiniLM at 0.33: recall@5
 0.234 -> 0.228, recall@10 0.314 -> 0.296; off-topic queries ("pears") keep
 0.07 hits of 5 (97% none), another conversation's questions 1.2 (57% none).
 The lexical embedder separates less: at 0.15 recall@5 0.349 -> 0.345,
-off-topic queries keep 2.0 hits of 5 (30% none). The agent-framework tools
+off-topic queries keep 2.0 hits of 5 (30% none); with a floor, its hits must
+also share a word with the query (:meth:`LexicalHashEmbedder.shares_feature`),
+which leaves evidence recall as it is. The agent-framework tools
 use these by default (``min_score="auto"``)."""
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 
-from memory_core.embedders import Embedder
+from memory_core.embedders import Embedder, LexicalHashEmbedder
 from memory_core.errors import ValidationError
 from memory_core.lexical import bm25_rank
 from memory_core.lexical_index import LexicalIndex
@@ -127,7 +127,11 @@ async def search_ids(
             takes them as they are (``VectorStore.search_checked``).
         min_score: cosine floor applied to the vector ranking (before
             fusion); the lexical ranking has none (every lexical hit shares
-            at least one term with ``text``).
+            at least one term with ``text``). With a floor and the lexical
+            hashing embedder, a vector hit must also share a feature with
+            ``text`` (:meth:`~memory_core.embedders.LexicalHashEmbedder.shares_feature`:
+            a score from hash collisions alone is not relevance); its
+            message is read from storage for that (one read of the hits).
         weights: ``(vector, lexical)`` fusion weights (hybrid mode).
 
     Returns:
@@ -147,11 +151,11 @@ async def search_ids(
     if vector is None or embedder is None:
         raise ValidationError("vector", f"semantic recall in {mode!r} mode needs a vector store and an embedder")
     if mode == "vector":
-        return await _vector_ranking(vector, embedder, text, limit, thread_id, resource_id, min_score)
+        return await _vector_ranking(storage, vector, embedder, text, limit, thread_id, resource_id, min_score)
     depth = max(limit, FUSION_DEPTH)
     # Both rankings at once: a hybrid search waits for the slower, not the sum.
     (vector_ids, searched), lexical_ids = await _both(
-        functools.partial(_vector_ranking, vector, embedder, text, depth, thread_id, resource_id, min_score),
+        functools.partial(_vector_ranking, storage, vector, embedder, text, depth, thread_id, resource_id, min_score),
         functools.partial(_lexical_ranking, storage, vector, text, depth, thread_id, resource_id),
     )
     fused = reciprocal_rank_fusion([vector_ids, lexical_ids], weights)
@@ -159,6 +163,7 @@ async def search_ids(
 
 
 async def _vector_ranking(
+    storage: Storage,
     vector: VectorStore,
     embedder: Embedder,
     text: str,
@@ -168,10 +173,15 @@ async def _vector_ranking(
     min_score: float | None,
 ) -> tuple[list[str], bool]:
     """The vector store's ``depth`` best ids for ``text`` (at or above
-    ``min_score``) and whether the index held anything in the scope."""
+    ``min_score``; with the lexical hashing embedder, sharing a feature with
+    ``text`` too) and whether the index held anything in the scope."""
     query = await embedder.embed([text])
     found = await vector.search_checked(query[0], depth, thread_id, None if thread_id is not None else resource_id)
-    return [hit.message_id for hit in found if min_score is None or hit.score >= min_score], bool(found)
+    ids = [hit.message_id for hit in found if min_score is None or hit.score >= min_score]
+    if min_score is not None and ids and isinstance(embedder, LexicalHashEmbedder):
+        related = {m.id for m in await storage.get_messages(ids) if embedder.shares_feature(text, message_text(m))}
+        ids = [mid for mid in ids if mid in related]
+    return ids, bool(found)
 
 
 async def _lexical_ranking(

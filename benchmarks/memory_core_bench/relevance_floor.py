@@ -29,13 +29,14 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from memory_core.cli.locomo import LOCOMO_DIR_HELP, load_dir, require_locomo_dir
-from memory_core.embedders import get_embedder
+from memory_core.embedders import LexicalHashEmbedder, get_embedder
+from memory_core.vector import message_text
 
 from memory_core_bench.retrieval import (
     embed_conversations,
@@ -70,8 +71,19 @@ _K = 5
 _PERCENTILES = (5, 25, 50, 75, 95)
 
 
-def _kept(tops: list[list[tuple[str, float]]], floor: float | None, k: int) -> list[list[str]]:
-    return [[mid for mid, score in top[:k] if floor is None or score >= floor] for top in tops]
+def _kept(
+    tops: list[list[tuple[str, float]]],
+    floor: float | None,
+    k: int,
+    related: list[Callable[[str], bool]] | None = None,
+) -> list[list[str]]:
+    """Each query's top ``k`` ids at or above ``floor``; with ``related``
+    (one test per query), those it passes too, as recall applies the
+    lexical embedder's shared-feature rule under a floor."""
+    return [
+        [mid for mid, score in top[:k] if floor is None or (score >= floor and (related is None or related[row](mid)))]
+        for row, top in enumerate(tops)
+    ]
 
 
 async def run_floors(
@@ -80,7 +92,9 @@ async def run_floors(
     """Score every floor (see the module docstring).
 
     Returns:
-        A JSON-ready dict: ``embedder``, ``rows`` (one per floor: ``floor``,
+        A JSON-ready dict: ``embedder``, ``rows`` (one per floor, and with
+        the lexical embedder one more per floor applying its shared-feature
+        rule as recall does, ``shared_feature`` True: ``floor``,
         ``recall@4``, ``recall@5``, ``recall@10``, ``evidence_hits_kept``,
         ``other_hits``, ``other_none``, ``off_topic_hits``, ``off_topic_none``)
         and ``scores`` (percentiles of the best evidence score per question
@@ -95,6 +109,10 @@ async def run_floors(
     rows_of: dict[str, list[int]] = {}
     for row, case in enumerate(questions):
         rows_of.setdefault(case.resource_id, []).append(row)
+    said = {m.id: message_text(m) for c in conversations for m in c.messages}
+    own_queries: list[str] = []
+    other_queries: list[str] = []
+    off_queries: list[str] = []
     own: list[list[tuple[str, float]]] = []
     evidence: list[list[str]] = []
     best_evidence: list[float] = []
@@ -104,21 +122,38 @@ async def run_floors(
         mine = rows_of.get(corpus.conversation.resource_id, [])
         tops, scores = exact_search(corpus, question_vectors[mine], 10)
         own += tops
+        own_queries += [questions[row].question for row in mine]
         for row, per_message in zip(mine, scores, strict=True):
             wanted = list(questions[row].evidence)
             evidence.append(wanted)
             best_evidence.append(max((per_message[e] for e in wanted if e in per_message), default=-1.0))
         neighbour = embedded[(index + 1) % len(embedded)].conversation.resource_id
         other += exact_search(corpus, question_vectors[rows_of.get(neighbour, [])], _K)[0]
+        other_queries += [questions[row].question for row in rows_of.get(neighbour, [])]
         off += exact_search(corpus, off_vectors, _K)[0]
+        off_queries += list(OFF_TOPIC)
+
+    def tests(queries: list[str]) -> list[Callable[[str], bool]] | None:
+        if not isinstance(embedder, LexicalHashEmbedder):
+            return None
+        lexical = embedder
+
+        def related(query: str) -> Callable[[str], bool]:
+            return lambda mid: lexical.shares_feature(query, said[mid])
+
+        return [related(q) for q in queries]
+
+    variants = [False, True] if isinstance(embedder, LexicalHashEmbedder) else [False]
     rows = []
-    for floor in floors:
-        recall = evidence_recall(_kept(own, floor, 10), evidence, (4, 5, 10))
-        kept_own = _kept(own, floor, _K)
-        kept_other, kept_off = _kept(other, floor, _K), _kept(off, floor, _K)
+    for floor, shared in ((f, v) for f in floors for v in variants if f is not None or not v):
+        own_t, other_t, off_t = (tests(q) if shared else None for q in (own_queries, other_queries, off_queries))
+        recall = evidence_recall(_kept(own, floor, 10, own_t), evidence, (4, 5, 10))
+        kept_own = _kept(own, floor, _K, own_t)
+        kept_other, kept_off = _kept(other, floor, _K, other_t), _kept(off, floor, _K, off_t)
         rows.append(
             {
                 "floor": floor,
+                "shared_feature": shared,
                 "recall@4": recall[4],
                 "recall@5": recall[5],
                 "recall@10": recall[10],
@@ -160,6 +195,7 @@ def render(report: dict[str, Any]) -> str:
     ]
     for r in report["rows"]:
         floor = "none" if r["floor"] is None else f"{r['floor']:.2f}"
+        floor += " + shared word" if r["shared_feature"] else ""
         lines.append(
             f"| {floor} | {r['recall@4']:.3f} | {r['recall@5']:.3f} | {r['recall@10']:.3f} "
             f"| {r['evidence_hits_kept']:.2f} | {r['other_hits']:.2f} | {r['other_none']:.0%} "

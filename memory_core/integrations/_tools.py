@@ -5,6 +5,7 @@ out the turn being answered, under a relevance floor) and working memory."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from typing import Any
 from memory_core.arguments import check_memory
 from memory_core.errors import NotFoundError, ValidationError
 from memory_core.memory import Memory, MemoryConfig, SemanticRecall
-from memory_core.models import Message
+from memory_core.models import Include, Message
 from memory_core.validation import MAX_TOP_K, MinScore, check_min_score, check_search_text, check_text
 from memory_core.vector import message_text
 from memory_core.workmem import Scope
@@ -26,10 +27,17 @@ __all__ = [
     "REFUSED_TEMPLATE",
     "RECALLED_ROLES",
     "MinScore",
+    "DEFAULT_HIT_CHARS",
+    "DEFAULT_TOTAL_CHARS",
+    "MIN_BOUND_CHARS",
+    "bound_texts",
     "can_recall",
+    "check_hit_bounds",
     "check_recall_options",
     "distinct_hits",
     "check_recallable",
+    "cut_marker",
+    "echoed_replies",
     "notes_are_template",
     "notes_hold_nothing",
     "offered_tools",
@@ -69,11 +77,126 @@ def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
     return int(top_k), check_min_score(min_score, "min_score")
 
 
+DEFAULT_HIT_CHARS = 2000
+"""The recall tools' default bound on one hit's text, in characters (code
+points), marker included (:func:`bound_texts`)."""
+DEFAULT_TOTAL_CHARS = 8000
+"""The recall tools' default bound on the texts of one answer's hits
+together, in characters, markers included (:func:`bound_texts`): four
+full-size hits."""
+MIN_BOUND_CHARS = 100
+"""The smallest bound a recall tool accepts: room for a cut marker
+(:func:`cut_marker`) and some text."""
+
+
+def check_hit_bounds(max_hit_chars: Any, max_total_chars: Any) -> tuple[int | None, int | None]:
+    """A seam's hit-size bounds, checked at construction.
+
+    Raises:
+        ValidationError: ``max_hit_chars`` or ``max_total_chars`` is neither
+            None (no bound) nor an int >= :data:`MIN_BOUND_CHARS` (a bool
+            included), naming the field.
+    """
+    for field, value in (("max_hit_chars", max_hit_chars), ("max_total_chars", max_total_chars)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < MIN_BOUND_CHARS):
+            raise ValidationError(
+                field, f"must be an int >= {MIN_BOUND_CHARS} (characters) or None (no bound), got {value!r}", "R-RECALL"
+            )
+    return max_hit_chars, max_total_chars
+
+
+def cut_marker(chars: int, hits: int) -> str:
+    """What ends a text :func:`bound_texts` cut: ``" [cut: 1234 more
+    characters]"``, ``" [cut: 2 more hits]"`` or both, ``"; "``-joined."""
+    said = [f"{chars} more characters"] if chars else []
+    said += [f"{hits} more hit{'s' if hits != 1 else ''}"] if hits else []
+    return f" [cut: {'; '.join(said)}]"
+
+
+def _fit(text: str, limit: float, hits: int) -> str:
+    """``text`` in at most ``limit`` characters with :func:`cut_marker`
+    telling what was cut: its end, and ``hits`` hits after it."""
+    if len(text) <= limit and not hits:
+        return text
+    if len(text) + len(cut_marker(0, hits)) <= limit:
+        return text + cut_marker(0, hits)
+    keep = max(0, int(limit) - len(cut_marker(len(text), hits)))  # the count's digits can only shrink
+    return text[:keep] + cut_marker(len(text) - keep, hits)
+
+
+def bound_texts(texts: list[str], max_hit_chars: int | None, max_total_chars: int | None) -> list[str]:
+    """``texts`` (hits, best first) within the recall tools' size bounds: a
+    text over ``max_hit_chars`` characters is cut to that many, ending in a
+    visible marker (:func:`cut_marker`: how many characters were cut); the
+    texts together hold at most ``max_total_chars`` characters: the first
+    text that does not fit is cut to the room left, and when less than
+    :data:`MIN_BOUND_CHARS` is left it and every later hit are left out,
+    the last text kept saying how many hits were cut (a short last text
+    that cannot hold that marker whole is left out too). Markers count
+    against both bounds, so they are hard bounds; None: no bound.
+
+    Without these a model that quotes its hits in its answer makes the
+    next answer larger: the quote is stored, recalled and quoted again.
+
+    Returns:
+        The texts kept, best first (fewer than given when hits were left
+        out; the first is always kept).
+    """
+    per_hit = max_hit_chars if max_hit_chars is not None else math.inf
+    left = max_total_chars if max_total_chars is not None else math.inf
+    limits: list[float] = []
+    for text in texts:
+        limit = min(per_hit, left)
+        if len(text) > limit and limits and limit < MIN_BOUND_CHARS:
+            break
+        limits.append(limit)
+        left -= min(len(text), limit)
+    cut = len(texts) - len(limits)
+    while cut and len(limits) > 1 and limits[-1] < MIN_BOUND_CHARS:
+        if len(texts[len(limits) - 1]) + len(cut_marker(0, cut)) <= limits[-1]:
+            break
+        limits.pop()  # its marker would leave it too little room: leave it out too
+        cut += 1
+    last = len(limits) - 1
+    return [
+        _fit(text, limit, cut if index == last else 0)
+        for index, (text, limit) in enumerate(zip(texts, limits, strict=False))
+    ]
+
+
 RECALLED_ROLES = frozenset({"user", "assistant"})
 """The roles the recall tools search: what the user and the assistant said.
 Tool results are left out (the recall tools' own among them: their text is
 earlier hits, so a recall would find its own past answers and feed on them),
 and so are system instructions."""
+
+_ECHO_REACH = 8
+"""How many messages before an assistant hit :func:`echoed_replies` looks
+through for the tool result it repeats (its own turn's)."""
+
+
+async def echoed_replies(memory: Memory, resource_id: str, hits: list[Message]) -> set[str]:
+    """The ids of the ``assistant`` hits that merely repeat a tool result:
+    their text is, under :func:`_text_key` (NFKC, case, whitespace), that of
+    a ``tool`` message among the :data:`_ECHO_REACH` messages before them in
+    their thread. Such a reply says nothing the tool result did not, and
+    tool results are not recalled (:data:`RECALLED_ROLES`): a model that
+    answers with its ``recall_memory`` result word for word would otherwise
+    have it recalled, and quoted again, through its reply. A reply that
+    quotes a result among words of its own stays recallable (its size is
+    what :func:`bound_texts` bounds). One storage read, when there is an
+    assistant hit with text."""
+    replies = [m for m in hits if m.role == "assistant" and message_text(m).strip()]
+    if not replies:
+        return set()
+    windows, _ = await memory.storage.read_windows([Include(m.id, _ECHO_REACH, 0) for m in replies], resource_id)
+    echoed = set()
+    for reply, window in zip(replies, windows, strict=True):
+        key = _text_key(reply)
+        if any(m.role == "tool" and m.id != reply.id and _text_key(m) == key for m in window):
+            echoed.add(reply.id)
+    return echoed
+
 
 _GROWTH = 4
 """How much deeper a recall tool searches again when tool results took
@@ -165,9 +288,10 @@ async def recall_hits(
     (:data:`RECALLED_ROLES`), best first, searched under the Memory's
     semantic-recall settings (:func:`tool_recall`: its mode, weights and
     scope, resource or thread), leaving out the turn being answered and
-    those under the floor, one per distinct text (:func:`distinct_hits`:
-    the best-ranked copy of a text said several times; further candidates
-    fill the slots its copies took).
+    those under the floor and assistant replies that merely repeat a tool
+    result (:func:`echoed_replies`), one per distinct text
+    (:func:`distinct_hits`: the best-ranked copy of a text said several
+    times; further candidates fill the slots its copies took).
 
     The turn being answered is the newest ``user`` message (of ``thread_id``,
     or of any thread of the resource when None) and what follows it in its
@@ -177,11 +301,15 @@ async def recall_hits(
     hits than that turn holds, so all ``top_k`` slots go to memory; when
     tool results or system messages took slots, it searches again
     :data:`_GROWTH` times deeper (up to 1000 hits) until ``top_k`` remain or
-    the scope holds no more; so it does when copies of one text took them.
+    the scope holds no more; so it does when copies of one text, or echoed
+    replies, took them.
 
     With scope ``"thread"`` only the thread is searched: ``thread_id``, or
     (None) the thread of the turn being answered; a thread not stored yet
-    holds nothing (``[]``).
+    holds nothing (``[]``). With scope ``"resource"`` a ``thread_id`` not
+    stored yet (a conversation's first turn) is searched around, without
+    the warning :meth:`~memory_core.memory.Memory.recall` logs for a thread
+    that does not exist (one read more when the thread holds no turn).
 
     Args:
         thread_id: the conversation the tool runs in (None: any of the
@@ -218,6 +346,13 @@ async def recall_hits(
         turn_thread, turn = await current_turn(memory, resource_id, thread_id, starts=starts)
         turn = turn if leave_out_turn else 0
     anchor = thread_id if thread_id is not None else turn_thread
+    if thread_id is not None and not turn and await memory.storage.get_thread(thread_id) is None:
+        # The conversation is not stored yet (a seam's first turn: Pydantic AI
+        # stores a run after it): normal here, so no "missing thread" warning
+        # from recall, which informs a caller who names a thread by hand.
+        if settings.scope == "thread":
+            return []
+        anchor, _ = await current_turn(memory, resource_id, within=1)  # any thread of the resource anchors it
     if anchor is None:  # the resource holds no message: nothing to find
         return []
     # With exclude_recent the history page (the newest `turn` messages of the
@@ -234,7 +369,9 @@ async def recall_hits(
             return []
         found = {m.id: m for m in result.messages}
         hits = [found[hit] for hit in result.semantic_hits if hit in found]
-        kept = distinct_hits([m for m in hits if m.role in RECALLED_ROLES])
+        recalled = [m for m in hits if m.role in RECALLED_ROLES]
+        echoed = await echoed_replies(memory, resource_id, recalled)
+        kept = distinct_hits([m for m in recalled if m.id not in echoed])
         if len(kept) >= top_k or len(hits) < want or want >= MAX_TOP_K:
             return kept[:top_k]
         want = min(want * _GROWTH, MAX_TOP_K)
@@ -249,9 +386,14 @@ async def recall_texts(
     thread_id: str | None = None,
     min_score: MinScore = "auto",
     leave_out_turn: bool = True,
+    max_hit_chars: int | None = DEFAULT_HIT_CHARS,
+    max_total_chars: int | None = DEFAULT_TOTAL_CHARS,
 ) -> list[dict[str, Any]]:
     """:func:`recall_hits` as the tools return it: ``{"thread_id", "role",
-    "text", "created_at"}`` (ISO-8601 UTC) per hit, best first.
+    "text", "created_at"}`` (ISO-8601 UTC) per hit, best first, the texts
+    within ``max_hit_chars`` each and ``max_total_chars`` together
+    (characters, cut with a visible marker: :func:`bound_texts`; None: no
+    bound), so fewer hits when the bound left some out.
 
     Raises:
         As :func:`recall_hits`.
@@ -259,14 +401,15 @@ async def recall_texts(
     hits = await recall_hits(
         memory, resource_id, query, top_k, thread_id=thread_id, min_score=min_score, leave_out_turn=leave_out_turn
     )
+    texts = bound_texts([message_text(m) for m in hits], max_hit_chars, max_total_chars)
     return [
         {
             "thread_id": m.thread_id,
             "role": m.role,
-            "text": message_text(m),
+            "text": text,
             "created_at": m.created_at.isoformat() if m.created_at else "",
         }
-        for m in hits
+        for m, text in zip(hits, texts, strict=False)
     ]
 
 
@@ -279,10 +422,12 @@ async def recall_json(
     thread_id: str | None = None,
     min_score: MinScore = "auto",
     leave_out_turn: bool = True,
+    max_hit_chars: int | None = DEFAULT_HIT_CHARS,
+    max_total_chars: int | None = DEFAULT_TOTAL_CHARS,
 ) -> str:
     """What every seam's ``recall_memory`` tool returns: :func:`recall_texts`
     as one JSON text (an array of ``{"thread_id", "role", "text",
-    "created_at"}``, best first; ``"[]"`` when nothing clears the floor,
+    "created_at"}``, best first, texts within the size bounds; ``"[]"`` when nothing clears the floor,
     non-ASCII kept as it is), so the model reads the same format whichever
     framework runs it (a list returned by a tool would reach an OpenAI
     Agents model as Python's repr, quoted with ``'``).
@@ -291,7 +436,15 @@ async def recall_json(
         As :func:`recall_hits`.
     """
     hits = await recall_texts(
-        memory, resource_id, query, top_k, thread_id=thread_id, min_score=min_score, leave_out_turn=leave_out_turn
+        memory,
+        resource_id,
+        query,
+        top_k,
+        thread_id=thread_id,
+        min_score=min_score,
+        leave_out_turn=leave_out_turn,
+        max_hit_chars=max_hit_chars,
+        max_total_chars=max_total_chars,
     )
     return json.dumps(hits, ensure_ascii=False)
 

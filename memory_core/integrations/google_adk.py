@@ -54,6 +54,7 @@ from google.adk.sessions.session import Session
 from google.adk.sessions.state import State
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
+from google.genai import types
 
 from memory_core.arguments import check_memory
 from memory_core.codec import dumps, loads
@@ -76,7 +77,11 @@ from ._threads import (
     session_thread,
 )
 from ._tools import (
+    DEFAULT_HIT_CHARS,
+    DEFAULT_TOTAL_CHARS,
     MinScore,
+    bound_texts,
+    check_hit_bounds,
     check_recall_options,
     check_recallable,
     read_working_memory,
@@ -643,18 +648,38 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
             when set, else the floor measured for the Memory's embedder
             (:func:`~memory_core.embedders.relevance_floor`); None: no
             floor, always ``top_k`` when the user has that many events.
+        max_hit_chars: at most this many characters of text per memory
+            (default 2000), cut with a visible ``[cut: ...]`` marker; None:
+            no bound.
+        max_total_chars: at most this many characters of text in one
+            search's memories together (default 8000): later memories are
+            cut, then left out, the last kept one saying how many
+            (:func:`~memory_core.integrations._tools.bound_texts`); None: no
+            bound. A memory whose text was cut carries that text as its
+            content's one part (its other parts, such as function calls, are
+            dropped with it).
 
     Raises:
         ValidationError: ``memory`` is not a Memory
             (:func:`~memory_core.arguments.check_memory`) or cannot be
             searched (field ``memory.vector``:
             :func:`~memory_core.integrations._tools.check_recallable`), or a
-            bad ``top_k`` or ``min_score``.
+            bad ``top_k`` or ``min_score``, or a bound that is neither None
+            nor an int >= 100.
     """
 
-    def __init__(self, memory: Memory, *, top_k: int = 5, min_score: MinScore = "auto") -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        top_k: int = 5,
+        min_score: MinScore = "auto",
+        max_hit_chars: int | None = DEFAULT_HIT_CHARS,
+        max_total_chars: int | None = DEFAULT_TOTAL_CHARS,
+    ) -> None:
         self.memory = check_recallable(memory)
         self.top_k, self.min_score = check_recall_options(top_k, min_score)
+        self.max_hit_chars, self.max_total_chars = check_hit_bounds(max_hit_chars, max_total_chars)
 
     async def add_session_to_memory(self, session: Session) -> None:
         """Store (and index) the session's events that its thread does not
@@ -701,7 +726,9 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
         content, author, ISO-8601 local timestamp, as ADK's in-memory service).
 
         Left out: events under ``min_score``, events carrying function
-        responses (tool results), and, when called during a run (a tool
+        responses (tool results), agent replies that merely repeat one
+        (:func:`~memory_core.integrations._tools.echoed_replies`), memories
+        past the size bounds (``max_hit_chars``, ``max_total_chars``), and, when called during a run (a tool
         such as ``load_memory`` or ``preload_memory``), the turn that run is
         answering: the question the run stored through
         :class:`MemoryCoreSessionService` (the runner stores it before a tool
@@ -737,14 +764,18 @@ class MemoryCoreMemoryService(BaseMemoryService):  # type: ignore[misc]  # Any w
             hits = await recall_hits(
                 self.memory, owner, query, self.top_k, min_score=self.min_score, leave_out_turn=False
             )
+        events = [(e, event_text(e)) for e in map(_event_of, hits) if e is not None and e.content is not None]
+        texts = bound_texts([text for _, text in events], self.max_hit_chars, self.max_total_chars)
         memories = []
-        for message in hits:
-            event = _event_of(message)
-            if event is not None and event.content is not None:
+        for (event, said), text in zip(events, texts, strict=False):
+            if event.content is not None:
+                content = event.content
+                if text != said:  # cut by the size bounds: the cut text is the memory's content
+                    content = types.Content(role=content.role, parts=[types.Part(text=text)])
                 memories.append(
                     MemoryEntry(
                         id=event.id,
-                        content=event.content,
+                        content=content,
                         author=event.author,
                         timestamp=format_timestamp(event.timestamp),
                     )

@@ -49,7 +49,10 @@ from ._threads import (
     save_to,
 )
 from ._tools import (
+    DEFAULT_HIT_CHARS,
+    DEFAULT_TOTAL_CHARS,
     MinScore,
+    check_hit_bounds,
     check_recall_options,
     offered_tools,
     read_working_memory,
@@ -417,7 +420,14 @@ class MemoryCoreSession:
         await delete_conversation(self.memory, *self._where(wrapper))
 
 
-def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinScore = "auto") -> list[FunctionTool]:
+def memory_tools(
+    session: MemoryCoreSession,
+    *,
+    top_k: int = 4,
+    min_score: MinScore = "auto",
+    max_hit_chars: int | None = DEFAULT_HIT_CHARS,
+    max_total_chars: int | None = DEFAULT_TOTAL_CHARS,
+) -> list[FunctionTool]:
     """Agent tools over the session's memory, acting for the run's owner.
 
     With working memory on in ``session.memory``'s config (off by default:
@@ -440,12 +450,17 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
     answered (the question the runner stored and what followed it) and hits
     under ``min_score`` (cosine similarity; ``"auto"``, the default: the
     Memory's ``semantic_recall.min_score`` when set, else the floor measured
-    for its embedder; None: no floor); see
-    :func:`~memory_core.integrations._tools.recall_hits`.
+    for its embedder; None: no floor) and replies that merely repeat a tool
+    result; see :func:`~memory_core.integrations._tools.recall_hits`. Each
+    hit's text holds at most ``max_hit_chars`` characters (default 2000) and
+    the hits' texts together at most ``max_total_chars`` (default 8000),
+    cut with a visible ``[cut: ...]`` marker
+    (:func:`~memory_core.integrations._tools.bound_texts`; None: no bound).
 
     Raises:
         ValidationError: ``session`` is not a :class:`MemoryCoreSession`
-            (field ``session``); ``top_k`` out of range or a bad ``min_score``; no
+            (field ``session``); ``top_k`` out of range, a bad ``min_score``,
+            or a bound that is neither None nor an int >= 100; no
             tool to offer (working memory off and no recall, field
             ``memory``: :func:`~memory_core.integrations._tools.offered_tools`).
     """
@@ -457,6 +472,7 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
             "memory_tools(MemoryCoreSession(session_id, memory))",
         )
     top_k, min_score = check_recall_options(top_k, min_score)
+    max_hit_chars, max_total_chars = check_hit_bounds(max_hit_chars, max_total_chars)
     working, recall = offered_tools(session.memory)
 
     @function_tool
@@ -489,7 +505,16 @@ def memory_tools(session: MemoryCoreSession, *, top_k: int = 4, min_score: MinSc
                 query: what to look for.
             """
             thread, owner = session._where(ctx)
-            return await recall_json(session.memory, owner, query, top_k, thread_id=thread, min_score=min_score)
+            return await recall_json(
+                session.memory,
+                owner,
+                query,
+                top_k,
+                thread_id=thread,
+                min_score=min_score,
+                max_hit_chars=max_hit_chars,
+                max_total_chars=max_total_chars,
+            )
 
         tools.append(recall_memory)
     return tools

@@ -28,6 +28,8 @@ their text.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -46,13 +48,15 @@ from ._threads import (
     check_record,
     conversation_thread,
     delete_conversation,
-    new_message_id,
     newest_messages,
     owner_of,
     save_to,
 )
 from ._tools import (
+    DEFAULT_HIT_CHARS,
+    DEFAULT_TOTAL_CHARS,
     MinScore,
+    check_hit_bounds,
     check_recall_options,
     offered_tools,
     read_working_memory,
@@ -60,7 +64,7 @@ from ._tools import (
     write_working_memory,
 )
 
-__all__ = ["MESSAGE_TYPE", "THREAD_NAMESPACE", "MessageHistory", "message_role", "message_text"]
+__all__ = ["MESSAGE_TYPE", "THREAD_NAMESPACE", "MessageHistory", "message_id", "message_role", "message_text"]
 
 MESSAGE_TYPE = "pydantic-ai/message"
 """``Message.type`` of a stored Pydantic AI ``ModelMessage``."""
@@ -89,6 +93,21 @@ def message_role(message: ModelMessage) -> Role:
     if kinds == {"system-prompt"}:
         return "system"
     return "user"
+
+
+_MESSAGE_IDS = uuid.UUID("0c9f6a52-3d1e-5b7a-8c4f-7079646e7469")
+"""The UUIDv5 namespace of stored Pydantic AI messages' ids (:func:`message_id`;
+fixed forever: changing it would store every message appended again twice)."""
+
+
+def message_id(thread_id: str, data: Any) -> str:
+    """The id a Pydantic AI message is stored under in ``thread_id``: the
+    UUIDv5 (in :data:`_MESSAGE_IDS`) of the thread id and ``data``, the
+    message's JSON (``ModelMessagesTypeAdapter.dump_python(..., mode="json")``
+    of it) written with sorted keys, so the same message appended again names
+    the same stored message (:meth:`MessageHistory.append` skips it)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return str(uuid.uuid5(_MESSAGE_IDS, f"{thread_id}\n{text}"))
 
 
 def message_text(message: ModelMessage) -> str:
@@ -202,7 +221,21 @@ class MessageHistory:
         return messages if limit is None else _without_orphan_returns(messages)
 
     async def append(self, conversation_id: str, messages: Sequence[ModelMessage]) -> None:
-        """Append messages (``result.new_messages()``) in order, in one batch.
+        """Append messages in order, in one batch; a message the
+        conversation holds already is skipped, so appending is idempotent:
+        ``result.new_messages()`` and ``result.all_messages()`` (the whole
+        history, as Pydantic AI's own docs persist it) store the same, and a
+        retried append stores nothing twice.
+
+        A message is known by its content: its id is a UUIDv5 of the
+        conversation's thread and Pydantic AI's JSON of it
+        (:func:`message_id`), which carries the parts' and the response's
+        timestamps, so the same words said in two turns are two messages.
+        Not recognised, hence stored again: messages stored before ids were
+        derived (random ids), and the first message of a window read with
+        ``load(limit=n)`` when its orphaned tool returns were dropped (it is
+        no longer the stored message): with a window, append
+        ``new_messages()``.
 
         Raises:
             ValidationError: not a list of ModelMessage, or one too large
@@ -215,10 +248,11 @@ class MessageHistory:
             if not isinstance(message, ModelRequest | ModelResponse):
                 raise ValidationError(f"messages[{index}]", f"must be a ModelMessage, got {type(message).__name__}")
         encoded = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+        ids = [message_id(thread, data) for data in encoded]
         records = [
             check_record(
                 Message(
-                    new_message_id(),
+                    ids[index],
                     thread,
                     message_role(message),
                     {"message": data, "content": message_text(message)},
@@ -230,13 +264,28 @@ class MessageHistory:
             )
             for index, (message, data) in enumerate(zip(messages, encoded, strict=True))
         ]
-        await save_to(self.memory, thread, self.resource_id, records)
+        await self.memory.wait_for_writes()  # a cancelled append still in flight is seen whole
+        seen = {m.id for m in await self.memory.storage.get_messages(ids)}
+        fresh = []
+        for record in records:  # the same message twice in one batch: stored once
+            if record.id not in seen:
+                seen.add(record.id)
+                fresh.append(record)
+        await save_to(self.memory, thread, self.resource_id, fresh)
 
     async def clear(self, conversation_id: str) -> None:
         """Delete the conversation, its messages and their vectors."""
         await delete_conversation(self.memory, self.thread_id(conversation_id), self.resource_id)
 
-    def tools(self, conversation_id: str, *, top_k: int = 4, min_score: MinScore = "auto") -> list[Tool[Any]]:
+    def tools(
+        self,
+        conversation_id: str,
+        *,
+        top_k: int = 4,
+        min_score: MinScore = "auto",
+        max_hit_chars: int | None = DEFAULT_HIT_CHARS,
+        max_total_chars: int | None = DEFAULT_TOTAL_CHARS,
+    ) -> list[Tool[Any]]:
         """Agent tools for this resource: with working memory on in the
         Memory's config (off by default: then these two are not offered)
         ``get_working_memory`` and
@@ -258,8 +307,14 @@ class MessageHistory:
         searched either: its messages are stored by :meth:`append` after
         it), and hits under ``min_score`` (cosine similarity; ``"auto"``, the
         default: the Memory's ``semantic_recall.min_score`` when set, else
-        the floor measured for its embedder; None: no floor); see
-        :func:`~memory_core.integrations._tools.recall_hits`.
+        the floor measured for its embedder; None: no floor) and replies
+        that merely repeat a tool return; see
+        :func:`~memory_core.integrations._tools.recall_hits`. Each hit's
+        text holds at most ``max_hit_chars`` characters (default 2000) and
+        the hits' texts together at most ``max_total_chars`` (default
+        8000), cut with a visible ``[cut: ...]`` marker
+        (:func:`~memory_core.integrations._tools.bound_texts`; None: no
+        bound).
 
         The tools act for the store's ``resource_id``. A run whose ``deps``
         carry a ``resource_id`` (``deps.resource_id`` or
@@ -268,8 +323,9 @@ class MessageHistory:
         (:func:`~memory_core.integrations._threads.owner_of`).
 
         Raises:
-            ValidationError: ``top_k`` is not an int from 1 to 1000, or a bad
-                ``min_score`` or ``conversation_id``; no tool to offer
+            ValidationError: ``top_k`` is not an int from 1 to 1000, a bad
+                ``min_score`` or ``conversation_id``, or a bound that is
+                neither None nor an int >= 100; no tool to offer
                 (working memory off and no recall, field ``memory``:
                 :func:`~memory_core.integrations._tools.offered_tools`); when a tool runs, a
                 ``deps`` naming another resource (field
@@ -277,6 +333,7 @@ class MessageHistory:
         """
         thread = self.thread_id(conversation_id)
         top_k, min_score = check_recall_options(top_k, min_score)
+        max_hit_chars, max_total_chars = check_hit_bounds(max_hit_chars, max_total_chars)
         working, recall = offered_tools(self.memory)
         memory = self.memory
 
@@ -306,7 +363,15 @@ class MessageHistory:
             """
             # The run's messages are stored by append() after it: no turn of it to leave out.
             return await recall_json(
-                memory, owner(ctx.deps), query, top_k, thread_id=thread, min_score=min_score, leave_out_turn=False
+                memory,
+                owner(ctx.deps),
+                query,
+                top_k,
+                thread_id=thread,
+                min_score=min_score,
+                leave_out_turn=False,
+                max_hit_chars=max_hit_chars,
+                max_total_chars=max_total_chars,
             )
 
         tools: list[Tool[Any]] = []

@@ -219,3 +219,50 @@ async def test_a_system_prompt_is_kept_byte_for_byte_and_never_stored_as_the_use
         assert ModelMessagesTypeAdapter.dump_json(await history.load("rules")) == ModelMessagesTypeAdapter.dump_json(
             [only_system]
         )
+
+
+@pytest.mark.anyio
+async def test_appending_all_messages_or_again_stores_each_message_once(open_memory: OpenMemory) -> None:
+    """Before: an app that persists ``result.all_messages()`` (as Pydantic
+    AI's docs do) stored the whole history again each turn, and a retried
+    append stored its messages twice."""
+    agent = Agent(FunctionModel(scripted))
+    async with open_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        first = await agent.run("hello", message_history=await history.load("c"))
+        await history.append("c", first.all_messages())
+        await history.append("c", first.new_messages())  # a retry: nothing new
+        second = await agent.run("and now?", message_history=await history.load("c"))
+        await history.append("c", second.all_messages())  # the history so far, plus the new turn
+        loaded = await history.load("c")
+        assert loaded == second.all_messages()  # each once, in order
+        assert len(loaded) == 4
+        third = await agent.run("once more", message_history=loaded)
+        await history.append("c", [*third.new_messages(), *third.new_messages()])  # the same twice in a batch
+        assert await history.load("c") == third.all_messages()
+        await history.append("other", third.new_messages())  # another conversation holds its own copy
+        assert len(await history.load("other")) == 2
+
+
+@pytest.mark.anyio
+async def test_a_first_turn_recall_logs_no_missing_thread_warning(
+    open_memory: OpenMemory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: the conversation's thread is stored only after its first run,
+    so that run's ``recall_memory`` logged "thread ... does not exist"
+    though nothing was wrong; a hand-made recall of a missing thread still
+    warns, where it informs."""
+    async with open_memory() as memory:
+        if memory.vector is None:
+            pytest.skip("recall needs a vector store")
+        history = MessageHistory(memory, "alice")
+        noted = Agent(FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("Noted.")])))
+        await history.append("before", (await noted.run("My cat is called Miso.")).new_messages())
+        agent = Agent(FunctionModel(recalling), tools=history.tools("new-chat", min_score=None))
+        with caplog.at_level("WARNING", logger="memory_core"):
+            result = await agent.run("What is my cat called?")
+        assert "My cat is called Miso." in json.loads(result.output)  # the other conversation is searched
+        assert not [r for r in caplog.records if "does not exist" in r.getMessage()], caplog.text
+        with caplog.at_level("WARNING", logger="memory_core"):
+            await memory.recall("typo", "alice", vector_search_string="cat")
+        assert "thread 'typo' does not exist" in caplog.text

@@ -252,7 +252,9 @@ async def test_a_question_asked_in_every_restart_does_not_crowd_out_the_fact() -
         for texts in openai_texts:
             assert "My cat is called Miso." in texts, texts
             assert len(texts) == len({" ".join(t.casefold().split()) for t in texts}), texts
-        assert len(openai_texts[-1]) == 4  # the copies' slots filled by further candidates
+        # The copies' slots go to further candidates: all there are, as the
+        # model's replies repeat the tool's output word for word (not recalled).
+        assert sorted(openai_texts[-1]) == sorted([QUESTION, "My cat is called Miso."])
 
         history = MessageHistory(memory, "bob")
         noted = PydanticAgent(FunctionModel(lambda m, i: _answer("Noted.")))
@@ -295,3 +297,25 @@ def test_distinct_hits_keeps_the_best_ranked_copy_of_each_text() -> None:
         said("f", "\uff57\uff48\uff41\uff54 is my pet called?"),  # NFKC: full-width letters are the same words
     ]
     assert [m.id for m in distinct_hits(hits)] == ["a", "c", "d", "e"]
+
+
+async def test_a_hit_sharing_no_word_with_the_query_never_clears_the_floor() -> None:
+    """Issue 26 re-probe: with the lexical embedder a hit sharing no word
+    with the query scored above the floor ("lisbon3929" and "I work in
+    Oslo." land in the same hash slot: cosine 0.65, floor 0.15), so the
+    floor let an unrelated message through; now a floored hit must share a
+    feature. Without a floor, the hit is still returned."""
+    async with vector_memory() as memory:
+        history = MessageHistory(memory, "alice")
+        noted = PydanticAgent(FunctionModel(lambda m, i: _answer("Noted.")))
+        for text in ("I work in Oslo.", "I fly to Lisbon in April."):
+            await history.append("before", (await noted.run(text)).new_messages())
+        floored = PydanticAgent(FunctionModel(recalling), tools=history.tools("chat"))
+        assert json.loads((await floored.run("lisbon3929")).output) == []
+        assert json.loads((await floored.run("Lisbon")).output) == ["I fly to Lisbon in April."]
+        unfloored = PydanticAgent(FunctionModel(recalling), tools=history.tools("chat", top_k=1, min_score=None))
+        assert json.loads((await unfloored.run("lisbon3929")).output) == ["I work in Oslo."]
+        thread = history.thread_id("before")
+        config = {"last_messages": 0, "semantic_recall": {"min_score": "auto", "mode": "hybrid"}}
+        found = await memory.recall(thread, "alice", vector_search_string="lisbon3929", thread_config=config)
+        assert found.semantic_hits == []  # the same rule in the core's recall, before fusion too

@@ -1,6 +1,7 @@
 """Pydantic AI message history: a candidate store against the in-memory
 list Pydantic AI's own docs keep (``message_history`` plus
-``result.new_messages()``), operation by operation.
+``result.new_messages()``; a message held already is not appended again),
+operation by operation.
 
 Operations: ``append(conversation_id, messages)`` with random requests
 (user prompts, system prompts, tool returns; not the deprecated
@@ -63,8 +64,14 @@ class InMemoryHistory:
         return window
 
     async def append(self, conversation_id: str, messages: Sequence[Any]) -> None:
-        """Extend the conversation's list."""
-        self.conversations.setdefault(conversation_id, []).extend(messages)
+        """Extend the conversation's list with the messages it does not hold
+        yet (equal in every field, timestamps included: the same message), so
+        appending ``result.all_messages()`` stores what
+        ``result.new_messages()`` would, and appending again stores nothing."""
+        held = self.conversations.setdefault(conversation_id, [])
+        for message in messages:
+            if message not in held:
+                held.append(message)
 
     async def clear(self, conversation_id: str) -> None:
         """Forget the conversation."""
