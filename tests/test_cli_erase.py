@@ -81,7 +81,7 @@ def test_erase_with_vector_erases_the_resources_vectors(tmp_path: Path) -> None:
     assert vector is not None
     done = cli("erase", url, "--vector", vector, "--resource", "u1", "--yes")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors"), done.stdout
+    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors (text chunks)"), done.stdout
 
     async def points(resource: str) -> int:
         async with await connect_vector(vector) as index:

@@ -54,7 +54,7 @@ class Erased:
         resource_id: the resource.
         threads: its threads (with their messages and working memory).
         messages: their messages.
-        vectors: its vector points (chunks, every dimension); None without ``--vector``.
+        vectors: its vector points (one per text chunk, every dimension); None without ``--vector``.
         record: whether a resource record (working memory, metadata) went.
     """
 
@@ -66,11 +66,14 @@ class Erased:
 
 
 def erased_line(erased: Erased, *, dry_run: bool) -> str:
-    """``erased resource 'u1': 2 threads, 40 messages, 40 vectors and its
-    resource record`` (``would erase`` for a dry run)."""
+    """``erased resource 'u1': 2 threads, 40 messages, 42 vectors (text
+    chunks) and its resource record`` (``would erase`` for a dry run; the
+    vectors counted as :func:`~memory_core.embedders.chunk_vectors` says)."""
+    from memory_core.embedders import chunk_vectors
+
     parts = [amount(erased.threads, "threads"), amount(erased.messages, "messages")]
     if erased.vectors is not None:
-        parts.append(amount(erased.vectors, "vectors"))
+        parts.append(chunk_vectors(erased.vectors))
     what = ", ".join(parts)
     if erased.record:
         what += " and its resource record (working memory, metadata)"
