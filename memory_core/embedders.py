@@ -770,8 +770,9 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command
     for dimension, n in sorted(others.items()):
         name = built_in_name(dimension)
         known = "" if not name else f" (--embedder {name}?)" if command_line else f" (embedder={name!r}?)"
-        builders.append(f"{n} vector(s) of a {dimension}-dimension{known} embedder")
-    mixed = f" and {counts[embedder.dimension]} of its own" if counts.get(embedder.dimension) else ""
+        builders.append(f"{chunk_vectors(n)} of a {dimension}-dimension{known} embedder")
+    own = counts.get(embedder.dimension)
+    mixed = f" and {chunk_vectors(own)} of its own" if own else ""
     if command_line:
         return (
             f"the vector index holds {' and '.join(builders)}{mixed}, but {embedder.name!r} "
@@ -788,6 +789,16 @@ def dimension_mismatch(embedder: Embedder, counts: Mapping[int, int], *, command
     )
 
 
+def chunk_vectors(n: int) -> str:
+    """``n`` vectors of a vector store's count of points (``dimension_counts``,
+    ``count_points``), said as what they count: ``"25 vectors (text
+    chunks)"``, ``"1 vector (text chunk)"``. One per chunk of a message's
+    text, so a long message has several: the number differs from the
+    messages with vectors that :meth:`~memory_core.vector.BaseVectorStore.count`
+    counts (``check-index``'s ``vectors for N (messages with text)``)."""
+    return f"{n} vector (text chunk)" if n == 1 else f"{n} vectors (text chunks)"
+
+
 def partial_rebuild(embedder: Embedder, counts: Mapping[int, int], scope: str, *, command_line: bool = False) -> str:
     """Why re-embedding ``scope`` (``"resource 'r1'"``, ``"thread 't1'"``)
     with ``embedder`` is refused: the index holds ``counts`` (points per
@@ -796,7 +807,7 @@ def partial_rebuild(embedder: Embedder, counts: Mapping[int, int], scope: str, *
     Worded for a ``memory-core`` command's user with ``command_line``
     (``--embedder``), else for Python's (``embedder=``)."""
     built = " and ".join(
-        f"{n} vector(s) of a {dimension}-dimension embedder"
+        f"{chunk_vectors(n)} of a {dimension}-dimension embedder"
         for dimension, n in sorted(counts.items())
         if dimension != embedder.dimension and n
     )

@@ -301,29 +301,58 @@ class VectorIndex:
         Raises:
             BackendError: a store failed.
         """
-        if not isinstance(self.vector, BaseVectorStore):
-            return 0
-        held = sorted(await _vector_call("check_index", self.vector.message_ids()))
+        held = sorted(await self.indexed_owners("check_index"))
         for start in range(0, len(held), batch):
             if await self.storage.get_messages(held[start : start + batch]):
                 return 0
         return len(held)
 
+    async def indexed_owners(self, operation: str) -> dict[str, str | None]:
+        """Every message the index holds an entry of (a vector or a lexical
+        document, text-less messages' documents included), with its
+        resource id where the store's lexical index tells it (None where
+        only a vector does); ``{}`` for a vector store that cannot list its
+        ids. ``operation`` names the caller in a BackendError.
+
+        Raises:
+            BackendError: the vector store failed.
+        """
+        if not isinstance(self.vector, BaseVectorStore):
+            return {}
+        owners: dict[str, str | None] = dict.fromkeys(await _vector_call(operation, self.vector.message_ids()))
+        if self.vector.lexical_index:
+            owners.update(await _vector_call(operation, self.vector.document_ids()))
+        return owners
+
+    async def unowned_resources(self, held: Sequence[str]) -> list[str]:
+        """The resources, sorted, whose index entries no resource of
+        storage owns: those the lexical index names besides ``held`` (the
+        resource ids storage holds), i.e. resources erased or pruned
+        through storage alone, which ``memory-core erase --resource ID
+        --vector URL`` removes from the index. ``[]`` for a store without a
+        lexical index (its vectors' payloads are not listed by resource).
+
+        Raises:
+            BackendError: the vector store failed.
+        """
+        owners = await self.indexed_owners("check_index")
+        return sorted({r for r in owners.values() if r is not None} - set(held))
+
     async def drop_unowned(self, batch: int = 500) -> int:
-        """Drop the vectors and lexical documents of every message with
-        vectors that storage no longer holds, store-wide (the whole-store
-        reindex's last step: resources erased through storage alone leave
-        them, and no per-resource reindex reaches them). Reads every message
-        id the index holds, then storage in batches of ``batch`` ids.
-        Returns how many messages' entries were dropped. A lexical document
-        of such a message without any vector (empty text) is not reached.
+        """Drop the vectors and lexical documents of every message storage
+        no longer holds, store-wide (the whole-store reindex's last step:
+        resources erased through storage alone leave them, and no
+        per-resource reindex reaches them), text-less messages' documents
+        included (:meth:`indexed_owners`). Reads every message id the
+        index holds, then storage in batches of ``batch`` ids. Returns how
+        many messages' entries were dropped.
 
         Raises:
             BackendError: a store failed.
         """
-        if not isinstance(self.vector, BaseVectorStore):
+        if self.vector is None:
             return 0
-        held = sorted(await _vector_call("reindex", self.vector.message_ids()))
+        held = sorted(await self.indexed_owners("reindex"))
         gone: list[str] = []
         for start in range(0, len(held), batch):
             ids = held[start : start + batch]

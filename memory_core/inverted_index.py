@@ -193,6 +193,11 @@ class InvertedIndex:
         """How many documents match ``flt`` (empty: all)."""
         return len(self._selected(flt))
 
+    def owners(self, flt: PointFilter) -> dict[str, str]:
+        """``{message_id: resource_id}`` of the documents matching ``flt``
+        (empty: all; ``LexicalPrimitives._document_ids``)."""
+        return {mid: self._documents[mid].resource_id for mid in self._selected(flt)}
+
     def clear(self) -> None:
         """Delete every document."""
         self._documents.clear()

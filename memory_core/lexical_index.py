@@ -192,12 +192,15 @@ class LexicalIndex(Protocol):
     async def count_documents(self, resource_id: str | None = None, thread_id: str | None = None) -> int:
         """How many documents the index holds under the filter."""
 
+    async def document_ids(self, resource_id: str | None = None, thread_id: str | None = None) -> dict[str, str]:
+        """``{message_id: resource_id}`` of the documents under the filter."""
+
 
 class LexicalPrimitives:
     """The lexical-index primitives of :class:`memory_core.vector.BaseVectorStore`
     (a base of it): a store that sets ``lexical_index = True`` implements
-    them; the base's public ``index_documents``, ``lexical_search`` and
-    ``count_documents`` and its deletes and ``destroy`` call them."""
+    them; the base's public ``index_documents``, ``lexical_search``,
+    ``count_documents`` and ``document_ids`` and its deletes and ``destroy`` call them."""
 
     lexical_index: ClassVar[bool] = False
     """Whether the store keeps a lexical index (default False: the core
@@ -249,6 +252,13 @@ class LexicalPrimitives:
     async def _count_documents(self, flt: PointFilter) -> int:
         """Exact number of documents matching ``flt`` (empty: all)."""
         raise NotImplementedError(f"{type(self).__name__} sets lexical_index but has no _count_documents")
+
+    async def _document_ids(self, flt: PointFilter) -> dict[str, str]:
+        """``{message_id: resource_id}`` of every document matching ``flt``
+        (empty: all), exact: what :meth:`_count_documents` counts, by id
+        (the whole-store reindex drops those of messages storage no longer
+        holds; ``check-index`` names their resources)."""
+        raise NotImplementedError(f"{type(self).__name__} sets lexical_index but has no _document_ids")
 
     async def _drop_documents(self) -> None:
         """Delete this store's (namespace's) whole lexical index."""

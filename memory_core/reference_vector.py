@@ -159,5 +159,8 @@ class InMemoryVectorStore(BaseVectorStore):
     async def _count_documents(self, flt: PointFilter) -> int:
         return self._lexicon.count(flt)
 
+    async def _document_ids(self, flt: PointFilter) -> dict[str, str]:
+        return self._lexicon.owners(flt)
+
     async def _drop_documents(self) -> None:
         self._lexicon.clear()

@@ -537,6 +537,25 @@ class BaseVectorStore(VectorLifecycle):
         with self._guard("count_documents"):
             return await self._count_documents(flt)
 
+    @traced("search_memory", "vector")
+    async def document_ids(self, resource_id: str | None = None, thread_id: str | None = None) -> dict[str, str]:
+        """``{message_id: resource_id}`` of every lexical document under the
+        filter (all when both are None): what :meth:`count_documents`
+        counts, by id, for a caller that compares them with storage (the
+        whole-store ``memory-core reindex`` drops the documents of messages
+        storage no longer holds, text-less ones included, which have no
+        vector for :meth:`message_ids` to list; ``check-index`` names the
+        resources that hold them). One entry per document, all in memory.
+
+        Raises:
+            ValidationError: a bad id; field ``vector``: no lexical index.
+            BackendError: the backend failed.
+        """
+        flt = self._lexical_scope(resource_id, thread_id)
+        await self._ready()
+        with self._guard("document_ids"):
+            return await self._document_ids(flt)
+
     # ------------------------------------------------------------------ primitives (with those of VectorLifecycle)
 
     @abstractmethod

@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-__all__ = ["cli", "cli_process", "interrupted", "script"]
+__all__ = ["cli", "cli_environment", "cli_process", "interrupted", "script"]
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
 
@@ -47,6 +47,12 @@ def _environment() -> dict[str, str]:
         (info / "entry_points.txt").write_text(f"[memory_core.cli]\n{lines}")
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), environment.get("PYTHONPATH")]))
     return environment
+
+
+def cli_environment() -> dict[str, str]:
+    """The environment :func:`cli` runs ``memory-core`` with (a copy), for
+    a test that runs printed advice through a shell."""
+    return dict(_environment())
 
 
 def script() -> Path | None:

@@ -71,8 +71,12 @@ def test_erase_counts_with_dry_run_refuses_unasked_then_erases_with_yes(tmp_path
     assert asyncio.run(_left(url, "u1")) == (0, 0)
     assert asyncio.run(_left(url, "u2")) == (1, 2)
     again = cli("erase", url, "--resource", "u1", "--yes")
-    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert again.returncode == 0, again.stderr
+    nothing = "erased nothing: the store holds nothing of resource 'u1' (no record, thread or message)\n"
+    assert again.stdout == nothing, again.stdout  # before: stdout empty, exit 0
     assert "hint: the store holds no resource 'u1'" in again.stderr and "'u2'" in again.stderr
+    dry = cli("erase", url, "--resource", "nobody", "--dry-run")
+    assert dry.returncode == 0 and dry.stdout.startswith("would erase nothing: "), dry.stdout
 
 
 @pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
@@ -81,7 +85,7 @@ def test_erase_with_vector_erases_the_resources_vectors(tmp_path: Path) -> None:
     assert vector is not None
     done = cli("erase", url, "--vector", vector, "--resource", "u1", "--yes")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors"), done.stdout
+    assert done.stdout.startswith("erased resource 'u1': 2 threads, 5 messages, 5 vectors (text chunks)"), done.stdout
 
     async def points(resource: str) -> int:
         async with await connect_vector(vector) as index:
@@ -197,7 +201,7 @@ def test_erase_leaves_no_copy_in_a_sqlite_file_and_a_rerun_finishes_a_held_off_r
         reader.execute("COMMIT")  # still open: its close would checkpoint the rebuilt file as the last one
         assert _copies(path, needles)
         again = cli("erase", "--storage", f"sqlite:///{path}", "--resource", GONE, "--yes")
-        assert again.returncode == 0 and again.stdout == "", again.stderr
+        assert again.returncode == 0 and again.stdout.startswith("erased nothing: "), again.stderr
         assert f"hint: the store holds no resource {GONE!r}" in again.stderr, again.stderr
         assert _copies(path, needles) == {}
     finally:
@@ -241,3 +245,29 @@ def test_erase_without_vector_says_the_index_keeps_the_entries_and_a_rerun_with_
     checked = cli("check-index", url, "--vector", vectors)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "u1" not in checked.stdout, checked.stdout
+
+
+@pytest.mark.skipif(not HAS_QDRANT, reason="memory-core-qdrant is not installed")
+def test_erase_vector_removes_the_lexical_documents_of_text_less_messages_storage_no_longer_holds(
+    tmp_path: Path,
+) -> None:
+    """Issue 26: a resource erased from storage alone whose messages had no
+    text keeps lexical documents and no vector; ``erase --vector`` then
+    said "nothing was erased" (it counted vectors only) though it removed
+    them. Now it reports the erasure, and check-index is in step after."""
+    url, vector = _seed(tmp_path, vectors=True)
+    assert vector is not None
+
+    async def silent() -> None:
+        async with Memory(await connect(url), await connect_vector(vector), LexicalHashEmbedder()) as memory:
+            await memory.storage.save_thread(Thread("t9", "u9"))
+            await memory.save_messages([{"id": "t9-0", "thread_id": "t9", "role": "assistant", "content": ""}])
+            await memory.storage.delete_resource("u9")  # storage alone
+
+    asyncio.run(silent())
+    done = cli("erase", url, "--vector", vector, "--resource", "u9", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("erased resource 'u9': 0 threads, 0 messages, 0 vectors"), done.stdout
+    assert "hint" not in done.stderr, done.stderr
+    checked = cli("check-index", url, "--vector", vector)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -14,6 +14,7 @@ interrupted run's last progress line said "done in 8 s"; a full disk was
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -135,7 +136,8 @@ def test_an_interrupted_import_s_last_progress_line_says_stopped_not_done(export
     progress = [line for line in lines if line.startswith("import: ")]
     assert "stopped after" in progress[-1] and "done" not in progress[-1], lines
     assert "of 20,000 messages" in progress[-1] and "(100%)" not in progress[-1], lines
-    assert lines[-1].startswith("interrupted: what was written is complete"), lines
+    assert lines[-1].startswith("interrupted: written before the stop: 1 thread, "), lines
+    assert lines[-1].endswith("to resume, run the import again on the same file"), lines
 
 
 def test_a_whole_import_without_vector_names_the_command_that_builds_the_index(
@@ -178,3 +180,53 @@ def test_a_full_disk_names_the_path_in_words(export_file: Path, tmp_path: Path) 
     said = written.stderr.decode()
     assert written.returncode == 2, said
     assert said.splitlines()[-1].startswith("error: stdout: no space left on device"), said
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_core_qdrant") is None, reason="memory-core-qdrant is not installed"
+)
+@pytest.mark.parametrize("pause", [0.0, 0.02, 0.1])
+def test_an_import_cut_as_it_opens_its_destination_says_what_it_wrote_and_leaves_no_new_store(
+    export_file: Path, tmp_path: Path, pause: float
+) -> None:
+    """Issue 26: Ctrl-C just after import opened a new destination said
+    "what was written is complete record by record ..." when nothing was
+    written, and left the new SQLite file (and the vectors folder, created
+    first). Now the line says what was written: nothing (and the new stores
+    it removed, which are gone), or the records written, which are there."""
+    db, folder = tmp_path / "dest.db", tmp_path / "vectors"
+    process = cli_process(
+        "import",
+        f"sqlite:///{db}",
+        "-i",
+        str(export_file),
+        "--vector",
+        f"qdrant+path:///{folder}",
+        "--embedder",
+        "lexical",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+    def opening() -> None:
+        deadline = time.monotonic() + 120
+        while not (db.exists() or folder.exists()) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        time.sleep(pause)
+
+    _, err = interrupted(process, after=opening)
+    said = err.decode().strip().splitlines()[-1]
+    assert process.returncode == 130, err.decode()
+    assert "complete record by record" not in said, said
+    if said.startswith("interrupted: nothing was written"):
+        assert "created the storage" in said and not db.exists(), said  # the store was new: removed
+        assert "the --vector index" not in said or not folder.exists(), said
+    else:
+        assert said.startswith("interrupted: written before the stop: 1 thread, "), said
+        written = int(said.split("1 thread, ", 1)[1].split(" messages", 1)[0].replace(",", ""))
+
+        async def count() -> int:
+            async with await connect(f"sqlite:///{db}") as storage:
+                return (await storage.list_messages("t1", per_page=0)).counted_total
+
+        assert asyncio.run(count()) == written, said

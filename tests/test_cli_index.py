@@ -20,7 +20,8 @@ import pytest
 
 from memory_core import Memory, Thread, connect, connect_vector
 from memory_core.embedders import LexicalHashEmbedder, minilm_available
-from tests.cli_run import cli
+from memory_core.vector import BaseVectorStore
+from tests.cli_run import cli, cli_environment
 
 pytest.importorskip("memory_core_sqlite")
 pytestmark = pytest.mark.skipif(
@@ -148,11 +149,11 @@ def test_a_whole_store_check_finds_the_entries_of_an_erased_resource_and_reindex
     assert checked.returncode == 1, checked.stdout + checked.stderr
     lines = checked.stdout.splitlines()
     assert lines[0].endswith(": in step") and len(lines) == 2, lines
-    assert lines[1].startswith("resources storage no longer holds (erased or pruned without --vector): "), lines
+    assert lines[1].startswith("resources storage no longer holds (erased or pruned without --vector): 'r2'; "), lines
     assert lines[1].endswith("index: vectors for 3 messages, lexical documents for 3: 3 orphaned"), lines
-    erase = f"memory-core erase {url} --vector {vectors} --resource ID --yes"
+    erase = f"memory-core erase {url} --vector {vectors} --resource r2 --yes"
     assert checked.stderr.strip().startswith("1 of 2 not in step; the orphans of resources"), checked.stderr
-    assert checked.stderr.strip().endswith(f"go with {erase}, ID each such resource's id"), checked.stderr
+    assert checked.stderr.strip().endswith(f"go with {erase}"), checked.stderr
     repair = f"run memory-core reindex {url} --vector {vectors} --embedder lexical"
 
     erased = cli("check-index", url, "--vector", vectors, "--embedder", "lexical", "--resource", "r2")
@@ -172,19 +173,96 @@ def test_the_orphans_of_a_resource_erased_without_vector_go_with_the_erase_check
     """Issue 26: after ``erase`` without ``--vector``, check-index's advice
     for the entries of resources storage no longer holds (``erase --vector
     --resource ID``, ID the erased resource) is a command that works: the
-    index is then in step."""
+    index is then in step. Before, the advice said ``--resource ID``, "ID
+    each such resource's id", and no output named the erased resource."""
     url, vectors = _store(tmp_path)
     assert cli("reindex", url, "--vector", vectors, "--embedder", "lexical").returncode == 0
     assert cli("erase", url, "--resource", "r2", "--yes").returncode == 0  # storage alone
     checked = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert checked.returncode == 1 and "probably another store" not in checked.stderr, checked.stderr
     assert "(erased or pruned without --vector)" in checked.stdout.splitlines()[-1], checked.stdout
-    advice = checked.stderr.strip().split("go with ", 1)[1].split(", ID each", 1)[0]
-    followed = cli(*shlex.split(advice.replace("--resource ID", "--resource r2"))[1:])
+    assert "'r2'" in checked.stdout.splitlines()[-1], checked.stdout
+    advice = checked.stderr.strip().split("go with ", 1)[1]
+    followed = cli(*shlex.split(advice)[1:])  # as it is
     assert followed.returncode == 0, followed.stderr
     again = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(again.stdout.splitlines()) == 1 and again.stdout.startswith("resource 'r1'"), again.stdout
+
+
+def _many(tmp: Path, resources: int) -> tuple[str, str]:
+    """Resources r00.. (one thread each: two messages with text, one
+    without), indexed; then every one but r00 erased through storage alone."""
+    url, vectors = f"sqlite:///{tmp / 'agent.db'}", f"qdrant+path:///{tmp / 'vectors'}"
+
+    async def seed() -> None:
+        storage = await connect(url)
+        async with Memory(storage, await connect_vector(vectors), LexicalHashEmbedder()) as memory:
+            for n in range(resources):
+                await storage.save_thread(Thread(f"t{n:02}", f"r{n:02}", created_at=OLD))
+                silent = {**_message(f"t{n:02}-silent", f"t{n:02}"), "content": ""}
+                await memory.save_messages([_message(f"t{n:02}-m{i}", f"t{n:02}") for i in range(2)] + [silent])
+            for n in range(1, resources):
+                await storage.delete_resource(f"r{n:02}")  # storage alone
+
+    asyncio.run(seed())
+    return url, vectors
+
+
+@pytest.mark.parametrize("erased", [3, 12])
+def test_check_index_names_the_erased_resources_and_its_advice_runs_as_it_is(tmp_path: Path, erased: int) -> None:
+    """Issue 26: the orphans of resources erased without ``--vector`` are
+    listed by resource (at most ten named, the rest counted), and the advice
+    is a command that runs as printed: one ``erase --vector`` per named
+    resource (a shell loop), or, past ten, the whole-store reindex. Before,
+    no resource was named and the advice said ``--resource ID``."""
+    url, vectors = _many(tmp_path, erased + 1)
+    checked = cli("check-index", url, "--vector", vectors)
+    assert checked.returncode == 1, checked.stderr
+    last = checked.stdout.splitlines()[-1]
+    named = ", ".join(repr(f"r{n:02}") for n in range(1, min(erased, 10) + 1))
+    rest = " and 2 more" if erased > 10 else ""
+    assert last.startswith(f"resources storage no longer holds (erased or pruned without --vector): {named}{rest}; ")
+    assert last.endswith(
+        f"vectors for {2 * erased} messages, lexical documents for {3 * erased}: {3 * erased} orphaned"
+    )
+    advice = checked.stderr.strip().split("go with " if erased <= 10 else "; run ", 1)[1]
+    if erased > 10:
+        advice = advice.split(" (the whole store", 1)[0]
+    assert "--resource ID " not in advice, advice
+    followed = _shell(advice)
+    assert followed.returncode == 0, followed.stderr
+    again = cli("check-index", url, "--vector", vectors)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert again.stdout.splitlines() == checked.stdout.splitlines()[:1], again.stdout
+
+
+def test_a_whole_store_reindex_drops_the_text_less_documents_of_erased_resources(tmp_path: Path) -> None:
+    """Issue 26: after the whole-store reindex the index holds exactly the
+    current storage's messages. Before, the lexical documents of erased
+    resources' messages without text (no vector to find them by) stayed:
+    check-index still said "lexical documents for 3: 3 orphaned"."""
+    url, vectors = _many(tmp_path, 4)
+    rebuilt = cli("reindex", url, "--vector", vectors)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "dropped the index entries of 9 messages storage no longer holds" in rebuilt.stderr, rebuilt.stderr
+
+    async def held() -> tuple[set[str], dict[str, str]]:
+        async with await connect_vector(vectors) as index:
+            assert isinstance(index, BaseVectorStore)
+            return await index.message_ids(), await index.document_ids()
+
+    ids, documents = asyncio.run(held())
+    assert ids == {"t00-m0", "t00-m1"} and set(documents) == ids | {"t00-silent"}, (ids, documents)
+    checked = cli("check-index", url, "--vector", vectors)
+    assert checked.returncode == 0 and len(checked.stdout.splitlines()) == 1, checked.stdout + checked.stderr
+
+
+def _shell(advice: str) -> subprocess.CompletedProcess[str]:
+    """Run printed advice in a shell, its ``memory-core`` this checkout's
+    (``python -m memory_core`` with the test run's environment)."""
+    command = advice.replace("memory-core ", f"{shlex.quote(sys.executable)} -m memory_core ")
+    return subprocess.run(command, shell=True, capture_output=True, text=True, env=cli_environment(), check=False)
 
 
 def test_an_index_of_another_store_is_flagged_and_refused_unless_forced(tmp_path: Path) -> None:
@@ -370,3 +448,30 @@ def test_import_and_copy_without_embedder_follow_the_index_they_add_to(tmp_path:
     copied = cli("copy", url, f"sqlite:///{tmp_path / 'copy.db'}", "--vector", vectors)
     assert copied.returncode == 0, copied.stderr
     assert "re-embedded with lexical-hash-1024" in copied.stderr, copied.stderr
+
+
+def test_every_count_of_another_embedders_index_says_what_it_counts(tmp_path: Path) -> None:
+    """Issue 26: over an index whose vectors another embedder made (two
+    chunks for each of two messages), check-index said "holds
+    vectors (4 of dimension 3)" while the index holds vectors for 2
+    messages: the raw point count (``dimension_counts``) unnamed beside
+    ``count()``'s. Now each names its unit: 4 vectors (text chunks)."""
+    import numpy as np
+
+    from memory_core.vector import VectorPoint
+
+    url, vectors = f"sqlite:///{tmp_path / 'agent.db'}", f"qdrant+path:///{tmp_path / 'vectors'}"
+
+    async def seed() -> None:
+        async with await connect(url) as storage:
+            await storage.save_thread(Thread("t1", "r1", created_at=OLD))
+            await storage.save_messages([_message(f"m{i}", "t1") for i in range(2)])
+        async with await connect_vector(vectors) as index:
+            unit = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+            await index.upsert([VectorPoint(f"m{i}", c, unit, "t1", "r1", 0) for i in range(2) for c in range(2)])
+            assert (await index.count(), await index.count_points()) == (2, 4)
+
+    asyncio.run(seed())
+    refused = cli("check-index", url, "--vector", vectors, "--embedder", "lexical")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "holds 4 vectors (text chunks) of dimension 3 that --embedder lexical" in refused.stderr, refused.stderr

@@ -119,7 +119,7 @@ def test_an_index_of_another_embedder_names_the_options_that_fix_it(tmp_path: Pa
     assert made.returncode == 0, made.stderr
     line = _one_line(
         cli("import", _url(tmp_path / "b.db"), "-i", str(export), "--vector", vectors, "--embedder", "lexical"),
-        says="--embedder: the vector index holds 1 vector(s) of a 3-dimension embedder",
+        says="--embedder: the vector index holds 1 vector (text chunk) of a 3-dimension embedder",
     )
     assert "embedder=" not in line and "memory.reindex" not in line and "give the --embedder" in line, line
 

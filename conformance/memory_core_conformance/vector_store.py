@@ -354,7 +354,10 @@ class VectorStoreConformance:
             with pytest.raises(EmbedderMismatchError) as caught:
                 await attempt
             assert caught.value.field == "embedder" and caught.value.counts == {256: 2, 1024: 1}, caught.value
-            for named in ("2 vector(s) of a 256-dimension embedder", "'lexical-hash-1024' (1024 dimensions)"):
+            for named in (
+                "2 vectors (text chunks) of a 256-dimension embedder",
+                "'lexical-hash-1024' (1024 dimensions)",
+            ):
                 assert named in caught.value.reason, caught.value.reason
             assert "memory.reindex(resource_id=...)" in caught.value.reason, caught.value.reason
         assert [m.content for m in (await storage.list_messages("t1")).items] == ["my cat is called Miso", "noted"]
@@ -492,6 +495,24 @@ class VectorStoreConformance:
         await store.delete_thread("t9")
         assert await store.count_documents(thread_id="t9") == 0
         assert await store.count_documents() == 3
+
+    async def test_vector_store_document_ids_list_every_document_by_scope(self, store: BaseVectorStore) -> None:
+        """document_ids: ``{message_id: resource_id}`` of exactly the
+        documents count_documents counts, a text-less one (length 0, no
+        point) included, filtered by resource and thread; deletes drop them
+        (the whole-store reindex finds the documents of messages storage no
+        longer holds by it)."""
+        if not store.lexical_index:
+            pytest.skip(f"{store!r} declares no lexical index (the core composes the lexical ranking)")
+        texts = {"a1": ("t1", "r1", "pottery in Boston"), "a2": ("t1", "r1", ""), "b1": ("t2", "r2", "Rex")}
+        await store.index_documents([LexicalDocument(m, t, r, *document_terms(x)) for m, (t, r, x) in texts.items()])
+        assert await store.document_ids() == {"a1": "r1", "a2": "r1", "b1": "r2"}
+        assert await store.document_ids(resource_id="r1") == {"a1": "r1", "a2": "r1"}
+        assert await store.document_ids(thread_id="t2") == {"b1": "r2"}
+        assert await store.document_ids(resource_id="r9") == {}
+        await store.delete_messages(["a2"])
+        await store.delete_resource("r2")
+        assert await store.document_ids() == {"a1": "r1"} and await store.count_documents() == 1
 
     async def test_vector_store_delete_thread_removes_only_that_thread(self, store: BaseVectorStore) -> None:
         await store.upsert(

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from memory_core.storage import Storage
     from memory_core.vector import VectorStore
 
-__all__ = ["DECLINED", "Erased", "erase", "erased_line", "index_note"]
+__all__ = ["DECLINED", "Erased", "erase", "erased_line", "index_note", "nothing_line"]
 
 DECLINED = 1
 """Exit code when the user answers no to the confirmation: nothing erased."""
@@ -54,7 +54,7 @@ class Erased:
         resource_id: the resource.
         threads: its threads (with their messages and working memory).
         messages: their messages.
-        vectors: its vector points (chunks, every dimension); None without ``--vector``.
+        vectors: its vector points (one per text chunk, every dimension); None without ``--vector``.
         record: whether a resource record (working memory, metadata) went.
     """
 
@@ -66,15 +66,29 @@ class Erased:
 
 
 def erased_line(erased: Erased, *, dry_run: bool) -> str:
-    """``erased resource 'u1': 2 threads, 40 messages, 40 vectors and its
-    resource record`` (``would erase`` for a dry run)."""
+    """``erased resource 'u1': 2 threads, 40 messages, 42 vectors (text
+    chunks) and its resource record`` (``would erase`` for a dry run; the
+    vectors counted as :func:`~memory_core.embedders.chunk_vectors` says)."""
+    from memory_core.embedders import chunk_vectors
+
     parts = [amount(erased.threads, "threads"), amount(erased.messages, "messages")]
     if erased.vectors is not None:
-        parts.append(amount(erased.vectors, "vectors"))
+        parts.append(chunk_vectors(erased.vectors))
     what = ", ".join(parts)
     if erased.record:
         what += " and its resource record (working memory, metadata)"
     return f"{'would erase' if dry_run else 'erased'} resource {erased.resource_id!r}: {what}"
+
+
+def nothing_line(resource: str, *, vector: bool, dry_run: bool) -> str:
+    """The stdout line of an erasure of a resource neither store holds
+    (exit 0: the resource is gone, which is what an erasure leaves):
+    ``erased nothing: the store holds nothing of resource 'u9' (no record,
+    thread or message; the --vector index no entry)`` (``would erase
+    nothing`` for a dry run)."""
+    index = "; the --vector index no entry" if vector else ""
+    verb = "would erase nothing" if dry_run else "erased nothing"
+    return f"{verb}: the store holds nothing of resource {resource!r} (no record, thread or message{index})"
 
 
 def erase(
@@ -95,8 +109,11 @@ def erase(
     Prints what went (``erased resource 'u1': 2 threads, 40 messages, 40
     vectors``) on stdout. Without --yes it shows what would go and asks,
     on a terminal; when stdin is not one it refuses (exit 2). Answering no
-    erases nothing (exit 1). A resource neither store holds is a hint,
-    exit 0; one erased from storage alone before still has its vectors
+    erases nothing (exit 1). A resource neither store holds prints
+    "erased nothing: the store holds nothing of resource ..." on stdout and
+    a hint naming close ids on stderr, exit 0 (the resource is absent, as
+    an erasure leaves it: a script may rerun an erasure); one erased from
+    storage alone before still has its vectors and lexical documents
     erased with --vector. Without --vector, a note on stderr says that a
     vector index serving the store keeps the resource's entries until the
     same erasure is run with --vector. Ctrl-C (exit 130) may leave the erasure partial, and a failure
@@ -113,6 +130,7 @@ def erase(
         if dry_run or not yes:
             counted, hint = run_interruptible(_count(store, vectors, resource), "nothing was erased")
             if hint is not None:
+                console.print(escape(nothing_line(resource, vector=vector is not None, dry_run=True)), soft_wrap=True)
                 errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
                 return
             if dry_run:
@@ -129,6 +147,7 @@ def erase(
             "the erasure may be partial; run the same command again to finish it",
         )
         if hint is not None:
+            console.print(escape(nothing_line(resource, vector=vector is not None, dry_run=False)), soft_wrap=True)
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
             return
     console.print(escape(erased_line(done, dry_run=False)), soft_wrap=True)
@@ -197,8 +216,8 @@ async def _count(storage: Storage, vectors: VectorStore | None, resource: str) -
     async with Memory(storage, vectors, _embedder(vectors)) as memory:
         hint = await absent_resource_hint(memory.storage, resource, "nothing to erase")
         counted = await _counts(memory.storage, vectors, resource)
-        # Erased from storage alone before: its vectors are still there to erase.
-        return counted, None if counted.vectors else hint
+        # Erased from storage alone before: its vectors (or documents) are still there to erase.
+        return counted, None if counted.vectors or await _documents(vectors, resource) else hint
 
 
 async def _erase(storage: Storage, vectors: VectorStore | None, resource: str) -> tuple[Erased, str | None]:
@@ -210,14 +229,26 @@ async def _erase(storage: Storage, vectors: VectorStore | None, resource: str) -
     async with Memory(storage, vectors, _embedder(vectors)) as memory:
         hint = await absent_resource_hint(memory.storage, resource, "nothing was erased")
         points = None if vectors is None else await vectors.count_points(resource_id=resource)
+        documents = await _documents(vectors, resource)
         # An absent resource too: the call finishes what an earlier, failed run
         # left (a SQLite store's rebuild of its file; nothing else when none is pending).
         erased = await memory.delete_resource(resource)
         # Both stores are written: a Ctrl-C while they close leaves the exit code 0.
         work_complete()
-        if hint is not None and not points:
+        if hint is not None and not points and not documents:
             return Erased(resource, 0, 0, points, False), hint
         return Erased(resource, len(erased.thread_ids), erased.messages, points, erased.resource), None
+
+
+async def _documents(vectors: VectorStore | None, resource: str) -> int:
+    """The resource's lexical documents in ``vectors`` (0 without a lexical
+    index): a resource erased from storage alone whose messages had no
+    text holds documents and no vector, and is still there to erase."""
+    from memory_core.lexical_index import LexicalIndex
+
+    if isinstance(vectors, LexicalIndex) and vectors.lexical_index:
+        return await vectors.count_documents(resource_id=resource)
+    return 0
 
 
 def _embedder(vectors: VectorStore | None) -> Embedder | None:

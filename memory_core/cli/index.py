@@ -28,6 +28,7 @@ it before writing (exit 2) unless given ``--force``.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, NoReturn, cast
 
 import typer
@@ -46,10 +47,15 @@ if TYPE_CHECKING:
     from memory_core.storage import Storage
     from memory_core.vector import VectorStore
 
-__all__ = ["NOT_IN_STEP", "check_index", "reindex", "status_line"]
+__all__ = ["NOT_IN_STEP", "ORPHANS_LISTED", "check_index", "reindex", "status_line"]
 
 NOT_IN_STEP = 1
 """Exit code of ``check-index`` when some scope is behind or holds orphans."""
+
+ORPHANS_LISTED = 10
+"""How many resources storage no longer holds (whose index entries are
+orphans) ``check-index`` names, the rest counted; up to this many, its
+advice is the ``erase --vector`` of each, more the whole-store ``reindex``."""
 
 _VECTOR_HELP = "Vector store URL (qdrant+path:///dir, postgresql://...): the index to check."
 _EMBEDDER_HELP = (
@@ -58,7 +64,7 @@ _EMBEDDER_HELP = (
 )
 
 
-def status_line(status: IndexStatus) -> str:
+def status_line(status: IndexStatus, unowned: Sequence[str] = ()) -> str:
     """One scope's line: ``resource 'r1': 12 messages stored, 11 of them with
     text; index: vectors for 11 (messages with text), lexical documents for
     12 (every message): in step`` (or ``behind``, ``N orphaned``, both).
@@ -69,7 +75,8 @@ def status_line(status: IndexStatus) -> str:
     step holds more documents than vectors: the line says which counts
     which. The entries no resource of storage owns (:meth:`VectorIndex.unowned`)
     are called what they are: orphans of data erased or pruned without
-    ``--vector``."""
+    ``--vector``, of the resources ``unowned`` (sorted ids; the first
+    :data:`ORPHANS_LISTED` named, the rest counted)."""
     vectors = f"vectors for {status.indexed}"
     documents = "" if status.documents is None else f", lexical documents for {status.documents}"
     found = []
@@ -79,8 +86,11 @@ def status_line(status: IndexStatus) -> str:
         found.append(f"{status.orphaned} orphaned")
     verdict = " and ".join(found) or "in step"
     if status.thread_id is None and status.resource_id is None:
+        named = ", ".join(repr(r) for r in unowned[:ORPHANS_LISTED])
+        if len(unowned) > ORPHANS_LISTED:
+            named += f" and {len(unowned) - ORPHANS_LISTED} more"
         return (
-            f"resources storage no longer holds (erased or pruned without --vector): "
+            f"resources storage no longer holds (erased or pruned without --vector){': ' + named if named else ''}; "
             f"index: {vectors} messages{documents}: {verdict}"
         )
     scope = f"thread {status.thread_id!r}" if status.thread_id is not None else f"resource {status.resource_id!r}"
@@ -111,7 +121,7 @@ def check_index(
     holds entries of it, their line says orphaned, exit 1."""
     with user_errors():
         storage, vectors, model = _stores(url, vector, resource, thread, embedder, builds=False, new=False)
-        (statuses, foreign), hint = run_interruptible(
+        (statuses, foreign, unowned), hint = run_interruptible(
             _check(storage, vectors, model, embedder, url, resource, thread), "nothing was changed; run the check again"
         )
         if hint is not None:
@@ -120,7 +130,7 @@ def check_index(
             # claims it, unless the index still holds its entries (orphans).
             statuses = [status for status in statuses if not status.in_step]
     for status in statuses:
-        console.print(escape(status_line(status)), soft_wrap=True)
+        console.print(escape(status_line(status, unowned)), soft_wrap=True)
     if foreign:
         then = "memory-core reindex refuses it; with --force it rebuilds it from this store, dropping those entries"
         errors.print(f"[yellow]{escape(_foreign(foreign, then))}[/]", soft_wrap=True)
@@ -128,33 +138,44 @@ def check_index(
     stale = [s for s in statuses if not s.in_step]
     if stale:
         errors.print(
-            f"[yellow]{len(stale)} of {len(statuses)} not in step; {escape(_repair(stale, url, vector, embedder))}[/]",
+            f"[yellow]{len(stale)} of {len(statuses)} not in step; "
+            f"{escape(_repair(stale, (url, vector, embedder), unowned))}[/]",
             soft_wrap=True,
         )
         raise typer.Exit(NOT_IN_STEP)
 
 
-def _repair(stale: list[IndexStatus], url: str, vector: str, embedder: str | None) -> str:
-    """What removes what ``stale`` found, as commands to run: the
-    ``reindex`` of the scopes storage holds (one scope's ``--resource`` or
-    ``--thread`` when one), and, for the orphans of resources storage no
-    longer holds (erased or pruned without ``--vector``), the ``erase
-    --vector`` of each such resource, which removes its vectors and lexical
-    documents whole though storage no longer holds it."""
+def _repair(stale: list[IndexStatus], given: tuple[str, str, str | None], unowned: Sequence[str]) -> str:
+    """What removes what ``stale`` found, as commands to run as they are
+    (``given``: the storage URL, ``--vector`` and ``--embedder`` as spelt):
+    the ``reindex`` of the scopes storage holds (one scope's ``--resource``
+    or ``--thread`` when one), and, for the orphans of the resources
+    ``unowned`` that storage no longer holds (erased or pruned without
+    ``--vector``), the ``erase --vector`` of each (which removes a
+    resource's vectors and lexical documents though storage no longer
+    holds it) when at most :data:`ORPHANS_LISTED`, else (or when the
+    vector store cannot name them) the whole-store ``reindex``, which
+    drops the entries of every message storage no longer holds."""
+    url, vector, embedder = given
     held = [s for s in stale if s.resource_id is not None or s.thread_id is not None]
+    orphans = len(held) < len(stale)
+    erasable = orphans and 0 < len(unowned) <= ORPHANS_LISTED
+    whole = orphans and not erasable
     steps = []
-    if held:
-        scope = _scope_option(held[0].resource_id, held[0].thread_id) if len(held) == 1 else []
+    if held or whole:
+        scope = _scope_option(held[0].resource_id, held[0].thread_id) if len(held) == 1 and not whole else []
         again = ["memory-core", "reindex", url, "--vector", vector, *scope]
         if embedder is not None:
             again += ["--embedder", embedder]
-        steps.append(f"run {shlex.join(again)}")
-    if len(held) < len(stale):
-        erase = shlex.join(["memory-core", "erase", url, "--vector", vector, "--resource", "ID", "--yes"])
-        steps.append(
-            "the orphans of resources storage no longer holds (erased or pruned without --vector) go with "
-            f"{erase}, ID each such resource's id"
-        )
+        drops = " (the whole store: it also drops the entries of every message storage no longer holds)"
+        steps.append(f"run {shlex.join(again)}{drops if whole else ''}")
+    if erasable:
+        erase = shlex.join(["memory-core", "erase", url, "--vector", vector])
+        if len(unowned) == 1:
+            command = f"{erase} --resource {shlex.quote(unowned[0])} --yes"
+        else:
+            command = f'for ID in {shlex.join(unowned)}; do {erase} --resource "$ID" --yes; done'
+        steps.append(f"the orphans of resources storage no longer holds go with {command}")
     return "; ".join(steps)
 
 
@@ -274,15 +295,19 @@ def _foreign(count: int, then: str) -> str:
 
 
 def _built(exc: EmbedderMismatchError) -> str:
-    """The index's vectors another embedder made: ``44 of dimension 1024,
-    made by --embedder lexical``, a built-in embedder named where the dimension tells it."""
-    from memory_core.embedders import built_in_name
+    """The index's vectors another embedder made: ``50 vectors (text
+    chunks) of dimension 1024, made by --embedder lexical`` (points, one per
+    chunk of a message's text: :func:`~memory_core.embedders.chunk_vectors`),
+    a built-in embedder named where the dimension tells it."""
+    from memory_core.embedders import built_in_name, chunk_vectors
 
     parts = []
     for dimension, n in sorted(exc.counts.items()):
         if dimension != exc.dimension and n:
             name = built_in_name(dimension)
-            parts.append(f"{n} of dimension {dimension}" + (f", made by --embedder {name}" if name else ""))
+            parts.append(
+                f"{chunk_vectors(n)} of dimension {dimension}" + (f", made by --embedder {name}" if name else "")
+            )
     return ", ".join(parts)
 
 
@@ -302,7 +327,7 @@ def _mismatch(exc: EmbedderMismatchError, given: str | None, url: str) -> NoRetu
     (:func:`_new_index`; a reindex in place with ``given`` is refused)."""
     name = "the default embedder" if given is None else f"--embedder {given}"
     fail(
-        f"--vector holds vectors ({_built(exc)}) that {name} ({exc.dimension} dimensions) "
+        f"--vector holds {_built(exc)} that {name} ({exc.dimension} dimensions) "
         f"did not make; give the --embedder that built the index, or build a new index with this one: "
         f"{_new_index(url, given)}"
     )
@@ -316,21 +341,25 @@ async def _check(
     url: str,
     resource: str | None,
     thread: str | None,
-) -> tuple[tuple[list[IndexStatus], int], str | None]:
-    """The statuses and :meth:`~memory_core.indexing.VectorIndex.foreign_entries`
+) -> tuple[tuple[list[IndexStatus], int, list[str]], str | None]:
+    """The statuses, :meth:`~memory_core.indexing.VectorIndex.foreign_entries`
+    and, for the whole store, the resources storage no longer holds whose
+    entries the index keeps (:meth:`~memory_core.indexing.VectorIndex.unowned_resources`)
     (``given``: ``--embedder`` as spelt, and ``url`` the storage URL, for a mismatch's line)."""
     async with _memory(storage, vectors, model) as memory:
         resources, hint = await _scopes(memory, resource, thread)
         foreign = await _index(memory).foreign_entries()
         try:
             if thread is not None:
-                return ([await memory.check_index(thread_id=thread)], foreign), hint
+                return ([await memory.check_index(thread_id=thread)], foreign, []), hint
             statuses = [await memory.check_index(resource_id=r) for r in resources]
+            owners: list[str] = []
             if resource is None:  # the whole store: also what no resource of storage owns
                 unowned = await _index(memory).unowned(statuses)
                 if unowned.orphaned:
                     statuses.append(unowned)
-            return (statuses, foreign), hint
+                    owners = await _index(memory).unowned_resources(resources)
+            return (statuses, foreign, owners), hint
         except EmbedderMismatchError as exc:
             _mismatch(exc, given, url)
 
@@ -388,7 +417,7 @@ async def _rebuilt(
         url, name = given
         if whole:
             fail(
-                f"--embedder: the vector index holds vectors ({_built(exc)}) that "
+                f"--embedder: the vector index holds {_built(exc)} that "
                 f"{'the default embedder' if name is None else f'--embedder {name}'} ({exc.dimension} dimensions) "
                 "did not make; a reindex in place replaces them resource by resource and would leave an index "
                 "mixing two embedders, whose searches miss one or the other; nothing was written: give the "

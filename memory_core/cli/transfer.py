@@ -19,6 +19,7 @@ that way and is written directly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -27,8 +28,9 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, BinaryIO, TextIO
+from typing import Annotated, BinaryIO, TextIO, cast
 
+import anyio
 import typer
 from rich.markup import escape
 
@@ -49,6 +51,7 @@ from memory_core.errors import ValidationError
 from memory_core.options import hide_password
 from memory_core.storage import Storage
 from memory_core.transfer import (
+    ImportReport,
     Reembedder,
     TransferError,
     check_copy_target,
@@ -60,7 +63,7 @@ from memory_core.transfer import (
     verify_lines,
 )
 from memory_core.validation import check_id
-from memory_core.vector import VectorStore
+from memory_core.vector import BaseVectorStore, VectorStore
 from memory_core.wording import counted
 
 __all__ = ["copy", "export", "import_"]
@@ -101,16 +104,60 @@ async def _hint_if_absent(storage: Storage, resource: str | None, outcome: str) 
         _err.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)
 
 
+async def _absent(store: Storage | VectorStore | None) -> bool:
+    """Whether the store a destination URL names is not there yet (its
+    ``preflight(must_exist=True)`` refuses it; reads only, before the
+    store is opened): the command's open creates it, and an import or copy
+    that writes nothing removes it again (:func:`_unless_written`)."""
+    if store is None or not isinstance(store, (Storage, BaseVectorStore)):
+        return False
+    try:
+        await store.preflight(must_exist=True)
+    except ValidationError:
+        return True
+    return False
+
+
 @asynccontextmanager
-async def _opened(store: VectorStore | None, embedder: Embedder | None) -> AsyncIterator[None]:
-    """``store`` opened (nothing for None), refused when it holds vectors of
-    another dimension than ``embedder`` makes (:func:`check_fits`; None:
-    the embedder follows the index, nothing to refuse)."""
+async def _unless_written(
+    store: Storage | VectorStore | None, new: bool, report: ImportReport, removed: list[str]
+) -> AsyncIterator[None]:
+    """``store`` opened for the block (nothing for None) and closed after
+    it; when the block (or the open itself) ends by an error or a Ctrl-C
+    before the first record was written (``report``), a store this
+    command created (``new``: :func:`_absent` said so) is destroyed, file
+    or folder and all (its name added to ``removed``), so an interrupted
+    or refused import or copy leaves no new destination behind. (A
+    Ctrl-C inside the in-process Qdrant engine's own open may leave its
+    folder: the engine's thread still holds it; the line then does not
+    claim it removed.)"""
     if store is None:
         yield
         return
-    async with store:
-        if embedder is not None:
+    try:
+        await store.open()
+        yield
+    except BaseException:
+        if new and not any(report.written.values()):
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await cast(Storage | BaseVectorStore, store).destroy()
+                removed.append("the --vector index" if isinstance(store, BaseVectorStore) else "the storage")
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await store.close()
+
+
+@asynccontextmanager
+async def _opened(
+    store: VectorStore | None, embedder: Embedder | None, new: bool, report: ImportReport, removed: list[str]
+) -> AsyncIterator[None]:
+    """``store`` opened (nothing for None), refused when it holds vectors of
+    another dimension than ``embedder`` makes (:func:`check_fits`; None:
+    the embedder follows the index, nothing to refuse); removed again when
+    ``new`` and the block wrote nothing (:func:`_unless_written`)."""
+    async with _unless_written(store, new, report, removed):
+        if store is not None and embedder is not None:
             await check_fits(store, embedder)
         yield
 
@@ -126,6 +173,22 @@ async def _settled(reindex: Reembedder | None) -> AsyncIterator[None]:
     finally:
         if reindex is not None:
             await reindex.settle()
+
+
+def _stopped(report: ImportReport, again: str, removed: list[str], behind: str = "") -> str:
+    """What an interrupted import or copy says: nothing was written (and
+    which new destination stores it removed: ``removed``), or the records
+    written (whole records and message batches, in the input's order) and
+    how to resume (``again``; ``behind``: what the rerun also repairs)."""
+    if not any(report.written.values()):
+        them = "them" if len(removed) > 1 else "it"
+        stores = " and ".join(sorted(removed, key=lambda store: "vector" in store))
+        gone = f" (this run had created {stores} and removed {them})" if removed else ""
+        return f"nothing was written{gone}; {again}"
+    return (
+        f"written before the stop: {counted(report.written)}, each record and message batch whole, "
+        f"the rest not yet; to resume, {again}{behind}"
+    )
 
 
 def _device_or_pipe(path: Path) -> bool:
@@ -349,6 +412,9 @@ def import_(
         # Until the destination is opened nothing was written (nor created).
         unwritten = f"nothing was written (the input was being checked; the destination was not opened); {again}"
         writing = False
+        report = ImportReport()
+        new = [False, False]  # storage, --vector: created by this import
+        removed: list[str] = []  # what of them an unwritten run removed
 
         async def work(source: BinaryIO) -> None:
             nonlocal writing
@@ -357,15 +423,23 @@ def import_(
                 # (which may create it): a failed import changes nothing.
                 await verify_lines(source)
                 source.seek(0)
+                new[:] = [await _absent(storage), await _absent(vectors)]
                 writing = True
-                async with _opened(vectors, model), storage, _settled(reindex):
+                # Storage first (what is written first), then the index; each
+                # created here is removed again when nothing is written.
+                async with (
+                    _unless_written(storage, new[0], report, removed),
+                    _opened(vectors, model, new[1], report, removed),
+                    _settled(reindex),
+                ):
                     with tracked("import", _err) as progress:
-                        report = await import_lines(
+                        await import_lines(
                             storage,
                             source,
                             on_total=progress.total,
                             on_progress=progress.done,
                             on_resource=reindex,
+                            report=report,
                         )
                     # Every record is committed: closing the stores (seconds for
                     # a vector store) finishes even after a Ctrl-C, and exit 0.
@@ -377,16 +451,18 @@ def import_(
                     if closing:
                         _err.print(closing)
 
-        resume = f"{again} to resume" + ("" if input is not None else " (records already there are skipped)")
-        if vector is not None:
-            resume += (
-                "; the --vector index may be behind what was written (check-index says so): "
-                "the rerun re-embeds every resource it reads and repairs it"
+        rerun = again + ("" if input is not None else " (records already there are skipped)")
+        behind = (
+            ""
+            if vector is None
+            else (
+                " (the --vector index may be behind what was written, check-index says so: "
+                "the rerun re-embeds every resource it reads and repairs it)"
             )
-        written = f"what was written is complete record by record and batch by batch; {resume}"
+        )
         # Bytes, so a line that is not UTF-8 is a numbered error, not a traceback.
         with _readable_twice(input, unwritten) as source:
-            run_interruptible(work(source), lambda: written if writing else unwritten)
+            run_interruptible(work(source), lambda: _stopped(report, rerun, removed, behind) if writing else unwritten)
 
 
 def _no_vectors_note(url: str, messages: int) -> str:
@@ -419,10 +495,20 @@ def copy(
         src, dst = copy_storages(source, destination)
         _check_resource(resource)
         vectors, model, reindex = _reembedding(dst, vector, embedder)
+        partial = ImportReport()
+        new = [False, False]  # DESTINATION, --vector: created by this copy
+        removed: list[str] = []  # what of them an unwritten run removed
 
         async def work() -> None:
-            # The index's fit first: a refused embedder creates no destination.
-            async with _opened(vectors, model), src, dst, _settled(reindex):
+            new[:] = [await _absent(dst), await _absent(vectors)]
+            # A refused embedder or destination, or a Ctrl-C before the first
+            # record, removes what this copy created (_unless_written).
+            async with (
+                src,
+                _unless_written(dst, new[0], partial, removed),
+                _opened(vectors, model, new[1], partial, removed),
+                _settled(reindex),
+            ):
                 try:  # before anything is written
                     await check_copy_target(src, dst, resource)
                 except ValidationError as exc:
@@ -431,7 +517,13 @@ def copy(
                     fail(f"DESTINATION {hide_password(destination)} {exc.reason}")
                 with tracked("copy", _err) as progress:
                     report = await copy_store(
-                        src, dst, resource, on_total=progress.total, on_progress=progress.done, on_resource=reindex
+                        src,
+                        dst,
+                        resource,
+                        on_total=progress.total,
+                        on_progress=progress.done,
+                        on_resource=reindex,
+                        report=partial,
                     )
                 await _hint_if_absent(src, resource, "nothing was copied")
                 work_complete()  # copied and verified: closing the stores finishes after a Ctrl-C
@@ -448,8 +540,5 @@ def copy(
             if closing:
                 _err.print(closing)
 
-        run_interruptible(
-            work(),
-            "what was written is complete record by record and batch by batch; run the copy again to resume"
-            + ("" if vector is None else "; the --vector index may be behind: the rerun re-embeds and repairs it"),
-        )
+        behind = "" if vector is None else " (the --vector index may be behind: the rerun re-embeds and repairs it)"
+        run_interruptible(work(), lambda: _stopped(partial, "run the copy again", removed, behind))

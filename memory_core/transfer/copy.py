@@ -54,6 +54,7 @@ async def copy_store(
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     on_resource: Callable[[str], Awaitable[None]] | None = None,
+    report: ImportReport | None = None,
 ) -> CopyReport:
     """Copy ``source`` (or one resource of it) into ``destination`` and verify.
 
@@ -86,6 +87,8 @@ async def copy_store(
         on_total: called once with the number of messages to copy.
         on_progress: called with messages handled so far.
         on_resource: per-resource hook, as for import (re-embedding).
+        report: filled as records are written, as for import (what an
+            interrupted copy wrote).
 
     Returns:
         :class:`CopyReport`; check ``verified``.
@@ -107,6 +110,7 @@ async def copy_store(
         on_total=on_total,
         on_progress=on_progress,
         on_resource=on_resource,
+        report=report,
     )
     found = await summarize(destination, resource_id, page_size=page_size)
     return CopyReport(imported, first_difference(imported.trailer, found))

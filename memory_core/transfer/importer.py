@@ -83,13 +83,14 @@ class _Import:
         on_total: Callable[[int], None] | None,
         on_progress: Callable[[int], None] | None,
         on_resource: Callable[[str], Awaitable[None]] | None,
+        report: ImportReport | None = None,
     ) -> None:
         self.storage = storage
         self.batch_size = batch_size
         self.on_total = on_total
         self.on_progress = on_progress
         self.on_resource = on_resource
-        self.report = ImportReport()
+        self.report = ImportReport() if report is None else report
         self.summary = Summary()
         self.group: str | None = None
         self.threads: dict[str, Thread] = {}
@@ -338,6 +339,7 @@ async def import_lines(
     on_total: Callable[[int], None] | None = None,
     on_progress: Callable[[int], None] | None = None,
     on_resource: Callable[[str], Awaitable[None]] | None = None,
+    report: ImportReport | None = None,
 ) -> ImportReport:
     """Import an export (see :mod:`memory_core.transfer`) into ``storage``.
 
@@ -380,9 +382,13 @@ async def import_lines(
             each batch.
         on_resource: awaited with each resource id once its records are in
             (the re-embed hook of ``memory-core import --vector``).
+        report: the :class:`ImportReport` to fill as records are written
+            and skipped (default: a new one), for a caller that may cut the
+            import short (a timeout, Ctrl-C) and must then say what was
+            written: its counts are those of whole records and batches.
 
     Returns:
-        :class:`ImportReport`.
+        :class:`ImportReport` (``report`` when given).
 
     Raises:
         TransferError: a malformed line (named by number), records out of
@@ -396,7 +402,7 @@ async def import_lines(
     """
     if type(batch_size) is not int or batch_size < 1:
         raise ValidationError("batch_size", f"must be an int >= 1, got {batch_size!r}")
-    state = _Import(storage, batch_size, on_total, on_progress, on_resource)
+    state = _Import(storage, batch_size, on_total, on_progress, on_resource, report)
     try:
         with writing_lineage():  # an export's clones keep their lineage (R-LINEAGE)
             return await _import(state, lines)

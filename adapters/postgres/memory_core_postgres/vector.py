@@ -572,6 +572,12 @@ class PgVectorStore(BaseVectorStore):
         where = _where(flt, params)
         return int(await self.pool.fetchval(f"SELECT count(*) FROM {self._lexical_names()[0]}{where}", *params))
 
+    async def _document_ids(self, flt: PointFilter) -> dict[str, str]:
+        params: list[Any] = []
+        where = _where(flt, params)
+        rows = await self.pool.fetch(f"SELECT message_id, resource_id FROM {self._lexical_names()[0]}{where}", *params)
+        return {row[0]: row[1] for row in rows}
+
     async def _drop_documents(self) -> None:
         table, postings = self._lexical_names()
         await self.pool.execute(f"DROP TABLE IF EXISTS {postings}, {table}")

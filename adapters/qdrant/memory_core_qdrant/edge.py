@@ -684,6 +684,9 @@ class QdrantEdgeStore(BaseVectorStore):
     async def _count_documents(self, flt: PointFilter) -> int:
         return await _run(self._document_shard().count, qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
+    async def _document_ids(self, flt: PointFilter) -> dict[str, str]:
+        return self._lexicon().owners(flt)
+
     async def _drop_documents(self) -> None:
         if self._root is None:
             raise AdapterClosedError("qdrant-edge store: open it first")

@@ -376,6 +376,23 @@ class QdrantServerStore(BaseVectorStore):
         answer = await self.client.count(await self._documents(), count_filter=server_filter(flt), exact=True)
         return answer.count
 
+    async def _document_ids(self, flt: PointFilter) -> dict[str, str]:
+        name, condition = await self._documents(), server_filter(flt)
+        owners: dict[str, str] = {}
+        offset: Any = None
+        while True:
+            records, offset = await self.client.scroll(
+                name,
+                scroll_filter=condition,
+                limit=PAGE,
+                offset=offset,
+                with_payload=["message_id", "resource_id"],
+                with_vectors=False,
+            )
+            owners.update((str(r.payload["message_id"]), str(r.payload["resource_id"])) for r in records if r.payload)
+            if offset is None:
+                return owners
+
     async def _drop_documents(self) -> None:
         await self.client.delete_collection(self._prefix + DOCUMENTS)
         self._documents_made = False
