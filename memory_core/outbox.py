@@ -61,11 +61,14 @@ _REFUSALS = (ValidationError, NotFoundError, OwnershipError, ConflictError)
 
 
 class _Progress:
-    """How far one job got: whether its storage write was made."""
+    """How far one job got: whether it started (its ``work`` awaited) and
+    whether its storage write was made."""
 
-    __slots__ = ("wrote",)
+    __slots__ = ("started", "work", "wrote")
 
-    def __init__(self) -> None:
+    def __init__(self, work: Coroutine[Any, Any, Any]) -> None:
+        self.work = work
+        self.started = False
         self.wrote = False
 
 
@@ -83,6 +86,7 @@ def wrote() -> None:
 
 
 async def _tracked(work: Coroutine[Any, Any, T], progress: _Progress) -> T:
+    progress.started = True
     _progress.set(progress)  # the job's own context: a task runs in a copy
     return await work
 
@@ -124,7 +128,7 @@ class Outbox:
         except BaseException:
             work.close()
             raise
-        progress = _Progress()
+        progress = _Progress(work)
         job = asyncio.get_running_loop().create_task(_tracked(work, progress))
         with self._book:
             self._jobs.add(job)
@@ -160,6 +164,12 @@ class Outbox:
             abandoned = job in self._abandoned
             self._abandoned.discard(job)
             progress = self._progress.pop(job, None)
+        if job.cancelled() and progress is not None and not progress.started:
+            # Cancelled before its first step (asyncio.run ended just after the
+            # call made it): nothing was written, and its work is closed unrun.
+            progress.work.close()
+            log.debug("a Memory write was cancelled by its event loop's shutdown before it started; nothing stored")
+            return
         if job.cancelled():
             # Only the job's loop cancels a job (its shutdown: asyncio.run ends
             # with the write unfinished), so what it stored may lack vectors.

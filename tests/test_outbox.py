@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import sys
 import threading
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -226,3 +228,31 @@ def test_one_outbox_serves_loops_in_several_threads_at_once() -> None:
     finally:
         sys.setswitchinterval(previous)
     assert errors == []
+
+
+def test_a_job_its_loop_cancels_before_it_starts_is_closed_and_not_called_cut_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``asyncio.run`` ending just after a write made its job cancels the job
+    before its first step: nothing was written. Before, its work coroutine
+    was left unawaited (``RuntimeWarning: coroutine ... was never awaited``)
+    and a warning said the write was cut off and may lack vectors (a fresh
+    user's trial)."""
+    outbox = Outbox()
+    ran: list[bool] = []
+
+    async def work() -> None:
+        ran.append(True)
+
+    async def main() -> None:
+        # Returning at once: the caller's first step (which makes the job) runs
+        # in the loop's last turn, so the job's first step never does.
+        asyncio.get_running_loop().create_task(outbox.run(work()))
+
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING, logger="memory_core"):
+        warnings.simplefilter("always")
+        asyncio.run(main())
+        gc.collect()
+    assert ran == []
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    assert "cut off" not in caplog.text
