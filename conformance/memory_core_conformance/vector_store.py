@@ -861,6 +861,40 @@ class VectorStoreConformance:
             await again.preflight(must_exist=True)
         await again.destroy()
 
+    async def test_lifecycle_vector_store_preflight_passes_exactly_when_open_would(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """While one store of a namespace is open and holds vectors, a second
+        store of that namespace (never opened) passes ``preflight`` (a
+        writer's, ``must_exist`` a reader's) exactly when its ``open``
+        succeeds: an engine serving one open store per folder refuses both
+        with a :class:`BackendError` saying the folder is held open; a
+        backend several stores share passes both. Before: the engine's
+        preflight stopped checking the folder's locks and passed, and
+        ``open`` refused after ``Memory.open`` had created the storage."""
+        first = vector_store_factory()
+        if not first.persistent:
+            pytest.skip(f"{first!r} keeps nothing a second store could open")
+        async with first:
+            await first.upsert([point("m1", axis(0))])
+            for must_exist in (False, True):
+                second = vector_store_factory(namespace=first.namespace)
+                try:
+                    await second.preflight(must_exist=must_exist)
+                except BackendError as refused:
+                    assert "open" in str(refused), refused  # says the namespace is held open
+                    with pytest.raises(BackendError):
+                        await second.open()
+                else:
+                    try:
+                        await second.open()
+                    except BackendError as failed:
+                        pytest.fail(f"preflight(must_exist={must_exist}) passed, then open refused: {failed!r}")
+                    assert await second.count() == 1
+                finally:
+                    await second.close()
+            await first.destroy()
+
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None
     ) -> None:
