@@ -895,6 +895,38 @@ class VectorStoreConformance:
                     await second.close()
             await first.destroy()
 
+    async def test_lifecycle_vector_store_preflight_is_not_held_by_other_namespaces(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """While stores of other namespaces are open in the same location and
+        hold vectors and documents (one namespace sorting before this one,
+        one after), a store of its own namespace is not refused as held
+        open: its writer's ``preflight`` passes, its reader's
+        (``must_exist``) says it holds no vectors (ValidationError, field
+        ``url``), and it opens. Before: the engine took every shard whose
+        name sorted after its own lexical index's for one of its own and
+        refused, naming the folder held open."""
+        stem = uuid.uuid4().hex[:12]
+        others = [vector_store_factory(namespace=f"{first}{stem}") for first in ("0", "z")]
+        try:
+            for other in others:
+                await other.open()
+                await other.upsert([point("m1", axis(0))])
+                if other.lexical_index:
+                    await other.index_documents([LexicalDocument("m1", "t1", "r1", *document_terms("other words"))])
+            mine = vector_store_factory(namespace=f"m{stem}")
+            await mine.preflight()
+            with pytest.raises(ValidationError) as refused:
+                await mine.preflight(must_exist=True)
+            assert refused.value.field == "url", refused.value
+            async with mine:
+                await mine.upsert([point("m2", axis(1))])
+                assert await mine.count() == 1
+                await mine.destroy()
+        finally:
+            for other in others:
+                await other.destroy()
+
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None
     ) -> None:
