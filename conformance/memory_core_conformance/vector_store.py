@@ -206,16 +206,26 @@ class VectorStoreConformance:
         (without I/O: a folder URL may name a folder not made yet); each
         malformed one is refused with a ValidationError of field ``url``,
         never built into a store that fails later or opens something else
-        (a host where a folder goes read as the in-memory form)."""
+        (a host where a folder goes read as the in-memory form). Each store
+        class's own ``from_url`` (what the registry calls, and a user may)
+        refuses what is no URL at all (no scheme, empty, not a str) the same
+        way, never with a ValueError or TypeError of its parsing."""
         if vector_urls is None:
             pytest.skip("the test class declares no vector_urls")
+        classes: set[type[BaseVectorStore]] = set()
         for url in vector_urls.accepted:
             store = build_vector(url)
             assert isinstance(store, BaseVectorStore) and not store.closed, url
+            classes.add(type(store))
         for url in vector_urls.refused:
             with pytest.raises(ValidationError) as refused:
                 build_vector(url)
             assert refused.value.field == "url", f"{url!r}: {refused.value!r}"
+        for cls in classes:
+            for nothing in ("", "vectors", None, 5):
+                with pytest.raises(ValidationError) as refused:
+                    cls.from_url(nothing)  # type: ignore[attr-defined]
+                assert refused.value.field == "url", f"{cls.__name__}.from_url({nothing!r}): {refused.value!r}"
 
     @pytest.mark.parametrize("text", ["0", "-3", "abc", "1.5", "", " "])
     def test_vector_store_url_integer_options_parse_their_text_and_refuse_the_rest(
