@@ -54,8 +54,22 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["MutantResult", "annotation_spans", "compiles", "main", "mutated_source", "outcome_of", "run", "summary"]
+if TYPE_CHECKING:
+    from cosmic_ray.work_item import WorkItem
+
+__all__ = [
+    "MutantResult",
+    "annotation_spans",
+    "compiles",
+    "drawn",
+    "main",
+    "mutated_source",
+    "outcome_of",
+    "run",
+    "summary",
+]
 
 _IGNORED = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "*.sqlite"
@@ -146,6 +160,26 @@ def mutated_source(source: str, operator: str, occurrence: int) -> str | None:
 
     mutated: str | None = mutate_code(source, cosmic_ray.plugins.get_operator(operator)(), occurrence)
     return mutated
+
+
+def drawn(items: Sequence[WorkItem], sample: int, seed: int) -> set[str]:
+    """The job ids of ``sample`` of ``items`` (Cosmic Ray work items) drawn
+    with ``seed``; all of them when fewer exist.
+
+    The draw depends only on the mutations, never on the order Cosmic Ray
+    lists its items in (random job ids: two ``init`` runs of the same
+    sources list them in different orders), so the same seed and sources
+    give the same sample on every run and machine.
+    """
+
+    def key(item: WorkItem) -> list[tuple[str, tuple[int, int], tuple[int, int], str, int]]:
+        return [
+            (m.module_path.as_posix(), tuple(m.start_pos), tuple(m.end_pos), m.operator_name, m.occurrence)
+            for m in item.mutations
+        ]
+
+    ordered = sorted(items, key=key)
+    return {item.job_id for item in random.Random(seed).sample(ordered, min(sample, len(ordered)))}
 
 
 def compiles(source: str) -> bool:
@@ -275,7 +309,7 @@ def run(
                 if (not operators or any(m.operator_name.startswith(tuple(operators)) for m in item.mutations))
                 and not any(_in_annotation(copy / m.module_path, m.start_pos, spans) for m in item.mutations)
             ]
-            chosen = {item.job_id for item in random.Random(seed).sample(items, min(sample, len(items)))}
+            chosen = drawn(items, sample, seed)
             invalid: dict[str, str] = {}  # job id -> diff of a drawn mutant that does not compile
             for item in db.work_items:
                 if item.job_id in chosen:

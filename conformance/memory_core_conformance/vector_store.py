@@ -206,16 +206,26 @@ class VectorStoreConformance:
         (without I/O: a folder URL may name a folder not made yet); each
         malformed one is refused with a ValidationError of field ``url``,
         never built into a store that fails later or opens something else
-        (a host where a folder goes read as the in-memory form)."""
+        (a host where a folder goes read as the in-memory form). Each store
+        class's own ``from_url`` (what the registry calls, and a user may)
+        refuses what is no URL at all (no scheme, empty, not a str) the same
+        way, never with a ValueError or TypeError of its parsing."""
         if vector_urls is None:
             pytest.skip("the test class declares no vector_urls")
+        classes: set[type[BaseVectorStore]] = set()
         for url in vector_urls.accepted:
             store = build_vector(url)
             assert isinstance(store, BaseVectorStore) and not store.closed, url
+            classes.add(type(store))
         for url in vector_urls.refused:
             with pytest.raises(ValidationError) as refused:
                 build_vector(url)
             assert refused.value.field == "url", f"{url!r}: {refused.value!r}"
+        for cls in classes:
+            for nothing in ("", "vectors", None, 5):
+                with pytest.raises(ValidationError) as refused:
+                    cls.from_url(nothing)  # type: ignore[attr-defined]
+                assert refused.value.field == "url", f"{cls.__name__}.from_url({nothing!r}): {refused.value!r}"
 
     @pytest.mark.parametrize("text", ["0", "-3", "abc", "1.5", "", " "])
     def test_vector_store_url_integer_options_parse_their_text_and_refuse_the_rest(
@@ -881,6 +891,72 @@ class VectorStoreConformance:
             await again.preflight()
             await again.preflight(must_exist=True)
         await again.destroy()
+
+    async def test_lifecycle_vector_store_preflight_passes_exactly_when_open_would(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """While one store of a namespace is open and holds vectors, a second
+        store of that namespace (never opened) passes ``preflight`` (a
+        writer's, ``must_exist`` a reader's) exactly when its ``open``
+        succeeds: an engine serving one open store per folder refuses both
+        with a :class:`BackendError` saying the folder is held open; a
+        backend several stores share passes both. Before: the engine's
+        preflight stopped checking the folder's locks and passed, and
+        ``open`` refused after ``Memory.open`` had created the storage."""
+        first = vector_store_factory()
+        if not first.persistent:
+            pytest.skip(f"{first!r} keeps nothing a second store could open")
+        async with first:
+            await first.upsert([point("m1", axis(0))])
+            for must_exist in (False, True):
+                second = vector_store_factory(namespace=first.namespace)
+                try:
+                    await second.preflight(must_exist=must_exist)
+                except BackendError as refused:
+                    assert "open" in str(refused), refused  # says the namespace is held open
+                    with pytest.raises(BackendError):
+                        await second.open()
+                else:
+                    try:
+                        await second.open()
+                    except BackendError as failed:
+                        pytest.fail(f"preflight(must_exist={must_exist}) passed, then open refused: {failed!r}")
+                    assert await second.count() == 1
+                finally:
+                    await second.close()
+            await first.destroy()
+
+    async def test_lifecycle_vector_store_preflight_is_not_held_by_other_namespaces(
+        self, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """While stores of other namespaces are open in the same location and
+        hold vectors and documents (one namespace sorting before this one,
+        one after), a store of its own namespace is not refused as held
+        open: its writer's ``preflight`` passes, its reader's
+        (``must_exist``) says it holds no vectors (ValidationError, field
+        ``url``), and it opens. Before: the engine took every shard whose
+        name sorted after its own lexical index's for one of its own and
+        refused, naming the folder held open."""
+        stem = uuid.uuid4().hex[:12]
+        others = [vector_store_factory(namespace=f"{first}{stem}") for first in ("0", "z")]
+        try:
+            for other in others:
+                await other.open()
+                await other.upsert([point("m1", axis(0))])
+                if other.lexical_index:
+                    await other.index_documents([LexicalDocument("m1", "t1", "r1", *document_terms("other words"))])
+            mine = vector_store_factory(namespace=f"m{stem}")
+            await mine.preflight()
+            with pytest.raises(ValidationError) as refused:
+                await mine.preflight(must_exist=True)
+            assert refused.value.field == "url", refused.value
+            async with mine:
+                await mine.upsert([point("m2", axis(1))])
+                assert await mine.count() == 1
+                await mine.destroy()
+        finally:
+            for other in others:
+                await other.destroy()
 
     async def test_lifecycle_vector_store_unreachable_server_is_a_retryable_typed_error(
         self, unreachable_vector_store: BaseVectorStore | None

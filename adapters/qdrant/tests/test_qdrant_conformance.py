@@ -10,7 +10,9 @@ files). This module is what the mutation script runs for this adapter
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from memory_core import InMemoryStorage
@@ -19,9 +21,15 @@ from memory_core.testing import folder_bytes, free_port
 from memory_core.vector import BaseVectorStore, VectorStore
 from memory_core_conformance import StorageFactory
 from memory_core_conformance.vector import VectorConformance, VectorFactory
-from memory_core_conformance.vector_store import RawScan, VectorStoreConformance, VectorStoreFactory, VectorUrls
+from memory_core_conformance.vector_store import (
+    IndexKinds,
+    RawScan,
+    VectorStoreConformance,
+    VectorStoreFactory,
+    VectorUrls,
+)
 
-from memory_core_qdrant import QdrantEdgeStore, from_url
+from memory_core_qdrant import QdrantEdgeStore, QdrantServerStore, from_url
 
 StoreFactory = Callable[..., BaseVectorStore]
 
@@ -75,6 +83,30 @@ class TestQdrantVectorStore(VectorStoreConformance):
             return folder_bytes(store._root)
 
         return scan
+
+    @pytest.fixture
+    def index_kinds(self, mode: str) -> IndexKinds | None:
+        """The payload indexes of each collection: one per filter field, the
+        tenant field's (``resource_id``) marked as Qdrant's tenant, which
+        groups a resource's points (the engine's shard info; a real server's
+        collection info). qdrant-client's local mode keeps no payload
+        indexes: None there (the case skips)."""
+        if mode == "server" and not os.environ.get("QDRANT_URL"):
+            return None
+
+        async def probe(store: BaseVectorStore, dimension: int) -> frozenset[str]:
+            name = store.collection(dimension)
+            schema: dict[str, Any]
+            if isinstance(store, QdrantEdgeStore):
+                schema = store._shards[name].info().payload_schema
+            else:
+                assert isinstance(store, QdrantServerStore)
+                schema = (await store.client.get_collection(name)).payload_schema
+            tenant = {field for field, info in schema.items() if getattr(info.params, "is_tenant", None)}
+            return frozenset(f"{'tenant' if field in tenant else 'index'}:{field}" for field in schema)
+
+        kinds = frozenset({"index:message_id", "index:thread_id", "tenant:resource_id"})
+        return {"default": ({}, kinds)}, probe
 
     @pytest.fixture
     def vector_urls(self, mode: str) -> VectorUrls | None:
