@@ -8,6 +8,7 @@ import json
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -38,8 +39,11 @@ __all__ = [
     "check_recallable",
     "cut_marker",
     "echoed_replies",
+    "FILLERS",
+    "note_words",
     "notes_are_template",
     "notes_hold_nothing",
+    "notes_refusal",
     "offered_tools",
     "read_working_memory",
     "recall_hits",
@@ -51,18 +55,19 @@ __all__ = [
 ]
 
 REFUSED_BLANK = (
-    "Not saved: the notes were empty (blank, invisible characters, or an empty value such as null, None, {} "
-    'or ""), and the stored notes were kept. To change them, call get_working_memory and send the complete '
-    "notes with your changes."
+    "Not saved: the notes held nothing (no letter or digit, only blank space, invisible characters, markup, "
+    'punctuation, symbols or emoji, or an empty value such as null, None, N/A, {} or ""), and the stored notes '
+    "were kept. To change them, call get_working_memory and send the complete notes with your changes."
 )
 """What :func:`write_working_memory` answers to notes that hold nothing
 (:func:`notes_hold_nothing`)."""
 REFUSED_TEMPLATE = (
-    "Not saved: that is the unfilled template (reformatting it does not fill it in), and the stored notes "
-    "were kept. Call get_working_memory and send the complete notes: what is stored plus what you learned."
+    "Not saved: that is the unfilled template (reformatting it, or filling its fields with placeholders such "
+    "as N/A, none, unknown or -, does not fill it in), and the stored notes were kept. Call get_working_memory "
+    "and send the complete notes: what is stored plus what you learned."
 )
 """What :func:`write_working_memory` answers to the configured template,
-however formatted (:func:`notes_are_template`)."""
+however reworded (:func:`notes_are_template`)."""
 
 
 def check_recall_options(top_k: Any, min_score: Any) -> tuple[int, MinScore]:
@@ -512,12 +517,25 @@ Default_Ignorable_Code_Point property lists them, DerivedCoreProperties.txt)
 and the Braille blank U+2800."""
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^`\n]*$", re.MULTILINE)
 """A Markdown code-fence line (an opening one may name a language)."""
-_MARKUP = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+|[*_`~]", re.MULTILINE)
-"""Markdown that leaves the words alone: list bullets and numbers at a
-line's start, and emphasis, code and strike-through markers."""
-_NOTHING_WORDS = frozenset({"none", "null", "nil", "undefined", "n/a"})
-"""Words a model writes for "no value" (Python's, JSON's and others'),
-compared in lower case."""
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s+", re.MULTILINE)
+"""A numbered-list marker at a line's start (``1.``, ``2)``): markup, not
+a number the notes hold."""
+_HTML_TAG = re.compile(r"</?[^\W\d_][\w-]*(?:\s[^<>]*)?/?>")
+"""An HTML tag (``<b>``, ``</i>``, ``<br/>``): markup, not words."""
+_INITIALISM = re.compile(r"(?<!\w)[^\W\d_](?:[./][^\W\d_])+(?!\w)\.?")
+"""Single letters joined by ``/`` or ``.`` (``n/a``, ``n.a.``, ``t.b.d.``):
+read as one word (``na``, ``tbd``) so the fillers below match them."""
+_UNWRAPS = 4
+"""How many JSON string literals inside one another notes are decoded
+from (``"\\"# User\\\\n\\""``)."""
+FILLERS = frozenset({"na", "none", "null", "nil", "undefined", "unknown", "unset", "tbd", "tba", "todo"})
+"""Placeholder fillers: words a model writes in a field it has no value
+for, compared after NFKC and case folding (``N/A``, ``n.a.`` and ``n/a``
+read as ``na``; ``T.B.D.`` as ``tbd``). Fillers made of punctuation alone
+(``?``, ``-``, ``...``, ``""``, ``''``) need no entry: punctuation is never
+a word (:func:`note_words`). A field whose true value is one of these
+words must say it in other words (``Allergies: no allergies``, not
+``Allergies: none``)."""
 
 
 def _visible(text: str) -> str:
@@ -529,10 +547,57 @@ def _visible(text: str) -> str:
     return _FENCE.sub("", kept)
 
 
+def _unwrapped(text: str) -> str:
+    """``text`` under NFKC, visible (:func:`_visible`), stripped, and
+    decoded while it is a JSON string literal (at most :data:`_UNWRAPS`
+    times): a model that JSON-encodes its argument twice sends
+    ``"# User\\n..."`` with the quotes and escapes in the notes."""
+    seen = _visible(unicodedata.normalize("NFKC", text)).strip()
+    for _ in range(_UNWRAPS):
+        if len(seen) < 2 or seen[0] != '"' or seen[-1] != '"':
+            break
+        try:
+            value = json.loads(seen)
+        except ValueError:
+            break
+        if not isinstance(value, str):
+            break
+        seen = _visible(unicodedata.normalize("NFKC", value)).strip()
+    return seen
+
+
+def note_words(text: str) -> list[str]:
+    """The words of notes, as the working-memory tools compare them: the
+    text under NFKC (fullwidth letters and colons, U+FF01-U+FF5E, read as
+    ASCII), without
+    what shows as nothing (:func:`_visible`: format and control characters,
+    marks alone, blank letters, code-fence lines), decoded while it is a
+    JSON string literal, case-folded, without HTML tags, numbered-list
+    markers and initialisms' dots and slashes (``n/a`` is ``na``); then
+    the runs of letters, digits and their marks (Unicode categories L, N,
+    M) that hold a letter or a digit, in order. Punctuation, symbols
+    (emoji, U+FFFC, U+FFFD among them), Markdown and whitespace separate
+    words and are never one."""
+    folded = _unwrapped(text).casefold()
+    folded = _LIST_MARKER.sub(" ", _HTML_TAG.sub(" ", folded))
+    folded = _INITIALISM.sub(lambda match: re.sub(r"[./]", "", match.group()), folded)
+    words: list[str] = []
+    word: list[str] = []
+    for c in folded + " ":
+        if unicodedata.category(c)[0] in "LNM":
+            word.append(c)
+            continue
+        if any(unicodedata.category(w)[0] in "LN" for w in word):
+            words.append("".join(word))
+        word = []
+    return words
+
+
 def _empty_json(value: Any) -> bool:
-    """Whether a JSON value holds nothing: null, a blank or "no value" str,
-    or an array or object whose every item holds nothing (``{}``, ``[]``,
-    ``{"name": null}``). False, 0 and any other value are content."""
+    """Whether a JSON value holds nothing: null, a str that holds nothing
+    (:func:`notes_hold_nothing`), or an array or object whose every item
+    holds nothing (``{}``, ``[]``, ``{"name": null}``,
+    ``{"name": "N/A"}``). False, 0 and any other value are content."""
     if value is None:
         return True
     if isinstance(value, str):
@@ -546,42 +611,50 @@ def _empty_json(value: Any) -> bool:
 
 def notes_hold_nothing(text: str) -> bool:
     """Whether notes sent to ``update_working_memory`` hold nothing, so
-    storing them would erase the notes kept: once what shows as nothing
-    (format characters such as U+200B, U+FEFF, U+2060; controls; combining
-    marks alone; the Hangul fillers; the Braille blank) and code-fence lines
-    are removed, ``text`` is Unicode whitespace, a "no value" word (``None``,
-    ``null``, ``nil``, ``undefined``, ``N/A``, any case) or JSON that holds
-    nothing (``null``, ``{}``, ``[]``, ``""``, containers of those:
-    :func:`_empty_json`)."""
-    seen = _visible(text).strip()
-    if not seen or seen.lower() in _NOTHING_WORDS:
-        return True
-    if seen[0] not in '{["':
-        return False
-    try:
-        value = json.loads(seen)
-    except (ValueError, RecursionError):
-        return False
-    try:
-        return _empty_json(value)
-    except RecursionError:
-        return False
-
-
-def _shape(text: str) -> str:
-    """``text`` as :func:`notes_are_template` compares it: visible
-    (:func:`_visible`), Markdown markup removed (:data:`_MARKUP`), all
-    whitespace removed."""
-    return "".join(_MARKUP.sub("", _visible(text)).split())
+    storing them would erase the notes kept: every word of ``text``
+    (:func:`note_words`) is a placeholder filler (:data:`FILLERS`), or it
+    has none, as when it is whitespace, invisible characters, markup
+    (``- \\n- ``, ``** **``), punctuation or symbols alone (U+FFFC, U+FFFD,
+    and emoji: an emoji-only note such as 👍 is an acknowledgement, not
+    notes, and is refused; ``1️⃣`` holds a digit and is kept); or ``text``
+    is JSON (an object or array, bare or as a JSON string literal) whose
+    every value holds nothing (:func:`_empty_json`: ``{}``, ``[]``,
+    ``{"name": null}``, ``{"name": "N/A"}``)."""
+    seen = _unwrapped(text)
+    if seen[:1] in ("{", "["):
+        try:
+            return _empty_json(json.loads(seen))
+        except (ValueError, RecursionError):
+            pass
+    return all(word in FILLERS for word in note_words(seen))
 
 
 def notes_are_template(text: str, template: str) -> bool:
-    """Whether ``text`` is still the unfilled ``template``: equal once both
-    are reduced by :func:`_shape` (format characters, code fences, list
-    bullets, emphasis markers and every whitespace difference left out), so
-    the template sent back in a fence, without its bold markers, with CRLF
-    line ends or blank values is recognised."""
-    return _shape(text) == _shape(template)
+    """Whether ``text`` is still the unfilled ``template``, told by its
+    words, not its form: once the placeholder fillers (:data:`FILLERS`) are
+    left out, every word of ``text`` (:func:`note_words`) is a word of
+    ``template``, each used at most as many times as the template uses it.
+    So the template with other bullets, headings, case, markup or
+    fullwidth forms, with its heading or a field dropped, as a JSON string
+    literal, or with fields "filled" with ``N/A``, ``none``, ``unknown``,
+    ``-`` or ``""`` is the template; one field holding a word of its own
+    (``Name: Alice`` on a ``Name:`` template) is not."""
+    words = Counter(word for word in note_words(text) if word not in FILLERS)
+    return words <= Counter(note_words(template))
+
+
+def notes_refusal(text: str, template: str | None) -> str | None:
+    """Why ``update_working_memory`` must not store ``text``, the one rule
+    every seam's tool applies (:func:`write_working_memory`): notes that
+    hold nothing (:func:`notes_hold_nothing`) are answered with
+    :data:`REFUSED_BLANK`; with a ``template``, notes that are the
+    unfilled template (:func:`notes_are_template`) with
+    :data:`REFUSED_TEMPLATE`; None when ``text`` may be stored."""
+    if notes_hold_nothing(text):
+        return REFUSED_BLANK
+    if template is not None and notes_are_template(text, template):
+        return REFUSED_TEMPLATE
+    return None
 
 
 def refused_by_schema(reason: str, schema: Mapping[str, Any]) -> str:
@@ -599,10 +672,11 @@ async def write_working_memory(memory: Memory, resource_id: str, text: str, thre
     the Memory's config keeps them: the resource's, or with scope
     ``"thread"`` those of ``thread_id``, a thread created for
     ``resource_id`` when not stored yet; checked against its JSON Schema when
-    one is set), unless the notes hold nothing
-    (:func:`notes_hold_nothing`) or are the unfilled template
-    (:func:`notes_are_template`): a model that calls the tool with either
-    would erase the notes it was meant to keep (Mastra issue #12253).
+    one is set), unless :func:`notes_refusal` refuses them: they hold
+    nothing (:func:`notes_hold_nothing`) or are the unfilled template
+    however reworded (:func:`notes_are_template`); a model that calls the
+    tool with either would erase the notes it was meant to keep (Mastra
+    issue #12253, issue 25).
 
     Returns:
         ``text`` when it was stored; otherwise the refusal the model reads
@@ -619,10 +693,9 @@ async def write_working_memory(memory: Memory, resource_id: str, text: str, thre
     """
     check_text(text, "notes")
     settings = memory.config.working_memory
-    if notes_hold_nothing(text):
-        return REFUSED_BLANK
-    if settings.template is not None and notes_are_template(text, settings.template):
-        return REFUSED_TEMPLATE
+    refusal = notes_refusal(text, settings.template)
+    if refusal is not None:
+        return refusal
     thread = _home(settings.scope, thread_id)
     try:
         try:

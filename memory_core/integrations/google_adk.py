@@ -790,9 +790,10 @@ def working_memory_tools(memory: Memory) -> list[FunctionTool]:
     them (the Memory's template while none are stored) and
     ``update_working_memory(notes)`` replaces them as
     :meth:`~memory_core.Memory.update_working_memory` does (checked against
-    the config's JSON Schema), refusing notes that hold nothing (blank,
-    invisible characters, ``null``, ``{}``), the unfilled template however
-    formatted, or notes the schema refuses (nothing written; the model is
+    the config's JSON Schema), refusing notes that hold nothing (no letter
+    or digit, or only fillers such as ``null``, ``N/A``, ``{}``), the
+    unfilled template however reworded
+    (:func:`~memory_core.integrations._tools.notes_refusal`), or notes the schema refuses (nothing written; the model is
     told why and what to send). The notes belong to the session's user: the
     resource ``adk:<app>:<user>`` (:func:`user_resource`), whose
     ``metadata`` holds the ``user:`` state; they are not part of any

@@ -436,8 +436,9 @@ def memory_tools(
     as :meth:`~memory_core.Memory.update_working_memory` does (the owner's
     resource, or with scope ``"thread"`` the session's thread; checked
     against the config's JSON Schema); an update whose notes hold nothing
-    (blank, invisible characters, ``null``, ``{}``), are the Memory's
-    unfilled working-memory template (however formatted) or fail the schema
+    (no letter or digit, or only fillers such as ``null``, ``N/A``,
+    ``{}``), are the Memory's unfilled working-memory template (however
+    reworded: :func:`~memory_core.integrations._tools.notes_refusal`) or fail the schema
     writes nothing and tells the model why and what to send
     (:func:`~memory_core.integrations._tools.write_working_memory`). When
     ``session.memory`` can be searched (a vector store, or lexical semantic

@@ -293,10 +293,11 @@ class MessageHistory:
         :meth:`~memory_core.Memory.update_working_memory` keeps it (the
         resource's, or with scope ``"thread"`` this conversation's thread,
         created if not stored yet; checked against the config's JSON
-        Schema), refusing notes that hold nothing (blank, invisible
-        characters, ``null``, ``{}``), the unfilled template however
-        formatted, or notes the schema refuses, nothing written and the model
-        told why (see
+        Schema), refusing notes that hold nothing (no letter or
+        digit, or only fillers such as ``null``, ``N/A``, ``{}``), the
+        unfilled template however reworded
+        (:func:`~memory_core.integrations._tools.notes_refusal`), or notes
+        the schema refuses, nothing written and the model told why (see
         :func:`~memory_core.integrations._tools.write_working_memory`) and,
         when the Memory can be searched (a vector store, or lexical semantic
         recall), ``recall_memory(query)``: up to ``top_k`` best user and

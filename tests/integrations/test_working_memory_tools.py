@@ -368,3 +368,112 @@ def test_adk_tools_refuse_thread_scope_naming_why() -> None:
     with pytest.raises(ValidationError) as caught:
         working_memory_tools(Memory(InMemoryStorage(), config=config))
     assert caught.value.field == "memory" and '"scope": "resource"' in caught.value.reason, caught.value
+
+
+NEAR_COPIES = [
+    # Issue 25, a fresh trial: each of these replaced "Alice / likes dogs" in every seam.
+    ("# User\n• **Name**:\n• **Likes**:\n", REFUSED_TEMPLATE),  # bullets other than Markdown's
+    ("## User\n- **Name**:\n- **Likes**:\n", REFUSED_TEMPLATE),  # a deeper heading
+    (TEMPLATE.lower(), REFUSED_TEMPLATE),
+    ("- **Name**:\n- **Likes**:\n", REFUSED_TEMPLATE),  # the heading dropped
+    (json.dumps(TEMPLATE), REFUSED_TEMPLATE),  # the template as a JSON string literal
+    (json.dumps(json.dumps(TEMPLATE)), REFUSED_TEMPLATE),  # ... twice
+    (TEMPLATE + "<!-- -->", REFUSED_TEMPLATE),
+    ("# User\n- **Name**: N/A\n- **Likes**: N/A\n", REFUSED_TEMPLATE),
+    ('# User\n- **Name**: ""\n- **Likes**: ""\n', REFUSED_TEMPLATE),
+    ("# User\n- **Name**: -\n- **Likes**: -\n", REFUSED_TEMPLATE),
+    ("# User\n- **Name**: none\n- **Likes**: none\n", REFUSED_TEMPLATE),
+    ("# User\n- **Name**: unknown\n- **Likes**: Unknown\n", REFUSED_TEMPLATE),
+    ("# User\n- **Name**: TBD\n- **Likes**: t.b.d.\n", REFUSED_TEMPLATE),
+    ("# User\n- **Name**: ?\n- **Likes**: null\n", REFUSED_TEMPLATE),
+    ("# User\n- **Name**\uff1a\n- **Likes**\uff1a\n", REFUSED_TEMPLATE),  # fullwidth colons
+    (
+        "# \uff35\uff53\uff45\uff52\n- **\uff2e\uff41\uff4d\uff45**:\n- **\uff2c\uff49\uff4b\uff45\uff53**:\n",
+        REFUSED_TEMPLATE,
+    ),
+    ("# User\n1. Name:\n2. Likes:\n", REFUSED_TEMPLATE),  # a numbered list
+    ("<b>Name</b>: <br/>\n<i>Likes</i>:", REFUSED_TEMPLATE),  # HTML markup
+    ("- \n- ", REFUSED_BLANK),  # markup with no content
+    ("** **", REFUSED_BLANK),
+    ("\ufffc", REFUSED_BLANK),  # object replacement character
+    ("\ufffd", REFUSED_BLANK),  # replacement character
+    ("\U0001f436\U0001f44d", REFUSED_BLANK),  # emoji alone: no letter or digit
+    ("N/A", REFUSED_BLANK),
+    ("unknown", REFUSED_BLANK),
+    ('"null"', REFUSED_BLANK),  # a JSON string literal holding a "no value" word
+    ('{"name": "N/A", "likes": "unknown"}', REFUSED_BLANK),  # JSON whose every value is a filler
+]
+NEAR_COPY_IDS = [
+    "bullet-dots",
+    "heading-h2",
+    "lower-case",
+    "heading-dropped",
+    "json-string",
+    "json-string-twice",
+    "html-comment",
+    "filled-n/a",
+    "filled-empty-quotes",
+    "filled-dash",
+    "filled-none",
+    "filled-unknown",
+    "filled-tbd",
+    "filled-question-null",
+    "fullwidth-colons",
+    "fullwidth-letters",
+    "numbered",
+    "html-tags",
+    "empty-bullets",
+    "empty-bold",
+    "U+FFFC",
+    "U+FFFD",
+    "emoji-only",
+    "n/a-alone",
+    "unknown-alone",
+    "json-string-null",
+    "json-fillers",
+]
+FILLED = [
+    "Name: Alice",  # one field of the template, filled
+    "- **Name**: Alice\n- **Likes**:\n",  # the template with one field filled
+    "# User\n- **Name**: N/A\n- **Likes**: dogs\n",
+    "# User\n- **Name**: \uff21\uff4c\uff49\uff43\uff45\n- **Likes**: none\n",  # fullwidth, still a name
+    "# User\n- Name: User\n- Likes:\n",  # a template word used as a value
+    "- Likes: \U0001f436 and cats",
+    "42",
+    "\u540d\u524d: \u30a2\u30ea\u30b9",  # Japanese: letters of another script
+    "1\ufe0f\u20e3",  # keycap emoji: holds a digit
+    json.dumps("# User\n- Name: Alice\n"),  # a JSON string literal holding real notes
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seam", SEAMS)
+@pytest.mark.parametrize(("notes", "answer"), NEAR_COPIES, ids=NEAR_COPY_IDS)
+async def test_near_copies_of_the_template_and_contentless_notes_are_refused(
+    seam: str, notes: str, answer: str
+) -> None:
+    """Issue 25, a fresh trial: near-copies of the template (other bullets,
+    headings or case, the heading dropped, a JSON string literal, an HTML
+    comment, fields "filled" with N/A, none, unknown or "", fullwidth forms)
+    and notes without a letter or digit (markup alone, U+FFFC, U+FFFD)
+    replaced Alice's notes: the unfilled template is now told by its words,
+    not its form (Mastra issue #12253)."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, template=TEMPLATE))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        owner = OWNERS[seam]
+        await memory.update_working_memory(None, STORED, owner)
+        assert await tool_answer(seam, memory, notes) == answer
+        assert await memory.get_working_memory(None, owner) == STORED
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("seam", SEAMS)
+@pytest.mark.parametrize("notes", FILLED)
+async def test_notes_with_a_field_really_filled_are_saved(seam: str, notes: str) -> None:
+    """A template with at least one field really filled is stored as sent."""
+    config = MemoryConfig(working_memory=WorkingMemory(enabled=True, template=TEMPLATE))
+    async with Memory(InMemoryStorage(), config=config) as memory:
+        owner = OWNERS[seam]
+        await memory.update_working_memory(None, STORED, owner)
+        assert await tool_answer(seam, memory, notes) == notes
+        assert await memory.get_working_memory(None, owner) == notes
