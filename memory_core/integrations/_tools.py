@@ -4,6 +4,7 @@ out the turn being answered, under a relevance floor) and working memory."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -566,31 +567,50 @@ def _unwrapped(text: str) -> str:
     return seen
 
 
-def note_words(text: str) -> list[str]:
-    """The words of notes, as the working-memory tools compare them: the
-    text under NFKC (fullwidth letters and colons, U+FF01-U+FF5E, read as
-    ASCII), without
-    what shows as nothing (:func:`_visible`: format and control characters,
-    marks alone, blank letters, code-fence lines), decoded while it is a
-    JSON string literal, case-folded, without HTML tags, numbered-list
-    markers and initialisms' dots and slashes (``n/a`` is ``na``); then
-    the runs of letters, digits and their marks (Unicode categories L, N,
-    M) that hold a letter or a digit, in order. Punctuation, symbols
-    (emoji, U+FFFC, U+FFFD among them), Markdown and whitespace separate
-    words and are never one."""
-    folded = _unwrapped(text).casefold()
-    folded = _LIST_MARKER.sub(" ", _HTML_TAG.sub(" ", folded))
+_ALNUM_RUN = re.compile(r"[^\W_]+")
+"""A run of letters and digits (Python's ``str.isalnum``)."""
+
+
+@functools.cache
+def _mark_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A combining mark (Unicode category M up to U+1FFFF; the variation
+    selectors past it are removed before, with every mark :func:`_visible`
+    drops), and a word of :func:`note_words` where marks may occur: letters,
+    digits and the marks among them, holding at least one letter or digit.
+    Built on first use (a scan of 131,072 code points, ~0.1 s)."""
+    ranges: list[list[int]] = []
+    for point in range(0x20000):
+        if unicodedata.category(chr(point))[0] == "M":
+            if ranges and ranges[-1][1] == point - 1:
+                ranges[-1][1] = point
+            else:
+                ranges.append([point, point])
+    marks = "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+    return re.compile(f"[{marks}]"), re.compile(f"[{marks}]*[^\\W_](?:[^\\W_]|[{marks}])*")
+
+
+def _words(seen: str) -> list[str]:
+    """:func:`note_words` of text already :func:`_unwrapped`."""
+    folded = _LIST_MARKER.sub(" ", _HTML_TAG.sub(" ", seen.casefold()))
     folded = _INITIALISM.sub(lambda match: re.sub(r"[./]", "", match.group()), folded)
-    words: list[str] = []
-    word: list[str] = []
-    for c in folded + " ":
-        if unicodedata.category(c)[0] in "LNM":
-            word.append(c)
-            continue
-        if any(unicodedata.category(w)[0] in "LN" for w in word):
-            words.append("".join(word))
-        word = []
-    return words
+    if folded.isascii():
+        return _ALNUM_RUN.findall(folded)
+    mark, word = _mark_patterns()
+    return (word if mark.search(folded) else _ALNUM_RUN).findall(folded)  # without marks, the same words
+
+
+def note_words(text: str) -> list[str]:
+    """The words of notes, as the working-memory tools compare them, in
+    order: the text under NFKC (fullwidth letters and colons, U+FF01-U+FF5E,
+    read as ASCII), without what shows as nothing (:func:`_visible`: format
+    and control characters, marks alone, blank letters, code-fence lines),
+    decoded while it is a JSON string literal, case-folded, without HTML
+    tags, numbered-list markers and initialisms' dots and slashes (``n/a``
+    is ``na``); then each run of letters, digits and their combining marks
+    that holds a letter or a digit. Punctuation, symbols (emoji, U+FFFC,
+    U+FFFD among them), Markdown and whitespace separate words and are
+    never one."""
+    return _words(_unwrapped(text))
 
 
 def _empty_json(value: Any) -> bool:
@@ -620,13 +640,18 @@ def notes_hold_nothing(text: str) -> bool:
     is JSON (an object or array, bare or as a JSON string literal) whose
     every value holds nothing (:func:`_empty_json`: ``{}``, ``[]``,
     ``{"name": null}``, ``{"name": "N/A"}``)."""
-    seen = _unwrapped(text)
+    return _holds_nothing(_unwrapped(text))
+
+
+def _holds_nothing(seen: str, words: list[str] | None = None) -> bool:
+    """:func:`notes_hold_nothing` of text already :func:`_unwrapped`
+    (``words``: its :func:`_words`, when known)."""
     if seen[:1] in ("{", "["):
         try:
             return _empty_json(json.loads(seen))
         except (ValueError, RecursionError):
             pass
-    return all(word in FILLERS for word in note_words(seen))
+    return all(word in FILLERS for word in (_words(seen) if words is None else words))
 
 
 def notes_are_template(text: str, template: str) -> bool:
@@ -639,8 +664,12 @@ def notes_are_template(text: str, template: str) -> bool:
     literal, or with fields "filled" with ``N/A``, ``none``, ``unknown``,
     ``-`` or ``""`` is the template; one field holding a word of its own
     (``Name: Alice`` on a ``Name:`` template) is not."""
-    words = Counter(word for word in note_words(text) if word not in FILLERS)
-    return words <= Counter(note_words(template))
+    return _only_template_words(note_words(text), template)
+
+
+def _only_template_words(words: list[str], template: str) -> bool:
+    """:func:`notes_are_template` of notes whose words are ``words``."""
+    return Counter(word for word in words if word not in FILLERS) <= Counter(note_words(template))
 
 
 def notes_refusal(text: str, template: str | None) -> str | None:
@@ -650,9 +679,11 @@ def notes_refusal(text: str, template: str | None) -> str | None:
     :data:`REFUSED_BLANK`; with a ``template``, notes that are the
     unfilled template (:func:`notes_are_template`) with
     :data:`REFUSED_TEMPLATE`; None when ``text`` may be stored."""
-    if notes_hold_nothing(text):
+    seen = _unwrapped(text)
+    words = _words(seen)
+    if _holds_nothing(seen, words):
         return REFUSED_BLANK
-    if template is not None and notes_are_template(text, template):
+    if template is not None and _only_template_words(words, template):
         return REFUSED_TEMPLATE
     return None
 
