@@ -120,6 +120,23 @@ class VectorLifecycle(LexicalPrimitives, ABC):
             with self._guard("close"):
                 await self._disconnect()
 
+    @property
+    def store_place(self) -> str:
+        """Where this store's vectors are, in words, computed without I/O:
+        what :meth:`destroy` removes (``memory-core destroy --vector``
+        prints it). The default names the backend and the collections
+        (``qdrant collections memory_messages_<dim> (and the lexical
+        documents)``); an adapter with a place of its own (a folder, a
+        server) overrides it."""
+        return f"{self.backend_name} {self._collection_words()}"
+
+    def _collection_words(self) -> str:
+        """``collections memory_messages_<dim> and the lexical documents``
+        (namespaced names with a namespace; no documents without a lexical
+        index): the part of :attr:`store_place` every adapter shares."""
+        documents = " and the lexical documents" if self.lexical_index else ""
+        return f"collections {self._collection_prefix}<dim>{documents}"
+
     async def destroy(self) -> None:
         """Drop every collection of this store (its namespace), then close.
 
@@ -134,11 +151,14 @@ class VectorLifecycle(LexicalPrimitives, ABC):
         await self._ready()
         with self._guard("destroy"):
             await self._refresh()
+            # The lexical documents first: a destroy cut short then still
+            # leaves a collection, which preflight(must_exist=True) finds,
+            # so running it again (memory-core destroy) finishes it.
+            if self.lexical_index:
+                await self._drop_documents()
             for name in list(self._known):
                 await self._drop(name)
                 self._known.pop(name, None)
-            if self.lexical_index:
-                await self._drop_documents()
         await self.close()
 
     async def preflight(self, *, must_exist: bool = False) -> None:

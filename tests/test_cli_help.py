@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from importlib.metadata import entry_points, version
+from importlib.metadata import EntryPoint, entry_points, version
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,14 @@ _TYPE_TAG = re.compile(r"<[A-Za-z][^>]*>")
 
 
 def _command(name: str) -> Any:
-    """The click command ``name`` of the host, for the list of its parameters."""
-    return typer.main.get_command(build_app()).commands[name]  # type: ignore[attr-defined]
+    """The click command ``name`` of the host, for the list of its parameters:
+    the installed commands and those this checkout declares that the
+    installed (editable) metadata does not know yet, as :mod:`tests.cli_run`
+    registers them for its processes."""
+    found = {entry.name: entry for entry in entry_points(group="memory_core.cli")}
+    for declared, value in _DECLARED["project"]["entry-points"]["memory_core.cli"].items():
+        found.setdefault(declared, EntryPoint(declared, value, "memory_core.cli"))
+    return typer.main.get_command(build_app(found.values())).commands[name]  # type: ignore[attr-defined]
 
 
 def _dashes(option: str) -> int:

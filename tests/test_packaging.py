@@ -85,6 +85,7 @@ def test_core_wheel_holds_the_contract_and_the_cli_only(tmp_path: Path) -> None:
         "check-index",
         "copy",
         "demo",
+        "destroy",
         "erase",
         "export",
         "import",

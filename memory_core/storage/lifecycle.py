@@ -200,6 +200,17 @@ class Lifecycle(AdapterContract):
         """
 
     @property
+    def store_place(self) -> str:
+        """Where this store's data is, in words, computed without I/O: what
+        :meth:`destroy` removes (``memory-core destroy`` prints it before
+        and after). The default names the backend alone; a persistent
+        adapter overrides it with its kind and place (``SQLite file
+        /srv/m.db (with its -wal, -shm and -journal files)``, ``PostgreSQL
+        schema 'memory_core'``, ``Redis keys of prefix 'mc'``, ``MongoDB
+        database 'memory_core'``)."""
+        return f"the {self.backend_name} store"
+
+    @property
     def store_identity(self) -> Hashable:
         """What names this store's data, computed without I/O: two stores with
         equal identities read and write the same data, so

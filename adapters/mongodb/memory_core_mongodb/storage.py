@@ -348,6 +348,12 @@ class MongoStorage(BaseStorage):
             return (self.backend_name, "client", id(self._given), self.database_name)
         return (self.backend_name, url_hosts(self.url), self.database_name)
 
+    @property
+    def store_place(self) -> str:
+        """``MongoDB database 'memory_core' (every collection in it)``:
+        what :meth:`destroy` drops."""
+        return f"MongoDB database {self.database_name!r} (every collection in it)"
+
     def __repr__(self) -> str:
         return f"MongoStorage(url={hide_password(self.url)!r}, database={self.database_name!r})"
 

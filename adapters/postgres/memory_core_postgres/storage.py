@@ -299,6 +299,12 @@ class PostgresStorage(BaseStorage):
         """
         return (self.backend_name, *server_identity(self.settings.dsn), self.settings.schema)
 
+    @property
+    def store_place(self) -> str:
+        """``PostgreSQL schema 'memory_core' (every table in it)``: what
+        :meth:`destroy` drops."""
+        return f"PostgreSQL schema {self.settings.schema!r} (every table in it)"
+
     def __repr__(self) -> str:
         return f"PostgresStorage(schema={self.settings.schema!r})"
 

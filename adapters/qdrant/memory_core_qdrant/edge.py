@@ -333,6 +333,17 @@ class QdrantEdgeStore(BaseVectorStore):
         settings, checked = resolve_url(url, options, mode="edge")
         return cls(settings.path, namespace=namespace, **checked)
 
+    @property
+    def store_place(self) -> str:
+        """``Qdrant folder /abs/vectors: collections memory_messages_<dim>
+        and the lexical documents (the folder itself stays)`` (namespaced
+        names with a namespace): what :meth:`destroy` removes; the folder
+        stays (it may hold other namespaces) unless this instance created
+        it and it is left empty."""
+        if self.in_memory:
+            return f"Qdrant in memory: {self._collection_words()}"
+        return f"Qdrant folder {self.path}: {self._collection_words()} (the folder itself stays)"
+
     def __repr__(self) -> str:
         where = MEMORY if self.in_memory else self.path
         return f"QdrantEdgeStore({where!r}, namespace={self.namespace!r})"

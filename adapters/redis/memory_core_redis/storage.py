@@ -60,6 +60,10 @@ TOMBSTONE_TTL = 86_400
 late, reordered update of the global index cannot resurrect it."""
 
 _CACHE_SIZE = 65_536
+_MARKERS = ("rsv", "seq", "tc", "msg", "stamp")
+"""The store-wide keys (after ``{P}:``) whose presence says a prefix holds
+a store (:meth:`RedisStorage.preflight`); :meth:`RedisStorage._destroy`
+unlinks them last."""
 _CONCURRENT_CALLS = 50
 _DEAD_HOLDER = "memory-core:dead-writer"
 """The resource a dead writer (fault point ``dead_write``) reserved ids for."""
@@ -443,6 +447,12 @@ class RedisStorage(BaseStorage):
             return (self.backend_name, "client", id(self._given), self.prefix)
         return (self.backend_name, *server_identity(self._target.driver_url), self.prefix)
 
+    @property
+    def store_place(self) -> str:
+        """``Redis keys of prefix 'mc' (every key of the store)``: what
+        :meth:`destroy` unlinks."""
+        return f"Redis keys of prefix {self.prefix!r} (every key of the store)"
+
     def is_retryable(self, exc: Exception) -> bool:
         """Connection errors, timeouts, cluster reconfiguration and failover
         (read-only replica, master down) are transient."""
@@ -520,7 +530,7 @@ class RedisStorage(BaseStorage):
                 client = self._new_client()
             try:
                 async with _CallGate(1) if link is None else link.calls:
-                    found = await client.exists(*(store + key for key in ("rsv", "seq", "tc", "msg", "stamp")))
+                    found = await client.exists(*(store + key for key in _MARKERS))
             finally:
                 if temporary:
                     await client.aclose()
@@ -589,15 +599,21 @@ class RedisStorage(BaseStorage):
         await self._links.close_all()  # the caller's client is theirs to close
 
     async def _destroy(self) -> None:
+        # The store-wide keys preflight(must_exist=True) looks for go last: a
+        # destroy cut short still leaves a store that running it again finds.
+        markers = [self._keys.store + key for key in _MARKERS]
         batch: list[str] = []
         async with self._calls:  # one connection, counted like every call
             async for key in self._client.scan_iter(match=self._keys.pattern, count=1000):
+                if key in markers:
+                    continue
                 batch.append(key)
                 if len(batch) >= 500:
                     await self._client.unlink(*batch)
                     batch = []
             if batch:
                 await self._client.unlink(*batch)
+            await self._client.unlink(*markers)
 
     # ------------------------------------------------------------------ plumbing
 

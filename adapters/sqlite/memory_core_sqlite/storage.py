@@ -227,6 +227,14 @@ class SQLiteStorage(BaseStorage):
             return super().store_identity
         return (self.backend_name, os.path.realpath(self.settings.path))
 
+    @property
+    def store_place(self) -> str:
+        """``SQLite file /abs/m.db (with its -wal, -shm and -journal files)``
+        (``a SQLite database in memory`` for ``:memory:``)."""
+        if self.settings.in_memory:
+            return "a SQLite database in memory"
+        return f"SQLite file {os.path.abspath(self.settings.path)} (with its -wal, -shm and -journal files)"
+
     def __repr__(self) -> str:
         return f"SQLiteStorage({self.settings.path!r})"
 
