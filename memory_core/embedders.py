@@ -66,10 +66,12 @@ __all__ = [
     "default_embedder",
     "NEW_INDEX_COMMAND",
     "built_in_name",
+    "built_in_of",
     "embedder_of_index",
     "dimension_mismatch",
     "partial_rebuild",
     "get_embedder",
+    "identity_mismatch",
     "light_stem",
     "minilm_available",
     "normalize_rows",
@@ -102,7 +104,22 @@ class Embedder(Protocol):
     """What :class:`~memory_core.Memory` needs to turn text into vectors.
 
     Attributes:
-        name: a stable identifier of the model and its settings (for reports).
+        name: a stable identifier of the model and of every setting that
+            changes its vectors (``"all-MiniLM-L6-v2"``,
+            ``"lexical-hash-1024"``): the embedder's identity. The vector
+            index records it at its first write of each dimension
+            (:meth:`~memory_core.vector.BaseVectorStore.record_embedder`)
+            and refuses a write, recall or ``check_index`` with an embedder
+            of another name (:class:`~memory_core.errors.EmbedderMismatchError`):
+            two embedders of one dimension make vectors of different spaces,
+            which must not mix. Two embedders whose vectors agree share one
+            name (both MiniLM ones); an embedder of your own gets a name of
+            its own (a non-empty str of at most 512 characters, no NUL), the
+            same in every process, and a new one when its vectors change
+            (another model or version: then build a new index,
+            ``memory-core reindex URL --new ...``). :class:`CallableEmbedder`
+            takes it as ``name=`` (default: the function's ``__name__``:
+            give a more telling one).
         dimension: length of every vector (>= 1).
         max_input_chars: the longest text (in characters) worth embedding as
             one vector; Memory chunks longer texts on word boundaries.
@@ -647,7 +664,9 @@ class CallableEmbedder:
     Args:
         function: ``f(texts: list[str]) -> array-like`` or an async one.
         dimension: the vector length it returns (>= 1).
-        name: identifier for reports (default: the function's name).
+        name: the embedder's identity (:attr:`Embedder.name`: the vector
+            index records it and refuses another; default: the function's
+            ``__name__``).
         max_input_chars: chunk size Memory uses (default 2000).
         in_thread: run a sync function in a worker thread (default True).
 
@@ -797,6 +816,38 @@ def chunk_vectors(n: int) -> str:
     messages with vectors that :meth:`~memory_core.vector.BaseVectorStore.count`
     counts (``check-index``'s ``vectors for N (messages with text)``)."""
     return f"{n} vector (text chunk)" if n == 1 else f"{n} vectors (text chunks)"
+
+
+def built_in_of(name: str) -> str | None:
+    """The :func:`get_embedder` name of the built-in embedder whose
+    :attr:`Embedder.name` is ``name`` (``"lexical"`` for
+    ``"lexical-hash-1024"``, ``"minilm"`` for ``"all-MiniLM-L6-v2"``), or None."""
+    return {"all-MiniLM-L6-v2": "minilm", LexicalHashEmbedder().name: "lexical"}.get(name)
+
+
+def identity_mismatch(embedder: Embedder, recorded: str, *, command_line: bool = False) -> str:
+    """Why ``embedder`` may not write or search an index whose record names
+    the embedder ``recorded`` (another name, the same dimension): their
+    vectors live in different spaces, so a search returns nonsense and a
+    write mixes the two. Names both (a built-in one by its
+    :func:`get_embedder` name too) and the fix, for a ``memory-core``
+    command's user with ``command_line`` (``--embedder``), else for
+    Python's (``embedder=``)."""
+    known = built_in_of(recorded)
+    hint = "" if not known else f" (--embedder {known})" if command_line else f" (embedder={known!r})"
+    space = (
+        f"the vector index of dimension {embedder.dimension} was built by the embedder {recorded!r}{hint} "
+        f"(its record), not by {embedder.name!r}, which makes vectors of the same dimension in another space: "
+        "its searches would return unrelated messages and its vectors must not mix with those; nothing was written: "
+    )
+    if command_line:
+        fix = "give the --embedder that built the index, or build a new index with this one: "
+        return f"{space}{fix}{NEW_INDEX_COMMAND}"
+    return (
+        f"{space}open it with the embedder that built it (embedder=...), or build a new index with this one "
+        f"(a Memory over a new vector store, then await memory.reindex(resource_id=...) for each resource; "
+        f"or {NEW_INDEX_COMMAND})"
+    )
 
 
 def partial_rebuild(embedder: Embedder, counts: Mapping[int, int], scope: str, *, command_line: bool = False) -> str:

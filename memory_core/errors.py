@@ -228,20 +228,26 @@ class AwaitError(MemoryCoreError, TypeError, AttributeError):
 
 
 class EmbedderMismatchError(ValidationError):
-    """The vector index holds vectors of another dimension than the
-    embedder's: written by another embedder, which searches with this one
-    miss (field ``embedder``; the message names both and the fix). Raised
-    before anything is written.
+    """The vector index was built by another embedder than this one: it
+    holds vectors of another dimension, which searches with this one miss,
+    or its record names another embedder of the same dimension
+    (:meth:`~memory_core.vector.BaseVectorStore.recorded_embedder`), whose
+    vectors live in another space (field ``embedder``; the message names
+    both and the fix). Raised before anything is written.
 
     Attributes:
         dimension: the embedder's dimension.
         counts: points per dimension the index holds (``{384: 120, 1024: 3}``).
+        recorded: the name of the embedder the index's record names, when
+            the mismatch is that record (same dimension); None when it is
+            the dimension.
     """
 
-    def __init__(self, reason: str, dimension: int, counts: dict[int, int]) -> None:
+    def __init__(self, reason: str, dimension: int, counts: dict[int, int], *, recorded: str | None = None) -> None:
         super().__init__("embedder", reason)
         self.dimension = dimension
         self.counts = counts
+        self.recorded = recorded
 
 
 class NotFoundError(MemoryCoreError, LookupError):

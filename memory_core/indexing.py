@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from memory_core.arguments import check_one_scope
 from memory_core.clock import to_us
-from memory_core.embedders import Embedder, dimension_mismatch, partial_rebuild
+from memory_core.embedders import Embedder, dimension_mismatch, identity_mismatch, partial_rebuild
 from memory_core.errors import BackendError, EmbedderMismatchError, ValidationError
 from memory_core.lexical_index import LexicalIndex, document_of
 from memory_core.models import Message, Page
@@ -27,7 +27,7 @@ from memory_core.retention import PruneBatch
 from memory_core.storage import Storage
 from memory_core.vector import BaseVectorStore, VectorPoint, VectorStore, chunk_text, message_text
 
-__all__ = ["IndexStatus", "VectorIndex"]
+__all__ = ["IndexStatus", "VectorIndex", "check_recorded"]
 
 T = TypeVar("T")
 
@@ -102,14 +102,28 @@ class VectorIndex:
     vector: VectorStore | None
     embedder: Embedder | None
 
-    async def index(self, messages: Sequence[Message]) -> None:
+    async def index(self, messages: Sequence[Message], *, claim: bool = False) -> None:
         """Replace the points of ``messages`` (stored ones: ``created_at`` and
-        ``resource_id`` set) with their text's chunks, embedded.
+        ``resource_id`` set) with their text's chunks, embedded. First, the
+        index of the embedder's dimension records the embedder when it has
+        no record yet (:meth:`~memory_core.vector.BaseVectorStore.record_embedder`;
+        ``claim``: replace another's, the whole index being rebuilt with
+        this one; then even with no messages).
 
         Raises:
+            EmbedderMismatchError: the index records another embedder of
+                this dimension (not ``claim``); nothing is written.
             BackendError: the embedder or vector store failed.
         """
-        if self.vector is None or self.embedder is None or not messages:
+        if self.vector is None or self.embedder is None or not (messages or claim):
+            return
+        if isinstance(self.vector, BaseVectorStore):
+            record = self.vector.record_embedder(self.embedder.dimension, self.embedder.name, replace=claim)
+            recorded = await _vector_call("save_messages", record)
+            if recorded != self.embedder.name:
+                reason = identity_mismatch(self.embedder, recorded)
+                raise EmbedderMismatchError(reason, self.embedder.dimension, {}, recorded=recorded)
+        if not messages:
             return
         chunks: list[tuple[Message, int, str]] = []
         for message in messages:
@@ -133,7 +147,8 @@ class VectorIndex:
 
     async def check_embedder(self) -> None:
         """Refuse an embedder whose vectors would mix with another's in the
-        index (points of another dimension are there); reads only.
+        index (points of another dimension are there, or the index of its
+        dimension records another embedder: :func:`check_recorded`); reads only.
 
         Raises:
             EmbedderMismatchError: the message names the embedders, how many
@@ -147,14 +162,23 @@ class VectorIndex:
         mismatch = dimension_mismatch(self.embedder, counts)
         if mismatch is not None:
             raise EmbedderMismatchError(mismatch, self.embedder.dimension, counts)
+        await check_recorded(self.vector, self.embedder, counts)
 
-    async def check_rebuild(self, thread_id: str | None, resource_id: str | None) -> None:
+    async def check_rebuild(self, thread_id: str | None, resource_id: str | None) -> bool:
         """Refuse to re-embed one scope when the index holds vectors of
         another embedder (another dimension) outside it: they would stay,
         and the index would mix two embedders. A scope holding every such
         vector (the whole index is one resource, or a mixed index repaired
-        scope by scope) is re-embedded: it leaves one embedder's. Reads
-        only (one count per dimension; the scope's points when they differ).
+        scope by scope) is re-embedded: it leaves one embedder's. The same
+        for an index whose record names another embedder of this dimension
+        (:meth:`~memory_core.vector.BaseVectorStore.recorded_embedder`): a
+        scope holding every point may be rebuilt, and the record becomes
+        this embedder's. Reads only (one count per dimension, the record;
+        the scope's points when they differ).
+
+        Returns:
+            True when the record names another embedder and the scope holds
+            the whole index: the rebuild replaces the record (``claim``).
 
         Raises:
             EmbedderMismatchError: field ``embedder``; the message
@@ -163,15 +187,23 @@ class VectorIndex:
             BackendError: the vector store failed.
         """
         if self.vector is None or self.embedder is None:
-            return
+            return False
         counts = await _vector_call("reindex", self.vector.dimension_counts())
-        if dimension_mismatch(self.embedder, counts) is None:
-            return
+        recorded = None
+        if isinstance(self.vector, BaseVectorStore):
+            recorded = await _vector_call("reindex", self.vector.recorded_embedder(self.embedder.dimension))
+        other = recorded is not None and recorded != self.embedder.name
+        if dimension_mismatch(self.embedder, counts) is None and not other:
+            return False
         inside = await _vector_call("reindex", self.vector.count_points(resource_id, thread_id))
         if inside < sum(counts.values()):
             scope = f"thread {thread_id!r}" if thread_id is not None else f"resource {resource_id!r}"
+            if other and recorded is not None:
+                reason = identity_mismatch(self.embedder, recorded)
+                raise EmbedderMismatchError(reason, self.embedder.dimension, counts, recorded=recorded)
             reason = partial_rebuild(self.embedder, counts, scope)
             raise EmbedderMismatchError(reason, self.embedder.dimension, counts)
+        return other
 
     async def copy(self, mapping: Mapping[str, str], thread_id: str, resource_id: str) -> None:
         """Give a clone's copies (``mapping``: source message id -> copy id,
@@ -234,13 +266,13 @@ class VectorIndex:
             BackendError: a store failed.
         """
         check_one_scope(thread_id, resource_id, "reindex")
-        await self.check_rebuild(thread_id, resource_id)
+        claim = await self.check_rebuild(thread_id, resource_id)
         page = await self._scope(thread_id, resource_id)
         if thread_id is not None:
             await self.drop_threads("reindex", (thread_id,))
         elif resource_id is not None:
             await self.drop_resource("reindex", resource_id)
-        await self.index(page.items)
+        await self.index(page.items, claim=claim)
         return len(page.items)
 
     async def status(self, thread_id: str | None, resource_id: str | None) -> IndexStatus:
@@ -368,6 +400,35 @@ class VectorIndex:
         if resource_id is None:  # check_one_scope refused this; narrows the type
             raise ValidationError("resource_id", "give exactly one of thread_id or resource_id")
         return await self.storage.list_messages_by_resource(resource_id, per_page=False)
+
+
+async def check_recorded(vector: VectorStore, embedder: Embedder, counts: Mapping[int, int] | None = None) -> None:
+    """Refuse ``embedder`` for an index whose record names another embedder
+    of its dimension (:meth:`~memory_core.vector.BaseVectorStore.recorded_embedder`):
+    same-dimension vectors of another space, which a search with it
+    would rank as nonsense and a write would mix with. Reads only; an
+    index with no record (written before records existed, or never
+    written; the next write records it) and a store that is not a
+    :class:`~memory_core.vector.BaseVectorStore` pass.
+
+    Args:
+        vector: the vector store.
+        embedder: the embedder a write or search would use.
+        counts: points per dimension, when the caller has read them (for
+            :attr:`~memory_core.errors.EmbedderMismatchError.counts`).
+
+    Raises:
+        EmbedderMismatchError: field ``embedder``; ``recorded`` the other
+            embedder's name; the message names both and the fix
+            (:func:`~memory_core.embedders.identity_mismatch`).
+        BackendError: the vector store failed.
+    """
+    if not isinstance(vector, BaseVectorStore):
+        return
+    recorded = await vector.recorded_embedder(embedder.dimension)
+    if recorded is not None and recorded != embedder.name:
+        reason = identity_mismatch(embedder, recorded)
+        raise EmbedderMismatchError(reason, embedder.dimension, dict(counts or {}), recorded=recorded)
 
 
 async def _vector_call(operation: str, call: Awaitable[T]) -> T:

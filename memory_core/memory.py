@@ -536,8 +536,9 @@ class Memory(CloneCalls, IndexCalls):
             NotFoundError / OwnershipError / ConflictError: as for
                 :meth:`BaseStorage.save_messages`.
             EmbedderMismatchError: the vector index holds vectors of another
-                embedder (another dimension), checked at this Memory's first
-                write; nothing is written (the message names the fix:
+                embedder (another dimension, or the same one when the index
+                records another embedder's name), checked at this Memory's
+                first write; nothing is written (the message names the fix:
                 the embedder that built it, or :meth:`reindex` every resource).
             BackendError: the vector write failed after the messages were saved
                 (repair with :meth:`reindex`).
@@ -720,6 +721,11 @@ class Memory(CloneCalls, IndexCalls):
                 nothing).
             NotFoundError: missing thread (unless resource scope).
             OwnershipError: the thread belongs to another resource.
+            EmbedderMismatchError: a search over an index that records
+                another embedder of this one's dimension (its vectors are
+                of another space; :attr:`Embedder.name
+                <memory_core.embedders.Embedder.name>`); the message names
+                both and the fix.
         """
         await self._outbox.settle()
         await self._settle_embedder()

@@ -22,6 +22,7 @@ from memory_core.config import MemoryConfig, SemanticRecall, recall_settings
 from memory_core.embedders import Embedder, dimension_mismatch, relevance_floor
 from memory_core.errors import NotFoundError, OwnershipError, ValidationError
 from memory_core.hybrid import search_ids
+from memory_core.indexing import check_recorded
 from memory_core.models import (
     Include,
     Message,
@@ -179,9 +180,13 @@ class Recaller:
 
         Raises:
             ValidationError: resource scope without a resource.
+            EmbedderMismatchError: the index records another embedder of
+                this one's dimension (:func:`~memory_core.indexing.check_recorded`).
         """
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
+        if self.vector is not None and self.embedder is not None:
+            await check_recorded(self.vector, self.embedder)
         return await search_ids(
             self.storage,
             self.vector,

@@ -66,6 +66,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_OVERFETCH",
     "DELETE_BATCH",
+    "MAX_EMBEDDER_NAME",
     "PAYLOAD_FIELDS",
     "POINT_NAMESPACE",
     "SCORE_DIGITS",
@@ -113,6 +114,10 @@ DEFAULT_BATCH_SIZE = 512
 
 DELETE_BATCH = 1024
 """Message ids per ``_delete`` call."""
+
+MAX_EMBEDDER_NAME = 512
+"""Longest embedder name (characters) an index records
+(:meth:`BaseVectorStore.record_embedder`)."""
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -470,6 +475,94 @@ class BaseVectorStore(VectorLifecycle):
         with self._guard("dimension_counts"):
             counts = {self._known[name]: await self._count(name, PointFilter()) for name in await self._collections()}
             return {dimension: counts[dimension] for dimension in sorted(counts) if counts[dimension]}
+
+    @traced("search_memory", "vector")
+    async def recorded_embedder(self, dimension: int) -> str | None:
+        """The name of the embedder recorded as the builder of this store's
+        index of ``dimension`` (:meth:`record_embedder`), or None when none
+        is recorded (an index written before the record existed, or never
+        written). One list of collections and one read of the record's
+        point, then kept by this store object (a record is replaced only by
+        :meth:`record_embedder` with ``replace``, or dropped by ``destroy``);
+        a store that ``shares_collections`` reads again while none is found.
+
+        Raises:
+            ValidationError: ``dimension`` is not an int >= 1.
+            AdapterClosedError: the store was closed.
+            BackendError: the backend failed.
+        """
+        dimension = positive_int(dimension, "dimension")
+        if dimension in self._embedders:
+            return self._embedders[dimension]
+        await self._ready()
+        with self._guard("recorded_embedder"):
+            return await self._read_embedder(dimension)
+
+    @traced("update_memory", "vector")
+    async def record_embedder(self, dimension: int, embedder: str, *, replace: bool = False) -> str:
+        """Record ``embedder`` (an :attr:`~memory_core.embedders.Embedder.name`)
+        as the builder of this store's index of ``dimension``, unless another
+        is recorded (then nothing is written, unless ``replace``: a rebuild
+        of the whole index with ``embedder``). The record is a collection of
+        one point (:meth:`embedder_collection`; its payload ``message_id`` is
+        the name), made with the primitives that make and fill the points'
+        collections, so no adapter implements anything for it.
+
+        Returns:
+            The name recorded after the call: ``embedder``, or the other
+            one already recorded (the caller compares them).
+
+        Raises:
+            ValidationError: a bad ``dimension``; field ``embedder``: not a
+                non-empty str of at most :data:`MAX_EMBEDDER_NAME` characters
+                without NUL.
+            AdapterClosedError: the store was closed.
+            BackendError: the backend failed.
+        """
+        dimension = positive_int(dimension, "dimension")
+        if not isinstance(embedder, str) or not embedder or len(embedder) > MAX_EMBEDDER_NAME or "\0" in embedder:
+            raise ValidationError(
+                "embedder",
+                f"an embedder's name must be a non-empty str of at most {MAX_EMBEDDER_NAME} characters "
+                f"without NUL (it names the index's embedder), got {embedder!r}",
+            )
+        if self._embedders.get(dimension) == embedder:
+            return embedder
+        await self._ready()
+        recorded: list[str] = []
+
+        async def write() -> None:
+            found = await self._read_embedder(dimension)
+            if found is not None and (found == embedder or not replace):
+                recorded.append(found)
+                return
+            name = self.embedder_collection(dimension)
+            await self._create_collection(name, dimension)
+            if found is not None:
+                await self._delete(name, PointFilter(message_ids=(found,)))
+            unit = np.zeros((1, dimension), dtype=np.float32)
+            unit[0, 0] = 1.0
+            payload = {"message_id": embedder, "thread_id": "embedder", "resource_id": "embedder", "created_at": 0}
+            await self._upsert(name, [point_id(embedder, 0)], unit, [{**payload, "chunk": 0}])
+            self._embedders[dimension] = embedder
+            recorded.append(embedder)
+
+        with self._guard("record_embedder"):
+            await self._setup.run(("embedder", dimension), lambda: bool(recorded), write)
+        return recorded[0]
+
+    async def _read_embedder(self, dimension: int) -> str | None:
+        """Read the record of ``dimension`` (kept once found); the smallest
+        name when two writers raced to make it (the other's next check sees it)."""
+        name = self.embedder_collection(dimension)
+        if name not in await self._list_collections():
+            if not self.shares_collections:
+                self._embedders[dimension] = None
+            return None
+        names = sorted(await self._message_ids(name, PointFilter()))
+        if names or not self.shares_collections:  # no other writer records one here
+            self._embedders[dimension] = names[0] if names else None
+        return names[0] if names else None
 
     # ------------------------------------------------------------------ lexical index
 

@@ -16,6 +16,7 @@ from memory_core.models import Message
 
 __all__ = [
     "COLLECTION_PREFIX",
+    "EMBEDDER_PREFIX",
     "PAYLOAD_FIELDS",
     "POINT_NAMESPACE",
     "PointFilter",
@@ -37,6 +38,15 @@ would orphan every stored point)."""
 COLLECTION_PREFIX = "memory_messages_"
 """R-VEC: what every collection's name starts with (after a store's namespace
 prefix), before its dimension."""
+
+
+EMBEDDER_PREFIX = "memory_embedder_"
+"""What the name of the collection recording which embedder built the
+index of one dimension starts with (after a store's namespace prefix), before
+that dimension: ``memory_embedder_<dim>`` holds one point whose payload
+``message_id`` is the embedder's name (:attr:`~memory_core.embedders.Embedder.name`).
+As long as :data:`COLLECTION_PREFIX`, so any backend's name limit that fits
+a store's collections fits its records too (PostgreSQL's 63 bytes)."""
 
 
 def collection_name(dimension: int) -> str:

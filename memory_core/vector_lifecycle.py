@@ -21,7 +21,7 @@ from memory_core.errors import AdapterClosedError, BackendGuard, ValidationError
 from memory_core.lexical_index import LexicalPrimitives
 from memory_core.loops import OnceAcrossLoops, OpenInEachLoop
 from memory_core.vector_checks import check_namespace
-from memory_core.vector_layout import COLLECTION_PREFIX
+from memory_core.vector_layout import COLLECTION_PREFIX, EMBEDDER_PREFIX
 
 __all__ = ["VectorLifecycle"]
 
@@ -53,7 +53,9 @@ class VectorLifecycle(LexicalPrimitives, ABC):
         self._prefix = "" if self.namespace is None else f"{self.namespace}_"
         self._collection_prefix = f"{self._prefix}{COLLECTION_PREFIX}"
         self._pattern = re.compile(re.escape(self._collection_prefix) + r"([1-9][0-9]*)")
+        self._marker_pattern = re.compile(re.escape(f"{self._prefix}{EMBEDDER_PREFIX}") + r"([1-9][0-9]*)")
         self._known: dict[str, int] = {}
+        self._embedders: dict[int, str | None] = {}  # dimension -> its record's embedder name, once read
         self._closed = False
         self._opening = OpenInEachLoop(self.loop_bound)
         # Not anyio/asyncio locks: a store may be used from several event loops at once.
@@ -156,6 +158,11 @@ class VectorLifecycle(LexicalPrimitives, ABC):
             # so running it again (memory-core destroy) finishes it.
             if self.lexical_index:
                 await self._drop_documents()
+            # The embedders' records next, for the same reason: the points' collections go last.
+            for name in await self._list_collections():
+                if self._marker_pattern.fullmatch(name):
+                    await self._drop(name)
+            self._embedders.clear()
             for name in list(self._known):
                 await self._drop(name)
                 self._known.pop(name, None)
@@ -246,6 +253,21 @@ class VectorLifecycle(LexicalPrimitives, ABC):
         """The dimension of this store's collection ``name``; None when the
         name is not one of this store's collections (another namespace)."""
         found = self._pattern.fullmatch(name)
+        return int(found.group(1)) if found else None
+
+    def embedder_collection(self, dimension: int) -> str:
+        """The collection recording which embedder built the index of
+        ``dimension`` (:data:`~memory_core.vector_layout.EMBEDDER_PREFIX`):
+        ``memory_embedder_<dim>``, prefixed by ``<namespace>_`` when set."""
+        return f"{self._prefix}{EMBEDDER_PREFIX}{dimension}"
+
+    def collection_dimension(self, name: str) -> int | None:
+        """The vector size this store's collection ``name`` was created with:
+        a collection of points (:meth:`dimension_of`) or an embedder record
+        (:meth:`embedder_collection`, made with the dimension it records);
+        None for any other name. An adapter that finds its collections on
+        disk at open (and needs their size to load them) loads these."""
+        found = self._pattern.fullmatch(name) or self._marker_pattern.fullmatch(name)
         return int(found.group(1)) if found else None
 
     async def _refresh(self) -> None:

@@ -378,6 +378,83 @@ class VectorStoreConformance:
         await switched.append_messages("t1", [("user", "and a dog called Rex")])
         assert not (await switched.check_index(resource_id="r1")).behind
 
+    async def test_vector_store_memory_refuses_another_embedder_of_the_same_dimension(
+        self, store: BaseVectorStore, vector_store_factory: VectorStoreFactory
+    ) -> None:
+        """Issue 26: the index records its embedder's name at its first write
+        and refuses an embedder of the same dimension and another name on
+        write, recall and check_index, before anything is written. Before,
+        only the dimension was recorded: the two vector spaces mixed and
+        recall ranked nonsense."""
+        from memory_core import EmbedderMismatchError, InMemoryStorage, Memory, MemoryConfig, SemanticRecall
+        from memory_core.embedders import LexicalHashEmbedder
+
+        built_with, other = LexicalHashEmbedder(), LexicalHashEmbedder(stem=False)
+        assert built_with.dimension == other.dimension and built_with.name != other.name
+        storage = InMemoryStorage()
+        built = Memory(storage, store, built_with, owns_stores=False, allow_volatile_vectors=True)
+        await built.create_thread("r1", thread_id="t1")
+        await built.append_messages("t1", [("user", "my cat is called Miso"), ("assistant", "noted")])
+        assert await store.recorded_embedder(built_with.dimension) == built_with.name
+        config = MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(1, (0, 0), "thread"))
+        switched = Memory(storage, store, other, owns_stores=False, allow_volatile_vectors=True)
+        for attempt in (
+            switched.append_messages("t1", [("user", "and a dog called Rex")]),
+            switched.recall("t1", "r1", "cat", thread_config=config),
+            switched.check_index(resource_id="r1"),
+        ):
+            with pytest.raises(EmbedderMismatchError) as caught:
+                await attempt
+            refused = caught.value
+            assert refused.field == "embedder" and refused.recorded == built_with.name, refused
+            for named in (repr(built_with.name), repr(other.name), "reindex URL --new"):
+                assert named in refused.reason, refused.reason
+        assert [m.content for m in (await storage.list_messages("t1")).items] == ["my cat is called Miso", "noted"]
+        assert await store.dimension_counts() == {built_with.dimension: 2}  # nothing written
+        assert (await built.recall("t1", "r1", "cat", thread_config=config)).semantic_hits != []
+        await built.append_messages("t1", [("user", "and a dog called Rex")])
+        await store.close()  # the record outlives the store object (a folder opens once at a time)
+        again = vector_store_factory(namespace=store.namespace)
+        await again.open()
+        try:
+            if await again.dimension_counts():  # the same location (not a store whose points went)
+                assert await again.recorded_embedder(built_with.dimension) == built_with.name
+        finally:
+            await again.destroy()
+
+    async def test_vector_store_index_without_a_record_keeps_working_and_the_next_write_records_it(
+        self, store: BaseVectorStore
+    ) -> None:
+        """An index written before the record existed (points, no record)
+        keeps serving any embedder of its dimension; the next write records
+        the writer's name, and from then on another is refused."""
+        from memory_core import EmbedderMismatchError, InMemoryStorage, Memory, MemoryConfig, SemanticRecall
+        from memory_core.clock import to_us
+        from memory_core.embedders import LexicalHashEmbedder
+
+        built_with, other = LexicalHashEmbedder(), LexicalHashEmbedder(stem=False)
+        storage = InMemoryStorage()
+        plain = Memory(storage, None, None, owns_stores=False)
+        await plain.create_thread("r1", thread_id="t1")
+        saved = await plain.append_messages("t1", [("user", "my cat is called Miso"), ("assistant", "noted")])
+        vectors = await built_with.embed([str(m.content) for m in saved])
+        await store.upsert(
+            [
+                VectorPoint(m.id, 0, v, m.thread_id, "r1", to_us(m.created_at) if m.created_at else 0)
+                for m, v in zip(saved, vectors, strict=True)
+            ]
+        )
+        assert await store.recorded_embedder(built_with.dimension) is None
+        config = MemoryConfig(last_messages=False, semantic_recall=SemanticRecall(1, (0, 0), "thread"))
+        later = Memory(storage, store, built_with, owns_stores=False, allow_volatile_vectors=True)
+        assert (await later.recall("t1", "r1", "cat", thread_config=config)).semantic_hits == [saved[0].id]
+        assert (await later.check_index(resource_id="r1")).indexed == 2  # no record: checked as before
+        await later.append_messages("t1", [("user", "and a dog called Rex")])
+        assert await store.recorded_embedder(built_with.dimension) == built_with.name
+        switched = Memory(storage, store, other, owns_stores=False, allow_volatile_vectors=True)
+        with pytest.raises(EmbedderMismatchError):
+            await switched.recall("t1", "r1", "cat", thread_config=config)
+
     @pytest.mark.parametrize(
         "message_id",
         ["msg_01", "42", "ñandú-1", "a b", "🧵 plan", "x" * 256, "T-1", "t-1", "00000000-0000-0000-0000-000000000000"],

@@ -320,12 +320,31 @@ def _new_index(url: str, given: str | None) -> str:
     return f"{command} (NEW_URL: a new or empty vector store; then use it as --vector)"
 
 
+def _other_space(exc: EmbedderMismatchError, name: str, url: str, given: str | None) -> str:
+    """The line for an index whose record names another embedder of the
+    same dimension (``exc.recorded``) than ``name`` (``--embedder NAME`` or
+    the default embedder): both named, and the fix."""
+    from memory_core.embedders import built_in_of
+
+    recorded = exc.recorded or ""
+    known = built_in_of(recorded)
+    built = f"{recorded!r}" + (f" (--embedder {known})" if known else "")
+    return (
+        f"--embedder: the vector index of dimension {exc.dimension} was built by the embedder {built} (its record), "
+        f"not by {name}, whose vectors of the same dimension are of another space and must not mix with those; "
+        f"nothing was written: give the --embedder that built the index, or build a new index with this one: "
+        f"{_new_index(url, given)}"
+    )
+
+
 def _mismatch(exc: EmbedderMismatchError, given: str | None, url: str) -> NoReturn:
     """A mismatch between ``--embedder`` (``given`` as the user spelt it, None
     without the option) and the index of storage ``url``, as one red line
     naming the fix: the ``--embedder`` that built it, or a new index
     (:func:`_new_index`; a reindex in place with ``given`` is refused)."""
     name = "the default embedder" if given is None else f"--embedder {given}"
+    if exc.recorded is not None:
+        fail(_other_space(exc, name, url, given))
     fail(
         f"--vector holds {_built(exc)} that {name} ({exc.dimension} dimensions) "
         f"did not make; give the --embedder that built the index, or build a new index with this one: "
@@ -415,6 +434,8 @@ async def _rebuilt(
         return await memory.reindex(thread_id=thread_id, resource_id=resource_id)
     except EmbedderMismatchError as exc:  # raised only by a Memory with an embedder
         url, name = given
+        if exc.recorded is not None:
+            fail(_other_space(exc, "the default embedder" if name is None else f"--embedder {name}", url, name))
         if whole:
             fail(
                 f"--embedder: the vector index holds {_built(exc)} that "

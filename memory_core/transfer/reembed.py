@@ -15,11 +15,11 @@ wants vectors in memory calls :meth:`memory_core.Memory.reindex` itself.
 from __future__ import annotations
 
 from memory_core.arguments import check_persistent
-from memory_core.embedders import Embedder, dimension_mismatch
+from memory_core.embedders import Embedder, dimension_mismatch, identity_mismatch
 from memory_core.errors import ValidationError
 from memory_core.memory import Memory
 from memory_core.storage import Storage
-from memory_core.vector import VectorStore
+from memory_core.vector import BaseVectorStore, VectorStore
 
 __all__ = [
     "Reembedder",
@@ -90,7 +90,9 @@ def reembedder(
 
 async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--embedder") -> None:
     """Refuse to re-embed into an index built by an embedder of another
-    dimension (:func:`~memory_core.embedders.dimension_mismatch`): the
+    dimension (:func:`~memory_core.embedders.dimension_mismatch`), or
+    recording another embedder of this dimension
+    (:func:`~memory_core.embedders.identity_mismatch`): the
     application's recalls would find the old vectors or the new ones, never
     both. Reads the opened store's dimensions; writes nothing.
 
@@ -99,6 +101,11 @@ async def check_fits(vectors: VectorStore, embedder: Embedder, field: str = "--e
             and the fixes, in the command line's words when ``field`` is an
             option (``--embedder``), else in Python's.
     """
-    mismatch = dimension_mismatch(embedder, await vectors.dimension_counts(), command_line=field.startswith("--"))
+    command_line = field.startswith("--")
+    mismatch = dimension_mismatch(embedder, await vectors.dimension_counts(), command_line=command_line)
+    if mismatch is None and isinstance(vectors, BaseVectorStore):
+        recorded = await vectors.recorded_embedder(embedder.dimension)
+        if recorded is not None and recorded != embedder.name:
+            mismatch = identity_mismatch(embedder, recorded, command_line=command_line)
     if mismatch is not None:
         raise ValidationError(field, mismatch)

@@ -488,7 +488,7 @@ class QdrantEdgeStore(BaseVectorStore):
         await _run(_recover_folder, root)
         names = await _run(os.listdir, root)
         for name in sorted(names):
-            dimension = self.dimension_of(name)
+            dimension = self.collection_dimension(name)  # points, or the embedder's record
             if dimension is not None and await _run(_is_shard, os.path.join(root, name)):
                 self._shards[name] = await _open_shard(
                     qe.EdgeShard.load, os.path.join(root, name), shard_config(dimension)
@@ -543,7 +543,8 @@ class QdrantEdgeStore(BaseVectorStore):
         if self.path is None:
             return []
         names = await _run(_shards_in, self.path)
-        ours = [name for name in names if self.dimension_of(name) is not None or name == self._prefix + DOCUMENTS]
+        documents = self._prefix + DOCUMENTS
+        ours = [name for name in names if self.collection_dimension(name) is not None or name == documents]
         if self._root is None and await _run(_held_shard, self.path, ours) is not None:
             raise _held_elsewhere("preflight", self.path)
         return names
