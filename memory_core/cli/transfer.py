@@ -138,7 +138,7 @@ async def _unless_written(
         await store.open()
         yield
     except BaseException:
-        if new and not any(report.written.values()):
+        if new and not report.may_have_written:
             with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await cast(Storage | BaseVectorStore, store).destroy()
                 removed.append("the --vector index" if isinstance(store, BaseVectorStore) else "the storage")
@@ -180,13 +180,18 @@ def _stopped(report: ImportReport, again: str, removed: list[str], behind: str =
     which new destination stores it removed: ``removed``), or the records
     written (whole records and message batches, in the input's order) and
     how to resume (``again``; ``behind``: what the rerun also repairs)."""
-    if not any(report.written.values()):
+    landing = (
+        f"; a batch of {report.in_flight:,} messages being written landed whole or not at all (the rerun tells)"
+        if report.in_flight
+        else ""
+    )
+    if not report.may_have_written:
         them = "them" if len(removed) > 1 else "it"
         stores = " and ".join(sorted(removed, key=lambda store: "vector" in store))
         gone = f" (this run had created {stores} and removed {them})" if removed else ""
         return f"nothing was written{gone}; {again}"
     return (
-        f"written before the stop: {counted(report.written)}, each record and message batch whole, "
+        f"written before the stop: {counted(report.written)}, each record and message batch whole{landing}, "
         f"the rest not yet; to resume, {again}{behind}"
     )
 

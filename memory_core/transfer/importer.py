@@ -58,16 +58,25 @@ class ImportReport:
             (a re-run or a resumed import), per kind.
         trailer: the file's trailer (counts and digests), which the records
             read were checked against.
+        in_flight: messages of a batch whose write was sent and not yet
+            acknowledged (0 between batches): interrupted there, the batch
+            landed whole or not at all, and only a read can tell which.
     """
 
     written: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_KINDS, 0))
     trailer: dict[str, Any] = field(default_factory=dict)
+    in_flight: int = 0
 
     @property
     def messages(self) -> int:
         """Message records handled (written or skipped)."""
         return self.written["messages"] + self.skipped["messages"]
+
+    @property
+    def may_have_written(self) -> bool:
+        """Whether any record was written, or a batch's write was sent."""
+        return self.in_flight > 0 or any(self.written.values())
 
 
 class _Import:
@@ -224,14 +233,18 @@ class _Import:
             # tells this import's leftovers from a write after the export.
             for thread_id in receiving:
                 await self.storage.save_thread(replace(self.threads[thread_id], updated_at=IMPORTING))
+            self.report.in_flight = len(new)
             await self.storage.save_messages(new)
+            # Counted as soon as acknowledged: an interruption during the
+            # put-back below must not report the batch unwritten.
+            self.report.written["messages"] += len(new)
+            self.report.in_flight = 0
             # Every thread in self.threads was new, held exactly the file's
             # record or was marked by an interrupted import of it, so this
             # puts back the file's value (never an older value over a newer
             # write).
             for thread_id in receiving:
                 await self.storage.save_thread(self.threads[thread_id])
-        self.report.written["messages"] += len(new)
         self.report.skipped["messages"] += len(self.batch) - len(new)
         self.batch.clear()
         if self.on_progress is not None:
