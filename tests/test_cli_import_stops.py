@@ -150,7 +150,8 @@ def test_a_whole_import_without_vector_names_the_command_that_builds_the_index(
     assert lines[-2].startswith("imported: written"), lines
     assert lines[-1] == (
         "no vector index was filled (no --vector): recall finds these messages by meaning only once one is "
-        f"built; build it with memory-core reindex {url} --new --vector VECTOR_URL"
+        f"built; build it with memory-core reindex {url} --new --vector VECTOR_URL "
+        "(VECTOR_URL: the new or empty vector store to build it in)"
     )
     again = cli("import", url, "-i", str(export_file))  # nothing written: nothing to build
     assert again.returncode == 0, again.stderr

@@ -309,7 +309,8 @@ def test_reindex_builds_an_index_into_a_new_or_empty_vector_store(tmp_path: Path
     for folder in ("fresh", "new"):
         vectors = f"qdrant+path:///{tmp_path / folder}"
         refused = cli("check-index", url, "--vector", vectors)
-        assert refused.returncode == 2 and "or build one with memory-core reindex --new" in refused.stderr
+        whole = f"or build one there with memory-core reindex {url} --new --vector {vectors}"
+        assert refused.returncode == 2 and whole in refused.stderr, refused.stderr
         typo = cli("reindex", url, "--vector", vectors, "--embedder", "lexical")
         assert typo.returncode == 2 and "check the URL for a typo" in typo.stderr, typo.stderr
         assert "or pass --new to build a new index there" in typo.stderr, typo.stderr

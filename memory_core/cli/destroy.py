@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.host import advice_command, console, errors, fail, run_interruptible, user_errors
 from memory_core.cli.stores import command_stores
 from memory_core.options import hide_password
 from memory_core.vector import BaseVectorStore
@@ -121,21 +121,18 @@ class _Step:
 
     def interrupted(self) -> str:
         """What a Ctrl-C left, truthfully, and the command that finishes it."""
-        from shlex import join
-
-        again = ["memory-core", "destroy", self.url, *([] if self.vector is None else ["--vector", self.vector])]
+        again = ["destroy", self.url, *([] if self.vector is None else ["--vector", self.vector])]
         if self.now == "counting":
             return "nothing was destroyed"
         if self.now == "vectors":
-            return (
-                f"storage is untouched; the vector index may be partly removed: run {join([*again, '--yes'])} to finish"
-            )
+            finish = advice_command(*again, "--yes")
+            return f"storage is untouched; the vector index may be partly removed: run {finish} to finish"
         if self.vector is not None:
             return (
                 "the vector index is removed; storage may be partly removed: "
-                f"run {join(['memory-core', 'destroy', self.url, '--yes'])} (without --vector) to finish"
+                f"run {advice_command('destroy', self.url, '--yes')} (without --vector) to finish"
             )
-        return f"storage may be partly removed: run {join([*again, '--yes'])} to finish"
+        return f"storage may be partly removed: run {advice_command(*again, '--yes')} to finish"
 
 
 def _place(store: object, url: str) -> str:

@@ -16,7 +16,6 @@ deprecated, with a warning line on stderr. What the erasure leaves behind on eac
 
 from __future__ import annotations
 
-import shlex
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
+from memory_core.cli.host import advice_command, console, errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_stores
 from memory_core.validation import check_id
@@ -161,10 +160,10 @@ def index_note(url: str, resource: str) -> str:
     holds the resource's vectors and lexical documents, until the same
     erasure with ``--vector`` (which removes them though storage no longer
     holds the resource)."""
-    again = shlex.join(["memory-core", "erase", url, "--vector", "VECTOR_URL", "--resource", resource, "--yes"])
+    again = advice_command("erase", url, "--vector", "VECTOR_URL", "--resource", resource, "--yes")
     return (
         "note: storage only; a vector index serving this store still holds the entries (vectors, lexical "
-        f"documents) of resource {resource!r} until you run {again}"
+        f"documents) of resource {resource!r} until you run {again} (VECTOR_URL: that index's vector store)"
     )
 
 

@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import select
+import shlex
 import signal
 import stat
 import sys
@@ -52,6 +53,7 @@ __all__ = [
     "PROVIDERS",
     "STOPPED",
     "USER_ERROR",
+    "advice_command",
     "backend_line",
     "build_app",
     "clauses",
@@ -67,6 +69,7 @@ __all__ = [
     "plain_words",
     "run_interruptible",
     "run_quietly",
+    "shell_words",
     "user_errors",
     "what_happened",
     "work_complete",
@@ -162,6 +165,23 @@ def naming_path(path: object) -> Iterator[None]:
         if exc.filename is None and not isinstance(exc, BrokenPipeError):
             exc.filename = str(path)
         raise
+
+
+def advice_command(*arguments: str) -> str:
+    """The command ``memory-core ARGUMENTS`` as advice to paste into a POSIX
+    shell: every argument quoted where the shell would split or read it
+    (``shlex.join``: a URL's ``?a=1&b=2`` stays one argument, not a
+    background job). Every advice line that names a command builds it here;
+    a placeholder (a value the advice cannot know) is written in capitals,
+    ``VECTOR_URL``, which needs no quoting, and the line says what it stands
+    for. Returns one line; raises nothing."""
+    return shell_words(["memory-core", *arguments])
+
+
+def shell_words(words: Iterable[str]) -> str:
+    """``words`` as POSIX shell words, each quoted where needed (the words of
+    a shell loop in advice, :func:`advice_command`'s quoting)."""
+    return shlex.join(words)
 
 
 def clauses(*parts: str) -> str:

@@ -27,14 +27,13 @@ it before writing (exit 2) unless given ``--force``.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, NoReturn, cast
 
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors
+from memory_core.cli.host import advice_command, console, errors, fail, run_interruptible, shell_words, user_errors
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_embedder, command_storage, command_vector
 from memory_core.errors import EmbedderMismatchError
@@ -164,17 +163,17 @@ def _repair(stale: list[IndexStatus], given: tuple[str, str, str | None], unowne
     steps = []
     if held or whole:
         scope = _scope_option(held[0].resource_id, held[0].thread_id) if len(held) == 1 and not whole else []
-        again = ["memory-core", "reindex", url, "--vector", vector, *scope]
+        again = ["reindex", url, "--vector", vector, *scope]
         if embedder is not None:
             again += ["--embedder", embedder]
         drops = " (the whole store: it also drops the entries of every message storage no longer holds)"
-        steps.append(f"run {shlex.join(again)}{drops if whole else ''}")
+        steps.append(f"run {advice_command(*again)}{drops if whole else ''}")
     if erasable:
-        erase = shlex.join(["memory-core", "erase", url, "--vector", vector])
+        erase = advice_command("erase", url, "--vector", vector)
         if len(unowned) == 1:
-            command = f"{erase} --resource {shlex.quote(unowned[0])} --yes"
+            command = advice_command("erase", url, "--vector", vector, "--resource", unowned[0], "--yes")
         else:
-            command = f'for ID in {shlex.join(unowned)}; do {erase} --resource "$ID" --yes; done'
+            command = f'for ID in {shell_words(unowned)}; do {erase} --resource "$ID" --yes; done'
         steps.append(f"the orphans of resources storage no longer holds go with {command}")
     return "; ".join(steps)
 
@@ -251,7 +250,13 @@ def _stores(
     if thread is not None:
         check_id(thread, "--thread")
     storage = command_storage(url, "URL", must_exist=True)
-    otherwise = "or pass --new to build a new index there" if builds else "or build one with memory-core reindex --new"
+    if builds:
+        otherwise = "or pass --new to build a new index there"
+    else:
+        # A new index is built whole (not the one --resource or --thread checked).
+        named = [] if embedder is None else ["--embedder", embedder]
+        rebuild = advice_command("reindex", url, "--new", "--vector", vector, *named)
+        otherwise = f"or build one there with {rebuild}"
     vectors = command_vector(vector, "--vector", must_exist=not new, otherwise=otherwise)
     return storage, vectors, None if embedder is None else command_embedder(embedder)
 
@@ -316,7 +321,7 @@ def _new_index(url: str, given: str | None) -> str:
     (as spelt; NAME without ``--embedder``): the way out of an index another
     embedder built, which a reindex in place refuses to mix with (the one
     piece of advice both commands give, so it is the one that works)."""
-    command = shlex.join(["memory-core", "reindex", url, "--new", "--vector", "NEW_URL", "--embedder", given or "NAME"])
+    command = advice_command("reindex", url, "--new", "--vector", "NEW_URL", "--embedder", given or "NAME")
     return f"{command} (NEW_URL: a new or empty vector store; then use it as --vector)"
 
 

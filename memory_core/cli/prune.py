@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from memory_core.cli.host import console, errors, fail, run_interruptible, user_errors, work_complete
+from memory_core.cli.host import advice_command, console, errors, fail, run_interruptible, user_errors, work_complete
 from memory_core.cli.progress import tracked
 from memory_core.cli.resources import absent_resource_hint
 from memory_core.cli.stores import command_stores
@@ -133,9 +133,8 @@ def prune(
             errors.print(f"cutoff {cutoff.isoformat()} (an interrupted run resumes with {resume})", soft_wrap=True)
         interrupted = f"whole batches were deleted or not; resume with {resume}"
         if vector is not None:
-            interrupted += (
-                f" (the last batch's vectors may remain: memory-core reindex {url} --vector {vector} drops them)"
-            )
+            drops = advice_command("reindex", url, "--vector", vector)
+            interrupted += f" (the last batch's vectors may remain: {drops} drops them)"
         report, hint = run_interruptible(_prune(storage, vectors, policy, dry_run), interrupted)
         if hint is not None:
             errors.print(f"[yellow]hint: {escape(hint)}[/]", soft_wrap=True)

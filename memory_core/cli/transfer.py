@@ -36,6 +36,7 @@ from rich.markup import escape
 
 from memory_core.cli.host import (
     INTERRUPTED,
+    advice_command,
     errors,
     fail,
     naming_path,
@@ -481,7 +482,8 @@ def _no_vectors_note(url: str, messages: int) -> str:
         return ""
     return (
         "no vector index was filled (no --vector): recall finds these messages by meaning only once one is built; "
-        f"build it with memory-core reindex {hide_password(url)} --new --vector VECTOR_URL"
+        f"build it with {advice_command('reindex', hide_password(url), '--new', '--vector', 'VECTOR_URL')} "
+        "(VECTOR_URL: the new or empty vector store to build it in)"
     )
 
 
