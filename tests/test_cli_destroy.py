@@ -15,35 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from memory_core import Memory, Thread, connect, connect_vector
-from memory_core.embedders import LexicalHashEmbedder
+from memory_core import connect
 from memory_core.errors import ValidationError
 from memory_core.registry import build_storage, build_vector
 from memory_core.vector import BaseVectorStore
 from tests.cli_run import cli
+from tests.cli_seed import seed_two_users
 
 pytest.importorskip("memory_core_sqlite")
 
 HAS_QDRANT = importlib.util.find_spec("memory_core_qdrant") is not None
-
-
-def _seed(url: str, vector: str | None = None) -> None:
-    """Two threads of u1 (3 and 2 messages), one of u2 (2 messages); with ``vector``, their vectors."""
-
-    async def seed() -> None:
-        storage = await connect(url)
-        index = None if vector is None else await connect_vector(vector)
-        async with Memory(storage, index, LexicalHashEmbedder() if index is not None else None) as memory:
-            for thread, resource, count in (("t1", "u1", 3), ("t2", "u1", 2), ("t3", "u2", 2)):
-                await storage.save_thread(Thread(thread, resource))
-                await memory.save_messages(
-                    [
-                        {"id": f"{thread}-{i}", "thread_id": thread, "role": "user", "content": f"words {i}"}
-                        for i in range(count)
-                    ]
-                )
-
-    asyncio.run(seed())
 
 
 async def _messages(url: str) -> int:
@@ -63,7 +44,7 @@ def _storage_exists(url: str) -> bool:
 def test_destroy_of_a_sqlite_file_refuses_without_yes_then_leaves_nothing_beside_it(tmp_path: Path) -> None:
     db = tmp_path / "agent.db"
     url = f"sqlite:///{db}"
-    _seed(url)
+    seed_two_users(url)
     (tmp_path / "notes.txt").write_text("not the store's")
     # A WAL left as a crashed writer leaves it: the destroy takes it too.
     (tmp_path / "agent.db-wal").write_bytes(b"")
@@ -101,7 +82,7 @@ def test_destroy_of_a_sqlite_file_refuses_without_yes_then_leaves_nothing_beside
 
 def test_destroy_refuses_a_mistyped_url_and_removes_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'agent.db'}"
-    _seed(url)
+    seed_two_users(url)
     typo = cli("destroy", f"sqlite:///{tmp_path / 'agnet.db'}", "--yes")
     assert typo.returncode == 2, typo.stderr
     assert typo.stdout == ""
@@ -124,7 +105,7 @@ def test_destroy_with_vector_removes_the_qdrant_folders_collections(tmp_path: Pa
     url = f"sqlite:///{db}"
     folder = tmp_path / "vectors"
     vector = f"qdrant+path:///{folder}"
-    _seed(url, vector)
+    seed_two_users(url, vector)
     assert os.listdir(folder)  # the shards
 
     unasked = cli("destroy", url, "--vector", vector)
@@ -158,8 +139,8 @@ def test_destroy_of_a_redis_prefix_unlinks_its_keys_and_no_other(valkey_url: str
     prefix = f"destroy-{uuid.uuid4().hex[:8]}"
     url = f"{valkey_url}?prefix={prefix}"
     neighbour = f"{valkey_url}?prefix={prefix}x"
-    _seed(url)
-    _seed(neighbour)
+    seed_two_users(url)
+    seed_two_users(neighbour)
 
     unasked = cli("destroy", url)
     assert unasked.returncode == 2, unasked.stderr

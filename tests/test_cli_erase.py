@@ -16,6 +16,7 @@ import pytest
 from memory_core import Memory, Thread, connect, connect_vector
 from memory_core.embedders import LexicalHashEmbedder
 from tests.cli_run import cli, cli_process
+from tests.cli_seed import seed_two_users
 
 pytest.importorskip("memory_core_sqlite")
 
@@ -27,21 +28,7 @@ def _seed(tmp_path: Path, vectors: bool) -> tuple[str, str | None]:
     url = f"sqlite:///{tmp_path / 'agent.db'}"
     vector = f"qdrant+path:///{tmp_path / 'vectors'}" if vectors else None
 
-    async def seed() -> None:
-        storage = await connect(url)
-        index = None if vector is None else await connect_vector(vector)
-        async with Memory(storage, index, LexicalHashEmbedder() if index is not None else None) as memory:
-            for thread, resource, count in (("t1", "u1", 3), ("t2", "u1", 2), ("t3", "u2", 2)):
-                await storage.save_thread(Thread(thread, resource))
-                await memory.save_messages(
-                    [
-                        {"id": f"{thread}-{i}", "thread_id": thread, "role": "user", "content": f"words {i}"}
-                        for i in range(count)
-                    ]
-                )
-            await storage.save_resource({"id": "u1", "working_memory": "likes tea"})
-
-    asyncio.run(seed())
+    seed_two_users(url, vector, working_memory="likes tea")
     return url, vector
 
 
