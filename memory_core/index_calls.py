@@ -60,6 +60,8 @@ class IndexCalls:
             await self._settle_embedder()
             await self._vectors.check_embedder()
             self._embedder_fits = True
+            if self.embedder is not None:  # the record was checked: recall need not again
+                self._recaller.checked.add(self.embedder.name)
 
     async def _settle_embedder(self) -> None:
         """With no embedder given, use the built-in one whose vectors the

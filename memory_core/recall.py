@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_core.builders import builder
@@ -81,12 +81,17 @@ class Recaller:
         vector: the vector store searched for semantic hits (None: no search).
         embedder: embeds the search text (None exactly when ``vector`` is).
         token_counter: counts tokens for ``max_tokens`` (R-BUDGET).
+        checked: names of embedders whose fit to the index's record was
+            checked (by a search, or by the owning Memory's first write):
+            checked once, as writes are, so a recall goes back into the
+            vector store only to search.
     """
 
     storage: Storage
     vector: VectorStore | None
     embedder: Embedder | None
     token_counter: TokenCounter
+    checked: set[str] = field(default_factory=set)
 
     async def recall(
         self,
@@ -185,8 +190,9 @@ class Recaller:
         """
         if semantic.scope == "resource" and resource_id is None:
             raise ValidationError("resource_id", "semantic recall with resource scope needs a resource_id")
-        if self.vector is not None and self.embedder is not None:
+        if self.vector is not None and self.embedder is not None and self.embedder.name not in self.checked:
             await check_recorded(self.vector, self.embedder)
+            self.checked.add(self.embedder.name)
         return await search_ids(
             self.storage,
             self.vector,
